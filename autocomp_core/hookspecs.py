@@ -1,0 +1,55 @@
+"""Every hook a plugin can implement. Project name ``autocomp``; entry-point group ``autocomp``.
+
+A plugin is a normal package whose ``pyproject.toml`` declares::
+
+    [project.entry-points.autocomp]
+    mytarget = "my_package.plugin"
+
+and whose ``my_package.plugin`` module defines functions decorated with
+``autocomp_core.hookimpl`` named after the specs below. Each hook returns a list;
+the engine concatenates the lists of all plugins.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+PROJECT = "autocomp"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def autocomp_register_backends() -> list[type]:
+    """Return ``Backend`` subclasses (see ``autocomp_core.backend.Backend``).
+
+    Each class has a unique ``name``; the engine instantiates it with the run's
+    hardware config and backend options.
+    """
+
+
+@hookspec
+def autocomp_register_llm_providers() -> list[Any]:
+    """Return ``ProviderSpec`` objects (see ``autocomp_core.llm.providers``).
+
+    A provider spec names the provider prefix used in model strings (``openai`` in
+    ``openai::gpt-5-mini``) and builds the client that serves its models.
+    """
+
+
+@hookspec
+def autocomp_register_executors() -> list[Any]:
+    """Return ``ExecutorSpec`` objects (see ``autocomp_core.executors``).
+
+    An executor decides where a backend's sandboxed commands run: the local machine
+    (default), a remote board over SSH, a cluster. Backends ask for one by name.
+    """
+
+
+@hookspec
+def autocomp_cli_commands(cli: click.Group) -> None:
+    """Add ``click`` commands to the ``autocomp-core`` command group."""
