@@ -6,6 +6,7 @@ others still load.
 from __future__ import annotations
 
 import importlib
+import os
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -69,7 +70,17 @@ class PluginRegistry:
         return found
 
 
+def extra_plugin_modules() -> tuple[str, ...]:
+    """Modules named in ``AUTOCOMP_PLUGINS`` (comma-separated), loaded like entry points.
+
+    Handy for a plugin under development that is not installed yet, and for tests.
+    """
+    raw = os.environ.get("AUTOCOMP_PLUGINS", "")
+    return tuple(m.strip() for m in raw.split(",") if m.strip())
+
+
 def build_registry(extra_modules: tuple[str, ...] = ()) -> PluginRegistry:
+    extra_modules = (*extra_modules, *extra_plugin_modules())
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     registry = PluginRegistry(manager)
