@@ -1,0 +1,8 @@
+"""Helpers for testing autocomp and its plugins without paid APIs.
+
+``LLMTestServer`` speaks the OpenAI and Anthropic wire protocols on 127.0.0.1 with
+scripted replies, configurable latency and injected faults.
+"""
+from .llm_server import Fault, FaultPlan, LLMTestServer, Reply, ScriptedRequest, count_tokens
+
+__all__ = ["Fault", "FaultPlan", "LLMTestServer", "Reply", "ScriptedRequest", "count_tokens"]

@@ -1,0 +1,427 @@
+"""An HTTP server on 127.0.0.1 that speaks the OpenAI and Anthropic wire protocols.
+
+Tests and benchmarks point the real SDKs at it: replies are scripted by a ``responder``
+that sees the full prompt text, latency is constant or drawn per request, and faults
+(429 with Retry-After, 500, 529, a hang, a dropped connection, malformed JSON, empty
+content, truncation) are injected at a seeded rate or forced per request.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI) and
+``POST /v1/messages`` (Anthropic), non-streaming.
+
+Usage is counted deterministically (``count_tokens``: one token per 4 characters).
+Prompt caching is imitated: Anthropic blocks marked ``cache_control`` and OpenAI's
+automatic prefix caching report cached tokens when a request repeats a prefix of at
+least ``cache_min_tokens`` tokens.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import hashlib
+import json
+import random
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aiohttp import web
+
+CHARS_PER_TOKEN = 4
+# OpenAI caches prompt prefixes in steps of 128 tokens.
+OPENAI_CACHE_STEP_CHARS = 128 * CHARS_PER_TOKEN
+
+
+def count_tokens(text: str) -> int:
+    """The server's deterministic token count: one token per 4 characters, rounded up."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class Fault(str, enum.Enum):
+    RATE_LIMIT = "rate_limit"  # 429 with a Retry-After header
+    SERVER_ERROR = "server_error"  # 500
+    OVERLOADED = "overloaded"  # 529
+    HANG = "hang"  # no answer for FaultPlan.hang_s (past any sane client timeout)
+    DROP = "drop"  # the connection is closed without a response
+    MALFORMED_JSON = "malformed_json"  # 200 with a body that is not JSON
+    EMPTY = "empty"  # 200 with empty content
+    TRUNCATE = "truncate"  # reply cut short, finish_reason length / stop_reason max_tokens
+
+
+@dataclass
+class ScriptedRequest:
+    """One request as the server saw it."""
+
+    index: int
+    path: str
+    api: str  # "openai" or "anthropic"
+    model: str
+    system: str
+    messages: list[dict[str, Any]]
+    prompt: str  # system text and every message's text, concatenated
+    params: dict[str, Any]  # every other field of the request body
+    api_key: str | None
+    arrived_at: float  # time.monotonic() on arrival
+    fault: Fault | None = None
+
+
+@dataclass
+class Reply:
+    """A scripted answer. ``status`` set: an error response with ``error_message``."""
+
+    text: str = ""
+    finish_reason: str | None = None  # None: "stop" (OpenAI) / "end_turn" (Anthropic)
+    status: int | None = None
+    error_message: str = ""
+    error_type: str | None = None
+    param: str | None = None  # OpenAI error "param" field (e.g. "temperature")
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FaultPlan:
+    """Which requests fail, and how.
+
+    ``force(request)`` decides per request when given (return None for no fault);
+    otherwise each request fails with probability ``rate``, its kind drawn from
+    ``kinds``, both from the server's seeded RNG in arrival order.
+    """
+
+    rate: float = 0.0
+    kinds: tuple[Fault, ...] = tuple(Fault)
+    force: Callable[[ScriptedRequest], Fault | None] | None = None
+    retry_after_s: float = 1.0
+    hang_s: float = 3600.0
+
+    def choose(self, request: ScriptedRequest, rng: random.Random) -> Fault | None:
+        if self.force is not None:
+            return self.force(request)
+        if self.rate > 0 and rng.random() < self.rate:
+            return rng.choice(self.kinds)
+        return None
+
+
+def _default_responder(request: ScriptedRequest) -> str:
+    return "This is a scripted reply."
+
+
+def _text_of(content: Any) -> str:
+    """Text of a message content: a string or a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+class LLMTestServer:
+    def __init__(self, responder: Callable[[ScriptedRequest], str | Reply] | None = None, *,
+                 latency: Callable[[ScriptedRequest], float] | float = 0,
+                 faults: FaultPlan | None = None, seed: int = 0,
+                 api_key: str | None = None, cache_min_tokens: int = 1024):
+        self.responder = responder or _default_responder
+        self.latency = latency
+        self.faults = faults or FaultPlan()
+        self.api_key = api_key  # when set, other keys get 401
+        self.cache_min_tokens = cache_min_tokens
+        self.requests: list[ScriptedRequest] = []
+        self._rng = random.Random(seed)
+        self._cache_seen: set[str] = set()
+        self._runner: web.AppRunner | None = None
+        self._closing: asyncio.Event | None = None
+        self._port: int | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("LLMTestServer is not started")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def request_count(self) -> int:
+        return len(self.requests)
+
+    async def start(self) -> LLMTestServer:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._openai_chat)
+        app.router.add_get("/v1/models", self._openai_models)
+        app.router.add_post("/v1/messages", self._anthropic_messages)
+        self._closing = asyncio.Event()
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                                     handler_cancellation=True, shutdown_timeout=0.5)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self._port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock).start()
+        return self
+
+    async def stop(self) -> None:
+        if self._closing is not None:
+            self._closing.set()  # releases hanging handlers
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> LLMTestServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    def start_in_thread(self) -> LLMTestServer:
+        """Serve from a daemon thread with its own event loop (for subprocess clients)."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as exc:  # reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="llm-test-server", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop_thread(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._thread = None
+
+    # ---- shared request handling -----------------------------------------------------
+
+    async def _receive(self, request: web.Request, api: str) -> tuple[ScriptedRequest, dict]:
+        body = await request.json()
+        if api == "openai":
+            messages = body.get("messages", [])
+            system = "\n\n".join(_text_of(m.get("content")) for m in messages
+                                 if m.get("role") in ("system", "developer"))
+            prompt = "\n\n".join(_text_of(m.get("content")) for m in messages)
+            api_key = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
+        else:
+            messages = body.get("messages", [])
+            system = _text_of(body.get("system", ""))
+            parts = [system] if system else []
+            prompt = "\n\n".join(parts + [_text_of(m.get("content")) for m in messages])
+            api_key = request.headers.get("x-api-key")
+        params = {k: v for k, v in body.items() if k not in ("model", "messages", "system")}
+        scripted = ScriptedRequest(index=len(self.requests), path=request.path, api=api,
+                                   model=body.get("model", ""), system=system, messages=messages,
+                                   prompt=prompt, params=params, api_key=api_key,
+                                   arrived_at=time.monotonic())
+        self.requests.append(scripted)
+        scripted.fault = self.faults.choose(scripted, self._rng)
+        return scripted, body
+
+    async def _wait(self, seconds: float) -> None:
+        """Sleep, cut short when the server stops."""
+        if seconds <= 0:
+            return
+        assert self._closing is not None
+        try:
+            await asyncio.wait_for(self._closing.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _prelude(self, request: web.Request, scripted: ScriptedRequest,
+                       api: str) -> web.StreamResponse | None:
+        """Latency, authentication and the transport-level faults. None: go on and answer."""
+        delay = self.latency(scripted) if callable(self.latency) else self.latency
+        await self._wait(float(delay))
+        if self.api_key is not None and scripted.api_key != self.api_key:
+            return self._error(api, 401, "Incorrect API key provided.", "authentication_error")
+        fault = scripted.fault
+        if fault is Fault.RATE_LIMIT:
+            return self._error(api, 429, "Rate limit reached for requests.", "rate_limit_error",
+                               headers={"Retry-After": f"{self.faults.retry_after_s:g}"})
+        if fault is Fault.SERVER_ERROR:
+            return self._error(api, 500, "The server had an error while processing your request.",
+                               "api_error")
+        if fault is Fault.OVERLOADED:
+            return self._error(api, 529, "Overloaded", "overloaded_error")
+        if fault is Fault.HANG:
+            await self._wait(self.faults.hang_s)
+            return self._error(api, 504, "hung request released", "api_error")
+        if fault is Fault.DROP:
+            transport = request.transport
+            if transport is not None:
+                transport.abort()
+            # Nothing can be written to an aborted transport; aiohttp drops this response.
+            return web.Response(status=500)
+        if fault is Fault.MALFORMED_JSON:
+            return web.Response(status=200, body=b'{"id": "broken", "choices": [{"mess',
+                                content_type="application/json")
+        return None
+
+    def _reply(self, scripted: ScriptedRequest) -> Reply:
+        answer = self.responder(scripted)
+        reply = Reply(text=answer) if isinstance(answer, str) else answer
+        if scripted.fault is Fault.EMPTY:
+            reply = Reply(text="")
+        elif scripted.fault is Fault.TRUNCATE:
+            reply = Reply(text=reply.text[: max(1, len(reply.text) // 2)], finish_reason="length")
+        max_tokens = (scripted.params.get("max_completion_tokens")
+                      or scripted.params.get("max_tokens"))
+        if max_tokens and count_tokens(reply.text) > max_tokens and reply.status is None:
+            reply = Reply(text=reply.text[: max_tokens * CHARS_PER_TOKEN], finish_reason="length")
+        return reply
+
+    @staticmethod
+    def _error(api: str, status: int, message: str, error_type: str, param: str | None = None,
+               headers: dict[str, str] | None = None) -> web.Response:
+        if api == "openai":
+            code = "unsupported_parameter" if param else None
+            body = {"error": {"message": message, "type": error_type, "param": param,
+                              "code": code}}
+        else:
+            body = {"type": "error", "error": {"type": error_type, "message": message}}
+        return web.json_response(body, status=status, headers=headers)
+
+    def _scripted_error(self, api: str, reply: Reply) -> web.Response:
+        default_type = {400: "invalid_request_error", 401: "authentication_error",
+                        429: "rate_limit_error", 529: "overloaded_error"}.get(reply.status or 0,
+                                                                              "api_error")
+        return self._error(api, reply.status or 500, reply.error_message or "scripted error",
+                           reply.error_type or default_type, reply.param, reply.headers)
+
+    def _cached_prefix_chars(self, key: str, prefixes: list[str]) -> int:
+        """Length of the longest prefix seen before (and at least cache_min_tokens long)."""
+        best = 0
+        for prefix in prefixes:
+            if count_tokens(prefix) < self.cache_min_tokens:
+                continue
+            digest = hashlib.sha256(f"{key}\0{prefix}".encode()).hexdigest()
+            if digest in self._cache_seen:
+                best = max(best, len(prefix))
+            self._cache_seen.add(digest)
+        return best
+
+    # ---- OpenAI ----------------------------------------------------------------------
+
+    async def _openai_models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": "test-model", "object": "model", "created": 0, "owned_by": "autocomp"}]})
+
+    async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
+        scripted, body = await self._receive(request, "openai")
+        early = await self._prelude(request, scripted, "openai")
+        if early is not None:
+            return early
+        reply = self._reply(scripted)
+        if reply.status is not None:
+            return self._scripted_error("openai", reply)
+        # Automatic prefix caching, in 128-token steps of the concatenated prompt.
+        full = scripted.prompt
+        steps = [full[:n] for n in range(OPENAI_CACHE_STEP_CHARS, len(full) + 1,
+                                          OPENAI_CACHE_STEP_CHARS)]
+        cached = count_tokens(full[: self._cached_prefix_chars("openai:" + scripted.model,
+                                                                steps)])
+        prompt_tokens = count_tokens(full)
+        completion_tokens = count_tokens(reply.text)
+        return web.json_response({
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": scripted.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text, "refusal": None},
+                "finish_reason": reply.finish_reason or "stop",
+                "logprobs": None,
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        }, headers=reply.headers)
+
+    # ---- Anthropic -------------------------------------------------------------------
+
+    async def _anthropic_messages(self, request: web.Request) -> web.StreamResponse:
+        scripted, body = await self._receive(request, "anthropic")
+        early = await self._prelude(request, scripted, "anthropic")
+        if early is not None:
+            return early
+        if "max_tokens" not in body:
+            return self._error("anthropic", 400, "max_tokens: Field required",
+                               "invalid_request_error")
+        reply = self._reply(scripted)
+        if reply.status is not None:
+            return self._scripted_error("anthropic", reply)
+
+        # Walk system then message blocks; every block with cache_control ends a cacheable prefix.
+        blocks: list[dict] = []
+        for source in (body.get("system", ""), *[m.get("content") for m in scripted.messages]):
+            if isinstance(source, str):
+                if source:
+                    blocks.append({"text": source})
+            elif isinstance(source, list):
+                blocks.extend(b for b in source if isinstance(b, dict))
+        text_so_far, breakpoints = "", []
+        for block in blocks:
+            text_so_far += block.get("text", "")
+            if block.get("cache_control"):
+                breakpoints.append(text_so_far)
+        total = count_tokens(text_so_far)
+        read_chars = self._cached_prefix_chars("anthropic:" + scripted.model, breakpoints)
+        cache_read = count_tokens(text_so_far[:read_chars]) if read_chars else 0
+        written = [p for p in breakpoints if count_tokens(p) >= self.cache_min_tokens
+                   and len(p) > read_chars]
+        cache_write = count_tokens(written[-1]) - cache_read if written else 0
+
+        tool_choice = body.get("tool_choice") or {}
+        stop_reason = {"length": "max_tokens"}.get(reply.finish_reason or "",
+                                                   reply.finish_reason or "end_turn")
+        if tool_choice.get("type") == "tool" and reply.text and stop_reason != "max_tokens":
+            try:
+                arguments = json.loads(reply.text)
+            except ValueError:
+                arguments = {"text": reply.text}
+            if not isinstance(arguments, dict):
+                arguments = {"value": arguments}
+            content = [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}",
+                        "name": tool_choice.get("name", "tool"), "input": arguments}]
+            stop_reason = "tool_use"
+        else:
+            content = [{"type": "text", "text": reply.text}]
+        return web.json_response({
+            "id": f"msg_{uuid.uuid4().hex[:12]}",
+            "type": "message",
+            "role": "assistant",
+            "model": scripted.model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": total - cache_read - cache_write,
+                "output_tokens": count_tokens(reply.text),
+                "cache_creation_input_tokens": cache_write,
+                "cache_read_input_tokens": cache_read,
+            },
+        }, headers=reply.headers)
