@@ -1,0 +1,324 @@
+"""The ``autocomp-core`` command line.
+
+Exit status: 0 success, 1 failure, 2 bad input (one line naming what is wrong, printed
+before anything is spent).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from .config import ConfigError, apply_override, load_config, parse_value
+from .logs import configure
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+class Group(click.Group):
+    """Turns bad-input exceptions into exit 2 with one line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from .runner import RunError
+
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            fail(str(exc))
+        except RunError as exc:
+            fail(str(exc), 1)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted: the run is saved; continue with `autocomp-core resume`",
+                       err=True)
+            sys.exit(130)
+
+
+@click.group(cls=Group)
+@click.option("--log-json", is_flag=True, help="Log structlog JSON lines to stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+@click.version_option(package_name="autocomp-core")
+def cli(log_json: bool, verbose: bool) -> None:
+    """autocomp: LLM-driven beam search that optimizes kernels for accelerators."""
+    configure(json_lines=log_json, verbose=verbose)
+
+
+def _flags(**values: Any) -> dict[str, Any]:
+    """Map command-line flags onto the config's nested shape (None = not given)."""
+    out: dict[str, Any] = {}
+    paths = {"backend": "backend", "problem": "problem", "seed": "seed", "run_dir": "run_dir",
+             "iterations": "search.iterations", "beam_size": "search.beam_size",
+             "plans": "search.plans_per_candidate", "codes": "search.codes_per_plan",
+             "budget_usd": "budget.usd", "models": "models.plan", "code_models": "models.code"}
+    for name, value in values.items():
+        if value is None or value == ():
+            continue
+        node = out
+        *parents, leaf = paths[name].split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+@cli.command()
+@click.argument("config_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--backend", help="Backend name (see `autocomp-core backends`).")
+@click.option("--problem", help="Problem id (see `autocomp-core problems BACKEND`).")
+@click.option("--model", "models", multiple=True, help="Planning model (repeatable).")
+@click.option("--code-model", "code_models", multiple=True, help="Implementation model.")
+@click.option("--iterations", type=int)
+@click.option("--beam-size", type=int)
+@click.option("--plans", type=int, help="Plans per beam candidate.")
+@click.option("--codes", type=int, help="Implementations per plan.")
+@click.option("--seed", type=int)
+@click.option("--budget-usd", type=float)
+@click.option("--run-dir", type=click.Path(file_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override any config key (repeatable).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def optimize(config_file: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool,
+             **flags: Any) -> None:
+    """Run a beam search. Config: CONFIG_FILE, then flags, then --set overrides."""
+    from .runner import optimize as run
+
+    config = load_config(config_file, _flags(**flags), list(overrides))
+    summary = run(config, progress=not quiet)
+    _print_summary(summary, as_json)
+
+
+def _print_summary(summary: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json({"run_dir": str(summary.run_dir), **summary.data})
+        return
+    d = summary.data
+    speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
+    click.echo(f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
+               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}")
+    click.echo(f"run directory: {summary.run_dir} (report.md, best{''}, summary.json)")
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--quiet", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+def resume(run_dir: str, quiet: bool, as_json: bool) -> None:
+    """Continue a run after a crash, Ctrl-C or budget stop; repeats no answered call."""
+    from .runner import resume_async
+
+    _print_summary(anyio.run(lambda: resume_async(run_dir, progress=not quiet)), as_json)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--into", type=click.Path(file_okay=False), help="Directory of the replayed run.")
+@click.option("--quiet", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+def replay(run_dir: str, into: str | None, quiet: bool, as_json: bool) -> None:
+    """Re-run a recorded run from its recorded LLM answers (no LLM is called)."""
+    from .runner import replay_async
+
+    _print_summary(anyio.run(lambda: replay_async(run_dir, into, progress=not quiet)), as_json)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(file_okay=False))
+def report(run_dir: str) -> None:
+    """Rebuild a run's exports from its journal and print report.md."""
+    from .exports import write_exports
+    from .runner import _ledger_from_store, load_backend, load_run_config
+    from .store import RunStore
+
+    config = load_run_config(Path(run_dir))
+    backend, problem, _ = load_backend(config)
+    store = RunStore(run_dir)
+    try:
+        ledger = _ledger_from_store(store)
+        write_exports(Path(run_dir), store, backend, problem, ledger,
+                      stop_reason=store.get_meta("stop_reason", "unknown"),
+                      drop_root=config.translation.iterations > 0 and
+                      config.translation.drop_original)
+    finally:
+        store.close()
+    click.echo((Path(run_dir) / "report.md").read_text())
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def backends(as_json: bool) -> None:
+    """List installed backends with versions and a health check."""
+    from .plugins import registry
+
+    reg = registry()
+    rows = []
+    for name, cls in sorted(reg.backends().items()):
+        try:
+            backend = cls()
+            checks = backend.doctor()
+            row = {"name": name, "version": backend.version, "description": cls.description,
+                   "healthy": all(c.ok for c in checks),
+                   "missing": [c.name for c in checks if not c.ok],
+                   "problems": len(backend.problems())}
+        except Exception as exc:  # a broken backend is reported, not fatal
+            row = {"name": name, "version": "?", "description": cls.description,
+                   "healthy": False, "missing": [f"{type(exc).__name__}: {exc}"], "problems": 0}
+        rows.append(row)
+    failures = [{"plugin": f.name, "error": f.error} for f in reg.failures]
+    if as_json:
+        emit_json({"backends": rows, "plugin_failures": failures})
+        return
+    for r in rows:
+        health = "ok" if r["healthy"] else "missing: " + ", ".join(r["missing"])
+        click.echo(f"{r['name']:<12} {r['version']:<10} {r['problems']:>3} problems  [{health}]  "
+                   f"{r['description']}")
+    if not rows:
+        click.echo("no backends installed (pip install autocomp-gemmini, autocomp-rvv, ...)")
+    for f in failures:
+        click.echo(f"plugin {f['plugin']} failed to load: {f['error']}", err=True)
+
+
+def _backend(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
+    from .runner import load_backend  # noqa: F401  (same error wording as runs)
+    from .plugins import registry
+
+    try:
+        cls = registry().backend_class(name)
+    except KeyError as exc:
+        raise ConfigError(f"backend: {exc.args[0]}") from None
+    hw: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
+    for item in hardware:
+        apply_override(hw, item)
+    for item in options:
+        apply_override(opts, item)
+    from pydantic import ValidationError
+
+    try:
+        return cls(hardware=hw, options=opts)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ConfigError(f"hardware.{'.'.join(map(str, err['loc']))}: {msg}") from None
+
+
+@cli.command()
+@click.argument("backend")
+@click.option("--json", "as_json", is_flag=True)
+def problems(backend: str, as_json: bool) -> None:
+    """List a backend's problems."""
+    b = _backend(backend)
+    rows = [{"id": p.id, "description": p.description,
+             "baseline": str(p.baseline_path) if p.baseline_path else None} for p in b.problems()]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['id']:<28} {r['description']}")
+
+
+@cli.command(name="eval")
+@click.argument("backend")
+@click.argument("problem")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
+@click.option("--timeout", type=float, default=120.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
+          options: tuple[str, ...], timeout: float, seed: int, as_json: bool) -> None:
+    """Evaluate one program (for plugin authors): correctness and metric."""
+    from .backend import EvalContext
+
+    b = _backend(backend, hardware, options)
+    try:
+        prob = b.load_problem(problem)
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
+    code = Path(file).read_text()
+    ctx = EvalContext(hardware=b.hardware, seed=seed, timeout_s=timeout, options=b.options)
+    result = anyio.run(b.evaluate, prob, code, ctx)
+    data = result.to_dict()
+    data["lower_bound"] = b.metric_lower_bound(prob)
+    if as_json:
+        emit_json(data)
+    else:
+        state = "correct" if result.correct else f"FAILED ({data['failure']})"
+        click.echo(f"{state}: {result.metric} {result.unit}")
+        if result.feedback:
+            click.echo(result.feedback)
+    sys.exit(0 if result.correct else 1)
+
+
+@cli.command()
+@click.argument("config_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--model", "models", multiple=True, help="Model string to check (repeatable).")
+@click.option("--json", "as_json", is_flag=True)
+def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> None:
+    """List configured LLM providers and models, and whether each answers."""
+    from .llm.client import check_models
+    from .llm.settings import LLMSettings
+
+    data = load_config(config_file).model_dump() if config_file else {}
+    settings = LLMSettings(**data.get("llm", {})) if data else LLMSettings()
+    wanted = list(models) or [*data.get("models", {}).get("plan", []),
+                              *data.get("models", {}).get("code", [])]
+    rows = anyio.run(check_models, settings, wanted or None)
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo("  ".join(f"{k}={v}" for k, v in r.items()))
+
+
+@cli.command()
+@click.argument("backend", required=False)
+def doctor(backend: str | None) -> None:
+    """Check every tool the installed backends need; name what is missing and how to install it."""
+    from .plugins import registry
+
+    reg = registry()
+    names = [backend] if backend else sorted(reg.backends())
+    missing = 0
+    for name in names:
+        b = _backend(name)
+        click.echo(f"{name}:")
+        checks = b.doctor()
+        for c in checks:
+            mark = "ok " if c.ok else "MISSING"
+            fix = f"  -> {c.fix}" if (not c.ok and c.fix) else ""
+            click.echo(f"  [{mark}] {c.name} {c.detail}{fix}")
+            missing += not c.ok
+        if not checks:
+            click.echo("  (no checks)")
+    for f in reg.failures:
+        click.echo(f"plugin {f.name} failed to load: {f.error}")
+        missing += 1
+    sys.exit(1 if missing else 0)
+
+
+def main() -> None:
+    from .plugins import registry
+
+    try:
+        registry().hook.autocomp_cli_commands(cli=cli)
+    except Exception as exc:  # a plugin's command must not break the CLI
+        click.echo(f"warning: a plugin failed to add commands: {exc}", err=True)
+    cli(prog_name="autocomp-core")
+
+
+if __name__ == "__main__":
+    main()

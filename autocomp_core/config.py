@@ -1,0 +1,212 @@
+"""Run configuration: a TOML file, then flags, then ``--set section.key=value`` overrides.
+
+Everything is validated up front by pydantic models that forbid unknown keys, and
+errors become one line naming the field (``search.beam_size: must be >= 1``).
+"""
+from __future__ import annotations
+
+import ast
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .llm.settings import LLMSettings
+
+
+class ConfigError(ValueError):
+    """Bad input: the message is one line naming what is wrong."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelsConfig(_Section):
+    #: planning ensemble (model strings or aliases); empty = the default for the keys present
+    plan: list[str] = Field(default_factory=list)
+    #: implementation ensemble; empty = the planning ensemble
+    code: list[str] = Field(default_factory=list)
+
+
+class SearchConfig(_Section):
+    iterations: int = Field(8, ge=0, le=1000)
+    beam_size: int = Field(4, ge=1, le=256)
+    plans_per_candidate: int = Field(4, ge=1, le=256)
+    codes_per_plan: int = Field(2, ge=1, le=64)
+    #: probability of KEEPING each optimization-menu item in a planning prompt (menu dropout)
+    menu_keep_probability: float = Field(0.25, ge=0.0, le=1.0)
+    #: probability a prompt states the parent's score
+    score_feedback_probability: float = Field(1.0, ge=0.0, le=1.0)
+    #: probability a prompt carries the backend's hardware feedback for the parent
+    hw_feedback_probability: float = Field(0.0, ge=0.0, le=1.0)
+    #: show the whole ancestor chain (plans and code) instead of the parent only
+    include_ancestors: bool = False
+    #: add the knowledge pack's examples whose trigger words appear in the plan
+    examples: bool = True
+    #: one call writes code directly, without a planning step
+    direct: bool = False
+    #: ask for structured old/new edits instead of the whole program
+    edits: bool = False
+    #: give each failed candidate one repair attempt with its error text
+    repair_failed: bool = False
+    #: crossover: pairs of beam members combined per iteration, and programs per pair
+    combine_pairs: int = Field(0, ge=0, le=64)
+    codes_per_combine: int = Field(1, ge=1, le=16)
+    #: plan once per menu item (no dropout) for the first N iterations
+    exhaustive_first_iterations: int = Field(0, ge=0)
+    #: switch to the exhaustive sweep when the best score has not improved by the given
+    #: ratio over this many iterations (0 = never)
+    exhaustive_on_stagnation_iterations: int = Field(0, ge=0)
+    exhaustive_stagnation_ratio: float = Field(1.0, gt=0.0)
+    #: regression budget: in the first ``keep_factor_iterations`` iterations a child may be
+    #: up to ``keep_factor`` times slower than its parent and still enter the beam
+    keep_factor: float = Field(1.1, ge=1.0)
+    keep_factor_iterations: int = Field(2, ge=0)
+    #: beam de-duplication: -1 off, 0 one per (parent, plan), 1 one per parent, 2 no shared ancestor
+    prevent_duplicate_level: Literal[-1, 0, 1, 2] = 0
+    #: stop when best(now)/best(N iterations ago) >= threshold (0 = off)
+    early_stop_iterations: int = Field(0, ge=0)
+    early_stop_threshold: float = Field(1.0, gt=0.0)
+    #: pipelined: each plan/program moves on the moment it arrives; barrier: plan all, then
+    #: implement all, then evaluate all (the original's schedule, kept for comparison)
+    schedule: Literal["pipelined", "barrier"] = "pipelined"
+    #: run directory whose final beam seeds this run
+    continue_from: str | None = None
+
+
+class TranslationConfig(_Section):
+    #: the first N iterations use the translation menu (e.g. PyTorch -> NKI)
+    iterations: int = Field(0, ge=0)
+    #: keep factor during translation: how much slower a translated program may be
+    regression_allowance: float = Field(15.0, ge=1.0)
+    #: rank by an LLM's 0-10 completeness score, then by metric
+    score: bool = True
+    #: finish translation early once every beam member scores at least this
+    complete_threshold: float = Field(9.0, ge=0.0, le=10.0)
+    #: after the last translation iteration, drop the untranslated original from the beam
+    drop_original: bool = True
+
+
+class EvaluationConfig(_Section):
+    timeout_s: float = Field(120.0, gt=0)
+    #: evaluations at once; 0 = what the backend says it can run
+    parallelism: int = Field(0, ge=0)
+
+
+class BudgetConfig(_Section):
+    usd: float = Field(math.inf, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    llm_calls: int | None = Field(None, ge=0)
+    evaluations: int | None = Field(None, ge=0)
+    wall_s: float | None = Field(None, gt=0)
+
+
+class RunConfig(_Section):
+    backend: str
+    problem: str
+    seed: int = 1111
+    #: where the run directory goes; default runs/<backend>-<problem>-<timestamp>
+    run_dir: str | None = None
+    #: extra plugin modules to load (like AUTOCOMP_PLUGINS)
+    plugins: list[str] = Field(default_factory=list)
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    backend_options: dict[str, Any] = Field(default_factory=dict)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    translation: TranslationConfig = Field(default_factory=TranslationConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        if self.translation.iterations > self.search.iterations:
+            raise ValueError("translation.iterations cannot exceed search.iterations")
+        return self
+
+    def to_toml_dict(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json", exclude_none=True)
+        if data.get("budget", {}).get("usd") in (math.inf, "inf", "Infinity"):
+            data["budget"].pop("usd", None)
+        return data
+
+
+def _format_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "config"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "required"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"config: {where}: {msg}{more}"
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: a TOML/Python literal when it parses as one, else the string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    if "=" not in assignment:
+        raise ConfigError(f"--set {assignment!r}: expected section.key=value")
+    path, value = assignment.split("=", 1)
+    keys = [k for k in path.strip().split(".") if k]
+    if not keys:
+        raise ConfigError(f"--set {assignment!r}: empty key")
+    node = data
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {path}: {k} is not a table")
+    node[keys[-1]] = parse_value(value.strip())
+
+
+def read_toml(path: Path | str) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: malformed TOML: {exc}") from None
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
+                overrides: list[str] | None = None) -> RunConfig:
+    """Merge file, flags and overrides (in that order) and validate."""
+    data = read_toml(path) if path else {}
+    data = deep_merge(data, flags or {})
+    for assignment in overrides or []:
+        apply_override(data, assignment)
+    return validate(data)
+
+
+def validate(data: dict[str, Any] | RunConfig) -> RunConfig:
+    if isinstance(data, RunConfig):
+        return data
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc)) from None

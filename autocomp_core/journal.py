@@ -1,0 +1,148 @@
+"""The two doors through which the search spends: LLM calls and evaluations.
+
+Both consult the run store first, so a resumed run repeats no answered call and no
+finished evaluation, and both check the budgets before spending.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from .accounting import Budget, Ledger
+from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
+from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
+from .store import RunStore
+
+log = structlog.get_logger("autocomp")
+
+
+class Completer(Protocol):
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+class ReplayMiss(Exception):
+    """Replay met a request the recorded run never made."""
+
+
+def request_record(req: LLMRequest) -> dict[str, Any]:
+    return {"model": req.model, "phase": req.phase, "sample": req.sample,
+            "temperature": req.temperature, "max_tokens": req.max_tokens,
+            "reasoning_effort": req.reasoning_effort,
+            "response_format": req.response_format.value,
+            "system": req.prompt.system, "static": req.prompt.static,
+            "dynamic": req.prompt.dynamic}
+
+
+class JournaledLLM:
+    """Answers from the journal when it can; otherwise asks the LLM and records the answer.
+
+    In replay mode (``client`` is None) every answer must come from ``replay_source``.
+    """
+
+    def __init__(self, client: Completer | None, store: RunStore, ledger: Ledger, budget: Budget,
+                 replay_source: RunStore | None = None) -> None:
+        self.client = client
+        self.store = store
+        self.ledger = ledger
+        self.budget = budget
+        self.replay_source = replay_source
+
+    async def complete(self, req: LLMRequest) -> LLMResponse:
+        key = req.key()
+        recorded = self.store.llm_response(key)
+        if recorded is not None:  # answered in an earlier session of this run: already counted
+            return LLMResponse.from_dict(recorded)
+        if self.replay_source is not None:
+            recorded = self.replay_source.llm_response(key)
+            if recorded is None:
+                raise ReplayMiss(f"replay: the recorded run has no answer for a {req.phase} "
+                                 f"request to {req.model}")
+            resp = LLMResponse.from_dict(recorded)
+            self.store.record_llm(key, req.model, req.phase, True, request_record(req),
+                                  resp.to_dict())
+            self.ledger.add_llm(req.phase, req.model, resp, replayed=True)
+            return resp
+        self.budget.check_llm()
+        assert self.client is not None
+        resp = await self.client.complete(req)
+        if resp.ok and not resp.text.strip():
+            resp.error = LLMError(ErrorKind.EMPTY, "the model returned no text")
+        self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
+                              resp.to_dict())
+        self.ledger.add_llm(req.phase, req.model, resp, replayed=False)
+        if not resp.ok:
+            self.store.event("llm_error", model=req.model, phase=req.phase,
+                             kind=resp.error.kind.value, message=resp.error.message[:500])
+        return resp
+
+
+def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
+    blob = json.dumps([backend.name, problem.id, backend.hardware.model_dump(mode="json"),
+                       backend.options, code], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class Evaluator:
+    """Evaluates programs once each: cached in the store, de-duplicated while in flight,
+    bounded by evaluation slots."""
+
+    def __init__(self, backend: Backend, problem: Problem, store: RunStore, ledger: Ledger,
+                 budget: Budget, slots: int, timeout_s: float, seed: int,
+                 want_feedback: bool) -> None:
+        self.backend = backend
+        self.problem = problem
+        self.store = store
+        self.ledger = ledger
+        self.budget = budget
+        self.limiter = anyio.CapacityLimiter(max(1, slots))
+        self.timeout_s = timeout_s
+        self.seed = seed
+        self.want_feedback = want_feedback
+        self._in_flight: dict[str, anyio.Event] = {}
+
+    def context(self) -> EvalContext:
+        return EvalContext(hardware=self.backend.hardware, seed=self.seed,
+                           timeout_s=self.timeout_s, want_feedback=self.want_feedback,
+                           options=self.backend.options)
+
+    async def evaluate(self, code: str, use_cache: bool = True) -> tuple[str, EvalResult]:
+        key = evaluation_key(self.backend, self.problem, code)
+        while use_cache and key in self._in_flight:
+            await self._in_flight[key].wait()
+        cached = self.store.evaluation(key) if use_cache else None
+        if cached is not None:
+            self.ledger.evaluations_cached += 1
+            return key, EvalResult.from_dict(cached)
+        self.budget.check_evaluation()
+        done = self._in_flight[key] = anyio.Event()
+        try:
+            self.ledger.evaluations += 1
+            async with self.limiter:
+                started = time.monotonic()
+                result = await self._run(code)
+                result.duration_s = result.duration_s or time.monotonic() - started
+                self.ledger.eval_seconds += time.monotonic() - started
+            if result.failure != FailureKind.INFRA_ERROR:
+                self.store.save_evaluation(key, result.to_dict())
+            return key, result
+        finally:
+            self._in_flight.pop(key, None)
+            done.set()
+
+    async def _run(self, code: str) -> EvalResult:
+        try:
+            # the backend enforces its own limits; this is the last line of defence
+            with anyio.fail_after(self.timeout_s * 3 + 60):
+                return await self.backend.evaluate(self.problem, code, self.context())
+        except TimeoutError:
+            return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
+                              feedback=f"evaluation exceeded {self.timeout_s * 3 + 60:.0f} s")
+        except Exception as exc:  # a backend bug must not end the run
+            log.exception("backend evaluate raised", backend=self.backend.name)
+            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                              feedback=f"evaluator error: {type(exc).__name__}: {exc}")

@@ -1,0 +1,23 @@
+"""structlog set-up: readable lines on a terminal, JSON lines with ``--log-json``."""
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+
+def configure(json_lines: bool = False, verbose: bool = False) -> None:
+    level = logging.DEBUG if verbose else logging.INFO
+    renderer = (structlog.processors.JSONRenderer() if json_lines
+                else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
+    structlog.configure(
+        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso"),
+                    structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    for noisy in ("httpx", "openai", "anthropic", "aiohttp"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

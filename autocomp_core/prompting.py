@@ -1,0 +1,166 @@
+"""Prompt assembly from the core's templates (``prompts/``) and a backend's knowledge pack.
+
+Prompts are split so the static part (architecture, ISA, general rules) leads every
+request unchanged and can be cached by the provider; menu dropout, parent code,
+plans and feedback go in the dynamic part.
+"""
+from __future__ import annotations
+
+import random
+import string
+from functools import lru_cache
+from pathlib import Path
+
+from .backend import Backend, KnowledgePack, Problem
+from .config import SearchConfig
+from .llm.types import Prompt
+from .store import Candidate
+
+
+def prompts_dir() -> Path:
+    """Templates ship inside the wheel as autocomp_core/prompts; in a checkout they sit at the top."""
+    packaged = Path(__file__).parent / "prompts"
+    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "prompts"
+
+
+@lru_cache(maxsize=None)
+def template(name: str) -> string.Template:
+    return string.Template((prompts_dir() / f"{name}.md").read_text())
+
+
+def render(name: str, **values: object) -> str:
+    return template(name).substitute(**{k: "" if v is None else v for k, v in values.items()})
+
+
+def bullets(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def numbered(items: list[str]) -> str:
+    return "\n".join(f"{k}. {item}" for k, item in enumerate(items, 1))
+
+
+def fenced(code: str, language: str) -> str:
+    return f"```{language}\n{code.rstrip()}\n```"
+
+
+class PromptBuilder:
+    """Builds every prompt of a run. All randomness comes from the RNG passed in."""
+
+    def __init__(self, backend: Backend, problem: Problem, pack: KnowledgePack,
+                 search: SearchConfig, total_iterations: int, translation_iterations: int) -> None:
+        self.backend = backend
+        self.problem = problem
+        self.pack = pack
+        self.search = search
+        self.total_iterations = total_iterations
+        self.translation_iterations = translation_iterations
+        self.language = backend.language
+        rules = [*pack.rules_general, *backend.rules(problem)]
+        self.system = render("system", target=backend.description or backend.name)
+        self.static = render("static", target=backend.description or backend.name,
+                             architecture=pack.architecture, isa=pack.isa,
+                             rules=bullets(rules)).strip()
+
+    # -- pieces -------------------------------------------------------------------------
+    def _score_line(self, c: Candidate) -> str:
+        unit = self.backend.metric_unit
+        return f"Measured {unit or 'metric'}: {c.score:g}" if c.correct else "This program failed."
+
+    def _program_block(self, c: Candidate, title: str, rng: random.Random) -> str:
+        parts = [f"## {title}", fenced(c.code or "", self.language)]
+        if rng.random() < self.search.score_feedback_probability:
+            parts.append(self._score_line(c))
+        if c.feedback and rng.random() < self.search.hw_feedback_probability:
+            parts.append(f"Hardware feedback:\n{c.feedback}")
+        return "\n".join(parts)
+
+    def ancestry(self, chain: list[Candidate], rng: random.Random) -> str:
+        """The parent program, or with include_ancestors every step from the original."""
+        if not self.search.include_ancestors or len(chain) == 1:
+            return self._program_block(chain[-1], "Current program", rng)
+        blocks = [self._program_block(chain[0], "Original program", rng)]
+        for step, c in enumerate(chain[1:], 1):
+            title = "Current program" if c is chain[-1] else f"Step {step}"
+            blocks.append(f"## {title}: plan applied\n{c.plan or '(no plan recorded)'}")
+            blocks.append(self._program_block(c, f"{title}: program", rng))
+        return "\n\n".join(blocks)
+
+    def menu(self, rng: random.Random, translate: bool, forced: int | None = None) -> str:
+        items = self.pack.translation_menu if translate else self.pack.menu
+        if forced is not None:
+            return numbered([items[forced]]) + "\nApply exactly this optimization."
+        if translate:  # the translation menu is short and never dropped out
+            return numbered(items)
+        kept = [item for item in items if rng.random() < self.search.menu_keep_probability]
+        if not kept and items:
+            kept = [rng.choice(items)]
+        return numbered(kept)
+
+    def examples(self, text: str, phase: str) -> str:
+        if not self.search.examples:
+            return ""
+        chosen = [e for e in self.pack.examples if e.phase == phase and e.triggered_by(text)]
+        return "".join(f"\n## Example: {e.name}\n{e.text.strip()}\n" for e in chosen)
+
+    def _iteration_note(self, iteration: int, translate: bool) -> str:
+        if translate:
+            return (f"This is translation phase {iteration} of {self.translation_iterations}: "
+                    "move the computation onto the target's own kernels and instructions.")
+        return f"This is optimization phase {iteration} of {self.total_iterations}."
+
+    def _context(self) -> str:
+        ctx = self.problem.context.strip()
+        return f"{ctx}\n" if ctx else ""
+
+    def _output(self) -> str:
+        return render("output_edits" if self.search.edits else "output_full", language=self.language)
+
+    def _prompt(self, dynamic: str) -> Prompt:
+        return Prompt(system=self.system, static=self.static, dynamic=dynamic.strip())
+
+    # -- prompts ------------------------------------------------------------------------
+    def plan(self, chain: list[Candidate], rng: random.Random, iteration: int, translate: bool,
+             forced_option: int | None = None) -> Prompt:
+        return self._prompt(render(
+            "plan", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
+            planning_rules=bullets(self.pack.rules_planning),
+            menu=self.menu(rng, translate, forced_option),
+            examples=self.examples(chain[-1].code or "", "plan"),
+            iteration_note=self._iteration_note(iteration, translate)))
+
+    def implement(self, chain: list[Candidate], plan: str, rng: random.Random, iteration: int,
+                  translate: bool) -> Prompt:
+        return self._prompt(render(
+            "implement", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
+            plan=plan, examples=self.examples(plan, "code"),
+            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
+            iteration_note=self._iteration_note(iteration, translate)))
+
+    def direct(self, chain: list[Candidate], rng: random.Random, iteration: int,
+               translate: bool) -> Prompt:
+        return self._prompt(render(
+            "direct", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
+            menu=self.menu(rng, translate), examples=self.examples(chain[-1].code or "", "plan"),
+            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
+            iteration_note=self._iteration_note(iteration, translate)))
+
+    def repair(self, failed: Candidate, failure: str, errors: str) -> Prompt:
+        lines = [line[:400] for line in errors.splitlines()[-80:]]
+        return self._prompt(render(
+            "repair", problem_context=self._context(), failure=failure,
+            plan=failed.plan or "(direct optimization, no plan)", language=self.language,
+            code=(failed.code or "").rstrip(), errors="\n".join(lines) or "(no output)",
+            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output()))
+
+    def combine(self, a: Candidate, b: Candidate) -> Prompt:
+        return self._prompt(render(
+            "combine", problem_context=self._context(), language=self.language,
+            code_a=(a.code or "").rstrip(), code_b=(b.code or "").rstrip(),
+            score_a=self._score_line(a), score_b=self._score_line(b),
+            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output()))
+
+    def translation_score(self, original: Candidate, candidate: Candidate) -> Prompt:
+        return self._prompt(render(
+            "translation_score", language=self.language, original=(original.code or "").rstrip(),
+            candidate=(candidate.code or "").rstrip()))

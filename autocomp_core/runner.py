@@ -1,0 +1,267 @@
+"""Setting up, running, resuming and replaying one run directory.
+
+Everything that can be checked without spending is checked here first: the backend,
+problem, hardware config, models and keys, and options that cannot apply. A bad
+input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+import tomli_w
+from pydantic import ValidationError
+
+from .accounting import Budget, Ledger
+from .backend import Backend, Capability, KnowledgePack, Problem
+from .config import ConfigError, RunConfig, validate
+from .exports import write_exports
+from .journal import Evaluator, JournaledLLM
+from .llm.client import LLMClient, default_models
+from .llm.errors import LLMConfigError
+from .llm.types import LLMResponse
+from .plugins import build_registry
+from .progress import Progress
+from .search import RunError, Search
+from .store import RunStore
+
+log = structlog.get_logger("autocomp")
+
+
+@dataclass
+class Prepared:
+    config: RunConfig
+    backend: Backend
+    problem: Problem
+    pack: KnowledgePack
+    plan_models: list[str]
+    code_models: list[str]
+    client: LLMClient | None
+
+
+def load_backend(config: RunConfig) -> tuple[Backend, Problem, KnowledgePack]:
+    registry = build_registry(tuple(config.plugins))
+    try:
+        cls = registry.backend_class(config.backend)
+    except KeyError as exc:
+        raise ConfigError(f"backend: {exc.args[0]}") from None
+    try:
+        backend = cls(hardware=config.hardware, options=config.backend_options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ConfigError(f"hardware.{where}: {msg}") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"backend {config.backend}: {exc}") from None
+    try:
+        problem = backend.load_problem(config.problem)
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
+    return backend, problem, backend.knowledge(problem)
+
+
+def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
+    """An option that cannot apply is refused up front, never silently ignored."""
+    s, t = config.search, config.translation
+    caps = backend.capabilities
+    if s.hw_feedback_probability > 0 and Capability.HW_FEEDBACK not in caps:
+        raise ConfigError(f"search.hw_feedback_probability: backend {backend.name} gives no "
+                          "hardware feedback")
+    if t.iterations > 0 and not pack.translation_menu:
+        raise ConfigError(f"translation.iterations: backend {backend.name} has no translation menu")
+    if t.iterations == 0 and t.model_fields_set - {"iterations"}:
+        key = sorted(t.model_fields_set - {"iterations"})[0]
+        raise ConfigError(f"translation.{key}: has no effect unless translation.iterations > 0")
+    exhaustive = s.exhaustive_first_iterations or s.exhaustive_on_stagnation_iterations
+    if s.direct and exhaustive:
+        raise ConfigError("search.direct: the exhaustive menu sweep needs the planning step")
+    if exhaustive and not pack.menu:
+        raise ConfigError(f"search.exhaustive_*: backend {backend.name} has no optimization menu")
+    if s.direct and "plan" in config.models.model_fields_set and config.models.code:
+        raise ConfigError("models.plan: unused in direct mode (set models.code only)")
+    pairs = {"exhaustive_stagnation_ratio": "exhaustive_on_stagnation_iterations",
+             "early_stop_threshold": "early_stop_iterations",
+             "codes_per_combine": "combine_pairs"}
+    for knob, switch in pairs.items():
+        if knob in s.model_fields_set and not getattr(s, switch):
+            raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
+    if "examples" in s.model_fields_set and s.examples and not pack.examples:
+        raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
+    if "keep_factor" in s.model_fields_set and s.keep_factor_iterations == 0:
+        raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
+
+
+def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepared:
+    config = validate(config)
+    backend, problem, pack = load_backend(config)
+    refuse_dead_switches(config, backend, pack)
+    client = None
+    plan_models = [config.llm.aliases.get(m, m) for m in config.models.plan] or \
+        default_models(config.llm)
+    code_models = [config.llm.aliases.get(m, m) for m in config.models.code] or plan_models
+    if with_llm:
+        client = LLMClient(config.llm)
+        try:
+            client.validate_models([*plan_models, *code_models])
+        except LLMConfigError as exc:
+            raise ConfigError(f"models: {exc}") from None
+    return Prepared(config, backend, problem, pack, plan_models, code_models, client)
+
+
+def default_run_dir(config: RunConfig) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.problem)[-60:]
+    return Path("runs") / f"{config.backend}-{safe}-{stamp}"
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    data: dict[str, Any]
+
+    @property
+    def stop_reason(self) -> str:
+        return self.data["stop_reason"]
+
+    @property
+    def best_score(self) -> float:
+        return self.data["best_score"]
+
+    @property
+    def speedup(self) -> float | None:
+        return self.data["speedup"]
+
+
+def _ledger_from_store(store: RunStore) -> Ledger:
+    """Usage of earlier sessions of this run, so totals and budgets span the whole run."""
+    ledger = Ledger(prior_wall_s=store.get_meta("wall_s", 0.0))
+    for call in store.llm_calls():
+        ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
+                       replayed=False)
+    ledger.evaluations = store.count("evaluations")
+    return ledger
+
+
+async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
+                  progress_stream: bool = True) -> RunSummary:
+    """Run (or continue) the search in ``run_dir`` and write its exports."""
+    cfg = prep.config
+    store = RunStore(run_dir)
+    store.set_meta("config", cfg.to_toml_dict())
+    store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
+    if prep.client is not None:
+        store.set_meta("prices", prep.client.price_table())
+    (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
+    ledger = _ledger_from_store(store)
+    budget = Budget(cfg.budget, ledger)
+    progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
+                                     quiet=not progress_stream)
+    slots = cfg.evaluation.parallelism or prep.backend.resources().max_parallel
+    evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
+                          cfg.evaluation.timeout_s, cfg.seed,
+                          want_feedback=cfg.search.hw_feedback_probability > 0)
+    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
+    search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
+                    prep.plan_models, prep.code_models, progress)
+    store.event("session_start", pid=os.getpid())
+    beam = None
+    stop_reason = "interrupted"
+    try:
+        wall_left = None
+        if cfg.budget.wall_s is not None:
+            wall_left = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s)
+        with anyio.move_on_after(wall_left) as scope:
+            if prep.client is not None:
+                async with prep.client:
+                    beam = await search.run()
+            else:
+                beam = await search.run()
+        stop_reason = "budget.wall_s" if scope.cancelled_caught else search.stop_reason
+        return finish(store, search, prep, run_dir, stop_reason, ledger)
+    finally:
+        store.set_meta("wall_s", ledger.wall_s)
+        if beam is None:  # crashed or interrupted: still leave readable exports behind
+            try:
+                finish(store, search, prep, run_dir, stop_reason, ledger)
+            except Exception:  # the journal is intact; exports can be redone with `report`
+                log.warning("could not write exports", run_dir=str(run_dir))
+        store.close()
+
+
+def finish(store: RunStore, search: Search, prep: Prepared, run_dir: Path, stop_reason: str,
+           ledger: Ledger) -> RunSummary:
+    store.set_meta("stop_reason", stop_reason)
+    store.set_meta("status", "finished" if stop_reason not in ("interrupted",) else stop_reason)
+    store.event("session_end", stop_reason=stop_reason)
+    data = write_exports(run_dir, store, prep.backend, prep.problem, ledger,
+                         stop_reason=stop_reason,
+                         drop_root=(prep.config.translation.iterations > 0
+                                    and prep.config.translation.drop_original))
+    return RunSummary(run_dir, data)
+
+
+async def optimize_async(config: RunConfig | dict[str, Any], run_dir: str | Path | None = None,
+                         progress: bool = True) -> RunSummary:
+    prep = prepare(config)
+    target = Path(run_dir or prep.config.run_dir or default_run_dir(prep.config))
+    if RunStore.exists(target):
+        raise ConfigError(f"run_dir: {target} already holds a run (use `autocomp-core resume`)")
+    return await execute(prep, target, progress_stream=progress)
+
+
+def load_run_config(run_dir: Path) -> RunConfig:
+    if not RunStore.exists(run_dir):
+        raise ConfigError(f"run directory {run_dir}: no run found (missing {run_dir}/run.sqlite)")
+    store = RunStore(run_dir)
+    try:
+        data = store.get_meta("config")
+    finally:
+        store.close()
+    if data is None:
+        raise ConfigError(f"run directory {run_dir}: the run never recorded its config")
+    return validate(data)
+
+
+async def resume_async(run_dir: str | Path, progress: bool = True) -> RunSummary:
+    run_dir = Path(run_dir)
+    prep = prepare(load_run_config(run_dir))
+    return await execute(prep, run_dir, progress_stream=progress)
+
+
+async def replay_async(run_dir: str | Path, into: str | Path | None = None,
+                       progress: bool = True) -> RunSummary:
+    """Re-run a recorded run from its recorded LLM answers (no LLM is called)."""
+    run_dir = Path(run_dir)
+    config = load_run_config(run_dir)
+    prep = prepare(config, with_llm=False)
+    target = Path(into) if into else run_dir.with_name(
+        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}")
+    if RunStore.exists(target):
+        raise ConfigError(f"replay target {target} already holds a run")
+    source = RunStore(run_dir)
+    models = source.get_meta("models") or {}
+    prep.plan_models = models.get("plan", prep.plan_models)
+    prep.code_models = models.get("code", prep.code_models)
+    try:
+        return await execute(prep, target, replay_source=source, progress_stream=progress)
+    finally:
+        source.close()
+
+
+def optimize(config: RunConfig | dict[str, Any], run_dir: str | Path | None = None,
+             progress: bool = True) -> RunSummary:
+    """Blocking form of ``optimize_async``."""
+    return anyio.run(lambda: optimize_async(config, run_dir, progress))
+
+
+def run_error_message(exc: BaseException) -> str:
+    if isinstance(exc, (RunError, ConfigError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

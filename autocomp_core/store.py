@@ -1,0 +1,196 @@
+"""The run store: one SQLite file (WAL) per run directory that journals everything.
+
+Every LLM request and its response, every candidate with its lineage, every
+evaluation, every finished iteration's beam and every notable event is written the
+moment it happens, so a crash or SIGKILL loses at most what was in flight. Resume
+re-runs the search over this journal: answered LLM calls and finished evaluations are
+read back instead of repeated.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, phase TEXT NOT NULL, ok INTEGER NOT NULL,
+    request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS candidates (
+    id TEXT PRIMARY KEY, iteration INTEGER NOT NULL, parents TEXT NOT NULL, origin TEXT NOT NULL,
+    plan TEXT, code TEXT, code_hash TEXT, plan_model TEXT, code_model TEXT,
+    score REAL, eval_key TEXT, translation_score REAL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS evaluations (
+    key TEXT PRIMARY KEY, result TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS beams (
+    iteration INTEGER NOT NULL, position INTEGER NOT NULL, candidate TEXT NOT NULL,
+    PRIMARY KEY (iteration, position));
+CREATE TABLE IF NOT EXISTS iterations (
+    iteration INTEGER PRIMARY KEY, stats TEXT NOT NULL, finished REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL);
+"""
+
+DB_NAME = "run.sqlite"
+
+
+@dataclass
+class Candidate:
+    """A program in the search, with its lineage. ``score`` is +inf when not correct."""
+
+    id: str
+    iteration: int
+    parents: list[str]
+    origin: str  # root, plan, direct, repair, combine, continued
+    plan: str | None = None
+    code: str | None = None
+    code_hash: str | None = None
+    plan_model: str | None = None
+    code_model: str | None = None
+    score: float = float("inf")
+    eval_key: str | None = None
+    translation_score: float | None = None
+    # not persisted as columns: the evaluation's feedback, for prompts
+    feedback: str = field(default="", repr=False)
+    errors: str = field(default="", repr=False)
+
+    @property
+    def correct(self) -> bool:
+        return self.score != float("inf")
+
+
+class RunStore:
+    """Thread-safe, autocommitting access to one run's SQLite journal."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / DB_NAME
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    @classmethod
+    def exists(cls, run_dir: Path | str) -> bool:
+        return (Path(run_dir) / DB_NAME).exists()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _exec(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- meta ---------------------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        self._exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        rows = self._exec("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else default
+
+    # -- LLM journal --------------------------------------------------------------------
+    def record_llm(self, key: str, model: str, phase: str, ok: bool,
+                   request: dict[str, Any], response: dict[str, Any]) -> None:
+        self._exec("INSERT OR REPLACE INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (key, model, phase, int(ok), json.dumps(request), json.dumps(response),
+                    time.time()))
+
+    def llm_response(self, key: str) -> dict[str, Any] | None:
+        """A recorded successful answer for this request key, if any."""
+        rows = self._exec("SELECT response FROM llm_calls WHERE key = ? AND ok = 1", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def llm_calls(self) -> Iterator[dict[str, Any]]:
+        for key, model, phase, ok, req, resp, created in self._exec(
+                "SELECT * FROM llm_calls ORDER BY created"):
+            yield {"key": key, "model": model, "phase": phase, "ok": bool(ok),
+                   "request": json.loads(req), "response": json.loads(resp), "created": created}
+
+    # -- candidates ---------------------------------------------------------------------
+    def save_candidate(self, c: Candidate) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (c.id, c.iteration, json.dumps(c.parents), c.origin, c.plan, c.code, c.code_hash,
+             c.plan_model, c.code_model, None if c.score == float("inf") else c.score,
+             c.eval_key, c.translation_score, time.time()))
+
+    def candidates(self, iteration: int | None = None) -> list[Candidate]:
+        sql = "SELECT * FROM candidates"
+        args: tuple = ()
+        if iteration is not None:
+            sql += " WHERE iteration = ?"
+            args = (iteration,)
+        return [self._row_to_candidate(r) for r in self._exec(sql + " ORDER BY created", args)]
+
+    def candidate(self, cid: str) -> Candidate | None:
+        rows = self._exec("SELECT * FROM candidates WHERE id = ?", (cid,))
+        return self._row_to_candidate(rows[0]) if rows else None
+
+    @staticmethod
+    def _row_to_candidate(r: tuple) -> Candidate:
+        return Candidate(id=r[0], iteration=r[1], parents=json.loads(r[2]), origin=r[3],
+                         plan=r[4], code=r[5], code_hash=r[6], plan_model=r[7], code_model=r[8],
+                         score=float("inf") if r[9] is None else r[9], eval_key=r[10],
+                         translation_score=r[11])
+
+    # -- evaluations --------------------------------------------------------------------
+    def save_evaluation(self, key: str, result: dict[str, Any]) -> None:
+        self._exec("INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?)",
+                   (key, json.dumps(result), time.time()))
+
+    def evaluation(self, key: str) -> dict[str, Any] | None:
+        rows = self._exec("SELECT result FROM evaluations WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def count(self, table: str) -> int:
+        assert table in {"llm_calls", "candidates", "evaluations", "events", "iterations"}
+        return self._exec(f"SELECT COUNT(*) FROM {table}")[0][0]
+
+    # -- beams and iterations -----------------------------------------------------------
+    def save_beam(self, iteration: int, candidate_ids: list[str], stats: dict[str, Any]) -> None:
+        """Record a finished iteration atomically: its beam and its statistics."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute("DELETE FROM beams WHERE iteration = ?", (iteration,))
+                self._db.executemany("INSERT INTO beams VALUES (?, ?, ?)",
+                                     [(iteration, k, cid) for k, cid in enumerate(candidate_ids)])
+                self._db.execute("INSERT OR REPLACE INTO iterations VALUES (?, ?, ?)",
+                                 (iteration, json.dumps(stats), time.time()))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def beam(self, iteration: int) -> list[str] | None:
+        rows = self._exec("SELECT candidate FROM beams WHERE iteration = ? ORDER BY position",
+                          (iteration,))
+        return [r[0] for r in rows] if rows else None
+
+    def last_iteration(self) -> int | None:
+        rows = self._exec("SELECT MAX(iteration) FROM beams")
+        return rows[0][0]
+
+    def iteration_stats(self) -> dict[int, dict[str, Any]]:
+        return {i: json.loads(s) for i, s, _ in
+                self._exec("SELECT * FROM iterations ORDER BY iteration")}
+
+    # -- events -------------------------------------------------------------------------
+    def event(self, kind: str, **data: Any) -> None:
+        self._exec("INSERT INTO events (ts, kind, data) VALUES (?, ?, ?)",
+                   (time.time(), kind, json.dumps(data, default=str)))
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        sql, args = "SELECT ts, kind, data FROM events", ()
+        if kind:
+            sql, args = sql + " WHERE kind = ?", (kind,)
+        return [{"ts": ts, "kind": k, **json.loads(d)} for ts, k, d in self._exec(sql + " ORDER BY id", args)]
