@@ -43,7 +43,7 @@ def select_beam(incumbents: list[Candidate], children: list[Candidate], *, beam_
         pool.sort(key=lambda c: (-(c.translation_score or 0.0), c.score))
     else:
         pool.sort(key=lambda c: c.score)  # stable: incumbents win ties
-    exempt = {c.id for c in incumbents}
+    exempt = {c.id for c in incumbents}  # exempt from the parent gate, not from de-duplication
     kept: list[Candidate] = []
     kept_lineages: list[set[str]] = []
     for c in pool:
@@ -55,8 +55,7 @@ def select_beam(incumbents: list[Candidate], children: list[Candidate], *, beam_
             if any(c.score >= p.score * factor for p in parents):
                 continue
         line = lineage(c, lookup)
-        if c.id not in exempt and c.parents and _duplicate(c, line, kept, kept_lineages,
-                                                          dedup_level, lookup):
+        if c.parents and _duplicate(c, line, kept, kept_lineages, dedup_level, lookup):
             continue
         kept.append(c)
         kept_lineages.append(line)
@@ -75,7 +74,7 @@ def _duplicate(c: Candidate, line: set[str], kept: list[Candidate], kept_lineage
             parents = [lookup(p) for p in c.parents]
             if not all(p is not None and p.origin == "root" for p in parents):
                 return True
-        if level >= 2 and (line - {c.id}) & other_line:
+        if level >= 2 and line & other_line:
             return True
     return False
 
