@@ -1,0 +1,137 @@
+"""The ``rvv`` backend: RISC-V Vector 1.0 kernels in C with intrinsics.
+
+evaluate(): build (clang-19) → correctness under qemu-user at every check VLEN → exact
+instruction count of the kernel region on Spike → modelled cycles (costmodel.py), or cycles
+measured on a real board over SSH when ``[hardware.board]`` is set.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+
+from autocomp_core.backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
+                                   KnowledgePack, Problem, Resources)
+from autocomp_core.sandbox import private_workdir
+
+from . import board as board_mode
+from .build import Builder, BuildFailure
+from .config import RvvHardware
+from .costmodel import CORE_PRESETS, CoreParams, model_cycles
+from .problems import DATA, all_problems, spec_for
+from .runner import RunFailure, qemu_check, spike_count
+from .toolchain import ToolMissing, Tools, doctor_checks
+
+
+class RvvBackend(Backend):
+    name = "rvv"
+    description = "RISC-V Vector 1.0 (C intrinsics): qemu-user correctness, Spike instruction counts, modelled cycles"
+    file_extension = ".c"
+    language = "c"
+    metric_unit = "cycles"
+    hardware_config_type = RvvHardware
+    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
+
+    hardware: RvvHardware
+
+    def __init__(self, hardware=None, options=None) -> None:
+        super().__init__(hardware, options)
+        self._builder: Builder | None = None
+
+    # ------------------------------------------------------------------ problems and prompts
+    def problems(self) -> list[Problem]:
+        return all_problems()
+
+    def knowledge(self, problem: Problem) -> KnowledgePack:
+        return KnowledgePack.from_dir(DATA / "knowledge")
+
+    def rules(self, problem: Problem) -> list[str]:
+        hw = self.hardware
+        vlens = ", ".join(str(v) for v in hw.all_check_vlens)
+        return [
+            f"The target core has VLEN={hw.effective_vlen} and DLEN={hw.effective_dlen} bits; performance is "
+            f"modelled cycles of a {hw.core}-like core.",
+            f"The code must be vector-length agnostic: it is checked under VLEN = {vlens}. Take vl from "
+            "vsetvl (or vsetvlmax) and never hard-code the number of elements per register.",
+        ]
+
+    def params(self) -> CoreParams:
+        return self.params_for(self.hardware)
+
+    def metric_lower_bound(self, problem: Problem) -> float | None:
+        """Roofline of the model: every element op at full datapath width, every byte at full bandwidth."""
+        spec = spec_for(problem)
+        p = self.params()
+        compute = spec.bench_ops * spec.elem_bits / p.dlen
+        memory = spec.bench_bytes * 8 / p.mem_bits
+        return float(math.ceil(max(compute, memory)))
+
+    def resources(self) -> Resources:
+        # each evaluation runs one qemu per check VLEN at once
+        return Resources(max_parallel=max(1, (os.cpu_count() or 1) // 2), memory_mb_per_eval=1024)
+
+    def doctor(self) -> list[DoctorCheck]:
+        checks = doctor_checks()
+        if self.hardware.board is not None:
+            checks.append(board_mode.doctor_check(self.hardware.board))
+        return checks
+
+    # ------------------------------------------------------------------ evaluation
+    def _tools(self) -> Tools:
+        if self._builder is None:
+            self._builder = Builder(Tools.find())
+        return self._builder.tools
+
+    async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
+        started = time.perf_counter()
+        hw = ctx.hardware if isinstance(ctx.hardware, RvvHardware) else self.hardware
+        try:
+            spec = spec_for(problem)
+            tools = self._tools()
+        except (KeyError, ToolMissing) as exc:
+            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, feedback=str(exc),
+                              duration_s=time.perf_counter() - started)
+        extra: dict[str, float] = {}
+        with private_workdir("autocomp-rvv-") as workdir:
+            workdir.chmod(0o777)
+            try:
+                t = time.perf_counter()
+                built = await self._builder.build(spec, code, workdir, hw.autovectorize)
+                extra["build_s"] = time.perf_counter() - t
+
+                t = time.perf_counter()
+                await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, ctx.seed, ctx.timeout_s)
+                                       for vlen in hw.all_check_vlens))
+                extra["qemu_s"] = time.perf_counter() - t
+
+                t = time.perf_counter()
+                run = await spike_count(tools.spike, built.baremetal, hw.effective_vlen, ctx.timeout_s)
+                extra["spike_s"] = time.perf_counter() - t
+                report = model_cycles(run.insns, self.params_for(hw))
+                extra.update(instructions=float(run.instret), modelled_cycles=float(report.cycles),
+                             vector_instructions=float(report.vector_instructions),
+                             vlen=float(hw.effective_vlen), dlen=float(hw.effective_dlen))
+                metric = float(report.cycles)
+                feedback = f"{report.summary()}\nExact instruction count (Spike): {run.instret}."
+
+                if hw.board is not None:
+                    t = time.perf_counter()
+                    cycles, instret = await board_mode.run_on_board(hw.board, built.linux, ctx.seed)
+                    extra["board_s"] = time.perf_counter() - t
+                    extra.update(board_cycles=float(cycles), board_instret=float(instret))
+                    metric = float(cycles)
+                    feedback += f"\nMeasured on the board {hw.board.host}: {cycles} cycles, {instret} instructions."
+            except (BuildFailure, RunFailure) as exc:
+                return EvalResult(correct=False, failure=exc.kind, feedback=exc.feedback,
+                                  stdout=getattr(exc, "stdout", ""), stderr=exc.stderr,
+                                  extra=extra, duration_s=time.perf_counter() - started)
+            except board_mode.BoardError as exc:
+                return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, feedback=str(exc),
+                                  extra=extra, duration_s=time.perf_counter() - started)
+        return EvalResult(correct=True, metric=metric, unit=self.metric_unit,
+                          feedback=feedback if ctx.want_feedback else "", extra=extra,
+                          duration_s=time.perf_counter() - started)
+
+    def params_for(self, hw: RvvHardware) -> CoreParams:
+        return CORE_PRESETS[hw.core].with_lengths(hw.effective_vlen, hw.effective_dlen)

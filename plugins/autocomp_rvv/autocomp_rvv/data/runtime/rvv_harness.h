@@ -1,0 +1,291 @@
+/* rvv_harness.h: support shared by every problem harness.
+ *
+ * A problem harness defines, before including "rvv_harness_main.h":
+ *   h_cases[][H_DIMS], h_bench[H_DIMS], h_dim_names[H_DIMS]   shapes it tests and measures
+ *   h_setup(shape, seed)   allocate (h_alloc) and fill inputs, seal inputs, fill outputs
+ *   h_call()               call the candidate kernel once
+ *   h_verify()             (Linux build only) compare outputs with a reference; 1 = correct
+ *
+ * Two builds come from the same source:
+ *   Linux user mode (qemu-user or a real board): guarded buffers, full checks, rdcycle timing.
+ *   RVV_BAREMETAL (Spike): one run of the benchmark shape between two minstret reads.
+ */
+#ifndef RVV_HARNESS_H
+#define RVV_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- random inputs */
+static uint64_t h_rng_state = 1;
+
+static void h_seed(uint64_t seed) { h_rng_state = seed * 0x9E3779B97F4A7C15ull + 1; }
+
+static uint32_t h_rand_u32(void) {
+  /* xorshift64*: small, deterministic, the same in both builds */
+  uint64_t x = h_rng_state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  h_rng_state = x;
+  return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static float h_rand_f32(float lo, float hi) {
+  return lo + (hi - lo) * (float)(h_rand_u32() >> 8) * (1.0f / 16777216.0f);
+}
+
+static int h_rand_int(int lo, int hi) { return lo + (int)(h_rand_u32() % (uint32_t)(hi - lo + 1)); }
+
+/* Outputs start filled with this NaN so that an element the kernel never wrote is recognisable. */
+#define H_UNWRITTEN_F32 0x7FC0DEADu
+#define H_UNWRITTEN_I8 ((int8_t)0x5A)
+
+static void h_fill_unwritten_f32(float *p, size_t n) {
+  union { uint32_t u; float f; } v = {H_UNWRITTEN_F32};
+  for (size_t i = 0; i < n; i++) p[i] = v.f;
+}
+
+static void h_fill_unwritten_i8(int8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = H_UNWRITTEN_I8;
+}
+
+#ifdef RVV_BAREMETAL
+/* ============================================================ bare metal (Spike) */
+volatile uint64_t tohost __attribute__((section(".tohost"), aligned(64)));
+volatile uint64_t fromhost __attribute__((section(".tohost"), aligned(64)));
+
+static uint64_t h_htif_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2) {
+  volatile uint64_t m[8] __attribute__((aligned(64)));
+  m[0] = n; m[1] = a0; m[2] = a1; m[3] = a2;
+  __sync_synchronize();
+  tohost = (uint64_t)(uintptr_t)m;
+  while (fromhost == 0) {}
+  fromhost = 0;
+  __sync_synchronize();
+  return m[0];
+}
+
+static size_t h_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
+static void h_puts(const char *s) { h_htif_syscall(64, 1, (uint64_t)(uintptr_t)s, h_strlen(s)); }
+static void h_putu(uint64_t v) {
+  char buf[24]; int i = 23; buf[i] = 0;
+  do { buf[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+  h_puts(buf + i);
+}
+
+/* -nostdlib: the compiler may still emit calls to these. */
+void *memset(void *d, int c, size_t n) { unsigned char *p = d; while (n--) *p++ = (unsigned char)c; return d; }
+void *memcpy(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s; while (n--) *p++ = *q++; return d;
+}
+void *memmove(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s;
+  if (p < q) { while (n--) *p++ = *q++; } else { while (n--) p[n] = q[n]; }
+  return d;
+}
+
+static unsigned char h_arena[8u << 20] __attribute__((aligned(64)));
+static size_t h_arena_used;
+
+static void *h_alloc(const char *name, size_t count, size_t elem) {
+  (void)name;
+  void *p = h_arena + h_arena_used;
+  h_arena_used += (count * elem + 63) & ~(size_t)63;
+  return p;
+}
+static void h_seal(const void *p) { (void)p; }
+static void h_reset(void) { h_arena_used = 0; }
+
+static uint64_t h_roi_t0, h_roi_instret;
+static inline __attribute__((always_inline)) void h_roi_begin(void) {
+  __asm__ volatile("csrr %0, minstret" : "=r"(h_roi_t0) :: "memory");
+}
+static inline __attribute__((always_inline)) void h_roi_end(void) {
+  uint64_t t1;
+  __asm__ volatile("csrr %0, minstret" : "=r"(t1) :: "memory");
+  h_roi_instret = t1 - h_roi_t0;
+}
+
+#else
+/* ============================================================ Linux user mode */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define H_CANARY 0xA5
+#define H_MAX_BUFS 16
+
+typedef struct {
+  const char *name;
+  char *map;        /* guard page, data pages, guard page */
+  size_t map_len;
+  char *data;       /* ends exactly where the trailing guard page starts */
+  size_t bytes, elem;
+  int sealed;
+} h_buf;
+
+static h_buf h_bufs[H_MAX_BUFS];
+static int h_nbufs;
+static size_t h_page;
+static char h_case_desc[160] = "setup";
+
+static void *h_alloc(const char *name, size_t count, size_t elem) {
+  if (!h_page) h_page = (size_t)sysconf(_SC_PAGESIZE);
+  if (h_nbufs == H_MAX_BUFS) { printf("HARNESS ERROR: too many buffers\n"); exit(70); }
+  size_t bytes = count * elem;
+  size_t data_len = (bytes + h_page - 1) / h_page * h_page;
+  if (data_len == 0) data_len = h_page;
+  size_t map_len = data_len + 2 * h_page;
+  char *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) { printf("HARNESS ERROR: mmap failed\n"); exit(70); }
+  mprotect(map, h_page, PROT_NONE);
+  mprotect(map + h_page + data_len, h_page, PROT_NONE);
+  memset(map + h_page, H_CANARY, data_len);
+  h_buf *b = &h_bufs[h_nbufs++];
+  b->name = name; b->map = map; b->map_len = map_len;
+  b->data = map + h_page + data_len - bytes; b->bytes = bytes; b->elem = elem; b->sealed = 0;
+  return b->data;
+}
+
+/* Inputs become read-only: a kernel that writes into them faults with a named reason. */
+static void h_seal(const void *p) {
+  for (int i = 0; i < h_nbufs; i++)
+    if (h_bufs[i].data == p) {
+      mprotect(h_bufs[i].map + h_page, h_bufs[i].map_len - 2 * h_page, PROT_READ);
+      h_bufs[i].sealed = 1;
+    }
+}
+
+static void h_reset(void) {
+  for (int i = 0; i < h_nbufs; i++) munmap(h_bufs[i].map, h_bufs[i].map_len);
+  h_nbufs = 0;
+}
+
+static void h_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL %s: ", h_case_desc);
+  vprintf(fmt, ap);
+  printf("\n");
+  fflush(stdout);
+  va_end(ap);
+}
+
+/* Bytes between the page start and a buffer's first element must still hold the canary. */
+static int h_canaries_ok(void) {
+  for (int i = 0; i < h_nbufs; i++) {
+    const h_buf *b = &h_bufs[i];
+    for (const char *p = b->map + h_page; p < b->data; p++)
+      if ((unsigned char)*p != H_CANARY) {
+        long before = (long)((b->data - p + (long)b->elem - 1) / (long)b->elem);
+        h_fail("out-of-bounds write before the start of `%s` (element index -%ld)", b->name, before);
+        return 0;
+      }
+  }
+  return 1;
+}
+
+static void h_on_fault(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  char *addr = (char *)si->si_addr;
+  char msg[320];
+  int n = 0;
+  for (int i = 0; i < h_nbufs && !n; i++) {
+    const h_buf *b = &h_bufs[i];
+    long nelem = (long)(b->bytes / b->elem);
+    if (addr >= b->data + b->bytes && addr < b->map + b->map_len)
+      n = snprintf(msg, sizeof msg, "out-of-bounds access past the end of `%s`: element index %ld, but it has %ld elements",
+                   b->name, (long)((addr - b->data) / (long)b->elem), nelem);
+    else if (addr >= b->data && addr < b->data + b->bytes && b->sealed)
+      n = snprintf(msg, sizeof msg, "write into the read-only input `%s` at element index %ld",
+                   b->name, (long)((addr - b->data) / (long)b->elem));
+    else if (addr >= b->map && addr < b->data)
+      n = snprintf(msg, sizeof msg, "out-of-bounds access before the start of `%s` (element index -%ld)",
+                   b->name, (long)((b->data - addr + (long)b->elem - 1) / (long)b->elem));
+  }
+  if (!n) {
+    const char *what = sig == SIGILL ? "illegal instruction" : sig == SIGBUS ? "misaligned or invalid access"
+                                                                            : "invalid memory access";
+    n = snprintf(msg, sizeof msg, "%s at address %p", what, (void *)addr);
+  }
+  printf("FAIL %s: %s\n", h_case_desc, msg);
+  fflush(stdout);
+  _exit(3);
+}
+
+static void h_install_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = h_on_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+  sigaction(SIGILL, &sa, NULL);
+}
+
+static int h_is_unwritten_f32(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  return u == H_UNWRITTEN_F32;
+}
+
+static void h_index_str(char *out, size_t len, size_t i, size_t cols) {
+  if (cols) snprintf(out, len, "[%zu][%zu]", i / cols, i % cols);
+  else snprintf(out, len, "[%zu]", i);
+}
+
+/* Compare n floats with |got - ref| <= atol + rtol * scale[i] (scale = |ref| when NULL).
+ * cols > 0 prints 2-D indices. Reports the first mismatch and how many there are. */
+static int h_compare_f32(const char *name, const float *got, const double *ref, const double *scale,
+                         size_t n, size_t cols, double rtol, double atol) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++) {
+    double s = scale ? scale[i] : fabs(ref[i]);
+    double g = (double)got[i];
+    if (!(fabs(g - ref[i]) <= atol + rtol * s)) { if (!bad) first = i; bad++; }
+  }
+  if (!bad) return 1;
+  char idx[48];
+  h_index_str(idx, sizeof idx, first, cols);
+  if (h_is_unwritten_f32(got[first]))
+    h_fail("%zu of %zu elements of `%s` wrong; first %s%s was never written (are all elements covered, tail included?)",
+           bad, n, name, name, idx);
+  else
+    h_fail("%zu of %zu elements of `%s` wrong; first %s%s = %.9g, expected %.9g (tolerance %.3g)",
+           bad, n, name, name, idx, (double)got[first], ref[first],
+           atol + rtol * (scale ? scale[first] : fabs(ref[first])));
+  return 0;
+}
+
+static int h_compare_i8(const char *name, const int8_t *got, const int32_t *ref, size_t n, size_t cols) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != ref[i]) { if (!bad) first = i; bad++; }
+  if (!bad) return 1;
+  char idx[48];
+  h_index_str(idx, sizeof idx, first, cols);
+  h_fail("%zu of %zu elements of `%s` wrong; first %s%s = %d, expected %d%s", bad, n, name, name, idx,
+         (int)got[first], (int)ref[first],
+         got[first] == H_UNWRITTEN_I8 ? " (still the fill value: never written? tail not handled?)" : "");
+  return 0;
+}
+
+static uint64_t h_roi_c0, h_roi_i0, h_roi_cycles, h_roi_instret;
+static inline __attribute__((always_inline)) void h_roi_begin(void) {
+  __asm__ volatile("rdcycle %0\n\trdinstret %1" : "=r"(h_roi_c0), "=r"(h_roi_i0) :: "memory");
+}
+static inline __attribute__((always_inline)) void h_roi_end(void) {
+  uint64_t c1, i1;
+  __asm__ volatile("rdcycle %0\n\trdinstret %1" : "=r"(c1), "=r"(i1) :: "memory");
+  h_roi_cycles = c1 - h_roi_c0;
+  h_roi_instret = i1 - h_roi_i0;
+}
+#endif /* RVV_BAREMETAL */
+
+#endif /* RVV_HARNESS_H */

@@ -1,0 +1,11 @@
+"""Entry point of the ``rvv`` plugin (``[project.entry-points.autocomp] rvv``)."""
+from __future__ import annotations
+
+from autocomp_core.hookspecs import hookimpl
+
+
+@hookimpl
+def autocomp_register_backends() -> list[type]:
+    from .backend import RvvBackend
+
+    return [RvvBackend]

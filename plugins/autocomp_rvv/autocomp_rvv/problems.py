@@ -1,0 +1,78 @@
+"""The problems shipped with the plugin: one folder each under ``data/problems``.
+
+A folder holds ``problem.toml`` (description, prompt context, tolerances, benchmark size),
+``kernel.h`` (the prototype every candidate is compiled against), ``baseline.c`` and
+``harness.c`` (inputs, reference, checks; see ``data/runtime/rvv_harness.h``).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from autocomp_core.backend import Problem
+
+DATA = Path(str(resources.files("autocomp_rvv"))) / "data"
+PROBLEMS_DIR = DATA / "problems"
+RUNTIME_DIR = DATA / "runtime"
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """What the evaluator needs about a problem, from its folder."""
+
+    id: str
+    folder: Path
+    function: str
+    rtol: float
+    atol: float
+    bench_ops: int  # element operations of the benchmark shape (an FMA counts once)
+    bench_bytes: int  # bytes the benchmark shape must load and store at least
+    elem_bits: int
+
+    @property
+    def kernel_header(self) -> Path:
+        return self.folder / "kernel.h"
+
+    @property
+    def harness(self) -> Path:
+        return self.folder / "harness.c"
+
+
+def _read(folder: Path) -> tuple[dict, Problem]:
+    meta = tomllib.loads((folder / "problem.toml").read_text())
+    header = (folder / "kernel.h").read_text()
+    context = (f"{meta['context'].strip()}\n\nThe candidate is compiled with this header force-included "
+               f"(kernel.h):\n```c\n{header.strip()}\n```")
+    baseline = folder / "baseline.c"
+    problem = Problem(id=folder.name, description=meta["description"], baseline_code=baseline.read_text(),
+                      baseline_path=baseline, context=context,
+                      metadata={"function": meta["function"], "rtol": meta.get("rtol", 0.0),
+                                "atol": meta.get("atol", 0.0), "bench_shape": meta.get("bench_shape", "")})
+    return meta, problem
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> dict[str, tuple[ProblemSpec, Problem]]:
+    found = {}
+    for folder in sorted(p for p in PROBLEMS_DIR.iterdir() if (p / "problem.toml").is_file()):
+        meta, problem = _read(folder)
+        spec = ProblemSpec(id=folder.name, folder=folder, function=meta["function"],
+                           rtol=float(meta.get("rtol", 0.0)), atol=float(meta.get("atol", 0.0)),
+                           bench_ops=int(meta["bench_ops"]), bench_bytes=int(meta["bench_bytes"]),
+                           elem_bits=int(meta.get("elem_bits", 32)))
+        found[folder.name] = (spec, problem)
+    return found
+
+
+def all_problems() -> list[Problem]:
+    return [problem for _, problem in _catalog().values()]
+
+
+def spec_for(problem: Problem) -> ProblemSpec:
+    try:
+        return _catalog()[problem.id][0]
+    except KeyError:
+        raise KeyError(f"unknown rvv problem {problem.id!r} (known: {', '.join(_catalog())})") from None
