@@ -1,0 +1,438 @@
+"""The evaluation pipeline, run from the engine's process.
+
+    static AST rules ─► reference outputs (own process, cached per problem+seed)
+                    ─► build (own process, parallel on CPU cores, content-hashed cache)
+                    ─► load / correctness / timing (own sandboxed process, one per device slot)
+                    ─► comparison here, against the float64 reference; roofline; verdict
+
+Every child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work dir that
+holds only what it needs: the candidate never sees reference outputs. A process that hits
+its watchdog, a CUDA fault or an allocation failure ends with it; the next evaluation gets
+a fresh process.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
+
+from . import compiler_feedback, static_check
+from .problemset import ProblemSpec
+
+STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "cuda_fault", "timeout", "oom",
+            "mismatch", "hack_suspected", "infra_error")
+USES_EXTENSION = ("load_inline", "cpp_extension")
+
+
+@dataclass
+class Settings:
+    device: str = "cpu"  # "cpu" or "cuda"
+    size: str = "tiny"  # "tiny" or "full"
+    trials: int = 5
+    warmup: int = 3
+    reps: int = 20
+    timed_samples: int = 3
+    settle_s: float = 0.02
+    compile_timeout_s: float = 600.0
+    load_timeout_s: float = 120.0
+    correctness_timeout_s: float = 120.0
+    timing_timeout_s: float = 300.0
+    memory_mb: int | None = 8192
+    static_checks: bool = True
+    require_custom_kernel: bool = False  # True: a pure-PyTorch ModelNew is refused, not just flagged
+    roofline_slack: float = 0.5  # reject below slack x the speed-of-light time
+    side_stream_gap_ms: float = 0.1
+    peak_gflops: float | None = None
+    bandwidth_gbs: float | None = None
+
+    def phase_timeouts(self) -> dict[str, float]:
+        return {"setup": self.load_timeout_s, "load": self.load_timeout_s,
+                "correctness": self.correctness_timeout_s, "timing": self.timing_timeout_s}
+
+
+@dataclass
+class Verdict:
+    """What one evaluation found. ``status`` is one of ``STATUSES``."""
+
+    status: str
+    message: str = ""
+    detail: str = ""
+    candidate_ms: float | None = None
+    baseline_ms: float | None = None
+    candidate_iqr_ms: float | None = None
+    error_ratio: float | None = None
+    flags: list[str] = field(default_factory=list)  # reasons to exclude from fast_p
+    notes: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    build_cache_hit: bool | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.candidate_ms and self.baseline_ms:
+            return self.baseline_ms / self.candidate_ms
+        return None
+
+    @property
+    def scored(self) -> bool:
+        """Counts toward fast_p: correct and not flagged."""
+        return self.status == "ok" and not self.flags
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "message": self.message, "candidate_ms": self.candidate_ms,
+                "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
+                "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
+                "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit, "scored": self.scored}
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    rng = random.Random(seed * 7919 + 17)
+    return [rng.getrandbits(31) for _ in range(trials)]
+
+
+def _median_iqr(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    if len(values) < 4:
+        return statistics.median(values), 0.0
+    q = statistics.quantiles(values, n=4)
+    return statistics.median(values), q[2] - q[0]
+
+
+def _take_ownership(root: Path) -> None:
+    """Files a sandboxed child wrote belong to a throw-away uid; make them ours again."""
+    if os.geteuid() != 0:
+        return
+    for base, dirs, names in os.walk(root):
+        os.chown(base, 0, 0)
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(base, name), 0, 0)
+
+
+class Harness:
+    def __init__(self, cache_dir: Path, settings: Settings, gpu_ids: list[int] | None = None,
+                 compile_workers: int | None = None):
+        self.cache = Path(cache_dir)
+        self.settings = settings
+        (self.cache / "refs").mkdir(parents=True, exist_ok=True)
+        (self.cache / "builds").mkdir(parents=True, exist_ok=True)
+        self._ref_locks: dict[str, asyncio.Lock] = {}
+        self._build_locks: dict[str, asyncio.Lock] = {}
+        self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
+        # One evaluation slot per GPU (timing is serialized per device); one for the CPU.
+        self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
+        self._free_devices: asyncio.Queue | None = None
+
+    # ------------------------------------------------------------------ child processes
+    def _env(self, gpu: int | None) -> dict[str, str]:
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1)))}
+        if self.settings.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors for real checks
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu if gpu is not None else 0)
+            if os.environ.get("CUDA_HOME"):
+                env["CUDA_HOME"] = os.environ["CUDA_HOME"]
+        for key in ("TORCH_CUDA_ARCH_LIST", "CC", "CXX", "LD_LIBRARY_PATH"):
+            if os.environ.get(key):
+                env[key] = os.environ[key]
+        return env
+
+    async def _run_child(self, module: str, job: dict[str, Any], work: Path, wall_s: float,
+                         gpu: int | None = None, extra_env: dict[str, str] | None = None) -> SandboxResult:
+        (work / "job.json").write_text(json.dumps(job))
+        limits = SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
+                               file_size_mb=4096, max_processes=512, max_output_bytes=2_000_000)
+        return await run_sandboxed([sys.executable, "-m", f"autocomp_cuda.runtime.{module}", str(work / "job.json")],
+                                   limits=limits, cwd=work, env={**self._env(gpu), **(extra_env or {})})
+
+    # ------------------------------------------------------------------ reference
+    def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
+        s = self.settings
+        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag()])
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    async def reference(self, spec: ProblemSpec, seed: int, gate: bool = False) -> tuple[Path, dict[str, Any]]:
+        """Reference outputs for (problem, seed): computed once in their own process, then cached."""
+        key = self._ref_key(spec, seed) + ("-gate" if gate else "")
+        target = self.cache / "refs" / key
+        lock = self._ref_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            meta_path = target / "meta.json"
+            if meta_path.exists():
+                return target, json.loads(meta_path.read_text())
+            with private_workdir("autocomp-cuda-ref-") as work:
+                (work / "problem.py").write_text(spec.source)
+                job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
+                                   "id": spec.id},
+                       "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
+                       "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
+                result = await self._run_child("reference_main", job, work,
+                                               wall_s=self.settings.correctness_timeout_s * (3 if gate else 2))
+                meta_file = work / "out" / "meta.json"
+                if not meta_file.exists():
+                    why = "timed out" if result.timed_out else f"exited with {result.returncode}"
+                    raise RuntimeError(f"reference for {spec.id} {why}: {result.stderr[-2000:]}")
+                meta = json.loads(meta_file.read_text())
+                if meta.get("status") != "ok":
+                    raise RuntimeError(f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}")
+                _take_ownership(work / "out")
+                tmp = target.with_name(target.name + ".tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.move(str(work / "out"), tmp)
+                os.replace(tmp, target)
+            return target, meta
+
+    # ------------------------------------------------------------------ build
+    def build_key(self, code: str) -> str:
+        return hashlib.sha256(json.dumps([code, self.settings.device, _torch_tag()]).encode()).hexdigest()[:24]
+
+    async def build(self, code: str) -> tuple[Path | None, Verdict | None, bool, str]:
+        """Compile the candidate's extensions. Returns (prebuilt dir, failure, cache hit, build log)."""
+        if not any(word in code for word in USES_EXTENSION):
+            return None, None, False, ""
+        key = self.build_key(code)
+        target = self.cache / "builds" / key
+        lock = self._build_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if (target / "built.json").exists():
+                return target, None, True, (target / "build.log").read_text() if (target / "build.log").exists() else ""
+            async with self._compile_slots:
+                with private_workdir("autocomp-cuda-build-") as work:
+                    (work / "candidate.py").write_text(code)
+                    job = self._candidate_job(work, "build", None, None, 0)
+                    result = await self._run_child("candidate_main", job, work, wall_s=self.settings.compile_timeout_s)
+                    log = result.stdout + "\n" + result.stderr
+                    outcome = _read_json(work / "result.json")
+                    if result.timed_out or outcome is None:
+                        if result.timed_out:
+                            return None, Verdict("timeout", f"compilation exceeded {self.settings.compile_timeout_s:g} s",
+                                                 detail=log[-4000:]), False, log
+                        return None, _crash_verdict(result, "compile"), False, log
+                    if outcome["status"] != "ok":
+                        errors = compiler_feedback.locate_errors(log, code, work / "ext")
+                        status = "compile_error" if (errors or "Error building extension" in outcome.get("message", "")) \
+                            else outcome["status"]
+                        message = outcome.get("message", "")
+                        if status == "compile_error":
+                            message = "compilation failed:\n" + ("\n".join(errors) or _tail_errors(log))
+                        return None, Verdict(status, message, detail=outcome.get("detail", "")), False, log
+                    _take_ownership(work)
+                    tmp = target.with_name(target.name + ".tmp")
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    tmp.mkdir(parents=True)
+                    for name, so in outcome.get("built", {}).items():
+                        shutil.copy2(so, tmp / f"{name}.so")
+                    (tmp / "build.log").write_text(log[-200_000:])
+                    (tmp / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
+                    os.replace(tmp, target)
+            return target, None, False, log
+
+    # ------------------------------------------------------------------ evaluation
+    def _candidate_job(self, work: Path, mode: str, spec: ProblemSpec | None, seed: int | None,
+                       trials: int) -> dict[str, Any]:
+        s = self.settings
+        job: dict[str, Any] = {"mode": mode, "work_dir": str(work), "candidate": str(work / "candidate.py"),
+                               "device": "cuda" if s.device == "cuda" else "cpu", "settle_s": s.settle_s,
+                               "build_dir": str(work / "ext"), "phase_timeouts": s.phase_timeouts()}
+        if mode == "build":
+            job["phase_timeouts"] = {"setup": s.compile_timeout_s, "load": s.compile_timeout_s}
+        if spec is not None:
+            job.update(problem={"path": str(work / "problem.py"), "overrides": spec.sizes(s.size), "id": spec.id},
+                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
+                       in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
+                       timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples} if s.reps > 0 else None)
+        return job
+
+    async def _device_slot(self):
+        if self._free_devices is None:
+            self._free_devices = asyncio.Queue()
+            for gpu in self._gpu_ids:
+                self._free_devices.put_nowait(gpu)
+        return await self._free_devices.get()
+
+    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0) -> Verdict:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            compile(code, "candidate.py", "exec")
+        except SyntaxError as exc:
+            return Verdict("compile_error", f"candidate line {exc.lineno}: SyntaxError: {exc.msg}")
+        if self.settings.static_checks:
+            findings = static_check.check(code)
+            if findings:
+                return Verdict("hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings)))
+        ref_dir, ref_meta = await self.reference(spec, seed)
+        t_ref = loop.time()
+        prebuilt, failure, cache_hit, build_log = await self.build(code)
+        t_build = loop.time()
+        if failure is not None:
+            failure.phases_s = {"reference": t_ref - started, "build": t_build - t_ref}
+            return failure
+        gpu = await self._device_slot()
+        try:
+            with private_workdir("autocomp-cuda-eval-") as work:
+                (work / "candidate.py").write_text(code)
+                (work / "problem.py").write_text(spec.source)
+                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+                env_prebuilt = None
+                if prebuilt is not None:
+                    shutil.copytree(prebuilt, work / "prebuilt")
+                    env_prebuilt = work / "prebuilt"
+                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials)
+                wall = sum(self.settings.phase_timeouts().values()) + 30
+                extra = {"AUTOCOMP_PREBUILT": str(env_prebuilt)} if env_prebuilt else {}
+                result = await self._run_child("candidate_main", job, work, wall, gpu, extra)
+                verdict = self._judge(spec, code, work, result, ref_dir, ref_meta)
+        finally:
+            self._free_devices.put_nowait(gpu)
+        verdict.build_cache_hit = cache_hit if prebuilt is not None else None
+        verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
+        if build_log and self.settings.device == "cuda":
+            kernels = compiler_feedback.ptxas_summary(build_log)
+            if kernels:
+                verdict.notes.append(compiler_feedback.describe_ptxas(kernels))
+        return verdict
+
+    # ------------------------------------------------------------------ judging (outside the candidate)
+    def _judge(self, spec: ProblemSpec, code: str, work: Path, result: SandboxResult, ref_dir: Path,
+               ref_meta: dict[str, Any]) -> Verdict:
+        import torch
+
+        from .runtime.compare import check_output
+
+        outcome = _read_json(work / "result.json")
+        if outcome is None:
+            phase = (work / "phase.txt").read_text().strip() if (work / "phase.txt").exists() else "startup"
+            if result.timed_out or "Timeout (" in result.stderr:
+                limit = self.settings.phase_timeouts().get(phase)
+                return Verdict("timeout", f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
+                               detail=result.stderr[-3000:])
+            return _crash_verdict(result, phase)
+        info = outcome.get("info", {})
+        if outcome["status"] != "ok":
+            return Verdict(outcome["status"], outcome.get("message", ""), detail=outcome.get("detail", ""), info=info)
+        if outcome.get("input_checksums") != ref_meta.get("input_checksums"):
+            return Verdict("infra_error", "the worker's inputs differ from the reference worker's (nondeterministic get_inputs?)",
+                           info=info)
+        verdict = Verdict("ok", info=info)
+        # Correctness: every trial, against the float64 reference, compared here.
+        outputs = torch.load(work / "correctness.pt", weights_only=True)
+        worst = 0.0
+        for k, item in enumerate(outputs):
+            ref = torch.load(ref_dir / f"trial_{k}.pt", weights_only=True)
+            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
+            worst = max(worst, check.error_ratio)
+            if not check.ok:
+                return Verdict("mismatch", f"trial {k + 1}/{len(outputs)}: {check.reason}", error_ratio=check.error_ratio,
+                               info=info)
+        verdict.error_ratio = worst
+        timing = outcome.get("timing")
+        if not timing:
+            return verdict
+        # Outputs sampled from the timing loop must be right too (caching, correct-only-at-first).
+        samples = torch.load(work / "timed_samples.pt", weights_only=True) if (work / "timed_samples.pt").exists() else []
+        for item in samples:
+            ref = torch.load(ref_dir / f"trial_{item['set']}.pt", weights_only=True)
+            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
+            if not check.ok:
+                return Verdict("hack_suspected", f"an output produced during timing (call {item['rep'] + 1}) is wrong "
+                               f"although the correctness trials passed: {check.reason}", info=info)
+        use_events = self.settings.device == "cuda" and all(v is not None for v in timing["candidate_event_ms"])
+        cand = timing["candidate_event_ms"] if use_events else timing["candidate_host_ms"]
+        base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
+        verdict.candidate_ms, verdict.candidate_iqr_ms = _median_iqr(cand)
+        verdict.baseline_ms, _ = _median_iqr(base)
+        if use_events:
+            # Host time after a device-wide sync includes side-stream work; events on one stream do not.
+            gap_c = statistics.median(h - e for h, e in zip(timing["candidate_host_ms"], timing["candidate_event_ms"]))
+            gap_b = statistics.median(h - e for h, e in zip(timing["baseline_host_ms"], timing["baseline_event_ms"]))
+            if gap_c - gap_b > max(self.settings.side_stream_gap_ms, 0.5 * verdict.candidate_ms):
+                return Verdict("hack_suspected", f"host time exceeds CUDA-event time by {gap_c:.3f} ms "
+                               f"(baseline {gap_b:.3f} ms): work runs outside the timed stream", info=info)
+        calls = timing.get("kernel_calls_per_timed_call", [])
+        if outcome.get("custom_code"):
+            if calls and min(calls) == 0:
+                return Verdict("hack_suspected", "the candidate's own kernels did not run in "
+                               f"{sum(1 for c in calls if c == 0)} of {len(calls)} timed calls (a branch skips them)",
+                               info=info)
+        else:
+            message = "no custom kernel ran: ModelNew uses only PyTorch operators"
+            if self.settings.require_custom_kernel:
+                return Verdict("hack_suspected", message, info=info)
+            verdict.flags.append("no_custom_kernel")
+            verdict.notes.append(message + " (excluded from fast_p)")
+        bound = self.lower_bound_ms(spec, ref_meta)
+        if bound is not None and verdict.candidate_ms < bound * self.settings.roofline_slack:
+            return Verdict("hack_suspected", f"measured {verdict.candidate_ms:.4g} ms is below the speed-of-light bound "
+                           f"{bound:.4g} ms for this device (FLOPs and bytes moved): implausible", info=info,
+                           candidate_ms=verdict.candidate_ms, baseline_ms=verdict.baseline_ms)
+        if outcome.get("weights_unmatched"):
+            verdict.notes.append("reference weights with no same-named, same-shaped ModelNew parameter: "
+                                 + ", ".join(outcome["weights_unmatched"][:8]))
+        return verdict
+
+    def lower_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any]) -> float | None:
+        s = self.settings
+        if not s.peak_gflops and not s.bandwidth_gbs:
+            return None
+        bound = 0.0
+        flops = spec.flop_count(s.size)
+        if flops and s.peak_gflops:
+            bound = max(bound, flops / (s.peak_gflops * 1e9) * 1e3)
+        moved = (ref_meta.get("input_bytes") or 0) + (ref_meta.get("output_bytes") or 0)
+        if moved and s.bandwidth_gbs:
+            bound = max(bound, moved / (s.bandwidth_gbs * 1e9) * 1e3)
+        return bound or None
+
+
+def _torch_tag() -> str:
+    from importlib.metadata import version
+
+    try:
+        return version("torch")
+    except Exception:
+        return "unknown"
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail_errors(log: str, limit: int = 3000) -> str:
+    lines = [line for line in log.splitlines() if "error" in line.lower()]
+    return "\n".join(lines)[-limit:] or log[-limit:]
+
+
+def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
+    """A worker that died without writing its result: classify from how it ended."""
+    text = (result.stderr or "").lower()
+    from .runtime.common import CUDA_FAULT_MARKERS, OOM_MARKERS
+
+    if any(m in text for m in OOM_MARKERS) or result.signal == 9 and not result.timed_out:
+        status = "oom"
+    elif any(m in text for m in CUDA_FAULT_MARKERS):
+        status = "cuda_fault"
+    else:
+        status = "load_error" if phase in ("setup", "load", "startup", "compile") else "runtime_error"
+    how = f"signal {result.signal}" if result.signal else f"exit code {result.returncode}"
+    return Verdict(status, f"the worker died during {phase} ({how}); a fresh worker is used next",
+                   detail=result.stderr[-3000:])
+
+
+def median_ms(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan

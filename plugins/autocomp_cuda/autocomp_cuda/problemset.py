@@ -1,0 +1,150 @@
+"""The problem suite: KernelBench-format reference files shipped in ``problems/``.
+
+A problem file defines ``Model``, ``get_inputs()`` and ``get_init_inputs()`` at module level.
+Ours add an ``AUTOCOMP`` dict (ignored by KernelBench's harness) holding the tiny size
+overrides for CPU runs, the FLOP formula, tolerances and whether buffers may change.
+This module reads files with ``ast`` only, so it never imports torch.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROBLEM_ROOT = Path(__file__).parent / "problems"
+LEVEL_DIRS = {"level1": "L1", "level2": "L2", "level3": "L3", "controls": "ctrl"}
+DEFAULT_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+
+
+@dataclass
+class ProblemSpec:
+    """A reference file plus the harness facts read from it."""
+
+    id: str
+    path: Path
+    source: str
+    description: str = ""
+    tiny: dict[str, Any] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants
+    flops: str | None = None
+    atol: float = DEFAULT_TOLERANCE["atol"]
+    rtol: float = DEFAULT_TOLERANCE["rtol"]
+    in_place: bool = False
+    buffers_mutate: bool = False
+    control: str | None = None  # "degenerate" / "stochastic" for negative controls
+    tags: list[str] = field(default_factory=list)
+    origin: str = "suite"  # "suite", "kernelbench", "file"
+
+    @property
+    def level(self) -> str:
+        return self.id.split("/")[0]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+    def sizes(self, size: str) -> dict[str, Any]:
+        """Module-constant overrides for a size tier (``full`` keeps the file's own)."""
+        if size == "full":
+            return {}
+        if size == "tiny":
+            return dict(self.tiny)
+        raise ValueError(f"unknown size tier {size!r} (use 'full' or 'tiny')")
+
+    def flop_count(self, size: str) -> float | None:
+        """FLOPs of one forward at a size tier, from the file's formula (None if unknown)."""
+        if not self.flops:
+            return None
+        names = {**self.constants, **self.sizes(size)}
+        try:
+            return float(eval(self.flops, {"__builtins__": {}}, names))  # our own data file
+        except Exception:
+            return None
+
+    def to_job(self, size: str) -> dict[str, Any]:
+        """What a child process needs to load the reference."""
+        return {"path": str(self.path), "overrides": self.sizes(size), "id": self.id}
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> ProblemSpec:
+    """Read a reference file without executing it. Raises ValueError naming what is missing."""
+    source = path.read_text()
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ValueError(f"{path}: not valid Python: {exc}") from exc
+    names = set()
+    constants: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            names.add(target)
+            value = _literal(node.value)
+            if target == "AUTOCOMP" and isinstance(value, dict):
+                meta = value
+            elif isinstance(value, (int, float, tuple, str)):
+                constants[target] = value
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
+    if missing:
+        raise ValueError(f"{path}: not a KernelBench-format reference (missing {', '.join(missing)})")
+    description = (ast.get_docstring(tree) or "").strip()
+    if not description:
+        description = f"KernelBench-format problem {path.stem}"
+    return ProblemSpec(
+        id=problem_id,
+        path=path,
+        source=source,
+        description=description,
+        tiny=dict(meta.get("tiny", {})),
+        constants=constants,
+        flops=meta.get("flops"),
+        atol=float(meta.get("atol", DEFAULT_TOLERANCE["atol"])),
+        rtol=float(meta.get("rtol", DEFAULT_TOLERANCE["rtol"])),
+        in_place=bool(meta.get("in_place", False)),
+        buffers_mutate=bool(meta.get("buffers_mutate", False)),
+        control=meta.get("control"),
+        tags=list(meta.get("tags", [])),
+        origin=origin,
+    )
+
+
+def suite(include_controls: bool = False) -> list[ProblemSpec]:
+    """Every problem shipped with the plugin, ordered by level then name."""
+    specs = []
+    for folder, prefix in LEVEL_DIRS.items():
+        if folder == "controls" and not include_controls:
+            continue
+        for path in sorted((PROBLEM_ROOT / folder).glob("*.py")):
+            specs.append(parse_problem(path, f"{prefix}/{path.stem}"))
+    return specs
+
+
+def baseline_source(spec: ProblemSpec) -> str:
+    """The starting program: the reference with ``Model`` renamed ``ModelNew`` (pure PyTorch)."""
+    tree = ast.parse(spec.source)
+    renamed = False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            node.name = "ModelNew"
+            renamed = True
+    if not renamed:
+        raise ValueError(f"{spec.path}: Model is not a top-level class")
+    # Keep the text as written (comments included) where we can: rename the class line only.
+    lines = spec.source.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            line = lines[node.lineno - 1]
+            lines[node.lineno - 1] = line.replace("class Model", "class ModelNew", 1)
+    return "".join(lines)

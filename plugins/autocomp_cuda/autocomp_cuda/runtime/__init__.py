@@ -1,0 +1,4 @@
+"""Code that runs inside the child processes (reference, build and candidate workers).
+
+These modules import torch; the parent process imports only ``compare`` from here.
+"""

@@ -1,0 +1,447 @@
+"""Candidate worker: imports one candidate, runs it, and writes what it produced.
+
+Run as ``python -m autocomp_cuda.runtime.candidate_main JOB.json`` inside the sandbox.
+Modes: ``build`` imports the candidate only (its module-level ``load_inline`` calls compile
+into the content-hashed build directory); ``eval`` runs the phases load, correctness and
+timing. The reference output never exists in this process: correctness is judged by the
+parent from the files written here. Each phase arms a watchdog that kills the process
+(exit code 124 after a traceback) if the phase overruns; ``phase.txt`` names the phase.
+
+What the candidate could tamper with here is checked from the outside or re-checked:
+harness clocks are bound before the candidate is imported, the identity of guarded torch
+and time functions and the global numeric flags are compared before and after, outputs
+must be exact ``torch.Tensor`` objects that do not change after the call returns, inputs,
+parameters and buffers are checksummed around every call, and outputs sampled from the
+timing loop are saved for the parent to validate.
+"""
+from __future__ import annotations
+
+import copy
+import faulthandler
+import json
+import os
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+# Bound before any candidate code exists in this process.
+_perf = time.perf_counter
+_sleep = time.sleep
+
+import torch  # noqa: E402
+
+from . import common  # noqa: E402
+
+
+class Rejected(Exception):
+    """The candidate did something a genuine kernel never needs to do."""
+
+
+class Failed(Exception):
+    def __init__(self, status: str, message: str, detail: str = ""):
+        super().__init__(message)
+        self.status, self.message, self.detail = status, message, detail
+
+
+# --------------------------------------------------------------------------- guards
+
+GUARDED = [
+    ("torch", "allclose"), ("torch", "equal"), ("torch", "isclose"), ("torch", "testing.assert_close"),
+    ("torch", "Tensor.__eq__"), ("torch", "Tensor.clone"), ("torch", "Tensor.copy_"), ("torch", "save"),
+    ("torch", "cuda.synchronize"), ("torch", "cuda.Event"), ("torch", "cuda.Event.record"),
+    ("torch", "cuda.Event.elapsed_time"), ("torch", "cuda.Event.synchronize"), ("torch", "no_grad"),
+    ("torch", "nn.Module.__call__"), ("torch", "manual_seed"), ("torch", "Tensor.__torch_function__"),
+    ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "time"), ("time", "monotonic"),
+    ("time", "sleep"), ("builtins", "type"), ("builtins", "isinstance"),
+]
+
+
+def _resolve(module_name: str, dotted: str) -> Any:
+    obj: Any = sys.modules.get(module_name) or __import__(module_name)
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def snapshot_functions() -> dict[str, int]:
+    # Bound methods (classmethods) are created anew on each access: compare what they wrap.
+    return {f"{m}.{d}": id(getattr(obj, "__func__", obj)) for m, d in GUARDED for obj in [_resolve(m, d)]}
+
+
+def snapshot_flags() -> dict[str, Any]:
+    flags: dict[str, Any] = {
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cuda.matmul.allow_fp16_reduced_precision_reduction":
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cuda.matmul.allow_bf16_reduced_precision_reduction":
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+    return flags
+
+
+def diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    return sorted(k for k in before if before[k] != after.get(k))
+
+
+def state_checksums(model: torch.nn.Module) -> dict[str, list[float]]:
+    sums = {f"param:{n}": common.checksum(p) for n, p in model.named_parameters()}
+    sums.update({f"buffer:{n}": common.checksum(b) for n, b in model.named_buffers()})
+    return sums
+
+
+# --------------------------------------------------------------------------- custom-kernel accounting
+
+class KernelCounter:
+    """Counts calls into the candidate's own compiled extensions and Triton kernels."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.extensions: list[str] = []
+        self.triton = False
+
+    def wrap_extension(self, module: Any) -> Any:
+        counter = self
+
+        class Counted:
+            def __init__(self, inner: Any) -> None:
+                object.__setattr__(self, "_inner", inner)
+
+            def __getattr__(self, name: str) -> Any:
+                value = getattr(object.__getattribute__(self, "_inner"), name)
+                if callable(value) and not isinstance(value, type):
+                    def call(*args: Any, **kwargs: Any) -> Any:
+                        counter.calls += 1
+                        return value(*args, **kwargs)
+                    return call
+                return value
+
+        self.extensions.append(getattr(module, "__name__", "extension"))
+        return Counted(module) if module is not None else module
+
+    def install(self, source: str, building: bool) -> None:
+        """Count extension calls; in eval mode load the extensions the build step produced."""
+        from torch.utils import cpp_extension
+
+        prebuilt = os.environ.get("AUTOCOMP_PREBUILT", "")
+        self.built: dict[str, str] = {}
+        for fname in ("load_inline", "load"):
+            original = getattr(cpp_extension, fname)
+
+            def patched(name: str, *args: Any, __original=original, **kwargs: Any) -> Any:
+                so = Path(prebuilt) / f"{name}.so" if prebuilt else None
+                if so is not None and so.exists() and kwargs.get("is_python_module", True):
+                    module = cpp_extension._import_module_from_library(name, prebuilt, True)
+                else:
+                    if building:
+                        kwargs["verbose"] = True  # ptxas -v and compiler output reach the log
+                    module = __original(name, *args, **kwargs)
+                    root = Path(kwargs.get("build_directory") or cpp_extension._get_build_directory(name, False))
+                    built = root / f"{name}.so"
+                    if built.exists():
+                        self.built[name] = str(built)
+                return self.wrap_extension(module)
+            setattr(cpp_extension, fname, patched)
+        if "triton" in source:
+            self._install_triton()
+
+    def _install_triton(self) -> None:
+        try:
+            import triton.runtime.jit as jit
+        except Exception:
+            return
+        classes = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except Exception:
+            pass
+        for cls in classes:
+            original = cls.run
+
+            def run(this: Any, *args: Any, __original=original, **kwargs: Any) -> Any:
+                self.calls += 1
+                self.triton = True
+                return __original(this, *args, **kwargs)
+            cls.run = run
+
+    @property
+    def has_custom_code(self) -> bool:
+        return bool(self.extensions) or self.triton
+
+
+# --------------------------------------------------------------------------- phases
+
+class Worker:
+    def __init__(self, job: dict[str, Any]):
+        self.job = job
+        self.work = Path(job["work_dir"])
+        self.device = torch.device(job["device"])
+        self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup"}
+        self.counter = KernelCounter()
+
+    # -- bookkeeping
+    def phase(self, name: str) -> None:
+        self.result["phase"] = name
+        (self.work / "phase.txt").write_text(name)
+        faulthandler.cancel_dump_traceback_later()
+        limit = float(self.job["phase_timeouts"].get(name, 0) or 0)
+        if limit > 0:
+            faulthandler.dump_traceback_later(limit, exit=True)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def check_guards(self, when: str) -> None:
+        changed = diff(self.functions, snapshot_functions())
+        if changed:
+            raise Rejected(f"{when}: harness functions were replaced: {', '.join(changed)}")
+        changed = diff(self.flags, snapshot_flags())
+        if changed:
+            raise Rejected(f"{when}: global numeric/backend flags were changed: {', '.join(changed)}")
+
+    # -- setup: reference pieces the candidate may use (weights) and the baseline model
+    def setup(self) -> None:
+        self.result["info"] = common.device_info(self.device)
+        if self.job["mode"] == "build":
+            return
+        problem = self.job["problem"]
+        self.reference = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
+        init = torch.load(self.work / "init.pt", weights_only=False)  # written by our reference worker
+        self.init_inputs = init["init_inputs"]
+        self.state_dict = init["state_dict"]
+        # Inputs are regenerated from the trial seeds: no reference data is ever handed over.
+        self.trials = [common.make_inputs(self.reference, int(s), torch.device("cpu") if self.device.type == "cpu"
+                                          else self.device) for s in self.job["trial_seeds"]]
+        self.result["input_checksums"] = [common.input_checksums(t) for t in self.trials]
+        common.seed_all(int(self.job["init_seed"]))
+        self.baseline = self.reference.Model(*self.init_inputs)
+        self.baseline.load_state_dict(self.state_dict)
+        self.baseline = self.baseline.to(self.device)
+        self.result["info"] = common.device_info(self.device)
+
+    def load_candidate(self) -> None:
+        source = Path(self.job["candidate"]).read_text()
+        self.counter.install(source, self.job["mode"] == "build")
+        self.functions = snapshot_functions()
+        self.flags = snapshot_flags()
+        self.threads_before = {t.ident for t in threading.enumerate()}
+        try:
+            self.module = common.load_module(self.job["candidate"], "candidate")
+        except Exception as exc:
+            status = common.classify_exception(exc, common.LOAD_ERROR)
+            raise Failed(status, f"importing the candidate failed: {type(exc).__name__}: {exc}",
+                         common.short_traceback(exc)) from exc
+        if self.job["mode"] == "build":
+            self.result["built"] = self.counter.built
+            return
+        if not hasattr(self.module, "ModelNew"):
+            raise Failed(common.LOAD_ERROR, "the candidate defines no ModelNew class")
+        try:
+            common.seed_all(int(self.job["init_seed"]))
+            model = self.module.ModelNew(*copy.deepcopy(self.init_inputs))
+            model = model.to(self.device)
+        except Exception as exc:
+            status = common.classify_exception(exc, common.LOAD_ERROR)
+            raise Failed(status, f"ModelNew(*init_inputs) failed: {type(exc).__name__}: {exc}",
+                         common.short_traceback(exc)) from exc
+        if not isinstance(model, torch.nn.Module):
+            raise Failed(common.LOAD_ERROR, "ModelNew is not a torch.nn.Module")
+        self.copy_weights(model)
+        self.model = model
+        self.check_guards("after import")
+
+    def copy_weights(self, model: torch.nn.Module) -> None:
+        """Reference weights go into ModelNew wherever name and shape agree (no RNG-order luck)."""
+        own = model.state_dict()
+        copied, skipped = 0, []
+        with torch.no_grad():
+            for name, value in self.state_dict.items():
+                if name in own and own[name].shape == value.shape:
+                    own[name].copy_(value.to(own[name].device, own[name].dtype))
+                    copied += 1
+                else:
+                    skipped.append(name)
+        self.result["weights_copied"] = copied
+        self.result["weights_unmatched"] = skipped[:20]
+
+    def call(self, inputs: list[Any]) -> torch.Tensor:
+        with torch.no_grad():
+            out = self.model(*inputs)
+        self.sync()
+        return out
+
+    def vet_output(self, out: Any, inputs_before: list[Any], inputs: list[Any], state_before: dict) -> torch.Tensor:
+        if type(out) is not torch.Tensor:
+            raise Rejected(f"forward returned {type(out).__module__}.{type(out).__name__}, not a plain torch.Tensor "
+                           "(tensor subclasses and lazy results are refused)")
+        if out.device.type != self.device.type:
+            raise Failed(common.MISMATCH, f"output is on {out.device}, expected {self.device.type}")
+        new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before and t.is_alive()]
+        if new_threads:
+            raise Rejected(f"threads still running after forward returned: {', '.join(new_threads)}")
+        snapshot = out.detach().clone()
+        _sleep(float(self.job.get("settle_s", 0.02)))
+        self.sync()
+        if not torch.equal(snapshot, out) and not (torch.isnan(snapshot).any() and
+                                                    torch.equal(torch.nan_to_num(snapshot), torch.nan_to_num(out))):
+            raise Rejected("the output kept changing after forward returned (work finishing in the background)")
+        if not self.job.get("in_place"):
+            for i, (a, b) in enumerate(zip(inputs_before, inputs)):
+                if isinstance(a, torch.Tensor) and not torch.equal(a, b) and not (
+                        a.is_floating_point() and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))):
+                    raise Rejected(f"forward wrote into input {i}; the problem does not allow in-place updates")
+        after = state_checksums(self.model)
+        changed = [k for k, v in state_before.items() if after.get(k) != v]
+        if not self.job.get("buffers_mutate"):
+            if changed:
+                raise Rejected(f"forward changed model state: {', '.join(changed[:5])}")
+        elif any(k.startswith("param:") for k in changed):
+            raise Rejected(f"forward changed parameters: {', '.join(k for k in changed if k.startswith('param:'))}")
+        return snapshot
+
+    def correctness(self) -> None:
+        outputs = []
+        for k, cpu_inputs in enumerate(self.trials):
+            inputs = [common.to_device(x, self.device) for x in cpu_inputs]
+            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            state = state_checksums(self.model)
+            calls = self.counter.calls
+            out = self.call(inputs)
+            snap = self.vet_output(out, before, inputs, state)
+            outputs.append({"out": snap.cpu(), "kernel_calls": self.counter.calls - calls})
+            self.check_guards(f"correctness trial {k}")
+        torch.save(outputs, self.work / "correctness.pt")
+
+    def flush(self) -> None:
+        self.flush_buf.add_(1)  # touches every byte of a buffer larger than the last-level cache
+
+    def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
+        self.flush()
+        self.sync()
+        if self.device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = _perf()
+            start.record()
+            with torch.no_grad():
+                out = fn(*inputs)
+            end.record()
+            torch.cuda.synchronize()  # device-wide: work on side streams is included in host time
+            host = (_perf() - t0) * 1e3
+            return host, start.elapsed_time(end), out
+        t0 = _perf()
+        with torch.no_grad():
+            out = fn(*inputs)
+        return (_perf() - t0) * 1e3, None, out
+
+    def timing(self) -> None:
+        cfg = self.job["timing"]
+        rng = random.Random(int(self.job["init_seed"]) ^ 0x5EED)
+        flush_bytes = (self.result["info"].get("l2_bytes") or 0) * 2 if self.device.type == "cuda" else 0
+        flush_bytes = flush_bytes or 2 * common.cpu_cache_bytes()
+        self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
+        sets = [[common.to_device(x, self.device) for x in trial] for trial in self.trials]
+        # One set of input buffers: every timed call reads fresh values at the same addresses.
+        buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
+
+        def load_set(i: int) -> None:
+            for buf, src in zip(buffers, sets[i]):
+                if isinstance(buf, torch.Tensor):
+                    buf.copy_(src)
+
+        for i in range(int(cfg["warmup"])):
+            load_set(i % len(sets))
+            self.time_one(self.model, buffers)
+            self.time_one(self.baseline, buffers)
+        reps = int(cfg["reps"])
+        sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
+        # Always validate the last timed call too: the most likely place for a "skip work later" hack.
+        sample_at.add(reps - 1)
+        cand_host, cand_dev, base_host, base_dev, samples, calls_per = [], [], [], [], [], []
+        state = state_checksums(self.model)
+        for r in range(reps):
+            order = ("cand", "base") if rng.random() < 0.5 else ("base", "cand")
+            which = rng.randrange(len(sets))
+            for who in order:
+                load_set(which)
+                if who == "cand":
+                    before = self.counter.calls
+                    host, dev, out = self.time_one(self.model, buffers)
+                    calls_per.append(self.counter.calls - before)
+                    cand_host.append(host)
+                    cand_dev.append(dev)
+                    if r in sample_at:
+                        if type(out) is not torch.Tensor:
+                            raise Rejected("a timed call returned something other than a plain torch.Tensor")
+                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone()})
+                else:
+                    host, dev, out = self.time_one(self.baseline, buffers)
+                    base_host.append(host)
+                    base_dev.append(dev)
+                    if isinstance(out, torch.Tensor) and out.is_floating_point():
+                        out.fill_(float("nan"))  # poison: a candidate must not find this in freed memory
+                del out
+        after = state_checksums(self.model)
+        changed = [k for k, v in state.items() if after.get(k) != v]
+        if changed and not self.job.get("buffers_mutate"):
+            raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
+        self.check_guards("after timing")
+        torch.save(samples, self.work / "timed_samples.pt")
+        self.result["timing"] = {"candidate_host_ms": cand_host, "candidate_event_ms": cand_dev,
+                                 "baseline_host_ms": base_host, "baseline_event_ms": base_dev,
+                                 "kernel_calls_per_timed_call": calls_per}
+
+    def run(self) -> int:
+        try:
+            self.phase("setup")
+            self.setup()
+            self.phase("load")
+            self.load_candidate()
+            if self.job["mode"] == "eval":
+                self.phase("correctness")
+                self.correctness()
+                if self.job.get("timing"):
+                    self.phase("timing")
+                    self.timing()
+            faulthandler.cancel_dump_traceback_later()
+            self.result["custom_code"] = self.counter.has_custom_code
+            self.result["extensions"] = self.counter.extensions
+        except Rejected as exc:
+            self.result.update(status=common.HACK, message=str(exc))
+        except Failed as exc:
+            self.result.update(status=exc.status, message=exc.message, detail=exc.detail)
+        except Exception as exc:
+            default = common.LOAD_ERROR if self.result["phase"] in ("setup", "load") else common.RUNTIME_ERROR
+            self.result.update(status=common.classify_exception(exc, default),
+                               message=f"{type(exc).__name__}: {exc}", detail=common.short_traceback(exc))
+        faulthandler.cancel_dump_traceback_later()
+        common.write_json(self.work / "result.json", self.result)
+        return 0
+
+
+def main(job_path: str) -> int:
+    faulthandler.enable()
+    job = json.loads(Path(job_path).read_text())
+    if job.get("build_dir"):
+        os.environ["TORCH_EXTENSIONS_DIR"] = job["build_dir"]
+    code = Worker(job).run()
+    sys.stdout.flush()
+    # Skip interpreter teardown: a candidate's atexit hooks and stray threads get no say.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,147 @@
+"""Helpers shared by the child processes: loading a reference, seeding, classifying errors."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# Statuses kept distinct all the way to the report (see the plugin README).
+COMPILE_ERROR = "compile_error"
+LOAD_ERROR = "load_error"
+RUNTIME_ERROR = "runtime_error"
+CUDA_FAULT = "cuda_fault"
+TIMEOUT = "timeout"
+OOM = "oom"
+MISMATCH = "mismatch"
+HACK = "hack_suspected"
+OK = "ok"
+
+CUDA_FAULT_MARKERS = ("cuda error", "illegal memory access", "device-side assert", "an illegal instruction",
+                      "misaligned address", "unspecified launch failure", "cudaerror", "acceleratorerror")
+OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "std::bad_alloc",
+               "outofmemoryerror")
+
+
+def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or any(m in text for m in OOM_MARKERS):
+        return OOM
+    if any(m in text for m in CUDA_FAULT_MARKERS):
+        return CUDA_FAULT
+    return default
+
+
+def short_traceback(exc: BaseException, limit: int = 4000) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return text[-limit:]
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed % (2**32))
+    except ImportError:
+        pass
+
+
+def load_module(path: str | Path, name: str, overrides: dict[str, Any] | None = None) -> types.ModuleType:
+    """Import a source file as a fresh module (real file, so Triton can read kernel source)."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    # Size tiers override module constants; get_inputs() reads them at call time.
+    for key, value in (overrides or {}).items():
+        setattr(module, key, value)
+    return module
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def to_double(value: Any) -> Any:
+    """Promote floating tensors to float64; integer and bool tensors keep their dtype."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.double()
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_double(v) for v in value)
+    return value
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=str))
+    os.replace(tmp, path)
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    info: dict[str, Any] = {"torch": torch.__version__, "device": str(device),
+                            "cuda_runtime": torch.version.cuda, "threads": torch.get_num_threads()}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
+                    memory_gb=round(props.total_memory / 2**30, 1),
+                    l2_bytes=int(getattr(props, "L2_cache_size", 0)), sm_count=props.multi_processor_count)
+        try:
+            info["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
+        except Exception:
+            info["driver"] = None
+    return info
+
+
+def cpu_cache_bytes() -> int:
+    """Size of the largest CPU cache, for the cache flush between timed calls."""
+    best = 0
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in base.glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best or 32 * 2**20
+
+
+def make_inputs(module: types.ModuleType, seed: int, device: torch.device) -> list[Any]:
+    """The problem's inputs for one seed; identical in every process on the same device."""
+    seed_all(seed)
+    if device.type == "cuda":
+        with torch.device(device):  # big inputs are drawn on the GPU, not on the host
+            inputs = module.get_inputs()
+    else:
+        inputs = module.get_inputs()
+    return [to_device(x, device) for x in inputs]
+
+
+def checksum(t: torch.Tensor) -> list[float]:
+    """Three sums that any write changes with overwhelming probability."""
+    if t.numel() == 0:
+        return [0.0, 0.0, 0.0]
+    v = t.detach().reshape(-1).to(torch.float64)
+    pos = torch.arange(1, v.numel() + 1, device=v.device, dtype=torch.float64).remainder_(9973)
+    return [float(v.nansum()), float((v * v).nansum()), float((v * pos).nansum())]
+
+
+def input_checksums(inputs: list[Any]) -> list[list[float] | None]:
+    return [checksum(x) if isinstance(x, torch.Tensor) else None for x in inputs]

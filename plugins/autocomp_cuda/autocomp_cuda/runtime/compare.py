@@ -1,0 +1,73 @@
+"""Output comparison. Runs only in trusted processes (the parent, the reference worker).
+
+The error of one output is the largest element-wise ratio
+``|out - ref64| / (atol * scale + rtol * |ref64|)``, where ``ref64`` is the reference run in
+float64 and ``scale`` is the RMS of ``ref64``. A ratio of at most 1 passes. Scaling ``atol``
+by the output's own magnitude means an all-zero answer to a softmax over 100k columns
+(outputs near 1e-5) fails, where a fixed 1e-4 absolute tolerance would let it pass.
+Integer and bool outputs must match exactly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    error_ratio: float
+    reason: str = ""
+
+
+def error_ratio(out: torch.Tensor, ref64: torch.Tensor, atol: float, rtol: float) -> float:
+    """Worst element-wise error in units of the tolerance (0 = exact, >1 = fails)."""
+    if out.shape != ref64.shape:
+        return math.inf
+    if out.numel() == 0:
+        return 0.0
+    if not ref64.is_floating_point():
+        return 0.0 if torch.equal(out.to(ref64.dtype), ref64) else math.inf
+    ref = ref64.double()
+    cand = out.double()
+    finite = torch.isfinite(ref)
+    # Non-finite reference values must be reproduced exactly (same inf sign, NaN for NaN).
+    if not bool(finite.all()):
+        bad = ~finite
+        same = (cand[bad] == ref[bad]) | (torch.isnan(cand[bad]) & torch.isnan(ref[bad]))
+        if not bool(same.all()):
+            return math.inf
+        ref, cand = ref[finite], cand[finite]
+        if ref.numel() == 0:
+            return 0.0
+    if not bool(torch.isfinite(cand).all()):
+        return math.inf
+    scale = float(ref.pow(2).mean().sqrt())
+    if scale == 0.0:
+        scale = 1.0
+    allowed = atol * scale + rtol * ref.abs()
+    return float(((cand - ref).abs() / allowed).max())
+
+
+def check_output(out: torch.Tensor, ref_native: torch.Tensor, ref64: torch.Tensor,
+                 atol: float, rtol: float) -> Verdict:
+    """Exact type, shape and dtype first, then values against the float64 reference."""
+    if type(out) is not torch.Tensor:
+        return Verdict(False, math.inf, f"output is {type(out).__name__}, not a plain torch.Tensor")
+    if tuple(out.shape) != tuple(ref_native.shape):
+        return Verdict(False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(ref_native.shape)}")
+    if out.dtype != ref_native.dtype:
+        return Verdict(False, math.inf, f"output dtype {out.dtype} != expected {ref_native.dtype}")
+    target = ref64 if ref_native.is_floating_point() else ref_native
+    ratio = error_ratio(out, target, atol, rtol)
+    if ratio <= 1.0:
+        return Verdict(True, ratio)
+    if math.isinf(ratio):
+        reason = "values differ (non-finite values or integer mismatch)"
+    else:
+        diff = (out.double() - target.double()).abs()
+        reason = (f"max |diff| {float(diff.max()):.3g}, mean |diff| {float(diff.mean()):.3g}; "
+                  f"error is {ratio:.3g}x the tolerance (atol={atol:g} x output RMS, rtol={rtol:g})")
+    return Verdict(False, ratio, reason)

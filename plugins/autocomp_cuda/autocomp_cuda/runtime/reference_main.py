@@ -1,0 +1,134 @@
+"""Reference worker: computes inputs and reference outputs once per (problem, seed).
+
+Run as ``python -m autocomp_cuda.runtime.reference_main JOB.json``. It never sees a candidate.
+Writes into ``out_dir``: ``init.pt`` (init inputs and the reference state_dict),
+``trial_K.pt`` (inputs, native-precision output, float64 output) and ``meta.json``
+(output shape/dtype, tolerance sanity, and with ``gate`` the problem-quality verdict).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import common
+from .compare import error_ratio
+
+
+def build_model(module, init_seed: int):
+    common.seed_all(init_seed)
+    init_inputs = module.get_init_inputs()
+    model = module.Model(*init_inputs)
+    return model, init_inputs
+
+
+def run(model, inputs, device: torch.device):
+    with torch.no_grad():
+        out = model(*inputs)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"reference forward returned {type(out).__name__}; one tensor is required")
+    return out
+
+
+def memory_estimate(module) -> int | None:
+    """Bytes of inputs plus output at this size, from shapes only (meta tensors)."""
+    try:
+        with torch.device("meta"):
+            init = module.get_init_inputs()
+            model = module.Model(*init)
+            inputs = module.get_inputs()
+            out = model(*inputs)
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + [out]
+        params = sum(p.numel() * p.element_size() for p in model.state_dict().values())
+        return int(sum(t.numel() * t.element_size() for t in tensors) + params)
+    except Exception:
+        return None
+
+
+def trivial_probes(out: torch.Tensor, inputs: list[Any]) -> dict[str, torch.Tensor]:
+    """Answers a broken kernel might return. A sound problem rejects every one of them."""
+    probes = {"zeros": torch.zeros_like(out)}
+    if out.is_floating_point():
+        mean = out.double().mean().to(out.dtype) if out.numel() else torch.zeros((), dtype=out.dtype)
+        probes["constant_mean"] = torch.full_like(out, float(mean))
+        probes["ones"] = torch.ones_like(out)
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.shape == out.shape and x.dtype == out.dtype:
+            probes[f"identity_input{i}"] = x.clone()
+    return probes
+
+
+def main(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    out_dir = Path(job["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    device = torch.device(job["device"])
+    atol, rtol = float(job["atol"]), float(job["rtol"])
+    meta: dict[str, Any] = {"status": "ok", "info": common.device_info(device)}
+    try:
+        problem = job["problem"]
+        module = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
+        model, init_inputs = build_model(module, int(job["init_seed"]))
+        state = copy.deepcopy(model.state_dict())
+        torch.save({"init_inputs": init_inputs, "state_dict": state}, out_dir / "init.pt")
+        model = model.to(device)
+        model64 = copy.deepcopy(model).double()
+        ratios, probe_fail, checks = [], {}, []
+        deterministic_gap = 0.0
+        out = None
+        started = time.perf_counter()
+        for k, seed in enumerate(job["trial_seeds"]):
+            inputs = common.make_inputs(module, int(seed), device)
+            model.load_state_dict(state)  # every trial starts from the initial state
+            out = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
+            model64.load_state_dict(state)
+            out64 = run(model64, common.to_double(inputs), device).to(torch.float64 if out.is_floating_point() else out.dtype)
+            ratios.append(error_ratio(out, out64, atol, rtol) if out.is_floating_point() else
+                          (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf))
+            checks.append(common.input_checksums(inputs))
+            torch.save({"ref": out.cpu(), "ref64": out64.cpu()}, out_dir / f"trial_{k}.pt")
+            if job.get("gate"):
+                # Same seed, fresh weights, fresh inputs: a sound reference repeats itself.
+                again_model, _ = build_model(module, int(job["init_seed"]))
+                again_model = again_model.to(device)
+                again = run(again_model, common.make_inputs(module, int(seed), device), device)
+                target = out64 if out.is_floating_point() else out
+                gap = error_ratio(again, target, atol, rtol) if again.shape == out.shape else math.inf
+                deterministic_gap = max(deterministic_gap, gap - ratios[-1] if math.isfinite(gap) else gap)
+                for name, probe in trivial_probes(out, inputs).items():
+                    fails = error_ratio(probe, target, atol, rtol) > 1.0
+                    probe_fail[name] = probe_fail.get(name, False) or fails
+        assert out is not None
+        meta["reference_s"] = time.perf_counter() - started
+        meta["output"] = {"shape": list(out.shape), "dtype": str(out.dtype).replace("torch.", "")}
+        meta["input_shapes"] = [list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs]
+        meta["input_bytes"] = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+        meta["output_bytes"] = out.numel() * out.element_size()
+        meta["reference_error_ratio"] = max(ratios)
+        meta["input_checksums"] = checks
+        if job.get("gate"):
+            meta["gate"] = {
+                "deterministic": deterministic_gap <= 0.05,
+                "determinism_gap": deterministic_gap,
+                "probes_rejected": probe_fail,
+                "tolerance_sane": max(ratios) <= 0.5,
+                "memory_bytes_full": memory_estimate(common.load_module(problem["path"], "reference_full")),
+            }
+        common.write_json(out_dir / "meta.json", meta)
+        return 0
+    except Exception as exc:  # report, do not hide: the parent turns this into an infra error
+        meta.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=common.short_traceback(exc))
+        common.write_json(out_dir / "meta.json", meta)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
