@@ -1,0 +1,336 @@
+"""The engine's only door to LLMs: ``LLMClient.complete`` with retries, limits and cost.
+
+``complete`` never raises for API or network failures: a failed call is an
+``LLMResponse`` whose ``error`` says why (with every failed attempt in ``errors``) and
+whose text is empty, so no error message is ever taken for a plan or for code.
+Cancellation propagates.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+
+import anyio
+import structlog
+
+from .errors import DROPPABLE_PARAMS, Classified, LLMConfigError, classify_exception
+from .keys import KeyStore, key_file_path, redact
+from .limits import Limits
+from .modelstring import ModelRef, parse_model_string
+from .prices import PriceBook, load_prices
+from .providers import CallParams, ProviderClient, ProviderContext, ProviderReply, ProviderSpec
+from .settings import LLMSettings
+from .types import ErrorKind, LLMError, LLMRequest, LLMResponse, Prompt, Usage
+from .usage import UsageLedger
+
+log = structlog.get_logger("autocomp.llm")
+
+__all__ = ["LLMClient", "LLMConfigError", "check_models", "default_models"]
+
+MAX_RETRY_AFTER_S = 900.0  # a server asking for a longer pause than this is not believed
+ERROR_MESSAGE_LIMIT = 2000
+PLAN_PHASES = {"plan", "menu"}  # phases that get plan_reasoning_effort; others code's
+
+
+def _registry_providers() -> dict:
+    from ..plugins import registry
+
+    return registry().llm_providers()
+
+
+class LLMClient:
+    def __init__(self, settings: LLMSettings, providers: dict | None = None):
+        self.settings = settings
+        self.providers: dict[str, ProviderSpec] = (providers if providers is not None
+                                                   else _registry_providers())
+        self.prices = PriceBook(load_prices(settings.prices_file))
+        self.usage = UsageLedger()
+        self._keys: KeyStore | None = None
+        self._clients: dict[tuple[str, str | None], ProviderClient] = {}
+        self._prepared: set[str] = set()
+        self._validated: list[str] = []
+        self._rejected: dict[str, set[str]] = {}  # model string -> parameters it refused
+        self._limits: Limits | None = None
+        self._jitter = random.Random()  # backoff jitter; never affects what the search does
+        self._lock: anyio.Lock | None = None
+
+    # ---- configuration -----------------------------------------------------------------
+
+    @property
+    def keys(self) -> KeyStore:
+        if self._keys is None:
+            self._keys = KeyStore(self.settings.key_file)
+        return self._keys
+
+    def resolve(self, model: str) -> tuple[ModelRef, ProviderSpec]:
+        """The model reference and its provider spec; LLMConfigError when unknown."""
+        try:
+            ref = parse_model_string(model, self.settings.aliases)
+        except LLMConfigError as exc:
+            if "::" not in model and "@" not in model and self.settings.aliases:
+                raise LLMConfigError(f"{exc} (configured aliases: "
+                                     f"{', '.join(sorted(self.settings.aliases))})") from None
+            raise
+        spec = self.providers.get(ref.provider)
+        if spec is None:
+            known = ", ".join(sorted(self.providers)) or "none"
+            raise LLMConfigError(f"model {model!r}: unknown provider {ref.provider!r} "
+                                 f"(known: {known})")
+        if ref.endpoint and not spec.endpoint_in_model_string:
+            raise LLMConfigError(f"model {model!r}: provider {spec.name!r} takes no endpoint; "
+                                 f"use openai-compatible@URL::model")
+        return ref, spec
+
+    def _api_key(self, ref: ModelRef, spec: ProviderSpec, model: str) -> str | None:
+        if spec.key_env is None:
+            return None
+        key = self.keys.get(spec.key_env)
+        if key is None and spec.key_required:
+            raise LLMConfigError(f"model {model!r} needs an API key: set {spec.key_env} in the "
+                                 f"environment or in {key_file_path(self.settings.key_file)}")
+        return key
+
+    def _base_url(self, ref: ModelRef, spec: ProviderSpec) -> str | None:
+        import os
+
+        urls = self.settings.base_urls
+        return (ref.endpoint or urls.get(ref.provider) or urls.get(spec.name)
+                or (os.environ.get(spec.base_url_env) if spec.base_url_env else None)
+                or spec.default_base_url)
+
+    def validate_models(self, models: list[str]) -> None:
+        """Check every model string can be served; spends nothing. Raises LLMConfigError."""
+        for model in models:
+            ref, spec = self.resolve(model)
+            self._api_key(ref, spec, model)
+            if spec.validate is not None:
+                spec.validate(ref, self.settings)
+            if model not in self._validated:
+                self._validated.append(model)
+
+    def price_table(self) -> dict:
+        """The merged price table in use (the engine snapshots it into the run)."""
+        return self.prices.table
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> LLMClient:
+        try:
+            for model in self._validated:
+                await self._provider_client(model)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close SDK clients and stop local servers, even while being cancelled."""
+        with anyio.CancelScope(shield=True):
+            clients, self._clients = list(self._clients.values()), {}
+            self._prepared.clear()
+            for client in clients:
+                try:
+                    await client.aclose()
+                except Exception as exc:  # closing one must not leak the others
+                    log.warning("llm.close_failed", error=redact(str(exc)))
+
+    async def _provider_client(self, model: str) -> tuple[ModelRef, ProviderSpec, ProviderClient]:
+        ref, spec = self.resolve(model)
+        base_url = self._base_url(ref, spec)
+        slot = (spec.name, base_url)
+        prepared = f"{spec.name}|{base_url}|{ref.model}"
+        if prepared in self._prepared and slot in self._clients:
+            return ref, spec, self._clients[slot]
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:  # one client (one local server) per provider and URL
+            client = self._clients.get(slot)
+            if client is None:
+                if spec.validate is not None:
+                    spec.validate(ref, self.settings)
+                ctx = ProviderContext(spec.name, base_url, self._api_key(ref, spec, model),
+                                      self.settings)
+                client = spec.create(ctx)
+                self._clients[slot] = client
+            if prepared not in self._prepared:
+                await client.prepare(ref.model)
+                self._prepared.add(prepared)
+        return ref, spec, client
+
+    # ---- one call ------------------------------------------------------------------------
+
+    def _params(self, request: LLMRequest) -> CallParams:
+        effort = request.reasoning_effort
+        if effort is None:
+            effort = (self.settings.plan_reasoning_effort if request.phase in PLAN_PHASES
+                      else self.settings.code_reasoning_effort)
+        return CallParams(temperature=request.temperature,
+                          max_tokens=request.max_tokens or self.settings.max_tokens,
+                          reasoning_effort=effort, response_format=request.response_format)
+
+    def _backoff(self, retry: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter, never shorter than the server's Retry-After."""
+        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** (retry - 1))
+        delay = self._jitter.uniform(0, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
+        return delay
+
+    @staticmethod
+    def _estimate_tokens(prompt: Prompt, params: CallParams) -> int:
+        chars = len(prompt.system) + len(prompt.static) + len(prompt.dynamic)
+        return chars // 4 + (params.max_tokens or 0)
+
+    def _failure(self, kind: ErrorKind, message: str, status: int | None = None) -> LLMError:
+        return LLMError(kind, redact(message)[:ERROR_MESSAGE_LIMIT], status)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        started = time.monotonic()
+        try:
+            ref, spec, client = await self._provider_client(request.model)
+        except LLMConfigError as exc:
+            error = self._failure(ErrorKind.BAD_REQUEST, str(exc))
+            response = LLMResponse(model=request.model, error=error, errors=[error], attempts=0,
+                                   duration_s=time.monotonic() - started)
+            self.usage.record(request.phase, request.model, response)
+            return response
+        if self._limits is None:
+            s = self.settings
+            self._limits = Limits(s.max_concurrency, s.provider_concurrency, s.model_concurrency,
+                                  s.requests_per_minute, s.tokens_per_minute, s.rate_burst_s)
+        model = str(ref)
+        names = (ref.provider, spec.name)
+        params = self._params(request)
+        estimate = self._estimate_tokens(request.prompt, params)
+        usage, cost, errors = Usage(), 0.0, []
+        attempts = retries = learned = 0
+
+        while True:
+            attempts += 1
+            dropped = frozenset(self._rejected.get(model, ()))
+            reply: ProviderReply | None = None
+            classified: Classified | None = None
+            try:
+                async with self._limits.slot(names, model, estimate) as settle:
+                    with anyio.fail_after(self.settings.timeout_s):
+                        reply = await client.complete(ref.model, request.prompt,
+                                                      replace(params, dropped=dropped))
+                    settle(reply.usage.total)
+            except Exception as exc:  # cancellation is not an Exception: it propagates
+                classified = classify_exception(exc)
+                if classified.error.kind is ErrorKind.TIMEOUT and not classified.error.message:
+                    classified.error.message = f"no answer within {self.settings.timeout_s:g} s"
+
+            if reply is not None:
+                usage = usage + reply.usage
+                cost += self.prices.cost(spec.name, ref.model, reply.usage.input_tokens,
+                                         reply.usage.output_tokens, reply.usage.cached_tokens,
+                                         reply.cache_write_tokens)
+                if reply.truncated:
+                    classified = Classified(LLMError(
+                        ErrorKind.TRUNCATED, f"the answer stopped at the output limit "
+                        f"({params.max_tokens or 'provider default'} tokens)"))
+                elif not reply.text.strip():
+                    classified = Classified(LLMError(ErrorKind.EMPTY, "the answer was empty"))
+                else:
+                    response = LLMResponse(text=reply.text, model=model, usage=usage,
+                                           cost_usd=cost, duration_s=time.monotonic() - started,
+                                           attempts=attempts, finish_reason=reply.finish_reason,
+                                           errors=errors)
+                    self.usage.record(request.phase, model, response)
+                    return response
+
+            assert classified is not None
+            error = self._failure(classified.error.kind, classified.error.message,
+                                  classified.error.status)
+            errors.append(error)
+            param = classified.rejected_param
+            if param and param not in dropped and learned < len(DROPPABLE_PARAMS):
+                # The model refuses this parameter: remember it and ask again without it.
+                self._rejected.setdefault(model, set()).add(param)
+                learned += 1
+                log.info("llm.param_dropped", model=model, param=param)
+                continue
+            if error.kind.retryable and retries < self.settings.max_retries:
+                retries += 1
+                delay = self._backoff(retries, classified.retry_after_s)
+                log.info("llm.retry", model=model, phase=request.phase, kind=error.kind.value,
+                         retry=retries, delay_s=round(delay, 2), status=error.status)
+                await anyio.sleep(delay)
+                continue
+            log.warning("llm.failed", model=model, phase=request.phase, kind=error.kind.value,
+                        attempts=attempts, status=error.status, message=error.message[:200])
+            response = LLMResponse(model=model, usage=usage, cost_usd=cost,
+                                   duration_s=time.monotonic() - started, attempts=attempts,
+                                   finish_reason=reply.finish_reason if reply else None,
+                                   error=error, errors=errors)
+            self.usage.record(request.phase, model, response)
+            return response
+
+    def rejected_params(self, model: str) -> set[str]:
+        """Parameters learned as refused by ``model`` (resolved model string)."""
+        return set(self._rejected.get(model, ()))
+
+
+# ---- defaults and the `models` command ----------------------------------------------------
+
+DEFAULT_OPENAI_MODEL = "openai::gpt-5-mini"
+DEFAULT_ANTHROPIC_MODEL = "anthropic::claude-sonnet-4-5"
+DEFAULT_LOCAL_MODEL = "local::smollm2"
+
+
+def default_models(settings: LLMSettings) -> list[str]:
+    """A real model when a key is configured, else the embedded tiny model (with a notice)."""
+    keys = KeyStore(settings.key_file)
+    if keys.get("OPENAI_API_KEY"):
+        return [DEFAULT_OPENAI_MODEL]
+    if keys.get("ANTHROPIC_API_KEY"):
+        return [DEFAULT_ANTHROPIC_MODEL]
+    log.warning("llm.using_embedded_model", model=DEFAULT_LOCAL_MODEL,
+                notice="no API key configured: using the embedded 135M-parameter model, which "
+                       "runs offline but rarely finds speed-ups",
+                how_to_fix="set OPENAI_API_KEY or ANTHROPIC_API_KEY (environment or "
+                           f"{key_file_path(settings.key_file)}, chmod 600), or point a model "
+                           "at your own server: openai-compatible@http://HOST:PORT/v1::MODEL")
+    return [DEFAULT_LOCAL_MODEL]
+
+
+async def check_models(settings: LLMSettings, models: list[str] | None = None,
+                       providers: dict | None = None, timeout_s: float = 30) -> list[dict]:
+    """For ``autocomp-core models``: per model, its provider, whether a key is present and
+    whether it answers one tiny request (no retries, short timeout)."""
+    if not models:
+        models = list(dict.fromkeys([*default_models(settings), *settings.aliases]))
+    quick = settings.model_copy(update={"timeout_s": min(settings.timeout_s, timeout_s),
+                                        "max_retries": 0})
+    client = LLMClient(quick, providers)
+    rows = []
+    async with client:
+        for model in models:
+            row: dict = {"model": model, "provider": None, "resolved": None, "key": None,
+                         "answers": False, "latency_s": None, "error": None}
+            rows.append(row)
+            try:
+                ref, spec = client.resolve(model)
+                row.update(provider=spec.name, resolved=str(ref))
+                row["key"] = ("not needed" if spec.key_env is None else
+                              client.keys.source(spec.key_env)
+                              or ("missing" if spec.key_required else "not set (optional)"))
+                client.validate_models([model])
+            except LLMConfigError as exc:
+                row["error"] = redact(str(exc))
+                continue
+            response = await client.complete(LLMRequest(
+                model=model, prompt=Prompt("", "", "Reply with the single word: OK"),
+                phase="check", temperature=None, max_tokens=16, reasoning_effort="low"))
+            # A truncated or empty answer still proves the model is reachable.
+            row["answers"] = response.ok or response.error.kind in (ErrorKind.TRUNCATED,
+                                                                    ErrorKind.EMPTY)
+            row["latency_s"] = round(response.duration_s, 3)
+            if not row["answers"]:
+                row["error"] = f"{response.error.kind.value}: {response.error.message[:300]}"
+    return rows

@@ -1,0 +1,33 @@
+"""The ``[llm]`` section of a run config."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LLMSettings(BaseModel):
+    """How the LLM layer talks to providers: timeouts, retries, limits, keys, prices."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(300, gt=0, description="per-request wall-clock limit")
+    max_retries: int = Field(6, ge=0, description="retries of a retryable failure")
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60, ge=0)
+    max_concurrency: int = Field(16, ge=1, description="global in-flight LLM calls")
+    provider_concurrency: dict[str, int] = {}  # provider prefix -> in-flight calls
+    model_concurrency: dict[str, int] = {}  # model string -> in-flight calls
+    requests_per_minute: dict[str, int] = {}  # provider prefix -> requests per minute
+    tokens_per_minute: dict[str, int] = {}  # provider prefix -> input+output tokens per minute
+    rate_burst_s: float = Field(10.0, gt=0, description="a per-minute limit allows bursts "
+                                "of this many seconds' worth of requests or tokens")
+    aliases: dict[str, str] = {}  # alias -> model string
+    key_file: str | None = None  # default ~/.config/autocomp/keys.toml
+    prices_file: str | None = None  # merged over the shipped price table
+    base_urls: dict[str, str] = {}  # provider -> base URL override
+    max_tokens: int | None = None
+    plan_reasoning_effort: str | None = "high"
+    code_reasoning_effort: str | None = "medium"
+    local_model_path: str | None = None  # GGUF file for the embedded model
+    local_startup_timeout_s: float = Field(120, gt=0)
+    local_threads: int | None = None  # llama.cpp threads (default: all cores)
+    local_context_tokens: int = Field(8192, ge=512)
