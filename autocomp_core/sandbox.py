@@ -7,22 +7,24 @@ rest read and thrown away, so a program printing a gigabyte fills neither memory
 
 How a run is laid out (Linux)::
 
-    engine ──fork── supervisor (root, trusted, our code; reaps and reports)
-                        └──fork── candidate (session leader; then exec of argv)
+    engine ─fork─ supervisor ─fork─ init (session leader) ─fork─ program (exec of argv)
 
-The supervisor is forked from the engine in ``preexec_fn`` and never execs; it forks the
-candidate, waits for it, and writes how it ended to a status pipe the candidate never
-holds. It exists so that a killed candidate is always reaped: this matters where PID 1
-does not reap orphans (containers, microVMs), which would otherwise leave zombies that
-keep the process group alive.
+The supervisor and the init are forked from the engine in ``preexec_fn`` and never exec:
+they are our code. The supervisor waits for the init and writes how the run ended to a
+status pipe the program never holds. The init is PID 1 of the program's PID namespace:
+it sets up mounts, starts the program, reaps every orphan, and reports the program's exit.
+At the wall limit the engine SIGKILLs the init's process group; the init's death makes the
+kernel kill and reap everything left in the namespace, even processes that left the group
+with ``setsid``. Nothing is left as a zombie, which matters where PID 1 of the machine does
+not reap orphans (containers, microVMs) and zombies would keep the process group alive.
 
 When the engine runs as root (and the OS allows it) the candidate also gets:
 
-* a fresh PID namespace in which it is PID 1: when it dies, the kernel kills and reaps
-  every process it started, including ones that left its process group with ``setsid``;
+* the PID namespace above, with its own ``/proc``;
 * a fresh network namespace (no interfaces up, not even loopback) unless
   ``SandboxLimits.network`` is true;
-* a private mount namespace with its own ``/proc``;
+* a private mount namespace in which ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``
+  are fresh tmpfs (showing only the work dir), so scratch files vanish with the run;
 * with ``drop_privileges`` (default): a fresh unprivileged uid/gid per run that owns only
   the work dir, so writes elsewhere fail with EACCES and ``RLIMIT_NPROC`` (which the kernel
   counts per user) bounds exactly this run's processes. If the interpreter lives under a
@@ -30,11 +32,15 @@ When the engine runs as root (and the OS allows it) the candidate also gets:
   directory is replaced, inside the sandbox only, by an empty one that shows just the entry
   leading to the interpreter.
 
-Without root none of the namespaces are created (``network_isolated`` is False in the
-result), the candidate keeps the engine's uid, and ``RLIMIT_NPROC`` counts all of that
-user's processes, so ``max_processes`` must leave room for them. The supervisor is then a
-child subreaper and kills the candidate's process group when it ends; a process that left
-the group with ``setsid`` can outlive the run in that mode.
+Without root (or where ``unshare`` is refused) there are no namespaces and no init: the
+supervisor starts the program directly (``network_isolated`` is False in the result).
+Without root the program keeps the engine's uid, and ``RLIMIT_NPROC`` counts all of that
+user's processes, so ``max_processes`` must leave room for them (root is not bound by
+it at all: with ``drop_privileges=False`` a fork bomb is stopped only by the wall limit).
+The supervisor is then a child subreaper that kills the program's process group when the
+program ends and reaps the orphans; a process that left the group with ``setsid`` can
+outlive the run in that mode. Root without namespaces still drops to the per-run uid, so
+the program must then be reachable by other users.
 """
 from __future__ import annotations
 
@@ -235,6 +241,21 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
            f"mount {target}")
 
 
+def _status_line(wait_status: int) -> bytes:
+    if os.WIFSIGNALED(wait_status):
+        return f"signal {os.WTERMSIG(wait_status)}\n".encode()
+    return f"exit {os.WEXITSTATUS(wait_status)}\n".encode()
+
+
+def _detach_fds(keep: int) -> None:
+    """Drop everything inherited from the engine (pipes, the exec error pipe) but ``keep``."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+
+
 def _supervise(plan: _Plan) -> None:
     """Runs in the forked supervisor. Returns only in the candidate, which then execs."""
     status = plan.status_fd
@@ -256,17 +277,21 @@ def _supervise(plan: _Plan) -> None:
         os.write(status, f"isolated {int(isolated)} {int(net)}\n".encode())
         child = os.fork()
         if child == 0:
-            _become_candidate(plan, isolated, me)
+            os.setsid()  # the process group the engine kills at the wall limit
+            if isolated:
+                _init_namespace(plan)
+            else:
+                _become_candidate(plan, parent=me)
             return
         os.write(status, f"pid {child}\n".encode())
-        # Drop everything inherited from the engine: pipes, sockets, the exec error pipe.
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, status)
-        os.closerange(status + 1, 1 << 16)
+        _detach_fds(status)
         _, wait_status = os.waitpid(child, 0)
-        if not isolated:  # without a PID namespace: kill what is left and reap orphans
+        if isolated:
+            # The namespace's init reported the program's end and left with 0; anything
+            # else means it was killed (the wall limit) or failed.
+            if wait_status != 0:
+                os.write(status, _status_line(wait_status))
+        else:  # no PID namespace: kill what is left of the group and reap the orphans
             with contextlib.suppress(OSError):
                 os.killpg(child, signal.SIGKILL)
             deadline = time.monotonic() + 1.0
@@ -276,10 +301,7 @@ def _supervise(plan: _Plan) -> None:
                         time.sleep(0.01)
                 except ChildProcessError:
                     break
-        if os.WIFSIGNALED(wait_status):
-            os.write(status, f"signal {os.WTERMSIG(wait_status)}\n".encode())
-        else:
-            os.write(status, f"exit {os.WEXITSTATUS(wait_status)}\n".encode())
+            os.write(status, _status_line(wait_status))
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - report and leave, never return into exec
         with contextlib.suppress(BaseException):
@@ -287,16 +309,39 @@ def _supervise(plan: _Plan) -> None:
         os._exit(70)
 
 
-def _become_candidate(plan: _Plan, isolated: bool, supervisor: int) -> None:
-    """Runs in the candidate before exec: namespaces' mounts, limits, then drop privileges."""
+def _init_namespace(plan: _Plan) -> None:
+    """PID 1 of the program's namespaces: set up mounts, start the program, reap, report.
+
+    The program is not PID 1 itself because the kernel drops signals a PID 1 sends itself
+    (``abort``, ``raise``). When this process exits the kernel kills the whole namespace.
+    """
     status = plan.status_fd
     try:
-        os.setsid()
-        if isolated:
-            _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-            with contextlib.suppress(OSError):  # a /proc of our own PID namespace
-                _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-            _cover(plan.covers)
+        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        with contextlib.suppress(OSError):  # a /proc that shows only this namespace
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        _cover(plan.covers)
+        program = os.fork()
+        if program == 0:
+            _become_candidate(plan, parent=1)
+            return
+        _detach_fds(status)
+        while True:  # reap everything; orphans of the namespace land here
+            pid, wait_status = os.wait()
+            if pid == program:
+                break
+        os.write(status, _status_line(wait_status))
+        os._exit(0)
+    except BaseException as exc:  # noqa: BLE001
+        with contextlib.suppress(BaseException):
+            os.write(status, f"error setup: {exc}\n".encode())
+        os._exit(70)
+
+
+def _become_candidate(plan: _Plan, parent: int) -> None:
+    """Runs in the program's process before exec: limits, then drop privileges."""
+    status = plan.status_fd
+    try:
         _set_limits(plan.limits)
         if plan.uid is not None:
             os.setgroups([])
@@ -304,8 +349,7 @@ def _become_candidate(plan: _Plan, isolated: bool, supervisor: int) -> None:
             os.setresuid(plan.uid, plan.uid, plan.uid)
         # Changing uid clears the parent-death signal: set it now, and check the parent lives.
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        # (As PID 1 of its namespace it sees its parent as pid 0: nothing to check then.)
-        if not isolated and os.getppid() != supervisor:
+        if os.getppid() != parent:
             os._exit(70)
         os.close(status)
     except BaseException as exc:  # noqa: BLE001
@@ -443,7 +487,7 @@ class _StatusReader:
         self.finished.set()
 
 
-def _base_env(workdir: Path) -> dict[str, str]:
+def _base_env() -> dict[str, str]:
     # Never the engine's environment: it may hold API keys.
     return {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -494,7 +538,7 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     uid = _allocate_uid() if is_root and limits.drop_privileges else None
     try:
         _prepare_workdir(workdir, files, uid)
-        full_env = {**_base_env(workdir), **(env or {}),
+        full_env = {**_base_env(), **(env or {}),
                     "HOME": str(workdir), "TMPDIR": str(workdir / "tmp")}
         namespaces = 0
         if is_root:

@@ -1,0 +1,39 @@
+"""Shared test setup: the toy backend plugin, and GPU tests only where a GPU answers."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOY_DIR = Path(__file__).parent / "toybackend"
+
+# The toy backend is a plugin that is not installed: load it by module name, in this
+# process and in every subprocess a test starts (the CLI, workers).
+if str(TOY_DIR) not in sys.path:
+    sys.path.insert(0, str(TOY_DIR))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(TOY_DIR), os.environ.get("PYTHONPATH", "")) if p)
+_plugins = [m for m in os.environ.get("AUTOCOMP_PLUGINS", "").split(",") if m.strip()]
+if "toy_plugin" not in _plugins:
+    os.environ["AUTOCOMP_PLUGINS"] = ",".join([*_plugins, "toy_plugin"])
+
+
+def _gpu_present() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items or _gpu_present():
+        return
+    config.hook.pytest_deselected(items=gpu_items)
+    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
