@@ -267,10 +267,11 @@ async def test_endless_output_is_capped_and_stopped_at_the_limit() -> None:
 async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
     outside = Path(tempfile.mkdtemp(prefix="sandbox-outside-", dir=Path(__file__).parent))
     os.chmod(outside, 0o755)  # visible to everyone, writable by root only
-    scratch_name = f"/tmp/sandbox-escape-{os.getpid()}"
+    tag = f"{os.getpid()}-{id(outside)}"
+    scratch_name = f"/tmp/sandbox-escape-{tag}"
     code = f"""
         import os
-        for target in ({str(outside / 'pwned.txt')!r}, "../sibling.txt", {scratch_name!r}):
+        for target in ({str(outside / 'pwned.txt')!r}, "../sibling-{tag}", {scratch_name!r}):
             try:
                 with open(target, "w") as f:
                     f.write("escaped")
@@ -285,10 +286,10 @@ async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
         assert lines[0] == f"refused {outside / 'pwned.txt'} PermissionError"
         assert not (outside / "pwned.txt").exists()
         # /tmp is a private tmpfs inside the sandbox: these writes vanish with it.
-        assert not (result.workdir.parent / "sibling.txt").exists()
+        assert not (result.workdir.parent / f"sibling-{tag}").exists()
         assert not os.path.exists(scratch_name)
     finally:
-        for leftover in (outside / "pwned.txt", Path(scratch_name)):
+        for leftover in (outside / "pwned.txt", Path(scratch_name), Path(f"/tmp/sibling-{tag}")):
             leftover.unlink(missing_ok=True)
         outside.rmdir()
 
