@@ -1,0 +1,244 @@
+"""The ``cuda`` backend: KernelBench-format problems evaluated by the hardened harness."""
+from __future__ import annotations
+
+import os
+import shutil
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from autocomp_core.backend import (
+    Backend,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    Resources,
+)
+from pydantic import Field
+
+from . import gate, importer
+from .harness import Harness, Settings, Verdict
+from .problemset import ProblemSpec, baseline_source, suite
+
+KNOWLEDGE_DIR = Path(__file__).parent / "knowledge"
+
+#: Dense bf16 tensor-core peak (GFLOP/s) and memory bandwidth (GB/s): the fastest legal path
+#: for a kernel that stays within tolerance, so nothing honest beats the bound.
+GPU_PEAKS = {
+    "H200": (989_000, 4_800), "H100": (989_000, 3_350), "A100": (312_000, 2_039), "L40S": (362_000, 864),
+    "RTX 4090": (165_000, 1_008), "A10G": (125_000, 600), "L4": (121_000, 300), "T4": (65_000, 320),
+}
+
+STATUS_TO_FAILURE = {
+    "compile_error": FailureKind.COMPILE_ERROR, "load_error": FailureKind.CRASH,
+    "runtime_error": FailureKind.CRASH, "cuda_fault": FailureKind.CRASH, "oom": FailureKind.CRASH,
+    "timeout": FailureKind.TIMEOUT, "mismatch": FailureKind.WRONG_ANSWER,
+    "hack_suspected": FailureKind.REJECTED, "infra_error": FailureKind.INFRA_ERROR,
+}
+
+
+class CudaHardware(HardwareConfig):
+    """Where candidates run. ``cpu`` runs the same protocol with a host timer (CI, laptops)."""
+
+    device: Literal["cuda", "cpu"] = "cpu"
+    gpus: list[int] = Field(default_factory=lambda: [0], description="GPU indices; one evaluation slot each")
+    gpu_name: str = Field("", description="e.g. H100, A100, RTX 4090: selects roofline peaks")
+    peak_gflops: float | None = Field(None, gt=0, description="override: peak GFLOP/s for the roofline bound")
+    bandwidth_gbs: float | None = Field(None, gt=0, description="override: memory bandwidth GB/s")
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    description = "NVIDIA GPUs (and CPU for CI): KernelBench-format PyTorch problems, CUDA/C++/Triton candidates"
+    file_extension = ".py"
+    language = "python"
+    metric_unit = "ms"
+    hardware_config_type = CudaHardware
+    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
+
+    # ------------------------------------------------------------------ configuration
+    @cached_property
+    def settings(self) -> Settings:
+        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        o = self.options
+        peaks = next((v for k, v in GPU_PEAKS.items() if k.lower() in hw.gpu_name.lower()), (None, None)) \
+            if hw.device == "cuda" else (None, None)
+        s = Settings(device=hw.device, size=o.get("size", "full" if hw.device == "cuda" else "tiny"),
+                     peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1])
+        for key in ("trials", "warmup", "reps", "timed_samples", "compile_timeout_s", "load_timeout_s",
+                    "correctness_timeout_s", "timing_timeout_s", "memory_mb", "static_checks",
+                    "require_custom_kernel", "roofline_slack", "settle_s"):
+            if key in o:
+                setattr(s, key, type(getattr(s, key))(o[key]) if getattr(s, key) is not None else o[key])
+        if s.size not in ("tiny", "full"):
+            raise ValueError(f"[backend] size must be 'tiny' or 'full', got {s.size!r}")
+        return s
+
+    @cached_property
+    def harness(self) -> Harness:
+        cache = self.options.get("cache_dir") or os.environ.get("AUTOCOMP_CUDA_CACHE") \
+            or Path.home() / ".cache" / "autocomp-cuda"
+        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        return Harness(Path(cache).expanduser(), self.settings, gpu_ids=hw.gpus,
+                       compile_workers=self.options.get("compile_workers"))
+
+    # ------------------------------------------------------------------ problems
+    @cached_property
+    def _specs(self) -> dict[str, ProblemSpec]:
+        specs = {s.id: s for s in suite(include_controls=bool(self.options.get("include_controls", False)))}
+        if self.options.get("kernelbench_path"):
+            levels = tuple(self.options.get("kernelbench_levels", (1, 2, 3, 4)))
+            for spec in importer.import_kernelbench(Path(self.options["kernelbench_path"]), levels,
+                                                    self.options.get("size_overrides")):
+                specs[spec.id] = spec
+        return specs
+
+    def spec(self, ref: str) -> ProblemSpec:
+        if ref in self._specs:
+            return self._specs[ref]
+        path = Path(ref.removeprefix("file:")).expanduser()
+        if path.suffix == ".py" and path.is_file():
+            spec = importer.import_file(path)
+            self._specs[spec.id] = spec
+            return spec
+        for spec in suite(include_controls=True):  # controls load by id even when not listed
+            if spec.id == ref:
+                return spec
+        known = ", ".join(self._specs)
+        raise KeyError(f"unknown problem {ref!r} for backend 'cuda' (known: {known}; or a path to a .py reference)")
+
+    def _problem(self, spec: ProblemSpec) -> Problem:
+        sizes = {**spec.constants, **spec.sizes(self.settings.size)}
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny)
+        context = (f"Problem {spec.id}: {spec.description}\n"
+                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown or 'as in the file'}.\n"
+                   f"Tolerance: |out - ref_fp64| <= {spec.atol:g} x RMS(ref) + {spec.rtol:g} x |ref| element-wise; "
+                   "integer outputs must match exactly.\n"
+                   "Write a complete Python file defining class ModelNew(nn.Module) with the same constructor and "
+                   "forward arguments as Model; module-level get_inputs/get_init_inputs are not needed.")
+        if spec.buffers_mutate:
+            context += "\nBatchNorm runs in training mode: use batch statistics, do not fold it into an affine."
+        return Problem(id=spec.id, description=spec.description, baseline_code=baseline_source(spec),
+                       baseline_path=spec.path, context=context,
+                       metadata={"level": spec.level, "tags": spec.tags, "origin": spec.origin,
+                                 "reference_code": spec.source, "control": spec.control})
+
+    def problems(self) -> list[Problem]:
+        return [self._problem(s) for s in self._specs.values()]
+
+    def load_problem(self, ref: str) -> Problem:
+        return self._problem(self.spec(ref))
+
+    async def check_problem(self, problem: Problem | str, seed: int = 0) -> gate.GateReport:
+        """The quality gate for one problem (ours, imported, or a user file)."""
+        spec = self.spec(problem if isinstance(problem, str) else problem.id)
+        return await gate.check_problem(self.harness, spec, seed)
+
+    # ------------------------------------------------------------------ prompts
+    def knowledge(self, problem: Problem) -> KnowledgePack:
+        return KnowledgePack.from_dir(KNOWLEDGE_DIR)
+
+    def rules(self, problem: Problem) -> list[str]:
+        try:
+            import torch
+
+            versions = f"PyTorch {torch.__version__}, CUDA {torch.version.cuda or 'none (CPU build)'}"
+        except ImportError:
+            versions = "PyTorch (not installed)"
+        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        if hw.device == "cuda":
+            where = f"The target is an NVIDIA {hw.gpu_name or 'GPU'} with {versions}."
+        else:
+            where = (f"The target is the CPU ({versions}): kernels are C++ through load_inline (cpp_sources, "
+                     "no cuda_sources) or Triton (run by Triton's interpreter, for correctness only).")
+        return [where]
+
+    # ------------------------------------------------------------------ evaluation
+    async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
+        try:
+            spec = self.spec(problem.id)
+            verdict = await self.harness.evaluate(spec, code, seed=ctx.seed)
+        except Exception as exc:  # our fault, not the candidate's
+            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, unit="ms",
+                              feedback=f"status: infra_error\nthe evaluator failed: {type(exc).__name__}: {exc}")
+        return to_eval_result(verdict, ctx.want_feedback)
+
+    def metric_lower_bound(self, problem: Problem) -> float | None:
+        try:
+            spec = self.spec(problem.id)
+        except KeyError:
+            return None
+        flops = spec.flop_count(self.settings.size)
+        if not flops or not self.settings.peak_gflops:
+            return None
+        return flops / (self.settings.peak_gflops * 1e9) * 1e3
+
+    def resources(self) -> Resources:
+        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        if hw.device == "cuda":
+            return Resources(max_parallel=len(hw.gpus), gpus_per_eval=1, memory_mb_per_eval=16384)
+        return Resources(max_parallel=1, gpus_per_eval=0, memory_mb_per_eval=self.settings.memory_mb or 8192)
+
+    def doctor(self) -> list[DoctorCheck]:
+        checks = []
+        try:
+            import torch
+
+            checks.append(DoctorCheck("torch", True, torch.__version__))
+            if self.settings.device == "cuda":
+                ok = torch.cuda.is_available()
+                checks.append(DoctorCheck("CUDA device", ok, torch.cuda.get_device_name(0) if ok else
+                                          "torch sees no GPU", "install a CUDA build of torch and the NVIDIA driver"))
+        except ImportError:
+            checks.append(DoctorCheck("torch", False, "not importable", "pip install 'torch>=2.13,<2.15'"))
+        checks.append(DoctorCheck("C++ compiler (g++)", bool(shutil.which("g++")), shutil.which("g++") or "missing",
+                                  "apt-get install -y g++"))
+        checks.append(DoctorCheck("ninja", bool(shutil.which("ninja")) or _has_module("ninja"),
+                                  shutil.which("ninja") or "", "pip install ninja"))
+        nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else "")
+        checks.append(DoctorCheck("nvcc", bool(nvcc) or self.settings.device == "cpu",
+                                  nvcc or "not found (needed for CUDA candidates on a GPU)",
+                                  "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)"))
+        checks.append(DoctorCheck("triton (optional)", _has_module("triton"), "for Triton candidates",
+                                  "pip install 'autocomp-cuda[triton]'"))
+        return checks
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
+    lines = [f"status: {v.status}"]
+    if v.message:
+        lines.append(v.message)
+    if v.status == "ok":
+        lines.append(f"candidate {v.candidate_ms:.4g} ms (IQR {v.candidate_iqr_ms or 0:.2g}) vs eager baseline "
+                     f"{v.baseline_ms:.4g} ms, measured interleaved: speedup {v.speedup or 0:.3g}x; "
+                     f"worst error {v.error_ratio or 0:.3g}x the tolerance")
+    if want_feedback:
+        lines += v.notes
+    if v.detail and v.status not in ("ok", "mismatch"):
+        lines.append(v.detail[-1500:])
+    extra: dict[str, float] = {}
+    for key in ("baseline_ms", "speedup", "candidate_iqr_ms", "error_ratio"):
+        value = getattr(v, key)
+        if value is not None:
+            extra[key] = float(value)
+    extra["excluded_from_fast_p"] = 0.0 if v.scored else 1.0
+    if v.build_cache_hit is not None:
+        extra["build_cache_hit"] = 1.0 if v.build_cache_hit else 0.0
+    for name, secs in v.phases_s.items():
+        extra[f"{name}_s"] = float(secs)
+    ok = v.status == "ok"
+    return EvalResult(correct=ok, metric=v.candidate_ms if ok else None, unit="ms",
+                      failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),
+                      feedback="\n".join(lines), extra=extra, stderr=v.detail if not ok else "",
+                      duration_s=sum(v.phases_s.values()))
