@@ -278,8 +278,8 @@ class LLMClient:
 
 # ---- defaults and the `models` command ----------------------------------------------------
 
-DEFAULT_OPENAI_MODEL = "openai::gpt-5-mini"
-DEFAULT_ANTHROPIC_MODEL = "anthropic::claude-sonnet-4-5"
+DEFAULT_OPENAI_MODEL = "openai::gpt-5.4-mini"
+DEFAULT_ANTHROPIC_MODEL = "anthropic::claude-sonnet-4-6"
 DEFAULT_LOCAL_MODEL = "local::smollm2"
 
 

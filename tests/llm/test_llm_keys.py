@@ -36,7 +36,7 @@ def test_llm_key_file_private_is_used(tmp_path):
     client = LLMClient(LLMSettings(key_file=str(path)))
     client.validate_models(["anthropic::claude-haiku-4-5"])
     with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
-        client.validate_models(["openai::gpt-5-mini"])
+        client.validate_models(["openai::gpt-5.4-mini"])
 
 
 def test_llm_default_key_file_location(isolated_keys, monkeypatch):
@@ -86,6 +86,6 @@ def test_llm_default_models(monkeypatch):
     assert notice and "rarely finds speed-ups" in notice[0]["notice"]
     assert "OPENAI_API_KEY" in notice[0]["how_to_fix"]
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-x-00000000000")
-    assert default_models(LLMSettings()) == ["anthropic::claude-sonnet-4-5"]
+    assert default_models(LLMSettings()) == ["anthropic::claude-sonnet-4-6"]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x-000000000000000")
-    assert default_models(LLMSettings()) == ["openai::gpt-5-mini"]
+    assert default_models(LLMSettings()) == ["openai::gpt-5.4-mini"]

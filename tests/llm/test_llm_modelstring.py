@@ -10,7 +10,7 @@ from autocomp_core.llm.settings import LLMSettings
 
 @pytest.mark.parametrize("text, expected", [
     ("openai::gpt-5-mini", ModelRef("openai", "gpt-5-mini")),
-    ("anthropic::claude-sonnet-4-5", ModelRef("anthropic", "claude-sonnet-4-5")),
+    ("anthropic::claude-sonnet-4-6", ModelRef("anthropic", "claude-sonnet-4-6")),
     ("openai-compatible@http://127.0.0.1:8000/v1::meta-llama/Llama-3.1-8B:free",
      ModelRef("openai-compatible", "meta-llama/Llama-3.1-8B:free", "http://127.0.0.1:8000/v1")),
     ("vllm@http://gpu-box:8000/v1/::Qwen/Qwen2.5-Coder-32B-Instruct",

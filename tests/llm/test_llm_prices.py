@@ -11,8 +11,8 @@ from autocomp_core.llm.settings import LLMSettings
 
 def test_llm_shipped_prices_cover_real_models():
     table = load_prices()
-    for provider, model in [("openai", "gpt-5-mini"), ("openai", "gpt-5"),
-                            ("anthropic", "claude-sonnet-4-5"), ("anthropic", "claude-opus-4-5")]:
+    for provider, model in [("openai", "gpt-5-mini"), ("openai", "gpt-5.4"), ("openai", "gpt-5.5"),
+                            ("anthropic", "claude-sonnet-4-6"), ("anthropic", "claude-opus-4-7")]:
         entry = table[provider][model]
         assert entry["input"] > 0 and entry["output"] > entry["input"]
         assert entry["cached_input"] < entry["input"]
