@@ -1,0 +1,134 @@
+"""The ``toy`` backend: a real but tiny target for tests and benchmarks of the engine.
+
+Programs are Python functions ``solution(xs)``. Each candidate runs in the sandbox under
+``toy_harness.py``, which checks it against a reference and counts the Python lines and
+calls it executes on a fixed workload: a deterministic metric (unit ``lines``) that real
+optimizations lower. Load it with ``AUTOCOMP_PLUGINS=toy_plugin`` and this folder on the
+Python path (``tests/conftest.py`` does both).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import Field
+
+from autocomp_core import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
+                           HardwareConfig, KnowledgePack, Problem, Resources, hookimpl)
+from autocomp_core.sandbox import SandboxLimits, run_sandboxed
+
+HERE = Path(__file__).parent
+HARNESS = (HERE / "toy_harness.py").read_text()
+
+PROBLEMS = {
+    "sum_squares": ("Return the sum of x * x over the list.", "an int"),
+    "prefix_max": ("Return the running maximum: out[i] == max(xs[:i + 1]).", "a list of ints"),
+    "count_pairs": ("Return the number of pairs i < j with xs[i] + xs[j] == 0.", "an int"),
+}
+#: Solution calls in the harness's fixed workload (``toy_harness.WORKLOAD_SIZES``).
+WORKLOAD_RUNS = 3
+
+
+class ToyHardware(HardwareConfig):
+    line_cost: int = Field(1, ge=1, description="cost of one executed line of the program")
+    call_cost: int = Field(3, ge=0, description="cost of one call into the program's functions")
+
+
+class ToyBackend(Backend):
+    name = "toy"
+    description = "Python functions scored by executed lines (test backend)"
+    file_extension = ".py"
+    language = "python"
+    metric_unit = "lines"
+    hardware_config_type = ToyHardware
+    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION,
+                              Capability.LOWER_BOUND})
+
+    def problems(self) -> list[Problem]:
+        found = []
+        for problem_id, (task, returns) in PROBLEMS.items():
+            path = HERE / "problems" / f"{problem_id}.py"
+            found.append(Problem(
+                id=problem_id, description=task, baseline_code=path.read_text(),
+                baseline_path=path,
+                context=f"`solution(xs)` gets a list of up to 100 ints in [-50, 50] and "
+                        f"returns {returns}."))
+        return found
+
+    def knowledge(self, problem: Problem) -> KnowledgePack:
+        return KnowledgePack.from_dir(HERE / "knowledge")
+
+    def metric_lower_bound(self, problem: Problem) -> float | None:
+        # Every workload call enters `solution` (one call) and runs at least one line of it.
+        hw = self.hardware
+        return float(WORKLOAD_RUNS * (hw.line_cost + hw.call_cost))
+
+    def resources(self) -> Resources:
+        return Resources(max_parallel=os.cpu_count() or 1, memory_mb_per_eval=1024)
+
+    def doctor(self) -> list[DoctorCheck]:
+        try:
+            version = subprocess.run([sys.executable, "--version"], capture_output=True,
+                                     text=True, timeout=30).stdout.strip()
+            ok = bool(version)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            version, ok = str(exc), False
+        return [DoctorCheck("python", ok, detail=version or sys.executable,
+                            fix="apt-get install -y python3")]
+
+    async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
+        if problem.id not in PROBLEMS:
+            raise KeyError(f"unknown toy problem {problem.id!r}")
+        hw = ctx.hardware if isinstance(ctx.hardware, ToyHardware) else self.hardware
+        delay = float(ctx.options.get("delay_s", self.options.get("delay_s", 0.0)))
+        if delay > 0:  # stands in for a slow compiler or simulator in benchmarks
+            await asyncio.sleep(delay)
+        nonce = secrets.token_hex(16)
+        run = await run_sandboxed(
+            [sys.executable, "-I", "-B", "toy_harness.py", problem.id, str(ctx.seed)],
+            limits=SandboxLimits(wall_s=ctx.timeout_s, memory_mb=1024,
+                                 max_output_bytes=64_000),
+            stdin=f"{nonce}\n".encode(),
+            files={"toy_harness.py": HARNESS, "candidate.py": code})
+        base = dict(unit=self.metric_unit, stdout=run.stdout, stderr=run.stderr,
+                    duration_s=run.wall_s)
+        if run.timed_out:
+            return EvalResult(False, failure=FailureKind.TIMEOUT,
+                              feedback=f"timed out after {ctx.timeout_s:g} s", **base)
+        report = _find_report(run.stdout, nonce)
+        if report is None:
+            how = (f"exit code {run.returncode}" if run.returncode is not None
+                   else f"signal {run.signal}")
+            return EvalResult(False, failure=FailureKind.CRASH,
+                              feedback=f"the program ended ({how}) before the harness reported:\n"
+                                       f"{run.stderr[-2000:]}", **base)
+        status = report["status"]
+        if status != "ok":
+            return EvalResult(False, failure=FailureKind(status), feedback=report["feedback"],
+                              **base)
+        metric = report["lines"] * hw.line_cost + report["calls"] * hw.call_cost
+        feedback = ""
+        if ctx.want_feedback:
+            hot = "\n".join(f"  line {n}: {count} times  `{text}`" for n, count, text in report["hot"])
+            feedback = (f"{report['lines']} lines and {report['calls']} calls executed over "
+                        f"{report['runs']} runs; hottest lines:\n{hot}")
+        return EvalResult(True, metric=float(metric), feedback=feedback,
+                          extra={"line_events": float(report["lines"]),
+                                 "call_events": float(report["calls"])}, **base)
+
+
+def _find_report(stdout: str, nonce: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(nonce + " "):
+            return json.loads(line[len(nonce) + 1:])
+    return None
+
+
+@hookimpl
+def autocomp_register_backends() -> list[type[Backend]]:
+    return [ToyBackend]
