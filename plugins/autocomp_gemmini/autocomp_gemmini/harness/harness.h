@@ -1,0 +1,26 @@
+/* Harness support shared by every problem: seeded inputs and the measured region.
+ * This file and harness_*.c are trusted code, compiled apart from the candidate. */
+#ifndef AUTOCOMP_GEMMINI_HARNESS_H
+#define AUTOCOMP_GEMMINI_HARNESS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "gemmini.h"
+
+/* Counter-based hash: element i of stream `seed` (mirrored in autocomp_gemmini/problems.py). */
+static inline uint32_t harness_hash(uint32_t seed, uint32_t i) {
+  uint32_t x = i * 0x9E3779B1u + seed * 0x85EBCA77u + 0x165667B1u;
+  x ^= x >> 15; x *= 0x2C1B3C6Du; x ^= x >> 12; x *= 0x297A2D39u; x ^= x >> 15;
+  return x;
+}
+
+void harness_fill_elem(elem_t *dst, size_t n, uint32_t seed);
+void harness_fill_acc(acc_t *dst, size_t n, uint32_t seed);
+void harness_fill_bytes(void *dst, size_t n, uint8_t value);
+
+/* Output buffers the model dumps at the end of the measured region: {count, (addr, bytes)*}. */
+typedef struct { uint64_t count; struct { uint64_t addr, bytes; } out[4]; } harness_outputs_t;
+
+void harness_roi_begin(void);
+void harness_roi_end(const harness_outputs_t *outputs);
+int harness_report(const char *name, const elem_t *got, const elem_t *want, size_t n, double tol);
+#endif

@@ -1,0 +1,37 @@
+/* GEMM harness: C[M][N] = act(scale * (A[M][K] * B[K][N] + bias[N])), int8 in, int8 out.
+ * Compiled with -DGEMM_M=.. -DGEMM_N=.. -DGEMM_K=.. -DGEMM_ACT=.. -DGEMM_SCALE=.. -DSEED=.. */
+#include "harness.h"
+#include "runtime.h"
+
+static elem_t A[GEMM_M][GEMM_K] __attribute__((aligned(64)));
+static elem_t B[GEMM_K][GEMM_N] __attribute__((aligned(64)));
+static acc_t bias[GEMM_N] __attribute__((aligned(64)));
+static elem_t C[GEMM_M][GEMM_N] __attribute__((aligned(64)));
+static harness_outputs_t outputs;
+#ifndef GEMMINI_MODEL
+static elem_t gold[GEMM_M][GEMM_N] __attribute__((aligned(64)));
+#endif
+
+void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],
+              elem_t C[GEMM_M][GEMM_N]);
+
+int main(void) {
+  harness_fill_elem(&A[0][0], GEMM_M * GEMM_K, SEED * 4 + 1);
+  harness_fill_elem(&B[0][0], GEMM_K * GEMM_N, SEED * 4 + 2);
+  harness_fill_acc(bias, GEMM_N, SEED * 4 + 3);
+  harness_fill_bytes(C, sizeof(C), 0x5A); /* a candidate that writes nothing cannot pass */
+  outputs.count = 1;
+  outputs.out[0].addr = (uint64_t)(uintptr_t)C;
+  outputs.out[0].bytes = sizeof(C);
+  harness_roi_begin();
+  solution(A, B, bias, C);
+  harness_roi_end(&outputs);
+#ifndef GEMMINI_MODEL
+  matmul_cpu(false, false, GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &gold[0][0], GEMM_K, GEMM_N,
+             GEMM_N, GEMM_N, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, GEMM_ACT,
+             GEMM_SCALE, true);
+  return harness_report("gemm", &C[0][0], &gold[0][0], GEMM_M * GEMM_N, 0.0);
+#else
+  return 0;
+#endif
+}

@@ -1,0 +1,6 @@
+"""Our Gemmini model: a bit-exact functional model plus a timing model, driven by RoCC commands."""
+from .functional import Gemmini, GemminiError
+from .memory import ByteMemory, Memory
+from .timing import TimingModel, TimingParams
+
+__all__ = ["Gemmini", "GemminiError", "ByteMemory", "Memory", "TimingModel", "TimingParams"]

@@ -1,0 +1,104 @@
+"""Guest memory as the model sees it: bulk reads and writes of byte ranges.
+
+`SpikeMemory` goes through PySpike's MMU, which only offers 64-bit load-reserved /
+store-conditional accessors, so every access is done in aligned 8-byte words.
+`ByteMemory` is a plain byte array used by unit tests of the model.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+MASK64 = (1 << 64) - 1
+
+
+class Memory(Protocol):
+    def read(self, addr: int, nbytes: int) -> bytes: ...
+
+    def write(self, addr: int, data: bytes) -> None: ...
+
+
+def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+    """`rows` rows of `row_bytes` bytes, `stride` bytes apart, as a uint8 array (rows, row_bytes)."""
+    if rows == 0 or row_bytes == 0:
+        return np.zeros((rows, row_bytes), np.uint8)
+    if stride == row_bytes:
+        return np.frombuffer(mem.read(addr, rows * row_bytes), np.uint8).reshape(rows, row_bytes)
+    span = (rows - 1) * stride + row_bytes
+    if 0 <= stride and span <= 4 * rows * row_bytes:  # dense enough: one read, then slice
+        flat = np.frombuffer(mem.read(addr, span), np.uint8)
+        idx = (np.arange(rows)[:, None] * stride + np.arange(row_bytes)[None, :])
+        return flat[idx]
+    return np.stack([np.frombuffer(mem.read(addr + r * stride, row_bytes), np.uint8)
+                     for r in range(rows)])
+
+
+def write_rows(mem: Memory, addr: int, data: np.ndarray, stride: int) -> None:
+    """Write a uint8 array (rows, row_bytes) as rows `stride` bytes apart."""
+    rows, row_bytes = data.shape
+    if rows == 0 or row_bytes == 0:
+        return
+    if stride == row_bytes:
+        mem.write(addr, data.tobytes())
+        return
+    for r in range(rows):
+        mem.write(addr + r * stride, data[r].tobytes())
+
+
+class ByteMemory:
+    """A flat little-endian memory of `size` bytes starting at `base`."""
+
+    def __init__(self, size: int, base: int = 0) -> None:
+        self.base = base
+        self.buf = bytearray(size)
+
+    def _offset(self, addr: int, nbytes: int) -> int:
+        off = addr - self.base
+        if off < 0 or off + nbytes > len(self.buf):
+            raise IndexError(f"memory access at {addr:#x}+{nbytes} outside [{self.base:#x}, "
+                             f"{self.base + len(self.buf):#x})")
+        return off
+
+    def read(self, addr: int, nbytes: int) -> bytes:
+        off = self._offset(addr, nbytes)
+        return bytes(self.buf[off:off + nbytes])
+
+    def write(self, addr: int, data: bytes) -> None:
+        off = self._offset(addr, len(data))
+        self.buf[off:off + len(data)] = data
+
+
+class SpikeMemory:
+    """Guest physical memory through a PySpike processor's MMU (8-byte LR/SC accessors)."""
+
+    def __init__(self, mmu) -> None:
+        self.mmu = mmu
+        self.words = 0  # 64-bit accesses made, for statistics
+
+    def read(self, addr: int, nbytes: int) -> bytes:
+        lo = addr & ~7
+        hi = (addr + nbytes + 7) & ~7
+        load = self.mmu.load_reserved_64
+        words = [load(a) & MASK64 for a in range(lo, hi, 8)]
+        self.words += len(words)
+        raw = np.array(words, dtype=np.uint64).tobytes()
+        start = addr - lo
+        return raw[start:start + nbytes]
+
+    def write(self, addr: int, data: bytes) -> None:
+        if not data:
+            return
+        lo = addr & ~7
+        hi = (addr + len(data) + 7) & ~7
+        head, tail = addr - lo, hi - (addr + len(data))
+        load, store = self.mmu.load_reserved_64, self.mmu.store_conditional_64
+        if head or tail:  # partial first/last words: merge with what is there
+            current = bytearray(self.read(lo, hi - lo))
+            current[head:head + len(data)] = data
+            data = bytes(current)
+        words = np.frombuffer(data, dtype=np.uint64).tolist()
+        for i, a in enumerate(range(lo, hi, 8)):
+            load(a)
+            store(a, words[i])
+        self.words += 2 * len(words)

@@ -1,0 +1,171 @@
+"""Timing model: decoupled load / execute / store units with row-level dependencies.
+
+Each Gemmini command goes to one unit and runs in order within it. A command starts
+when (a) the CPU has issued it, (b) its unit is free, and (c) the scratchpad and
+accumulator rows it reads were written (RAW), the rows it writes were read and written
+by earlier commands (WAR, WAW). It occupies its unit for `occupancy` cycles and its
+results land `latency` cycles after that. The CPU stalls when a unit's reservation
+station is full, and on a fence until every unit has drained. CPU time is
+`minstret * cpi + stalls`. All costs come from `timing.toml`.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+UNITS = ("load", "ex", "store")
+
+
+@dataclass
+class TimingParams:
+    cpi: float = 1.0
+    rocc_issue: int = 1
+    load_depth: int = 8
+    ex_depth: int = 8
+    store_depth: int = 4
+    dma_latency: int = 40
+    bus_bytes_per_cycle: int = 16
+    dma_overhead: int = 2
+    acc_read_latency: int = 4
+    preload_per_row: float = 1.0
+    preload_reuse: int = 1
+    fill_drain_dims: int = 2
+    compute_overhead: int = 1
+    config: int = 2
+    flush_dims: int = 1
+    loop_issue: int = 1
+
+    @classmethod
+    def from_toml(cls, text: str | None = None) -> TimingParams:
+        if text is None:
+            text = resources.files("autocomp_gemmini").joinpath("timing.toml").read_text()
+        data = tomllib.loads(text)
+        return cls(
+            cpi=data["cpu"]["cpi"], rocc_issue=data["cpu"]["rocc_issue"],
+            load_depth=data["queues"]["load_depth"], ex_depth=data["queues"]["ex_depth"],
+            store_depth=data["queues"]["store_depth"],
+            dma_latency=data["dma"]["latency"], bus_bytes_per_cycle=data["dma"]["bus_bytes_per_cycle"],
+            dma_overhead=data["dma"]["overhead"], acc_read_latency=data["dma"]["acc_read_latency"],
+            preload_per_row=data["execute"]["preload_per_row"],
+            preload_reuse=data["execute"]["preload_reuse"],
+            fill_drain_dims=data["execute"]["fill_drain_dims"],
+            compute_overhead=data["execute"]["compute_overhead"],
+            config=data["execute"]["config"], flush_dims=data["execute"]["flush_dims"],
+            loop_issue=data["loop"]["issue"],
+        )
+
+
+@dataclass
+class TimingStats:
+    busy: dict[str, float] = field(default_factory=lambda: dict.fromkeys(UNITS, 0.0))
+    dep_wait: dict[str, float] = field(default_factory=lambda: dict.fromkeys(UNITS, 0.0))
+    commands: dict[str, int] = field(default_factory=lambda: dict.fromkeys(UNITS, 0))
+    stall_queue_full: float = 0.0
+    stall_fence: float = 0.0
+    fences: int = 0
+
+
+class TimingModel:
+    def __init__(self, params: TimingParams, spad_rows: int, acc_rows: int) -> None:
+        self.p = params
+        self.unit_free = dict.fromkeys(UNITS, 0.0)
+        self.pending = {u: collections.deque() for u in UNITS}  # start times not yet reached
+        self.depth = {"load": params.load_depth, "ex": params.ex_depth, "store": params.store_depth}
+        self.last_end = 0.0  # completion of the latest-finishing command
+        # row -> time its last write lands / its last read is done
+        self.written = {"spad": np.zeros(spad_rows), "acc": np.zeros(acc_rows)}
+        self.read_done = {"spad": np.zeros(spad_rows), "acc": np.zeros(acc_rows)}
+        self.stall = 0.0
+        self.instret = 0
+        self.stats = TimingStats()
+
+    # --- CPU side -----------------------------------------------------------------
+    def cpu_now(self) -> float:
+        return self.instret * self.p.cpi + self.stall
+
+    def set_instret(self, instret: int) -> None:
+        self.instret = max(self.instret, instret)
+
+    def issue(self, unit: str) -> float:
+        """The CPU issues one command to `unit`: returns the issue time (after any stall)."""
+        self.stall += self.p.rocc_issue
+        t = self.cpu_now()
+        q = self.pending[unit]
+        while q and q[0] <= t:
+            q.popleft()
+        if len(q) >= self.depth[unit]:
+            wait = q[0] - t
+            self.stall += wait
+            self.stats.stall_queue_full += wait
+            t += wait
+            while q and q[0] <= t:
+                q.popleft()
+        return t
+
+    def fence(self) -> None:
+        t = self.cpu_now()
+        self.stats.fences += 1
+        if self.last_end > t:
+            self.stats.stall_fence += self.last_end - t
+            self.stall += self.last_end - t
+
+    # --- accelerator side ---------------------------------------------------------
+    def run(self, unit: str, issued: float, occupancy: float, latency: float,
+            reads: tuple = (), writes: tuple = ()) -> float:
+        """Schedule one command. `reads`/`writes` are (space, first_row, nrows) triples.
+        Returns when its results land."""
+        ready = max(issued, self.unit_free[unit])
+        dep = ready
+        for space, row, n in reads:
+            if n > 0:
+                dep = max(dep, float(self.written[space][row:row + n].max()))
+        for space, row, n in writes:
+            if n > 0:
+                dep = max(dep, float(self.written[space][row:row + n].max()),
+                          float(self.read_done[space][row:row + n].max()))
+        start = dep
+        end = start + occupancy
+        done = end + latency
+        self.unit_free[unit] = end
+        self.pending[unit].append(start)
+        for space, row, n in reads:
+            if n > 0:
+                seg = self.read_done[space][row:row + n]
+                np.maximum(seg, end, out=seg)
+        for space, row, n in writes:
+            if n > 0:
+                self.written[space][row:row + n] = done
+        self.last_end = max(self.last_end, done)
+        s = self.stats
+        s.busy[unit] += occupancy
+        s.dep_wait[unit] += start - ready
+        s.commands[unit] += 1
+        return done
+
+    # --- costs --------------------------------------------------------------------
+    def dma_cost(self, rows: int, row_bytes: int) -> tuple[float, float]:
+        beats = math.ceil(rows * row_bytes / self.p.bus_bytes_per_cycle)
+        return self.p.dma_overhead + max(rows, beats), self.p.dma_latency
+
+    def compute_cost(self, rows: int, dim: int) -> tuple[float, float]:
+        return self.p.compute_overhead + rows, self.p.fill_drain_dims * dim
+
+    def preload_cost(self, rows: int, reuse: bool) -> float:
+        return self.p.preload_reuse if reuse else max(1.0, rows * self.p.preload_per_row)
+
+    def summary(self) -> dict[str, float]:
+        s = self.stats
+        out: dict[str, float] = {}
+        for u in UNITS:
+            out[f"{u}_busy_cycles"] = s.busy[u]
+            out[f"{u}_dep_wait_cycles"] = s.dep_wait[u]
+            out[f"{u}_commands"] = s.commands[u]
+        out["stall_queue_full_cycles"] = s.stall_queue_full
+        out["stall_fence_cycles"] = s.stall_fence
+        out["fences"] = s.fences
+        return out

@@ -1,0 +1,152 @@
+"""The Gemmini RoCC extension loaded into Spike (`pyspike --extlib=spike_ext.py --extension=gemmini`).
+
+Spike calls `custom3` for every custom-3 instruction. We decode it, run it through our
+functional + timing model, and handle the model's private commands: read_cycles, fence
+notification, and the harness's begin / end of the measured region. At the end of the
+region the results (modelled cycles, statistics, the harness's output buffers) are
+written where the evaluator asked (`AUTOCOMP_GEMMINI_SPEC`, a JSON file).
+
+A command the model rejects ends the simulation with exit status 3 after recording why.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import riscv.isa
+
+from autocomp_gemmini import isa
+from autocomp_gemmini.config import GemminiConfig
+from autocomp_gemmini.model.functional import Counters, Gemmini, GemminiError
+from autocomp_gemmini.model.memory import SpikeMemory
+from autocomp_gemmini.model.timing import TimingModel, TimingParams, TimingStats
+
+MODEL_FENCE = 123
+EXIT_MODEL_ERROR = 3
+EXIT_INTERNAL = 4
+
+
+class Session:
+    def __init__(self, proc) -> None:
+        with open(os.environ["AUTOCOMP_GEMMINI_SPEC"]) as fh:
+            self.spec = json.load(fh)
+        cfg = GemminiConfig(**self.spec["hardware"])
+        timing_text = self.spec.get("timing_toml")
+        params = TimingParams.from_toml(timing_text) if timing_text else TimingParams.from_toml()
+        self.mem = SpikeMemory(proc.mmu)
+        self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
+        self.g = Gemmini(cfg, self.mem, self.timing)
+        self.roi_begin: float | None = None
+        self.roi_instret = 0
+        self.rocc = 0
+        self.issued = 0
+        self.done = False
+        self.last_cmd = ""
+
+    def check_pc(self, proc, which: str) -> None:
+        lo, size = self.spec["roi_functions"][which]
+        pc = proc.state.pc
+        if not (lo <= pc < lo + size):
+            raise GemminiError(f"model-private command '{which}' issued from pc {pc:#x}, outside the harness")
+
+    def write_results(self, payload: dict) -> None:
+        with open(self.spec["results"], "w") as fh:
+            json.dump(payload, fh)
+
+    def command(self, proc, insn, rs1: int, rs2: int) -> int:
+        funct = insn.funct
+        # The header puts minstret (read just before the command) in rd, or in rs2 when
+        # the command returns a value. Each of those reads is one extra instruction the
+        # real program would not run: subtract them.
+        instret = rs2 if insn.xd else proc.state.XPR[insn.rd]
+        self.issued += 1
+        self.timing.set_instret(instret - self.issued)
+        if funct == isa.MODEL_READ_CYCLES:
+            return int(self.timing.cpu_now())
+        if funct == MODEL_FENCE:
+            self.g.fence()
+            return 0
+        if funct == isa.MODEL_ROI_BEGIN:
+            self.check_pc(proc, "begin")
+            self.g.fence()
+            self.timing.stats = TimingStats()  # statistics cover the measured region only
+            self.g.counters = Counters()
+            self.roi_begin = self.timing.cpu_now()
+            self.roi_instret = self.timing.instret
+            return 0
+        if funct == isa.MODEL_ROI_END:
+            self.check_pc(proc, "end")
+            return self.finish(rs1)
+        if self.done:
+            raise GemminiError(f"Gemmini command funct={funct} after the measured region ended")
+        self.rocc += 1
+        self.last_cmd = f"{isa.NAMES.get(funct, f'funct {funct}')} rs1={rs1:#x} rs2={rs2:#x}"
+        self.g.execute(funct, rs1, rs2)
+        return 0
+
+    def finish(self, descriptor: int) -> int:
+        if self.roi_begin is None:
+            raise GemminiError("end of the measured region without a beginning")
+        if self.g.in_flight():
+            pending = self.timing.last_end - self.timing.cpu_now()
+            raise GemminiError(f"solution() returned with accelerator work still in flight "
+                               f"({pending:.0f} cycles outstanding): missing gemmini_fence() before return")
+        self.g.fence()
+        cycles = self.timing.cpu_now() - self.roi_begin
+        n = self.mem.read(descriptor, 8)
+        count = int.from_bytes(n, "little")
+        blobs = []
+        for i in range(count):
+            entry = self.mem.read(descriptor + 8 + 16 * i, 16)
+            addr, nbytes = int.from_bytes(entry[:8], "little"), int.from_bytes(entry[8:], "little")
+            blobs.append(self.mem.read(addr, nbytes))
+        with open(self.spec["outputs"], "wb") as fh:
+            for blob in blobs:
+                fh.write(blob)
+        c = self.g.counters
+        self.write_results({
+            "status": "ok",
+            "cycles": cycles,
+            "cpu_instructions": self.timing.instret - self.roi_instret,
+            "rocc_commands": self.rocc,
+            "commands": c.commands,
+            "macs": c.macs,
+            "bytes_in": c.bytes_in,
+            "bytes_out": c.bytes_out,
+            "timing": self.timing.summary(),
+            "utilization": self.g.utilization(),
+            "memory_words": self.mem.words,
+        })
+        self.done = True
+        return 0
+
+
+@riscv.isa.register("gemmini")
+class GemminiRocc(riscv.isa.ROCC):
+    session: Session | None = None
+
+    def custom3(self, proc, insn, xs1, xs2):
+        try:
+            if GemminiRocc.session is None:
+                GemminiRocc.session = Session(proc)
+            return GemminiRocc.session.command(proc, insn, xs1 & (2**64 - 1), xs2 & (2**64 - 1))
+        except GemminiError as exc:
+            self._fail("model_error", str(exc), EXIT_MODEL_ERROR)
+        except Exception:  # a bug in the model: report it as such, not as the candidate's fault
+            self._fail("internal_error", traceback.format_exc(), EXIT_INTERNAL)
+        return 0
+
+    def _fail(self, status: str, message: str, code: int) -> None:
+        session = GemminiRocc.session
+        payload = {"status": status, "error": message,
+                   "last_command": session.last_cmd if session else ""}
+        try:
+            path = session.spec["results"] if session else json.load(
+                open(os.environ["AUTOCOMP_GEMMINI_SPEC"]))["results"]
+            with open(path, "w") as fh:
+                json.dump(payload, fh)
+        finally:
+            print(f"gemmini model: {message}", file=sys.stderr, flush=True)
+            os._exit(code)

