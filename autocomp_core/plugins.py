@@ -36,11 +36,24 @@ class PluginRegistry:
     def hook(self):
         return self.manager.hook
 
+    def collect(self, hook_name: str) -> list:
+        """Call one registration hook plugin by plugin; a plugin whose hook raises is
+        recorded as failed and the others still count."""
+        items: list = []
+        for impl in getattr(self.hook, hook_name).get_hookimpls():
+            try:
+                items.extend(impl.function() or [])
+            except Exception as exc:
+                name = impl.plugin_name
+                if not any(f.name == name for f in self.failures):
+                    self.failures.append(PluginFailure(name, f"{type(exc).__name__}: {exc}",
+                                                       traceback.format_exc()))
+        return items
+
     def backends(self) -> dict[str, type]:
         found: dict[str, type] = {}
-        for batch in self.hook.autocomp_register_backends():
-            for cls in batch or []:
-                found.setdefault(cls.name, cls)
+        for cls in self.collect("autocomp_register_backends"):
+            found.setdefault(cls.name, cls)
         return found
 
     def backend_class(self, name: str) -> type:
@@ -56,17 +69,15 @@ class PluginRegistry:
 
     def llm_providers(self) -> dict[str, object]:
         found: dict[str, object] = {}
-        for batch in self.hook.autocomp_register_llm_providers():
-            for spec in batch or []:
-                for prefix in (spec.name, *getattr(spec, "aliases", ())):
-                    found.setdefault(prefix, spec)
+        for spec in self.collect("autocomp_register_llm_providers"):
+            for prefix in (spec.name, *getattr(spec, "aliases", ())):
+                found.setdefault(prefix, spec)
         return found
 
     def executors(self) -> dict[str, object]:
         found: dict[str, object] = {}
-        for batch in self.hook.autocomp_register_executors():
-            for spec in batch or []:
-                found.setdefault(spec.name, spec)
+        for spec in self.collect("autocomp_register_executors"):
+            found.setdefault(spec.name, spec)
         return found
 
 
