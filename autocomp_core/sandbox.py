@@ -599,6 +599,9 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
         # Output still in flight after the program ended: read it briefly, then stop.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(out.done, err.done), DRAIN_GRACE_S)
+    except BaseException:  # cancelled (or worse): the program must not outlive the call
+        _kill_now(status, proc)
+        raise
     finally:
         for reader in (out, err, status):
             reader.close()
@@ -636,6 +639,16 @@ async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen) -> None
     if not status.finished.is_set():  # no report: take the supervisor down too
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kill_now(status: _StatusReader, proc: subprocess.Popen) -> None:
+    """Kill without waiting. The supervisor reaps the program and exits; ``subprocess``
+    reaps the supervisor later (at the next Popen)."""
+    if status.pid is None and status.fd >= 0:
+        status._on_readable()  # the pid line may be in the pipe, unread
+    target = status.pid if status.pid is not None else proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(target, signal.SIGKILL)
 
 
 async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:

@@ -323,6 +323,46 @@ async def test_network_is_off_unless_allowed() -> None:
         assert isolated.stdout.startswith("failed") == isolated.network_isolated
 
 
+@pytest.mark.asyncio
+async def test_cancelled_call_kills_the_program() -> None:
+    marker = f"sandbox-cancel-marker-{os.getpid()}"
+    code = f"import time\n{marker!r}\nwhile True: time.sleep(0.05)"
+    task = asyncio.ensure_future(run_sandboxed(python(code), limits=SandboxLimits(wall_s=60.0)))
+    await asyncio.sleep(0.5)
+    assert running_with(marker)  # it started
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):  # the kill is immediate; reaping by the supervisor follows
+        if not running_with(marker):
+            break
+        await asyncio.sleep(0.05)
+    assert not running_with(marker)
+
+
+def running_with(marker: str) -> list[int]:
+    """Pids whose command line contains ``marker`` (zombies have none, so they do not count)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_works_under_anyio() -> None:
+    import anyio
+
+    async def main() -> str:
+        result = await run_sandboxed(python("print('via anyio')"))
+        return result.stdout
+
+    assert anyio.run(main, backend="asyncio") == "via anyio\n"
+
+
 # ---------------------------------------------------------------- the executor hook
 
 
