@@ -227,7 +227,10 @@ class LLMTestServer:
             system = _text_of(body.get("system", ""))
             parts = [system] if system else []
             prompt = "\n\n".join(parts + [_text_of(m.get("content")) for m in messages])
-            api_key = request.headers.get("x-api-key")
+            # Anthropic SDKs send x-api-key (older) or a bearer token (newer).
+            api_key = (request.headers.get("x-api-key")
+                       or request.headers.get("Authorization", "").removeprefix("Bearer ")
+                       or None)
         params = {k: v for k, v in body.items() if k not in ("model", "messages", "system")}
         scripted = ScriptedRequest(index=len(self.requests), path=request.path, api=api,
                                    model=body.get("model", ""), system=system, messages=messages,
