@@ -317,6 +317,7 @@ def _init_namespace(plan: _Plan) -> None:
     """
     status = plan.status_fd
     try:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared the supervisor's
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         with contextlib.suppress(OSError):  # a /proc that shows only this namespace
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)

@@ -340,6 +340,47 @@ async def test_cancelled_call_kills_the_program() -> None:
     assert not running_with(marker)
 
 
+@pytest.mark.asyncio
+async def test_program_dies_with_the_engine(tmp_path: Path) -> None:
+    marker = f"sandbox-engine-death-marker-{os.getpid()}"
+    engine = tmp_path / "engine.py"
+    engine.write_text(textwrap.dedent(f"""
+        import asyncio, os, sys
+        from autocomp_core.sandbox import SandboxLimits, run_sandboxed
+
+        async def main():
+            code = "import time\\n{marker!r}\\nwhile True: time.sleep(0.05)"
+            asyncio.ensure_future(run_sandboxed([sys.executable, "-c", code],
+                                                limits=SandboxLimits(wall_s=60.0)))
+            def running():
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        if {marker!r}.encode() in open(f"/proc/{{pid}}/cmdline", "rb").read():
+                            return True
+                    except OSError:
+                        pass
+                return False
+
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if running():
+                    print("started", flush=True)
+                    break
+            os._exit(0)  # the engine crashes without cleaning up
+
+        asyncio.run(main())
+    """))
+    proc = await asyncio.create_subprocess_exec(PY, str(engine), stdout=asyncio.subprocess.PIPE,
+                                                cwd=Path(__file__).parent.parent)
+    out, _ = await proc.communicate()
+    assert out == b"started\n"
+    for _ in range(100):
+        if not running_with(marker):
+            break
+        await asyncio.sleep(0.05)
+    assert not running_with(marker)
+
+
 def running_with(marker: str) -> list[int]:
     """Pids whose command line contains ``marker`` (zombies have none, so they do not count)."""
     found = []
