@@ -1,0 +1,235 @@
+"""Every search feature, each driven end to end on the toy backend and checked in the
+journal: what the prompts contained, which calls were made, what entered the beam."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import toy_config
+from scripted_llm import VARIANTS
+
+from autocomp_core.api import optimize_async
+from autocomp_core.config import ConfigError
+from autocomp_core.store import RunStore
+
+pytestmark = pytest.mark.asyncio
+
+
+async def run(server, tmp_path, **search):
+    summary = await optimize_async(toy_config(server, tmp_path, **search))
+    store = RunStore(tmp_path / "run")
+    return summary, store
+
+
+def calls(store, phase=None):
+    return [c for c in store.llm_calls() if phase is None or c["phase"] == phase]
+
+
+def prompt(call):
+    r = call["request"]
+    return f"{r['static']}\n\n{r['dynamic']}"
+
+
+async def test_call_volume_follows_beam_plans_and_codes(llm_server, tmp_path):
+    summary, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=3,
+                               codes_per_plan=2)
+    assert len(calls(store, "plan")) == 3 and len(calls(store, "code")) == 6
+    assert len(store.candidates(1)) == 6
+
+
+async def test_menu_dropout_keeps_expected_fraction(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=8,
+                         codes_per_plan=1, menu_keep_probability=0.25)
+    from toy_plugin import ToyBackend  # the toy backend's menu
+    menu = ToyBackend().knowledge(None).menu
+    shown = [sum(item in prompt(c) for item in menu) for c in calls(store, "plan")]
+    assert all(n >= 1 for n in shown) and sum(shown) < len(menu) * len(shown) * 0.6
+    _, full = await run(llm_server, tmp_path / "full", iterations=1, plans_per_candidate=2,
+                        codes_per_plan=1, menu_keep_probability=1.0)
+    assert all(all(item in prompt(c) for item in menu) for c in calls(full, "plan"))
+
+
+async def test_score_feedback_probability(llm_server, tmp_path):
+    _, on = await run(llm_server, tmp_path / "on", iterations=1, plans_per_candidate=2,
+                      codes_per_plan=1, score_feedback_probability=1.0)
+    _, off = await run(llm_server, tmp_path / "off", iterations=1, plans_per_candidate=2,
+                       codes_per_plan=1, score_feedback_probability=0.0)
+    assert all("Measured lines" in prompt(c) for c in calls(on, "plan"))
+    assert not any("Measured lines" in prompt(c) for c in calls(off))
+
+
+async def test_hw_feedback_probability(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=2,
+                         codes_per_plan=1, hw_feedback_probability=1.0)
+    assert all("Hardware feedback:" in prompt(c) for c in calls(store, "plan"))
+
+
+async def test_ancestors_in_prompt(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=2, plans_per_candidate=2,
+                         codes_per_plan=1, include_ancestors=True)
+    second = [c for c in calls(store, "plan") if "phase 2 of" in prompt(c)]
+    with_history = [c for c in second if "## Original program" in prompt(c)]
+    assert with_history and all("plan applied" in prompt(c) for c in with_history)
+    _, plain = await run(llm_server, tmp_path / "plain", iterations=2, plans_per_candidate=2,
+                         codes_per_plan=1)
+    assert not any("## Original program" in prompt(c) for c in calls(plain))
+
+
+async def test_separate_plan_and_code_models_round_robin(llm_server, tmp_path):
+    base = f"openai-compatible@{llm_server.openai_base_url}::"
+    cfg = toy_config(llm_server, tmp_path, iterations=1, plans_per_candidate=4,
+                     codes_per_plan=2)
+    cfg["models"] = {"plan": [base + "planner-a", base + "planner-b"],
+                     "code": [base + "coder-a", base + "coder-b", base + "coder-c"]}
+    await optimize_async(cfg)
+    store = RunStore(tmp_path / "run")
+    plan_models = [c["model"] for c in calls(store, "plan")]
+    code_models = [c["model"] for c in calls(store, "code")]
+    assert sorted(set(m.rsplit("::", 1)[1] for m in plan_models)) == ["planner-a", "planner-b"]
+    assert sorted(set(m.rsplit("::", 1)[1] for m in code_models)) == ["coder-a", "coder-b",
+                                                                     "coder-c"]
+    assert plan_models.count(base + "planner-a") == 2
+
+
+async def test_repair_failed_candidates_get_their_errors(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=6,
+                         codes_per_plan=1, repair_failed=True)
+    repairs = calls(store, "repair")
+    failed = [c for c in store.candidates(1) if not c.correct and c.origin != "repair"]
+    assert failed and len(repairs) == len(failed)
+    assert any("SyntaxError" in prompt(c) or "expected ':'" in prompt(c) for c in repairs)
+    repaired = [c for c in store.candidates(1) if c.origin == "repair"]
+    assert repaired and all(c.correct for c in repaired)
+    assert all(c.id.endswith("-r") for c in repaired)
+
+
+async def test_no_repair_by_default(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=6,
+                         codes_per_plan=1)
+    assert not calls(store, "repair")
+
+
+async def test_structured_edits_are_applied(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=4,
+                         codes_per_plan=1, edits=True)
+    code_calls = calls(store, "code")
+    assert all(c["request"]["response_format"] == "edits" for c in code_calls)
+    assert all('"edits"' in json.loads(json.dumps(c["response"]))["text"] for c in code_calls)
+    codes = {c.code for c in store.candidates(1)}
+    assert codes <= set(VARIANTS.values()) and len(codes) >= 2
+
+
+async def test_direct_mode_skips_planning(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=2,
+                         codes_per_plan=2, direct=True)
+    assert not calls(store, "plan") and len(calls(store, "direct")) == 4
+    assert all(c.origin == "direct" for c in store.candidates(1))
+
+
+async def test_combine_parents(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=2, beam_size=3, plans_per_candidate=3,
+                         codes_per_plan=1, combine_pairs=1, prevent_duplicate_level=-1)
+    combined = [c for c in store.candidates(2) if c.origin == "combine"]
+    assert len(combined) == 1 and len(combined[0].parents) == 2
+    assert len(calls(store, "combine")) == 1
+
+
+async def test_exhaustive_sweep_plans_once_per_menu_item(llm_server, tmp_path):
+    from toy_plugin import ToyBackend
+    menu = ToyBackend().knowledge(None).menu
+    _, store = await run(llm_server, tmp_path, iterations=1, codes_per_plan=1,
+                         exhaustive_first_iterations=1)
+    plans = calls(store, "plan")
+    assert len(plans) == len(menu)
+    assert all("Apply exactly this optimization" in prompt(c) for c in plans)
+
+
+async def test_exhaustive_on_stagnation(llm_server, tmp_path):
+    # iteration 1 with keep 0 dedup... stagnation over 1 iteration triggers the sweep
+    _, store = await run(llm_server, tmp_path, iterations=3, plans_per_candidate=1,
+                         codes_per_plan=1, beam_size=1, exhaustive_on_stagnation_iterations=1,
+                         exhaustive_stagnation_ratio=1.0)
+    events = store.iteration_stats()
+    bests = [events[i]["best"] for i in sorted(events)]
+    sweeps = [c for c in calls(store, "plan") if "Apply exactly this optimization" in prompt(c)]
+    stagnated = any(bests[k] >= bests[k - 1] for k in range(1, len(bests) - 1))
+    assert bool(sweeps) == stagnated
+
+
+async def test_keep_factor_regression_budget(llm_server, tmp_path):
+    # the toy "padded loop" is slower than "tight loop": with a generous keep factor a
+    # slower child can enter the beam in early iterations
+    _, strict = await run(llm_server, tmp_path / "a", iterations=1, plans_per_candidate=6,
+                          codes_per_plan=1, beam_size=6, keep_factor=1.0,
+                          prevent_duplicate_level=-1)
+    _, loose = await run(llm_server, tmp_path / "b", iterations=1, plans_per_candidate=6,
+                         codes_per_plan=1, beam_size=6, keep_factor=1000.0,
+                         prevent_duplicate_level=-1)
+    root = strict.candidate("root").score
+    assert all(strict.candidate(c).score < root or c == "root" for c in strict.beam(1))
+    assert len(loose.beam(1)) >= len(strict.beam(1))
+
+
+async def test_duplicate_prevention_levels(llm_server, tmp_path):
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=2,
+                         codes_per_plan=3, beam_size=8, prevent_duplicate_level=0)
+    beam = [store.candidate(c) for c in store.beam(1)]
+    plans = [(tuple(c.parents), c.plan) for c in beam if c.origin != "root"]
+    assert len(plans) == len(set(plans))
+
+
+async def test_early_stop(llm_server, tmp_path):
+    # one plan per iteration: the scripted variants run out of improvements long before 8
+    summary, store = await run(llm_server, tmp_path, iterations=8, plans_per_candidate=1,
+                               codes_per_plan=1, beam_size=1, early_stop_iterations=1,
+                               early_stop_threshold=1.0)
+    stats = store.iteration_stats()
+    assert summary.stop_reason == "early_stop"
+    done = max(stats)
+    assert done < 8 and stats[done]["best"] >= stats[done - 1]["best"]
+    assert store.events("early_stop")[0]["iteration"] == done + 1
+
+
+async def test_translation_phase(llm_server, tmp_path):
+    cfg = toy_config(llm_server, tmp_path, iterations=2, plans_per_candidate=3, codes_per_plan=1)
+    cfg["translation"] = {"iterations": 1, "score": True, "drop_original": True}
+    summary = await optimize_async(cfg)
+    store = RunStore(tmp_path / "run")
+    scored = [c for c in store.candidates(1) if c.translation_score is not None]
+    assert scored and all(0 <= c.translation_score <= 10 for c in scored)
+    assert calls(store, "translation_score")
+    first_plans = [c for c in calls(store, "plan") if "translation phase 1" in prompt(c)]
+    assert first_plans
+    assert "root" not in store.beam(1)
+
+
+async def test_continue_from_another_run(llm_server, tmp_path):
+    first, _ = await run(llm_server, tmp_path / "first", iterations=1, plans_per_candidate=3,
+                         codes_per_plan=1)
+    cfg = toy_config(llm_server, tmp_path / "second", iterations=1, plans_per_candidate=2,
+                     codes_per_plan=1, continue_from=str(tmp_path / "first" / "run"))
+    second = await optimize_async(cfg)
+    store = RunStore(tmp_path / "second" / "run")
+    assert all(cid.startswith("prev-") for cid in store.beam(0))
+    assert second.data["initial_score"] == first.data["best_score"]
+
+
+@pytest.mark.parametrize("search,translation,needle", [
+    ({"hw_feedback_probability": 0.5}, {}, None),  # the toy backend supports it: accepted
+    ({"direct": True, "exhaustive_first_iterations": 1}, {}, "search.direct"),
+    ({"early_stop_threshold": 0.9}, {}, "search.early_stop_threshold"),
+    ({"codes_per_combine": 3}, {}, "search.codes_per_combine"),
+    ({}, {"regression_allowance": 3.0}, "translation.regression_allowance"),
+])
+async def test_dead_switches_are_refused_up_front(llm_server, tmp_path, search, translation,
+                                                  needle):
+    cfg = toy_config(llm_server, tmp_path, iterations=1, plans_per_candidate=1,
+                     codes_per_plan=1, **search)
+    cfg["translation"] = translation
+    if needle is None:
+        await optimize_async(cfg)
+        return
+    with pytest.raises(ConfigError, match=needle):
+        await optimize_async(cfg)
+    assert llm_server.request_count == 0
+    assert not (tmp_path / "run").exists()
