@@ -497,6 +497,13 @@ def _base_env() -> dict[str, str]:
     }
 
 
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    for root, dirs, names in os.walk(top):
+        for path in (root, *(os.path.join(root, n) for n in (*dirs, *names))):
+            with contextlib.suppress(OSError):
+                os.lchown(path, uid, gid)
+
+
 def _prepare_workdir(workdir: Path, files: dict[str, str | bytes] | None, uid: int | None) -> None:
     tmp = workdir / "tmp"
     tmp.mkdir(exist_ok=True)
@@ -509,10 +516,7 @@ def _prepare_workdir(workdir: Path, files: dict[str, str | bytes] | None, uid: i
             content = content.encode()
         path.write_bytes(content)
     if uid is not None:
-        for root, dirs, names in os.walk(workdir):
-            os.chown(root, uid, uid)
-            for name in (*dirs, *names):
-                os.lchown(os.path.join(root, name), uid, uid)
+        _chown_tree(workdir, uid, uid)
 
 
 async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
@@ -548,12 +552,15 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
         if namespaces:
             plan.covers = _scratch_covers(workdir, limits)
             if uid is not None:
-                plan.covers += _blocked_covers(_executable_paths(argv[0], full_env))
+                reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir)]
+                plan.covers += _blocked_covers(reach)
         return await _run(argv, plan, workdir, full_env, stdin)
     finally:
         _release_uid(uid)
         if owned and not keep:
             _remove_tree(workdir)
+        elif uid is not None:  # hand the caller's dir (and what the program made) back
+            _chown_tree(workdir, os.geteuid(), os.getegid())
 
 
 async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],

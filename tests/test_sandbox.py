@@ -102,6 +102,8 @@ async def test_given_cwd_is_used_and_kept(tmp_path: Path) -> None:
                                  cwd=tmp_path, files={"in.txt": "payload"})
     assert result.ok, result.stderr
     assert (tmp_path / "made.txt").read_text() == "payload"
+    # the caller's dir and what the program made in it belong to the caller again
+    assert {p.stat().st_uid for p in (tmp_path, tmp_path / "made.txt")} == {os.geteuid()}
 
 
 @pytest.mark.asyncio
