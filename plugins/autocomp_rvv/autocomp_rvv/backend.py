@@ -60,11 +60,12 @@ class RvvBackend(Backend):
         return self.params_for(self.hardware)
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
-        """Roofline of the model: every element op at full datapath width, every byte at full bandwidth."""
+        """Roofline of the model: every element op at full datapath width, every byte loaded and
+        stored at full bandwidth (the load and store pipes work in parallel)."""
         spec = spec_for(problem)
         p = self.params()
         compute = spec.bench_ops * spec.elem_bits / p.dlen
-        memory = spec.bench_bytes * 8 / p.mem_bits
+        memory = max(spec.bench_load_bytes, spec.bench_store_bytes) * 8 / p.mem_bits
         return float(math.ceil(max(compute, memory)))
 
     def resources(self) -> Resources:

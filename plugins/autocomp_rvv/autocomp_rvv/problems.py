@@ -29,7 +29,8 @@ class ProblemSpec:
     rtol: float
     atol: float
     bench_ops: int  # element operations of the benchmark shape (an FMA counts once)
-    bench_bytes: int  # bytes the benchmark shape must load and store at least
+    bench_load_bytes: int  # bytes the benchmark shape must load at least
+    bench_store_bytes: int  # and store at least
     elem_bits: int
 
     @property
@@ -61,7 +62,8 @@ def _catalog() -> dict[str, tuple[ProblemSpec, Problem]]:
         meta, problem = _read(folder)
         spec = ProblemSpec(id=folder.name, folder=folder, function=meta["function"],
                            rtol=float(meta.get("rtol", 0.0)), atol=float(meta.get("atol", 0.0)),
-                           bench_ops=int(meta["bench_ops"]), bench_bytes=int(meta["bench_bytes"]),
+                           bench_ops=int(meta["bench_ops"]), bench_load_bytes=int(meta["bench_load_bytes"]),
+                           bench_store_bytes=int(meta["bench_store_bytes"]),
                            elem_bits=int(meta.get("elem_bits", 32)))
         found[folder.name] = (spec, problem)
     return found
