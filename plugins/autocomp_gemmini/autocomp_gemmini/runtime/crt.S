@@ -6,6 +6,8 @@ _start:
   csrs mstatus, t0
   csrwi fcsr, 0
   la sp, _stack_top
+  la t0, trap_entry         # any exception (bad address, illegal instruction) ends the run
+  csrw mtvec, t0
   la t0, __bss_start        # zero .bss (the harness's buffers live there)
   la t1, __bss_end
 1:bgeu t0, t1, 2f
@@ -21,3 +23,11 @@ rt_halt:
   la t0, tohost
 3:sd a0, 0(t0)
   j 3b
+
+  .align 2
+trap_entry:
+  la sp, _stack_top
+  csrr a0, mcause
+  csrr a1, mepc
+  csrr a2, mtval
+  call rt_trap

@@ -104,3 +104,9 @@ int puts(const char *s) {
   put_char('\n');
   return 0;
 }
+
+/* Called from the trap vector: report the exception and exit with status 99. */
+void rt_trap(uint64_t mcause, uint64_t mepc, uint64_t mtval) {
+  printf("trap: mcause=%lu mepc=0x%lx mtval=0x%lx\n", mcause, mepc, mtval);
+  rt_exit(99);
+}

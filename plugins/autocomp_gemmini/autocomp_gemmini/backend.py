@@ -1,0 +1,99 @@
+"""GemminiBackend: the autocomp Backend for Gemmini (bare-metal RISC-V + our Gemmini model)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from autocomp_core.backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
+                                   KnowledgePack, Problem, Resources)
+
+from . import evaluate, feedback, problems, toolchain
+from .config import GemminiConfig
+
+KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
+
+
+class GemminiBackend(Backend):
+    name: ClassVar[str] = "gemmini"
+    description: ClassVar[str] = ("Gemmini systolic-array accelerator: C against gemmini.h, built for bare-metal "
+                                  "RISC-V and run on Spike with our Gemmini functional + timing model")
+    file_extension: ClassVar[str] = ".c"
+    language: ClassVar[str] = "c"
+    metric_unit: ClassVar[str] = "cycles"
+    hardware_config_type: ClassVar[type[GemminiConfig]] = GemminiConfig
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
+
+    # [backend] options: mode = "model" | "external"; external_command = ["spike", ..., "{elf}"];
+    # memory_mb (per simulation); timing_toml (path to a timing parameter file).
+
+    def problems(self) -> list[Problem]:
+        return [problems.to_problem(spec) for spec in problems.specs().values()]
+
+    def _spec(self, problem: Problem) -> problems.Spec:
+        spec = problems.specs().get(problem.id)
+        if spec is None:
+            raise KeyError(f"unknown Gemmini problem {problem.id!r}")
+        return spec
+
+    def hardware_for(self, problem: Problem, hardware: GemminiConfig | None = None) -> GemminiConfig:
+        """The config a problem runs on: the run's, with the fields the problem requires (ADMM: fp32, DIM 4)."""
+        base = hardware if isinstance(hardware, GemminiConfig) else self.hardware
+        requires = self._spec(problem).requires
+        if not requires:
+            return base
+        return GemminiConfig(**{**base.model_dump(), **requires})
+
+    def knowledge(self, problem: Problem) -> KnowledgePack:
+        family = problem.metadata.get("family", "gemm")
+        pack = KnowledgePack.from_dir(KNOWLEDGE_DIR)
+        if family == "admm":
+            finegrained = KnowledgePack.from_dir(KNOWLEDGE_DIR / "finegrained")
+            pack.menu = finegrained.menu
+            pack.isa = pack.isa + "\n\n" + finegrained.isa
+            pack.rules_planning = pack.rules_planning + finegrained.rules_planning
+        return pack
+
+    def rules(self, problem: Problem) -> list[str]:
+        hw = self.hardware_for(problem)
+        elem = "int8 (elem_t) with int32 (acc_t) accumulators" if hw.dtype == "int8" else "fp32 (elem_t and acc_t)"
+        return [
+            f"The systolic array is {hw.pe_dim}x{hw.pe_dim} (DIM={hw.pe_dim}); data types are {elem}.",
+            f"The scratchpad holds {hw.spad_kb} KB: {hw.spad_rows} rows of DIM elements in {hw.spad_banks} banks "
+            f"(addresses 0..{hw.spad_rows - 1}).",
+            f"The accumulator holds {hw.acc_kb} KB: {hw.acc_rows} rows of DIM acc_t (local addresses with bit 31 "
+            f"set; rows 0..{hw.acc_rows - 1}).",
+            f"One mvin moves at most DIM={hw.pe_dim} rows and {hw.max_block_len * hw.pe_dim} columns into the "
+            f"scratchpad ({hw.max_block_len_acc * hw.pe_dim} into the accumulator).",
+        ]
+
+    async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
+        try:
+            spec = self._spec(problem)
+            hw = self.hardware_for(problem, ctx.hardware if isinstance(ctx.hardware, GemminiConfig) else None)
+            opts = {**self.options, **(ctx.options or {})}
+            memory_mb = int(opts.get("memory_mb", 4096))
+            if opts.get("mode", "model") == "external":
+                command = opts.get("external_command")
+                if not command:
+                    return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                                      feedback="mode = 'external' needs [backend] external_command")
+                if isinstance(command, str):
+                    command = command.split()
+                return await evaluate.evaluate_external(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,
+                                                        list(command))
+            timing_toml = Path(opts["timing_toml"]).read_text() if opts.get("timing_toml") else None
+            return await evaluate.evaluate_model(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,
+                                                 ctx.want_feedback, timing_toml)
+        except Exception as exc:  # never raise for a candidate; an evaluator bug is an infra error
+            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                              feedback=f"Gemmini evaluator error: {type(exc).__name__}: {exc}")
+
+    def metric_lower_bound(self, problem: Problem) -> float | None:
+        return feedback.lower_bound(self._spec(problem), self.hardware_for(problem))
+
+    def resources(self) -> Resources:
+        return Resources(max_parallel=max(1, os.cpu_count() or 1), gpus_per_eval=0, memory_mb_per_eval=1024)
+
+    def doctor(self) -> list[DoctorCheck]:
+        return toolchain.doctor()

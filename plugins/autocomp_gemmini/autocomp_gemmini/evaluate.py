@@ -1,0 +1,268 @@
+"""Evaluating one candidate: check the source, build it with its harness, run it, judge it.
+
+Every evaluation gets its own private temp dir (never a shared build dir). The compiler
+and the simulator run through the core's sandbox (hard wall clock, memory and process
+limits, no network). Correctness is judged here, in numpy, against the gold result of
+the seeded inputs; the measured cycles come from the model's own record of the region
+the harness brackets, not from anything the program prints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from autocomp_core.backend import EvalResult, FailureKind
+from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
+
+from . import feedback, toolchain
+from .config import GemminiConfig
+from .elf import symbols
+from .problems import Spec, gold, specs
+
+# Headers the candidate may name (already included, or harmless): the line is dropped.
+ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'
+                              r'stdio|stdlib|string|runtime)\.h[>"]\s*$')
+FORBIDDEN = [
+    (re.compile(r"\b(asm|__asm__|__asm)\b"), "inline assembly is not allowed: use the gemmini.h macros"),
+    (re.compile(r"\bROCC_INSTRUCTION\w*"), "raw RoCC instructions are not allowed: use the gemmini.h macros"),
+    (re.compile(r"\bharness_\w+"), "the harness's internals are off limits"),
+    (re.compile(r"\b(tohost|fromhost|rt_exit|rt_halt|rt_trap|exit)\s*\("), "ending the program is not allowed"),
+    (re.compile(r"^\s*#\s*include\b.*$", re.M), "#include lines are not allowed (gemmini.h is already included)"),
+    (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
+]
+COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+SENTINEL = 0x5A
+
+
+@dataclass
+class BuildOutcome:
+    ok: bool
+    elf: Path | None
+    failure: FailureKind | None = None
+    message: str = ""
+    seconds: float = 0.0
+
+
+def check_source(code: str) -> tuple[str, str | None]:
+    """(normalized code, reason to reject or None). Allowed #include lines become blank
+    lines so compiler line numbers still match the candidate."""
+    lines = [("" if ALLOWED_INCLUDES.match(line) else line) for line in code.splitlines()]
+    code = "\n".join(lines) + "\n"
+    bare = COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), code)
+    for pattern, reason in FORBIDDEN:
+        match = pattern.search(bare)
+        if match:
+            line = bare[:match.start()].count("\n") + 1
+            return code, f"line {line}: {reason} (found {match.group(0).strip()!r})"
+    if not re.search(r"\bsolution\s*\(", bare):
+        return code, "no solution() function found: the candidate must define void solution(...)"
+    return code, None
+
+
+def prelude(spec: Spec, seed: int, model: bool) -> str:
+    defines = "".join(f"#define {k} {v}\n" for k, v in spec.defines(seed).items())
+    flag = "#define GEMMINI_MODEL 1\n" if model else ""
+    return f"{flag}{defines}#include \"gemmini.h\"\n#include \"runtime.h\"\n#line 1 \"solution.c\"\n"
+
+
+def _limits(timeout_s: float, memory_mb: int) -> SandboxLimits:
+    return SandboxLimits(wall_s=timeout_s, memory_mb=memory_mb, max_processes=64)
+
+
+async def build(work: Path, spec: Spec, code: str, hw: GemminiConfig, seed: int, model: bool,
+                timeout_s: float) -> BuildOutcome:
+    """Compile the candidate alone (its errors are the candidate's), then link with the harness."""
+    start = time.perf_counter()
+    (work / "gemmini_params.h").write_text(hw.params_header())
+    (work / "solution.c").write_text(prelude(spec, seed, model) + code)
+    cc = toolchain.clang()
+    if cc is None:
+        return BuildOutcome(False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)")
+    defines = [f"-D{k}={v}" for k, v in spec.defines(seed).items()] + (["-DGEMMINI_MODEL"] if model else [])
+    includes = [f"-I{work}", f"-I{toolchain.INCLUDE_DIR}", f"-I{toolchain.RUNTIME_DIR}", f"-I{toolchain.HARNESS_DIR}"]
+    limits = _limits(timeout_s, 2048)
+    compile_cand = await run_sandboxed([cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
+                                       cwd=work, limits=limits)
+    if not compile_cand.ok:
+        text = compile_cand.stderr or compile_cand.stdout
+        kind = FailureKind.TIMEOUT if compile_cand.timed_out else FailureKind.COMPILE_ERROR
+        return BuildOutcome(False, None, kind, _compiler_errors(text), time.perf_counter() - start)
+    sources = [str(toolchain.RUNTIME_DIR / "crt.S"), str(toolchain.RUNTIME_DIR / "runtime.c"),
+               str(toolchain.HARNESS_DIR / "harness_common.c"),
+               str(toolchain.HARNESS_DIR / f"harness_{spec.family}.c")]
+    link = await run_sandboxed([cc, *toolchain.CFLAGS, *defines, *includes, "-T",
+                                str(toolchain.RUNTIME_DIR / "link.ld"), *sources, "solution.o", "-o", "prog.elf"],
+                               cwd=work, limits=limits)
+    if not link.ok:
+        text = link.stderr or link.stdout
+        # An undefined or duplicate symbol is the candidate's doing; anything else is ours.
+        kind = FailureKind.COMPILE_ERROR if ("undefined" in text or "duplicate" in text) else FailureKind.INFRA_ERROR
+        return BuildOutcome(False, None, kind, "link failed:\n" + _compiler_errors(text),
+                            time.perf_counter() - start)
+    return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
+
+
+def _compiler_errors(text: str, limit: int = 6000) -> str:
+    """Keep the candidate's diagnostics (solution.c:LINE:COL), most useful first."""
+    lines = text.splitlines()
+    keep = [ln for ln in lines if "error" in ln or "solution.c" in ln or ln.startswith(" ")]
+    out = "\n".join(keep or lines)
+    return out[:limit]
+
+
+@lru_cache(maxsize=64)
+def _gold_bytes(problem_id: str, seed: int, is_float: bool) -> bytes:
+    return np.ascontiguousarray(gold(specs()[problem_id], seed, is_float)).tobytes()
+
+
+async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, timeout_s: float,
+                         memory_mb: int, want_feedback: bool, timing_toml: str | None = None) -> EvalResult:
+    t0 = time.perf_counter()
+    code, reason = check_source(code)
+    if reason:
+        return EvalResult(correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}",
+                          duration_s=time.perf_counter() - t0)
+    with private_workdir("autocomp-gemmini-") as work:
+        os.chmod(work, 0o755)
+        built = await build(work, spec, code, hw, seed, True, timeout_s)
+        if not built.ok:
+            return EvalResult(correct=False, failure=built.failure, feedback=built.message,
+                              stderr=built.message, duration_s=time.perf_counter() - t0,
+                              extra={"build_s": built.seconds})
+        syms = symbols(built.elf)
+        spec_file = {
+            "hardware": hw.model_dump(),
+            "results": str(work / "results.json"),
+            "outputs": str(work / "outputs.bin"),
+            "roi_functions": {"begin": list(syms["harness_roi_begin"]), "end": list(syms["harness_roi_end"])},
+        }
+        if timing_toml:
+            spec_file["timing_toml"] = timing_toml
+        (work / "spec.json").write_text(json.dumps(spec_file))
+        env = {**toolchain.spike_env(), "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        argv = [*toolchain.spike_command(), "--isa=rv64gc", f"--extlib={toolchain.extension_path()}",
+                "--extension=gemmini", "-m256", "prog.elf"]
+        t_sim = time.perf_counter()
+        run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
+        sim_s = time.perf_counter() - t_sim
+        timings = {"build_s": built.seconds, "sim_s": sim_s}
+        results_path = work / "results.json"
+        results = json.loads(results_path.read_text()) if results_path.exists() else None
+        common = dict(stdout=run.stdout, stderr=run.stderr, duration_s=time.perf_counter() - t0)
+        if results is None or results.get("status") not in ("ok",):
+            return _failed_run(run, results, timings, common)
+        if not run.ok:
+            return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
+                              feedback=f"the program exited with status {run.returncode} after the measured "
+                                       f"region\n{run.stdout[-2000:]}", **common)
+        got = (work / "outputs.bin").read_bytes()
+        want = _gold_bytes(spec.id, seed, hw.dtype == "fp32")
+        verdict = compare(spec, got, want, hw.dtype == "fp32")
+        extra = {**timings, **feedback.metrics(results, spec, hw)}
+        if verdict:
+            return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, extra=extra,
+                              **common)
+        text = feedback.describe(results, spec, hw) if want_feedback else ""
+        return EvalResult(correct=True, metric=float(results["cycles"]), unit="cycles", feedback=text,
+                          extra=extra, **common)
+
+
+def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalResult:
+    if results is not None and results.get("status") == "model_error":
+        message = results["error"]
+        last = results.get("last_command", "")
+        text = f"Gemmini rejected a command: {message}" + (f"\n(last command: {last})" if last else "")
+        kind = FailureKind.WRONG_ANSWER if "missing gemmini_fence" in message else FailureKind.CRASH
+        return EvalResult(correct=False, failure=kind, feedback=text, extra=timings, **common)
+    if results is not None and results.get("status") == "internal_error":
+        return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                          feedback="the Gemmini model failed (not the candidate's fault)",
+                          extra=timings, **{**common, "stderr": results.get("error", "")})
+    if run.timed_out:
+        return EvalResult(correct=False, failure=FailureKind.TIMEOUT, extra=timings,
+                          feedback=f"the simulation did not finish within {run.wall_s:.0f} s "
+                                   "(an endless loop, or far too much work)", **common)
+    trap = re.search(r"trap: mcause=(\d+) mepc=(0x[0-9a-f]+) mtval=(0x[0-9a-f]+)", run.stdout)
+    if trap:
+        cause = {"2": "illegal instruction", "5": "load access fault", "7": "store access fault",
+                 "4": "misaligned load", "6": "misaligned store"}.get(trap.group(1), f"mcause {trap.group(1)}")
+        return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
+                          feedback=f"the program crashed: {cause} at pc {trap.group(2)} "
+                                   f"(address {trap.group(3)}): an out-of-bounds pointer?", **common)
+    return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
+                      feedback=f"the program ended (status {run.returncode}) without reaching the end of "
+                               f"the measured region\n{(run.stderr or run.stdout)[-1500:]}", **common)
+
+
+def compare(spec: Spec, got: bytes, want: bytes, is_float: bool) -> str | None:
+    """None when equal, else a short description of the first differences."""
+    if len(got) != len(want):
+        return f"output has {len(got)} bytes, expected {len(want)}"
+    if is_float:
+        g, w = np.frombuffer(got, np.float32), np.frombuffer(want, np.float32)
+        bad = ~(np.abs(g - w) <= 1e-4 * (1.0 + np.abs(w)))
+    else:
+        g, w = np.frombuffer(got, np.int8), np.frombuffer(want, np.int8)
+        bad = g != w
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return None
+    idx = np.flatnonzero(bad)
+    shape = gold_shape(spec)
+    where = [np.unravel_index(int(i), shape) if shape else (int(i),) for i in idx[:3]]
+    details = ", ".join(f"{tuple(int(x) for x in pos)}: got {g[i]} expected {w[i]}" for pos, i in zip(where, idx[:3]))
+    text = f"Wrong answer: {n_bad} of {g.size} output elements differ; first at {details}."
+    if not is_float and np.all(g[idx] == SENTINEL):
+        text += " Those elements were never written (they still hold the harness's fill value)."
+    elif not is_float:
+        ratio = np.median(np.abs(g[idx].astype(np.int64)) + 1) / np.median(np.abs(w[idx].astype(np.int64)) + 1)
+        if ratio > 3 or ratio < 1 / 3:
+            text += " The magnitudes are off: check the scale factor and the accumulate bit."
+    return text
+
+
+def gold_shape(spec: Spec) -> tuple[int, ...]:
+    p = spec.params
+    if spec.family == "gemm":
+        return (p["gemm_m"], p["gemm_n"])
+    if spec.family == "conv":
+        return (p["conv_batch"], p["conv_out_dim"], p["conv_out_dim"], p["conv_out_ch"])
+    return ()
+
+
+async def evaluate_external(spec: Spec, code: str, hw: GemminiConfig, seed: int, timeout_s: float,
+                            memory_mb: int, command: list[str]) -> EvalResult:
+    """Build without the model hooks and run `command` ({elf} = the program), e.g. a real
+    Spike-with-Gemmini or a FireSim launcher. The harness checks against its CPU gold result
+    and prints the verdict and `cycles: N` (rdcycle)."""
+    t0 = time.perf_counter()
+    code, reason = check_source(code)
+    if reason:
+        return EvalResult(correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}")
+    with private_workdir("autocomp-gemmini-ext-") as work:
+        os.chmod(work, 0o755)
+        built = await build(work, spec, code, hw, seed, False, timeout_s)
+        if not built.ok:
+            return EvalResult(correct=False, failure=built.failure, feedback=built.message)
+        argv = [part.replace("{elf}", str(built.elf)) for part in command]
+        run = await run_sandboxed(argv, cwd=work, limits=_limits(timeout_s, memory_mb),
+                                  env={"OPENBLAS_NUM_THREADS": "1", **toolchain.spike_env()})
+        common = dict(stdout=run.stdout, stderr=run.stderr, duration_s=time.perf_counter() - t0)
+        if run.timed_out:
+            return EvalResult(correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common)
+        cycles = re.search(r"cycles: (\d+)", run.stdout)
+        if "Correct result" in run.stdout and cycles and run.ok:
+            return EvalResult(correct=True, metric=float(cycles.group(1)), unit="cycles", **common)
+        if "Incorrect result" in run.stdout:
+            line = next(ln for ln in run.stdout.splitlines() if "Incorrect result" in ln)
+            return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=line, **common)
+        return EvalResult(correct=False, failure=FailureKind.CRASH,
+                          feedback=f"external run ended with status {run.returncode} and no verdict", **common)
