@@ -388,7 +388,7 @@ def _set_limits(limits: SandboxLimits) -> None:
         resource.setrlimit(kind, (value, value))
 
     cpu = max(1, limits.cpu_s if limits.cpu_s is not None else math.ceil(limits.wall_s))
-    cap(resource.RLIMIT_CPU, cpu)  # SIGXCPU, then SIGKILL (a candidate can ignore SIGXCPU)
+    cap(resource.RLIMIT_CPU, cpu)  # soft == hard: the kernel sends SIGKILL at the limit
     if limits.memory_mb is not None:
         cap(resource.RLIMIT_AS, limits.memory_mb << 20)
     cap(resource.RLIMIT_FSIZE, limits.file_size_mb << 20)
