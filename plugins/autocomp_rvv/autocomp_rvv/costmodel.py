@@ -163,6 +163,9 @@ class _Machine:
         regs = [int(r) for r in _VREG.findall(insn.operands)]
         group = _group(insn.lmul)
         dst, srcs = (regs[0], regs[1:]) if regs and pipe != "store" else (None, regs)
+        root = insn.mnemonic.split(".")[0]
+        if dst is not None and (root in _FMA or root.startswith("vslideup")):
+            srcs = [*srcs, dst]  # the destination is also read: multiply-add accumulator, slide-up
         if "v0.t" in insn.operands:
             srcs = [*srcs, 0]
         ready = 0
