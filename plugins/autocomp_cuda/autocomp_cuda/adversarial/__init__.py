@@ -1,0 +1,30 @@
+"""The adversarial suite: one candidate per known harness hack, plus honest-but-unusual kernels.
+
+Each file starts with ``# key: value`` lines: ``problem`` (suite id), ``expect`` (``rejected``,
+``flagged`` — correct but excluded from fast_p — or ``ok``), ``gpu`` (needs a CUDA device),
+optionally ``static: off`` (run with the static rules disabled, so a runtime check must
+catch it) and ``settings`` (JSON overrides of harness settings).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parent
+HACKS = sorted((ROOT / "hacks").glob("*.py"))
+HONEST = sorted((ROOT / "honest").glob("*.py"))
+
+
+def header(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*(\w+):\s*(.*)$", line)
+        if not m:
+            break
+        found[m.group(1)] = m.group(2).strip()
+    return found
+
+
+def settings_of(path: Path) -> dict:
+    return json.loads(header(path).get("settings", "{}"))
