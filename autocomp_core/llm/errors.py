@@ -16,7 +16,8 @@ class LLMConfigError(ValueError):
 
 # Parameters a model may reject; the client learns them per model and drops them.
 DROPPABLE_PARAMS = ("temperature", "top_p", "top_k", "reasoning_effort", "reasoning",
-                    "max_completion_tokens", "response_format", "tool_choice", "tools")
+                    "max_tokens", "max_completion_tokens", "response_format", "tool_choice",
+                    "tools")
 
 _CONTEXT_WORDS = re.compile(
     r"context[ _-]?length|context window|maximum context|prompt is too long|too many tokens"

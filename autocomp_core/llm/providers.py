@@ -185,7 +185,7 @@ class AnthropicClient:
                                 "description": EDIT_TOOL_DESCRIPTION,
                                 "input_schema": EDITS_JSON_SCHEMA["schema"]}]
             kwargs["tool_choice"] = {"type": "tool", "name": EDITS_JSON_SCHEMA["name"]}
-        for name in params.dropped:
+        for name in params.dropped - {"max_tokens"}:  # required by the Messages API
             kwargs.pop(name, None)
         return kwargs
 
