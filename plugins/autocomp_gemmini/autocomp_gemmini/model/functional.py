@@ -167,11 +167,15 @@ class Gemmini:
     def read_local(self, addr: isa.LocalAddr, rows: int, cols: int, stride: int = 1) -> np.ndarray:
         """A (rows, cols) block of scratchpad (elem_t) or accumulator (acc_t) values, widened."""
         src = self.acc if addr.is_acc else self.spad
-        idx = addr.row + np.arange(rows) * stride
-        block = src[idx, :cols]
+        if stride == 1:
+            block = src[addr.row:addr.row + rows, :cols]
+        else:
+            block = src[addr.row + np.arange(rows) * stride, :cols]
         return block.astype(np.float32 if self.is_float else np.int64)
 
     def pad(self, block: np.ndarray) -> np.ndarray:
+        if block.shape == (self.dim, self.dim):
+            return block
         out = np.zeros((self.dim, self.dim), block.dtype)
         out[:block.shape[0], :block.shape[1]] = block
         return out
@@ -247,34 +251,43 @@ class Gemmini:
         raw = read_rows(self.mem, dram, rows, row_bytes, cfg.stride)
         data = raw.view(src_dtype).reshape(rows, cols)
         self.counters.bytes_in += rows * row_bytes
-        if self.is_float:
-            vals = data.astype(np.float32)
-            if cfg.scale != 1.0:
-                vals = (vals * np.float32(cfg.scale)).astype(np.float32)
-        else:
-            vals = data.astype(np.int64)
-            if cfg.scale != 1.0:
-                lo, hi = (INT32_MIN, INT32_MAX) if to_acc else (-128, 127)
-                vals = scale_int(vals, cfg.scale, lo, hi)
         target = self.acc if to_acc else self.spad
         used = self.acc_used if to_acc else self.spad_used
+        plain = cfg.scale == 1.0 and not (to_acc and addr.accumulate) and data.dtype == target.dtype
+        if not plain:
+            data = self._mvin_values(data, cfg.scale, to_acc)
         writes = []
         for b in range(blocks):
             row0 = addr.row + b * block_stride
-            block = np.zeros((rows, dim), vals.dtype)
-            part = vals[:, b * dim:(b + 1) * dim]
-            block[:, :part.shape[1]] = part
-            if to_acc:
-                if addr.accumulate:
-                    block = target[row0:row0 + rows].astype(block.dtype) + block
-                target[row0:row0 + rows] = (block.astype(np.float32) if self.is_float
-                                            else wrap_int32(block))
+            part = data[:, b * dim:(b + 1) * dim]
+            width = part.shape[1]
+            dest = target[row0:row0 + rows]
+            if plain:
+                dest[:, :width] = part
+            elif to_acc and addr.accumulate:
+                summed = dest[:, :width].astype(part.dtype) + part
+                dest[:, :width] = summed.astype(np.float32) if self.is_float else wrap_int32(summed)
+            elif to_acc:
+                dest[:, :width] = part.astype(np.float32) if self.is_float else wrap_int32(part)
             else:
-                target[row0:row0 + rows] = block.astype(np.float32) if self.is_float else to_elem_int(block)
+                dest[:, :width] = part.astype(np.float32) if self.is_float else to_elem_int(part)
+            if width < dim:
+                dest[:, width:] = 0
             used[row0:row0 + rows] = True
             writes.append((self._space(addr), row0, rows))
         occ, lat = self.timing.dma_cost(rows, row_bytes)
         return self.timing.run("load", issued, occ, lat, writes=tuple(writes))
+
+    def _mvin_values(self, data: np.ndarray, scale: float, to_acc: bool) -> np.ndarray:
+        """Widened mvin data with the load scale applied (rounded and saturated for integers)."""
+        if self.is_float:
+            vals = data.astype(np.float32)
+            return (vals * np.float32(scale)).astype(np.float32) if scale != 1.0 else vals
+        vals = data.astype(np.int64)
+        if scale != 1.0:
+            lo, hi = (INT32_MIN, INT32_MAX) if to_acc else (-128, 127)
+            vals = scale_int(vals, scale, lo, hi)
+        return vals
 
     def mvout(self, dram: int, rs2: int, issued: float) -> float:
         addr, cols, rows = isa.operand(rs2)
@@ -396,7 +409,7 @@ class Gemmini:
 
     def _write_output(self, c: isa.LocalAddr, out: np.ndarray) -> None:
         rows, cols = out.shape
-        idx = c.row + np.arange(rows) * self.c_stride
+        idx = slice(c.row, c.row + rows) if self.c_stride == 1 else c.row + np.arange(rows) * self.c_stride
         if c.is_acc:
             if c.accumulate:
                 out = self.acc[idx, :cols].astype(out.dtype) + out

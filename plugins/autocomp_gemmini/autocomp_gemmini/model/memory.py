@@ -23,6 +23,9 @@ def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) ->
     """`rows` rows of `row_bytes` bytes, `stride` bytes apart, as a uint8 array (rows, row_bytes)."""
     if rows == 0 or row_bytes == 0:
         return np.zeros((rows, row_bytes), np.uint8)
+    fast = getattr(mem, "read_rows", None)
+    if fast is not None and stride % 8 == 0 and stride != row_bytes:
+        return fast(addr, rows, row_bytes, stride)
     if stride == row_bytes:
         return np.frombuffer(mem.read(addr, rows * row_bytes), np.uint8).reshape(rows, row_bytes)
     span = (rows - 1) * stride + row_bytes
@@ -64,6 +67,11 @@ class ByteMemory:
         off = self._offset(addr, nbytes)
         return bytes(self.buf[off:off + nbytes])
 
+    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+        off = self._offset(addr, (rows - 1) * stride + row_bytes)
+        flat = np.frombuffer(self.buf, np.uint8)
+        return flat[off + np.arange(rows)[:, None] * stride + np.arange(row_bytes)[None, :]]
+
     def write(self, addr: int, data: bytes) -> None:
         off = self._offset(addr, len(data))
         self.buf[off:off + len(data)] = data
@@ -85,6 +93,17 @@ class SpikeMemory:
         raw = np.array(words, dtype=np.uint64).tobytes()
         start = addr - lo
         return raw[start:start + nbytes]
+
+    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+        """Strided rows in one pass over the needed 8-byte words (stride a multiple of 8)."""
+        off = addr & 7
+        nwords = (off + row_bytes + 7) // 8
+        first = addr - off
+        load = self.mmu.load_reserved_64
+        words = [load(first + r * stride + w * 8) & MASK64 for r in range(rows) for w in range(nwords)]
+        self.words += len(words)
+        raw = np.array(words, dtype=np.uint64).view(np.uint8).reshape(rows, nwords * 8)
+        return raw[:, off:off + row_bytes]
 
     def write(self, addr: int, data: bytes) -> None:
         if not data:
