@@ -51,3 +51,37 @@ async def test_llm_embedded_model_bad_file_is_a_clear_error(tmp_path, ask):
         async with client:
             pass
     assert "output ends with" in str(failure.value)
+
+
+def test_llm_embedded_server_dies_with_its_parent():
+    """A run killed hard (SIGKILL, no cleanup) does not leave the model server behind."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import anyio, sys\n"
+        "from autocomp_core.llm.local_server import EmbeddedLlamaServer\n"
+        "from autocomp_core.llm.providers import local_model_file\n"
+        "from autocomp_core.llm.settings import LLMSettings\n"
+        "async def main():\n"
+        "    server = EmbeddedLlamaServer(local_model_file('smollm2', LLMSettings()), 'smollm2')\n"
+        "    await server.start()\n"
+        "    print('PORT', server.port, flush=True)\n"
+        "    await anyio.sleep(600)\n"
+        "anyio.run(main)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        while not line.startswith("PORT"):  # log lines come first
+            line = parent.stdout.readline()
+            assert line, "the parent exited before starting the server"
+        port = int(line.split()[1])
+        assert _port_open(port)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while _port_open(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _port_open(port)
