@@ -1,0 +1,30 @@
+"""The problem-quality gate over the whole suite, and the two negative controls it must refuse."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from autocomp_cuda.problemset import suite
+
+
+@pytest.mark.asyncio
+async def test_gate_passes_suite_and_refuses_controls(make_backend):
+    backend = make_backend("cpu")
+    specs = suite(include_controls=True)
+    assert len([s for s in specs if s.control is None]) >= 20
+    assert {s.level for s in specs} == {"L1", "L2", "L3", "ctrl"}
+    reports = await asyncio.gather(*(backend.check_problem(s.id) for s in specs))
+    by_id = {r.problem: r for r in reports}
+    failed = {r.problem: r.reasons for r in reports if not r.passed and not r.problem.startswith("ctrl/")}
+    assert not failed, failed
+    zero = by_id["ctrl/degenerate_zero"]
+    assert not zero.passed and any("zeros" in reason for reason in zero.reasons), zero.reasons
+    stochastic = by_id["ctrl/stochastic_dropout"]
+    assert not stochastic.passed and any("deterministic" in reason for reason in stochastic.reasons)
+
+
+def test_integer_dtypes_are_preserved(make_backend):
+    backend = make_backend("cpu")
+    report = asyncio.run(backend.check_problem("L1/argmax_dim1"))
+    assert report.details["output"]["dtype"] == "int64"

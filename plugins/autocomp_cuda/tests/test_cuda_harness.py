@@ -1,0 +1,103 @@
+"""Distinct statuses, compiler feedback located in the candidate, comparison and static rules."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from autocomp_core.backend import EvalContext, FailureKind
+
+from autocomp_cuda import static_check
+from autocomp_cuda.runtime.compare import check_output, error_ratio
+from autocomp_cuda.suite import fast_p
+from autocomp_cuda.harness import Verdict
+
+RELU_HEAD = "import torch\nimport torch.nn as nn\n\n"
+
+
+async def _eval(backend, problem_id, code):
+    problem = backend.load_problem(problem_id)
+    return await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+
+
+def _status(result):
+    return result.feedback.splitlines()[0].removeprefix("status: ")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("body, status, failure", [
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n", "ok", None),
+    ("class Other(nn.Module):\n    pass\n", "load_error", FailureKind.CRASH),
+    ("import not_a_module_anywhere\n", "load_error", FailureKind.CRASH),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        raise ValueError('boom')\n", "runtime_error",
+     FailureKind.CRASH),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.empty(2**42)\n", "oom", FailureKind.CRASH),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 1.01\n", "mismatch",
+     FailureKind.WRONG_ANSWER),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x).double()\n", "mismatch",
+     FailureKind.WRONG_ANSWER),
+    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n", "timeout",
+     FailureKind.TIMEOUT),
+    ("class ModelNew(nn.Module)\n    pass\n", "compile_error", FailureKind.COMPILE_ERROR),
+])
+async def test_statuses(make_backend, body, status, failure):
+    backend = make_backend("cpu", correctness_timeout_s=8)
+    result = await _eval(backend, "L1/relu", RELU_HEAD + body)
+    assert _status(result) == status, result.feedback
+    assert result.failure == failure
+    if status == "compile_error":
+        assert "candidate line 4" in result.feedback
+
+
+@pytest.mark.asyncio
+async def test_cpp_compile_error_points_at_candidate_line(make_backend):
+    code = RELU_HEAD + (
+        "from torch.utils.cpp_extension import load_inline\n"
+        "SRC = '''\n"
+        "torch::Tensor f(torch::Tensor x) {\n"
+        "    return x.relu() + undefined_symbol;\n"
+        "}\n"
+        "'''\n"
+        "ext = load_inline('autocomp_test_broken', cpp_sources=SRC, functions=['f'])\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n")
+    result = await _eval(make_backend("cpu"), "L1/relu", code)
+    assert _status(result) == "compile_error", result.feedback
+    assert "candidate line 7" in result.feedback and "undefined_symbol" in result.feedback
+
+
+def test_relative_tolerance_refuses_zeros_for_tiny_outputs():
+    ref = torch.softmax(torch.randn(4, 100_000, dtype=torch.float64), dim=1)
+    assert ref.abs().max() < 1e-3
+    assert error_ratio(torch.zeros_like(ref), ref, 1e-4, 1e-4) > 1
+    assert error_ratio(ref.float(), ref, 1e-4, 1e-4) <= 1
+
+
+def test_check_output_exact_type_shape_dtype():
+    ref = torch.randn(3, 4)
+    assert check_output(ref.clone(), ref, ref.double(), 1e-4, 1e-4).ok
+    assert not check_output(ref.double(), ref, ref.double(), 1e-4, 1e-4).ok
+    assert not check_output(ref[:2], ref, ref.double(), 1e-4, 1e-4).ok
+
+    class Sub(torch.Tensor):
+        pass
+    assert not check_output(ref.as_subclass(Sub), ref, ref.double(), 1e-4, 1e-4).ok
+    ints = torch.tensor([1, 2, 3])
+    assert math.isinf(error_ratio(torch.tensor([1, 2, 4]), ints, 1e-4, 1e-4))
+
+
+def test_static_rules_allow_honest_constructs_and_catch_evasions():
+    honest = ("import torch\ntry:\n    x = 1\nexcept RuntimeError as e:\n    raise e\n"
+              "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        pass\n")
+    assert static_check.check(honest) == []
+    for bad in ("import threading", "T = torch\nT.allclose = None", "setattr(torch, 'equal', None)",
+                "import sys\nsys._getframe(0)", "torch.backends.cuda.matmul.allow_tf32 = True",
+                "class L(torch.Tensor):\n    pass", "class M(Model):\n    pass", "exec('1')"):
+        assert static_check.check("import torch\n" + bad), bad
+
+
+def test_fast_p_counts_flagged_only_in_compatible_mode():
+    verdicts = {"a": Verdict("ok", candidate_ms=1.0, baseline_ms=2.0), "b": Verdict("mismatch"),
+                "c": Verdict("ok", candidate_ms=1.0, baseline_ms=3.0, flags=["no_custom_kernel"]), "d": None}
+    assert fast_p(verdicts, 1.0) == 0.25
+    assert fast_p(verdicts, 1.0, strict=False) == 0.5
+    assert fast_p(verdicts, 0.0) == 0.25
