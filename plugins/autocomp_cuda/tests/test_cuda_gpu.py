@@ -1,0 +1,44 @@
+"""GPU-only checks (run by gpu_check.sh on a machine with an NVIDIA GPU)."""
+from __future__ import annotations
+
+import pytest
+from autocomp_core.backend import EvalContext
+
+pytestmark = pytest.mark.gpu
+
+FAULT = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CUDA = r"""
+__global__ void bad(float* y) { y[(long)1 << 40] = 1.f; }
+torch::Tensor f(torch::Tensor x) { auto y = torch::empty_like(x); bad<<<1, 1>>>(y.data_ptr<float>()); return y; }
+"""
+ext = load_inline("autocomp_fault", cpp_sources="torch::Tensor f(torch::Tensor x);", cuda_sources=CUDA, functions=["f"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.f(x)
+'''
+
+
+@pytest.mark.asyncio
+async def test_cuda_fault_is_its_own_status_and_next_worker_is_fresh(make_backend):
+    backend = make_backend("cuda")
+    problem = backend.load_problem("L1/relu")
+    ctx = EvalContext(hardware=backend.hardware)
+    fault = await backend.evaluate(problem, FAULT, ctx)
+    assert fault.feedback.startswith("status: cuda_fault"), fault.feedback
+    ok = await backend.evaluate(problem, problem.baseline_code, ctx)
+    assert ok.correct, ok.feedback
+
+
+@pytest.mark.asyncio
+async def test_full_size_baseline_on_gpu(make_backend):
+    backend = make_backend("cuda", size="full", reps=10)
+    problem = backend.load_problem("L2/scale_bias_clamp_mul")
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext(hardware=backend.hardware))
+    assert result.correct, result.feedback
+    assert 0.5 < result.extra["speedup"] < 2.0
