@@ -81,8 +81,10 @@ _FAMILIES = ({"c", "cpp", "cuda", "objc", "metal"}, {"python"})
 _NOT_CODE = {"text", "txt", "output", "console", "bash", "json", "markdown", "md", "diff",
              "plaintext", "log", "yaml", "toml"}
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^`\n]*?)[ \t]*$")
-_C_FUNCTION = re.compile(r"^[ \t]*((?:[A-Za-z_][\w:<>]*[ \t\*&]+)+)([A-Za-z_]\w*)\s*\([^;{}]*\)"
-                         r"[\w\s]*\{", re.M)
+# A definition line: return type words, a name, a parameter list (bounded, one level of
+# nested parentheses, so prose cannot make the search quadratic), then "{".
+_C_FUNCTION = re.compile(r"^[ \t]*((?:[A-Za-z_][\w:<>]*[ \t\*&]+)+)([A-Za-z_]\w*)[ \t]*"
+                         r"\((?:[^;{}()]|\([^;{}()]{0,200}\)){0,600}\)[\w \t\n]{0,80}\{", re.M)
 _C_KEYWORDS = {"if", "for", "while", "switch", "else", "do", "return", "case", "goto", "sizeof"}
 _C_QUALIFIERS = re.compile(r"[ \t]*(?:(?:static|inline|extern|const|unsigned|signed|__\w+__)\s+)*")
 _PY_START = re.compile(r"^(?:import |from \S+ import |def |async def |class |@\w|#!)", re.M)
