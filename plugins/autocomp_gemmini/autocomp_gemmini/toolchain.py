@@ -19,7 +19,7 @@ INCLUDE_DIR = PACKAGE_DIR / "include"
 HARNESS_DIR = PACKAGE_DIR / "harness"
 
 CFLAGS = ["--target=riscv64-unknown-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
-          "-nostdlib", "-ffreestanding", "-fno-builtin-printf", "-fno-common", "-fuse-ld=lld",
+          "-nostdlib", "-ffreestanding", "-ffp-contract=off", "-fno-builtin-printf", "-fno-common", "-fuse-ld=lld",
           "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
 
 

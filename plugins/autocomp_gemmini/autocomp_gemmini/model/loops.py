@@ -117,9 +117,10 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
         b_mat = _load_matrix(g, B, N, Kd, B_stride, ed, g.ld[1].scale).T
     else:
         b_mat = _load_matrix(g, B, Kd, N, B_stride, ed, g.ld[1].scale)
-    prod = a_mat @ b_mat
     if g.is_float:
         prod = (a_mat.astype(np.float32) @ b_mat.astype(np.float32)).astype(np.float64)
+    else:
+        prod = a_mat @ b_mat  # float64 is exact for int8 products summed over K < 2^37
     acc_tiles = g.acc[:I * J * dim].reshape(I, J, dim, dim).transpose(0, 2, 1, 3).reshape(I * dim, J * dim)
     if ex_accumulate:
         base = acc_tiles[:M, :N].astype(np.float64)

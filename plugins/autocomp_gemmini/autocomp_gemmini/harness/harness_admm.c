@@ -1,0 +1,47 @@
+/* ADMM harness (fp32): one TinyMPC-style iteration. Compiled with -DADMM_NX, ADMM_NU,
+ * ADMM_HORIZON, ADMM_UMIN, ADMM_UMAX, SEED. Inputs mirror autocomp_gemmini/admm.py. */
+#include "harness.h"
+#include "runtime.h"
+
+#define NX ADMM_NX
+#define NU ADMM_NU
+#define NH ADMM_HORIZON
+
+static elem_t AT[NX][NX] __attribute__((aligned(64)));
+static elem_t BT[NU][NX] __attribute__((aligned(64)));
+static elem_t KT[NX][NU] __attribute__((aligned(64)));
+static elem_t d[NH - 1][NU] __attribute__((aligned(64)));
+static struct {
+  elem_t x[NH][NX];
+  elem_t u[NH - 1][NU];
+  elem_t z[NH - 1][NU];
+  elem_t y[NH - 1][NU];
+} out __attribute__((aligned(64)));
+static elem_t tmp[NX * NX] __attribute__((aligned(64)));
+static harness_outputs_t outputs;
+
+void solution(const elem_t AT[NX][NX], const elem_t BT[NU][NX], const elem_t KT[NX][NU], const elem_t d[NH - 1][NU],
+              elem_t x[NH][NX], elem_t u[NH - 1][NU], elem_t z[NH - 1][NU], elem_t y[NH - 1][NU]);
+
+static void scaled(elem_t *dst, size_t n, uint32_t seed, float s) {
+  harness_fill_elem(tmp, n, seed);
+  for (size_t i = 0; i < n; i++) dst[i] = s * tmp[i];
+}
+
+int main(void) {
+  scaled(&AT[0][0], NX * NX, SEED * 8 + 1, 0.02f);
+  for (int i = 0; i < NX; i++) AT[i][i] += 0.9f;
+  scaled(&BT[0][0], NU * NX, SEED * 8 + 2, 0.1f);
+  scaled(&KT[0][0], NX * NU, SEED * 8 + 3, 0.1f);
+  harness_fill_elem(out.x[0], NX, SEED * 8 + 4);  /* x[0] is the initial state */
+  scaled(&d[0][0], (NH - 1) * NU, SEED * 8 + 5, 0.1f);
+  scaled(&out.y[0][0], (NH - 1) * NU, SEED * 8 + 6, 0.1f);  /* y holds the duals, updated in place */
+  for (int t = 1; t < NH; t++) for (int i = 0; i < NX; i++) out.x[t][i] = 12345.0f;
+  outputs.count = 1;
+  outputs.out[0].addr = (uint64_t)(uintptr_t)&out;
+  outputs.out[0].bytes = sizeof(out);
+  harness_roi_begin();
+  solution(AT, BT, KT, d, out.x, out.u, out.z, out.y);
+  harness_roi_end(&outputs);
+  return 0;
+}
