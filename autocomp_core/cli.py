@@ -108,7 +108,7 @@ def _print_summary(summary: Any, as_json: bool) -> None:
     speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
     click.echo(f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
                f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}")
-    click.echo(f"run directory: {summary.run_dir} (report.md, best{''}, summary.json)")
+    click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 
 @cli.command()
@@ -125,13 +125,16 @@ def resume(run_dir: str, quiet: bool, as_json: bool) -> None:
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--into", type=click.Path(file_okay=False), help="Directory of the replayed run.")
+@click.option("--reevaluate", is_flag=True,
+              help="Measure every program again instead of reusing recorded evaluations.")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
-def replay(run_dir: str, into: str | None, quiet: bool, as_json: bool) -> None:
+def replay(run_dir: str, into: str | None, reevaluate: bool, quiet: bool, as_json: bool) -> None:
     """Re-run a recorded run from its recorded LLM answers (no LLM is called)."""
     from .runner import replay_async
 
-    _print_summary(anyio.run(lambda: replay_async(run_dir, into, progress=not quiet)), as_json)
+    _print_summary(anyio.run(lambda: replay_async(run_dir, into, progress=not quiet,
+                                                  reevaluate=reevaluate)), as_json)
 
 
 @cli.command()

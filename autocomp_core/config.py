@@ -127,8 +127,10 @@ class RunConfig(_Section):
             raise ValueError("translation.iterations cannot exceed search.iterations")
         return self
 
-    def to_toml_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json", exclude_none=True)
+    def to_toml_dict(self, only_set: bool = False) -> dict[str, Any]:
+        """The config as TOML-ready data; ``only_set`` keeps just what the user gave, so
+        re-validating it sees the same explicit choices (the dead-switch checks use them)."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude_unset=only_set)
         if data.get("budget", {}).get("usd") in (math.inf, "inf", "Infinity"):
             data["budget"].pop("usd", None)
         return data

@@ -51,9 +51,20 @@ class JournaledLLM:
         self.ledger = ledger
         self.budget = budget
         self.replay_source = replay_source
+        self._in_flight: dict[str, anyio.Event] = {}
 
     async def complete(self, req: LLMRequest) -> LLMResponse:
         key = req.key()
+        while key in self._in_flight:  # the same request is already being asked
+            await self._in_flight[key].wait()
+        done = self._in_flight[key] = anyio.Event()
+        try:
+            return await self._complete(req, key)
+        finally:
+            self._in_flight.pop(key, None)
+            done.set()
+
+    async def _complete(self, req: LLMRequest, key: str) -> LLMResponse:
         recorded = self.store.llm_response(key)
         if recorded is not None:  # answered in an earlier session of this run: already counted
             return LLMResponse.from_dict(recorded)
@@ -93,7 +104,7 @@ class Evaluator:
 
     def __init__(self, backend: Backend, problem: Problem, store: RunStore, ledger: Ledger,
                  budget: Budget, slots: int, timeout_s: float, seed: int,
-                 want_feedback: bool) -> None:
+                 want_feedback: bool, recorded: RunStore | None = None) -> None:
         self.backend = backend
         self.problem = problem
         self.store = store
@@ -103,6 +114,7 @@ class Evaluator:
         self.timeout_s = timeout_s
         self.seed = seed
         self.want_feedback = want_feedback
+        self.recorded = recorded  # replay: another run's evaluations, reused as measured
         self._in_flight: dict[str, anyio.Event] = {}
 
     def context(self) -> EvalContext:
@@ -115,6 +127,10 @@ class Evaluator:
         while use_cache and key in self._in_flight:
             await self._in_flight[key].wait()
         cached = self.store.evaluation(key) if use_cache else None
+        if cached is None and use_cache and self.recorded is not None:
+            cached = self.recorded.evaluation(key)
+            if cached is not None:
+                self.store.save_evaluation(key, cached)
         if cached is not None:
             self.ledger.evaluations_cached += 1
             return key, EvalResult.from_dict(cached)

@@ -150,11 +150,11 @@ def _ledger_from_store(store: RunStore) -> Ledger:
 
 
 async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
-                  progress_stream: bool = True) -> RunSummary:
+                  reevaluate: bool = False, progress_stream: bool = True) -> RunSummary:
     """Run (or continue) the search in ``run_dir`` and write its exports."""
     cfg = prep.config
     store = RunStore(run_dir)
-    store.set_meta("config", cfg.to_toml_dict())
+    store.set_meta("config", cfg.to_toml_dict(only_set=True))
     store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
@@ -166,7 +166,8 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     slots = cfg.evaluation.parallelism or prep.backend.resources().max_parallel
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
-                          want_feedback=cfg.search.hw_feedback_probability > 0)
+                          want_feedback=cfg.search.hw_feedback_probability > 0,
+                          recorded=None if reevaluate else replay_source)
     llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
     search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
                     prep.plan_models, prep.code_models, progress)
@@ -236,8 +237,12 @@ async def resume_async(run_dir: str | Path, progress: bool = True) -> RunSummary
 
 
 async def replay_async(run_dir: str | Path, into: str | Path | None = None,
-                       progress: bool = True) -> RunSummary:
-    """Re-run a recorded run from its recorded LLM answers (no LLM is called)."""
+                       progress: bool = True, reevaluate: bool = False) -> RunSummary:
+    """Re-run a recorded run from its recorded LLM answers (no LLM is called).
+
+    Evaluations are reused as recorded (a GPU's timings are never bit-identical twice);
+    ``reevaluate`` measures every program again, which on a deterministic backend must
+    reach the same beam."""
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
     prep = prepare(config, with_llm=False)
@@ -250,7 +255,8 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     prep.plan_models = models.get("plan", prep.plan_models)
     prep.code_models = models.get("code", prep.code_models)
     try:
-        return await execute(prep, target, replay_source=source, progress_stream=progress)
+        return await execute(prep, target, replay_source=source, reevaluate=reevaluate,
+                             progress_stream=progress)
     finally:
         source.close()
 

@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import random
 import re
+import zlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,12 @@ class RunError(Exception):
 
 def code_hash(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()[:16]
+
+
+def sample_of(slot_id: str) -> int:
+    """The sample index of a request: distinct per slot, so two slots whose prompts happen
+    to match still get independent answers (and distinct journal entries)."""
+    return zlib.crc32(slot_id.encode())
 
 
 @dataclass
@@ -341,7 +348,7 @@ class Search:
         rng = self.rng(i, parent.id, slot)
         prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced)
         resp = await self.llm.complete(self.request(model, prompt, "plan",
-                                                    sample=i * 1000 + int(slot[1:])))
+                                                    sample=sample_of(f"i{i}-{parent.id}-{slot}")))
         self.progress.llm_done("plan", resp.ok)
         if not resp.ok:
             return
@@ -361,7 +368,7 @@ class Search:
                        children: list[Candidate]) -> None:
         rng = self.rng(i, parent.id, cid)
         prompt = self.prompts.implement(self.chain(parent), plan, rng, i, translate)
-        resp = await self.llm.complete(self.request(model, prompt, "code", sample=i * 100 + k,
+        resp = await self.llm.complete(self.request(model, prompt, "code", sample=sample_of(cid),
                                                     edits=self.s.edits))
         self.progress.llm_done("code", resp.ok)
         if not resp.ok:
@@ -377,13 +384,14 @@ class Search:
         prompt_slot, sample = divmod(slot, self.s.codes_per_plan)
         rng = self.rng(i, parent.id, f"d{prompt_slot}")
         prompt = self.prompts.direct(self.chain(parent), rng, i, translate)
+        cid = f"i{i}-b{pi}-d{slot}"
         resp = await self.llm.complete(self.request(model, prompt, "direct",
-                                                    sample=i * 100 + sample, edits=self.s.edits))
+                                                    sample=sample_of(cid), edits=self.s.edits))
         self.progress.llm_done("code", resp.ok)
         if not resp.ok:
             return
         code, why = self.materialize(resp.text, parent.code or "", self.s.edits)
-        c = Candidate(id=f"i{i}-b{pi}-d{slot}", iteration=i, parents=[parent.id], origin="direct",
+        c = Candidate(id=cid, iteration=i, parents=[parent.id], origin="direct",
                       plan=f"direct optimization (prompt {prompt_slot})", code=code,
                       code_model=model)
         self.add_child(sched, c, why, children, translate)
@@ -392,27 +400,28 @@ class Search:
                           bi: int, k: int, translate: bool, children: list[Candidate]) -> None:
         model = self.code_models[(ai * 31 + bi + k) % len(self.code_models)]
         prompt = self.prompts.combine(a, b)
-        resp = await self.llm.complete(self.request(model, prompt, "combine", sample=i * 100 + k))
+        cid = f"i{i}-x{ai}.{bi}-c{k}"
+        resp = await self.llm.complete(self.request(model, prompt, "combine", sample=sample_of(cid)))
         self.progress.llm_done("code", resp.ok)
         if not resp.ok:
             return
         code, why = self.materialize(resp.text, a.code or "", edits=False)
-        c = Candidate(id=f"i{i}-x{ai}.{bi}-c{k}", iteration=i, parents=[a.id, b.id],
+        c = Candidate(id=cid, iteration=i, parents=[a.id, b.id],
                       origin="combine", plan="combine parents", code=code, code_model=model)
         self.add_child(sched, c, why, children, translate)
 
     async def repair_job(self, sched: Scheduler, i: int, failed: Candidate, failure: str,
                          translate: bool, children: list[Candidate]) -> None:
-        index = sum(ord(ch) for ch in failed.id)
-        model = self.code_models[index % len(self.code_models)]
+        cid = f"{failed.id}-r"
+        model = self.code_models[sample_of(cid) % len(self.code_models)]
         prompt = self.prompts.repair(failed, failure, failed.errors)
-        resp = await self.llm.complete(self.request(model, prompt, "repair", sample=i,
+        resp = await self.llm.complete(self.request(model, prompt, "repair", sample=sample_of(cid),
                                                     edits=self.s.edits))
         self.progress.llm_done("code", resp.ok)
         if not resp.ok:
             return
         code, why = self.materialize(resp.text, failed.code or "", self.s.edits)
-        c = Candidate(id=f"{failed.id}-r", iteration=i, parents=list(failed.parents),
+        c = Candidate(id=cid, iteration=i, parents=list(failed.parents),
                       origin="repair", plan=failed.plan, code=code,
                       plan_model=failed.plan_model, code_model=model)
         self.add_child(sched, c, why, children, translate, repairable=False)

@@ -192,8 +192,10 @@ class LLMClient:
         started = time.monotonic()
         try:
             ref, spec, client = await self._provider_client(request.model)
-        except LLMConfigError as exc:
-            error = self._failure(ErrorKind.BAD_REQUEST, str(exc))
+        except Exception as exc:  # an unknown model, a local server that cannot start
+            kind = ErrorKind.BAD_REQUEST if isinstance(exc, LLMConfigError) else \
+                classify_exception(exc).error.kind
+            error = self._failure(kind, str(exc) or type(exc).__name__)
             response = LLMResponse(model=request.model, error=error, errors=[error], attempts=0,
                                    duration_s=time.monotonic() - started)
             self.usage.record(request.phase, request.model, response)
@@ -222,7 +224,7 @@ class LLMClient:
                     settle(reply.usage.total)
             except Exception as exc:  # cancellation is not an Exception: it propagates
                 classified = classify_exception(exc)
-                if classified.error.kind is ErrorKind.TIMEOUT and not classified.error.message:
+                if isinstance(exc, TimeoutError):  # our own per-request limit
                     classified.error.message = f"no answer within {self.settings.timeout_s:g} s"
 
             if reply is not None:

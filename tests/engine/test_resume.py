@@ -1,0 +1,121 @@
+"""Crash safety: SIGKILL a run at random moments, resume it, and count what reached the
+LLM server and the evaluator against an uninterrupted run. Replay reaches the same beam."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tomli_w
+from scripted_llm import reply
+
+from autocomp_core.store import RunStore
+from autocomp_core.testing.llm_server import LLMTestServer
+
+HERE = Path(__file__).parent
+CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CONCURRENCY = 3  # LLM calls in flight at most; bounds what a kill can lose
+EVAL_SLOTS = 2
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(HERE), e.get("PYTHONPATH", "")])
+    e["AUTOCOMP_PLUGINS"] = "counting_plugin"
+    return e
+
+
+def write_config(tmp: Path, server: LLMTestServer, name: str) -> tuple[Path, Path, Path]:
+    run_dir, counter = tmp / f"{name}-run", tmp / f"{name}-evals.txt"
+    cfg = {
+        "backend": "toycount", "problem": "sum_squares", "seed": 3, "run_dir": str(run_dir),
+        "backend_options": {"count_file": str(counter)},
+        "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
+        "search": {"iterations": 3, "beam_size": 2, "plans_per_candidate": 2,
+                   "codes_per_plan": 2, "repair_failed": True},
+        "evaluation": {"parallelism": EVAL_SLOTS},
+        "llm": {"max_concurrency": CONCURRENCY, "max_retries": 1, "timeout_s": 20},
+    }
+    path = tmp / f"{name}.toml"
+    path.write_text(tomli_w.dumps(cfg))
+    return path, run_dir, counter
+
+
+def final_beam(run_dir: Path) -> list[tuple[str, float]]:
+    store = RunStore(run_dir)
+    try:
+        return [(cid, store.candidate(cid).score) for cid in store.beam(store.last_iteration())]
+    finally:
+        store.close()
+
+
+def evaluations(counter: Path) -> int:
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def server():
+    rng = random.Random(5)
+    s = LLMTestServer(lambda req: reply(req.prompt),
+                      latency=lambda req: rng.uniform(0.02, 0.08)).start_in_thread()
+    yield s
+    s.stop_thread()
+
+
+@pytest.fixture(scope="module")
+def reference(server, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reference")
+    config, run_dir, counter = write_config(tmp, server, "ref")
+    before = server.request_count
+    started = time.monotonic()
+    subprocess.run([*CLI, "optimize", str(config), "--quiet"], env=env(), check=True)
+    return {"requests": server.request_count - before, "beam": final_beam(run_dir),
+            "evaluations": evaluations(counter), "seconds": time.monotonic() - started,
+            "run_dir": run_dir}
+
+
+def test_kill_at_random_points_and_resume(server, reference, tmp_path):
+    rng = random.Random(2026)
+    trials = 10
+    for trial in range(trials):
+        config, run_dir, counter = write_config(tmp_path, server, f"t{trial}")
+        before = server.request_count
+        proc = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"], env=env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not (run_dir / "run.sqlite").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the run has started once its journal exists
+        time.sleep(rng.uniform(0.0, reference["seconds"] * 0.8))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        resumed = subprocess.run([*CLI, "resume", str(run_dir), "--quiet"], env=env(),
+                                 capture_output=True, text=True)
+        assert resumed.returncode == 0, resumed.stderr
+        requests = server.request_count - before
+        # nothing answered and journaled is asked again: only calls in flight at the kill
+        assert requests <= reference["requests"] + CONCURRENCY, (trial, requests)
+        assert evaluations(counter) <= reference["evaluations"] + EVAL_SLOTS + 1, trial
+        assert final_beam(run_dir) == reference["beam"], trial
+
+
+def test_resume_of_a_finished_run_spends_nothing(server, reference):
+    before = server.request_count
+    subprocess.run([*CLI, "resume", str(reference["run_dir"]), "--quiet"], env=env(), check=True)
+    assert server.request_count == before
+
+
+def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path):
+    before = server.request_count
+    into = tmp_path / "replayed"
+    out = subprocess.run([*CLI, "replay", str(reference["run_dir"]), "--into", str(into),
+                          "--quiet", "--json"], env=env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert server.request_count == before
+    assert final_beam(into) == reference["beam"]
+    assert json.loads(out.stdout)["llm_calls"] == reference["requests"]
