@@ -248,11 +248,13 @@ class Worker:
         if self.job["mode"] == "build":
             self.result["built"] = self.counter.built
             return
-        if not hasattr(self.module, "ModelNew"):
+        # A reference file (the baseline program as shipped) defines Model only: it is its own ModelNew.
+        cls = getattr(self.module, "ModelNew", None) or getattr(self.module, "Model", None)
+        if cls is None:
             raise Failed(common.LOAD_ERROR, "the candidate defines no ModelNew class")
         try:
             common.seed_all(int(self.job["init_seed"]))
-            model = self.module.ModelNew(*copy.deepcopy(self.init_inputs))
+            model = cls(*copy.deepcopy(self.init_inputs))
             model = model.to(self.device)
         except Exception as exc:
             status = common.classify_exception(exc, common.LOAD_ERROR)

@@ -53,12 +53,14 @@ def memory_estimate(module) -> int | None:
         return None
 
 
-def trivial_probes(out: torch.Tensor, inputs: list[Any]) -> dict[str, torch.Tensor]:
-    """Answers a broken kernel might return. A sound problem rejects every one of them."""
+def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float) -> dict[str, torch.Tensor]:
+    """Answers a broken kernel might return. A sound problem rejects every one of them.
+
+    ``constant`` is the mean output of the first trial: one fixed answer for every input.
+    """
     probes = {"zeros": torch.zeros_like(out)}
     if out.is_floating_point():
-        mean = out.double().mean().to(out.dtype) if out.numel() else torch.zeros((), dtype=out.dtype)
-        probes["constant_mean"] = torch.full_like(out, float(mean))
+        probes["constant_mean"] = torch.full_like(out, constant)
         probes["ones"] = torch.ones_like(out)
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.shape == out.shape and x.dtype == out.dtype:
@@ -103,7 +105,9 @@ def main(job_path: str) -> int:
                 target = out64 if out.is_floating_point() else out
                 gap = error_ratio(again, target, atol, rtol) if again.shape == out.shape else math.inf
                 deterministic_gap = max(deterministic_gap, gap - ratios[-1] if math.isfinite(gap) else gap)
-                for name, probe in trivial_probes(out, inputs).items():
+                if k == 0:
+                    constant = float(out.double().mean()) if out.is_floating_point() and out.numel() else 0.0
+                for name, probe in trivial_probes(out, inputs, constant).items():
                     fails = error_ratio(probe, target, atol, rtol) > 1.0
                     probe_fail[name] = probe_fail.get(name, False) or fails
         assert out is not None
