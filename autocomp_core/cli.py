@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import click
 
-from .config import ConfigError, apply_override, load_config, parse_value
+from .config import ConfigError, apply_override, load_config
 from .logs import configure
 
 EXIT_BAD_INPUT = 2
@@ -113,13 +113,16 @@ def _print_summary(summary: Any, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Raise a budget or change llm.*/evaluation.* settings (repeatable).")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
-def resume(run_dir: str, quiet: bool, as_json: bool) -> None:
+def resume(run_dir: str, overrides: tuple[str, ...], quiet: bool, as_json: bool) -> None:
     """Continue a run after a crash, Ctrl-C or budget stop; repeats no answered call."""
     from .runner import resume_async
 
-    _print_summary(anyio.run(lambda: resume_async(run_dir, progress=not quiet)), as_json)
+    _print_summary(anyio.run(lambda: resume_async(run_dir, progress=not quiet,
+                                                  overrides=list(overrides))), as_json)
 
 
 @cli.command()

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
-from .config import ConfigError, RunConfig, validate
+from .config import ConfigError, RunConfig, apply_override, validate
 from .exports import write_exports
 from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
@@ -230,9 +230,25 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return validate(data)
 
 
-async def resume_async(run_dir: str | Path, progress: bool = True) -> RunSummary:
+#: what a resume may change: how much to spend and how to reach the LLMs, not the search
+RESUME_OVERRIDABLE = ("budget.", "llm.", "evaluation.")
+
+
+async def resume_async(run_dir: str | Path, progress: bool = True,
+                       overrides: list[str] | None = None) -> RunSummary:
+    """Continue a run; ``overrides`` (``budget.usd=20``) may raise budgets or change LLM
+    and evaluation settings, never the search itself."""
     run_dir = Path(run_dir)
-    prep = prepare(load_run_config(run_dir))
+    config = load_run_config(run_dir)
+    if overrides:
+        data = config.to_toml_dict(only_set=True)
+        for item in overrides:
+            if not item.strip().startswith(RESUME_OVERRIDABLE):
+                raise ConfigError(f"--set {item.split('=')[0]}: resume may only change "
+                                  "budget.*, llm.* and evaluation.*")
+            apply_override(data, item)
+        config = validate(data)
+    prep = prepare(config)
     return await execute(prep, run_dir, progress_stream=progress)
 
 

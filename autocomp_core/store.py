@@ -185,12 +185,13 @@ class RunStore:
                 self._exec("SELECT * FROM iterations ORDER BY iteration")}
 
     # -- events -------------------------------------------------------------------------
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, event: str, /, **data: Any) -> None:
         self._exec("INSERT INTO events (ts, kind, data) VALUES (?, ?, ?)",
-                   (time.time(), kind, json.dumps(data, default=str)))
+                   (time.time(), event, json.dumps(data, default=str)))
 
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def events(self, event: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT ts, kind, data FROM events", ()
-        if kind:
-            sql, args = sql + " WHERE kind = ?", (kind,)
-        return [{"ts": ts, "kind": k, **json.loads(d)} for ts, k, d in self._exec(sql + " ORDER BY id", args)]
+        if event:
+            sql, args = sql + " WHERE kind = ?", (event,)
+        return [{"ts": ts, "event": k, **json.loads(d)}
+                for ts, k, d in self._exec(sql + " ORDER BY id", args)]
