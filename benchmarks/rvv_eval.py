@@ -18,8 +18,9 @@ import statistics
 import time
 from pathlib import Path
 
-from autocomp_core.backend import EvalContext
 from autocomp_rvv.backend import RvvBackend
+
+from autocomp_core.backend import EvalContext
 
 CANDIDATES = Path(__file__).resolve().parent.parent / "plugins" / "autocomp_rvv" / "tests" / "candidates"
 TARGET_S = 2.0

@@ -11,8 +11,17 @@ import math
 import os
 import time
 
-from autocomp_core.backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
-                                   KnowledgePack, Problem, Resources)
+from autocomp_core.backend import (
+    Backend,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    KnowledgePack,
+    Problem,
+    Resources,
+)
 from autocomp_core.sandbox import private_workdir
 
 from . import board as board_mode
@@ -50,10 +59,10 @@ class RvvBackend(Backend):
         hw = self.hardware
         vlens = ", ".join(str(v) for v in hw.all_check_vlens)
         return [
-            f"The target core has VLEN={hw.effective_vlen} and DLEN={hw.effective_dlen} bits; performance is "
-            f"modelled cycles of a {hw.core}-like core.",
-            f"The code must be vector-length agnostic: it is checked under VLEN = {vlens}. Take vl from "
-            "vsetvl (or vsetvlmax) and never hard-code the number of elements per register.",
+            (f"The target core has VLEN={hw.effective_vlen} and DLEN={hw.effective_dlen} bits; performance is "
+             f"modelled cycles of a {hw.core}-like core."),
+            (f"The code must be vector-length agnostic: it is checked under VLEN = {vlens}. Take vl from "
+             "vsetvl (or vsetvlmax) and never hard-code the number of elements per register."),
         ]
 
     def params(self) -> CoreParams:
@@ -102,8 +111,12 @@ class RvvBackend(Backend):
                 extra["build_s"] = time.perf_counter() - t
 
                 t = time.perf_counter()
-                await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, ctx.seed, ctx.timeout_s)
-                                       for vlen in hw.all_check_vlens))
+                outcomes = await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, ctx.seed,
+                                                             ctx.timeout_s) for vlen in hw.all_check_vlens),
+                                                return_exceptions=True)
+                for outcome in outcomes:  # report the smallest failing VLEN, whichever finished first
+                    if isinstance(outcome, BaseException):
+                        raise outcome
                 extra["qemu_s"] = time.perf_counter() - t
 
                 t = time.perf_counter()

@@ -33,7 +33,7 @@ FORBIDDEN = [
     (re.compile(r"\bcsr[rwsc]i?\b"), "CSR instructions"),
     (re.compile(r"\b(tohost|fromhost)\b"), "host-interface symbols"),
     (re.compile(r"\b(ecall|ebreak)\b"), "system calls"),
-    (re.compile(r"^\s*(int|void)\s+main\s*\(", re.M), "a main function"),
+    (re.compile(r"^\s*(int|void)\s+main\s*\(", re.MULTILINE), "a main function"),
 ]
 COMPILE_LIMITS = SandboxLimits(wall_s=60.0, memory_mb=4096, max_output_bytes=200_000)
 
@@ -57,7 +57,7 @@ class Built:
 def screen_source(code: str) -> None:
     """Reject constructs that would tamper with measurement, naming the line."""
     # blank out /* */ comments, keeping line numbers
-    code = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), code, flags=re.S)
+    code = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), code, flags=re.DOTALL)
     for regex, what in FORBIDDEN:
         for lineno, line in enumerate(code.splitlines(), 1):
             stripped = line.split("//")[0]
@@ -115,7 +115,8 @@ class Builder:
     async def _harness_objects(self, spec: ProblemSpec) -> dict[str, bytes]:
         """crt.o and both harness objects, compiled once per problem (trusted sources)."""
         key = spec.id
-        lock = self._locks.setdefault(key, asyncio.Lock())
+        # one lock per event loop: an asyncio.Lock must not be shared across loops
+        lock = self._locks.setdefault(f"{key}@{id(asyncio.get_running_loop())}", asyncio.Lock())
         folder = self._cache / key
         names = ("harness_linux.o", "harness_bm.o", "crt.o")
         async with lock:

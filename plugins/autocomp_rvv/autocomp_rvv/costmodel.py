@@ -111,10 +111,10 @@ class ModelReport:
         lmul = ", ".join(f"{_lmul_name(k)}: {v}" for k, v in sorted(self.lmul_use.items()))
         top = ", ".join(f"{m} {c}" for m, c in self.top)
         lines = [
-            f"Modelled {self.cycles} cycles on a {self.core}-like core (VLEN {self.vlen}, DLEN {self.dlen}); "
-            f"{self.instructions} instructions executed, {self.vector_instructions} of them vector.",
-            f"Vector unit: {busy}." if self.vector_instructions else
-            "No vector instructions executed: the kernel runs entirely on the scalar core.",
+            (f"Modelled {self.cycles} cycles on a {self.core}-like core (VLEN {self.vlen}, DLEN {self.dlen}); "
+             f"{self.instructions} instructions executed, {self.vector_instructions} of them vector."),
+            (f"Vector unit: {busy}." if self.vector_instructions else
+             "No vector instructions executed: the kernel runs entirely on the scalar core."),
         ]
         if lmul:
             lines.append(f"Vector instructions by LMUL: {lmul}.")
@@ -240,9 +240,7 @@ class _Machine:
         nf = int(mm.group("nf") or mm.group("nfx") or 1)
         if mm.group("x"):
             rate = elems / p.elems_per_cycle_indexed
-        elif mm.group("s"):
-            rate = elems / p.elems_per_cycle_strided
-        elif nf > 1 and not p.segment_full_bw:
+        elif mm.group("s") or (nf > 1 and not p.segment_full_bw):
             rate = elems / p.elems_per_cycle_strided
         else:
             rate = bandwidth + (nf - 1 if nf > 1 else 0)

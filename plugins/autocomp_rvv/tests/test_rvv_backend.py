@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pluggy
 import pytest
-from pydantic import ValidationError
-
-from autocomp_core.backend import EvalContext, FailureKind
-from autocomp_core import hookspecs
 from autocomp_rvv.backend import RvvBackend
 from autocomp_rvv.config import RvvHardware
+from pydantic import ValidationError
+
+from autocomp_core import hookspecs
+from autocomp_core.backend import EvalContext, FailureKind
 
 CANDIDATES = Path(__file__).parent / "candidates"
 PROBLEM_IDS = ["dwconv3x3_f32", "gemm_f32", "qs8_add", "softmax_expsum_f32", "softmax_max_f32",

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from autocomp_rvv.backend import RvvBackend
 
 from autocomp_core.backend import EvalContext, FailureKind
-from autocomp_rvv.backend import RvvBackend
 
 CANDIDATES = Path(__file__).parent / "candidates"
 QEMU = "qemu-riscv64 -cpu rv64,v=true,vlen=128,vext_spec=v1.0"
@@ -67,6 +67,14 @@ LogLevel ERROR
     proc.wait(timeout=10)
 
 
+@pytest.fixture
+def other_key(tmp_path) -> Path:
+    """A key the server does not know."""
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    return other
+
+
 async def _evaluate(board: dict, code: str):
     backend = RvvBackend(hardware={"core": "k230", "board": board})
     problem = backend.load_problem("vadd_f32")
@@ -93,10 +101,8 @@ async def test_unreachable_board_is_an_infrastructure_error(sshd):
 
 
 @pytest.mark.asyncio
-async def test_wrong_key_is_an_infrastructure_error(sshd, tmp_path):
-    other = tmp_path / "other_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
-    _, result = await _evaluate({**sshd, "key": str(other)}, (CANDIDATES / "vadd_f32_rvv.c").read_text())
+async def test_wrong_key_is_an_infrastructure_error(sshd, other_key):
+    _, result = await _evaluate({**sshd, "key": str(other_key)}, (CANDIDATES / "vadd_f32_rvv.c").read_text())
     assert result.failure is FailureKind.INFRA_ERROR and "board" in result.feedback
 
 

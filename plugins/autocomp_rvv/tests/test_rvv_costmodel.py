@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from autocomp_rvv.costmodel import CORE_PRESETS, model_cycles
 from autocomp_rvv.trace import Insn, TraceError, parse_region
 
