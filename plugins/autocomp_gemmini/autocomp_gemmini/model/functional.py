@@ -71,8 +71,12 @@ class Counters:
 
 
 class Gemmini:
-    def __init__(self, cfg: GemminiConfig, mem: Memory, timing: TimingModel | None = None) -> None:
+    def __init__(self, cfg: GemminiConfig, mem: Memory, timing: TimingModel | None = None,
+                 delay_stores: bool = True) -> None:
         self.cfg = cfg
+        # False: mvout results reach memory at once (the behaviour of a purely functional
+        # simulator, used when the program cannot tell the model about its fences).
+        self.delay_stores = delay_stores
         self.mem = mem
         self.dim = cfg.pe_dim
         self.is_float = cfg.dtype == "fp32"
@@ -134,6 +138,8 @@ class Gemmini:
             loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
         else:
             raise GemminiError(f"unknown Gemmini command funct={funct}")
+        if not self.delay_stores:
+            self.land_writes(float("inf"))
 
     def fence(self) -> None:
         self.timing.fence()
