@@ -1,0 +1,108 @@
+"""The command line: exit codes, one-line errors before anything is spent, --json output."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "autocomp_core.cli"]
+
+
+def cli(*args, **kw):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, **kw)
+
+
+@pytest.fixture
+def config(tmp_path, thread_server):
+    model = f"openai-compatible@{thread_server.openai_base_url}::scripted"
+    path = tmp_path / "run.toml"
+    path.write_text(f'backend = "toy"\nproblem = "sum_squares"\n[models]\nplan = ["{model}"]\n'
+                    '[search]\niterations = 1\nbeam_size = 1\nplans_per_candidate = 2\n'
+                    'codes_per_plan = 1\n')
+    return path
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--set", "search.beam_size=0"], "search.beam_size"),
+    (["--set", "search.bogus=1"], "search.bogus: unknown key"),
+    (["--backend", "nosuch"], "unknown backend 'nosuch'"),
+    (["--problem", "nosuch"], "unknown problem 'nosuch'"),
+    (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
+    (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
+    (["--model", "nosuchprovider::m"], "models:"),
+    (["--model", "anthropic::claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
+    (["--set", "search.hw_feedback_probability=0.5", "--set", "search.direct=true",
+      "--set", "search.exhaustive_first_iterations=1"], "search.direct"),
+])
+def test_bad_input_exits_2_with_one_line_before_spending(config, thread_server, tmp_path,
+                                                         extra, needle):
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env["HOME"] = str(tmp_path)  # no key file either
+    out = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"), *extra, env=env)
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], out.stderr
+    assert thread_server.request_count == 0
+    assert not (tmp_path / "r").exists()
+
+
+def test_malformed_toml_exits_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("backend = \n")
+    out = cli("optimize", str(bad))
+    assert out.returncode == 2 and "malformed TOML" in out.stderr
+
+
+def test_optimize_then_report_and_json(config, tmp_path):
+    out = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"), "--quiet", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["stop_reason"] == "completed" and data["best_score"] <= data["initial_score"]
+    report = cli("report", str(tmp_path / "r"))
+    assert report.returncode == 0 and "# autocomp run: toy / sum_squares" in report.stdout
+    again = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"))
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+
+
+def test_plain_progress_lines_when_not_a_terminal(config, tmp_path):
+    out = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 0
+    progress = [line for line in out.stderr.splitlines() if line.startswith("[autocomp]")]
+    assert any("iteration 1/1 done" in line and "evaluations" in line for line in progress)
+    assert "\r" not in out.stderr
+
+
+def test_log_json_lines(config, tmp_path):
+    out = cli("--log-json", "optimize", str(config), "--run-dir", str(tmp_path / "r"),
+              "--set", "search.plans_per_candidate=1", "--set", "llm.max_retries=0",
+              "--model", "openai-compatible@http://127.0.0.1:9/v1::down")
+    logs = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
+    assert logs and all("event" in entry and "level" in entry for entry in logs)
+
+
+def test_backends_problems_eval_json(tmp_path):
+    backends = json.loads(cli("backends", "--json").stdout)
+    toy = next(b for b in backends["backends"] if b["name"] == "toy")
+    assert toy["healthy"] and toy["problems"] == 3
+    problems = json.loads(cli("problems", "toy", "--json").stdout)
+    first = next(p for p in problems if p["id"] == "sum_squares")
+    assert first["description"] and first["baseline"].endswith("sum_squares.py")
+    good = cli("eval", "toy", "sum_squares", first["baseline"], "--json")
+    assert good.returncode == 0
+    data = json.loads(good.stdout)
+    assert {"correct", "metric", "unit", "failure", "feedback"} <= set(data)
+    assert data["correct"] and data["unit"] == "lines"
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("def solution(xs):\n    return 0\n")
+    bad = cli("eval", "toy", "sum_squares", str(wrong), "--json")
+    assert bad.returncode == 1 and json.loads(bad.stdout)["failure"] == "wrong_answer"
+    unknown = cli("eval", "toy", "nosuch", str(wrong))
+    assert unknown.returncode == 2 and "unknown problem" in unknown.stderr
+
+
+def test_doctor_names_missing_tools():
+    out = cli("doctor", "toy")
+    assert out.returncode == 0 and "toy:" in out.stdout and "[ok" in out.stdout
