@@ -31,7 +31,7 @@ def first_only(fault):
 async def test_llm_fault_once_then_success(fault, model, api_keys, make_settings, ask):
     plan = FaultPlan(force=first_only(fault), retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=0.5)) as client:
+        async with LLMClient(make_settings(server, timeout_s=1.0)) as client:
             response = await client.complete(ask(model))
     kind = EXPECTED[fault]
     assert response.errors[0].kind is kind
@@ -51,7 +51,7 @@ async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(fault, 
                                                                          make_settings, ask):
     plan = FaultPlan(force=lambda request: fault, retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=0.5, max_retries=2)) as client:
+        async with LLMClient(make_settings(server, timeout_s=1.0, max_retries=2)) as client:
             response = await client.complete(ask(model))
     assert not response.ok and response.text == ""
     assert response.attempts == 3 == server.request_count == len(response.errors)
@@ -66,7 +66,7 @@ async def test_llm_thirty_percent_faults_every_call_ends_and_every_failure_is_re
         api_keys, make_settings, ask):
     plan = FaultPlan(rate=0.3, retry_after_s=0.01)
     async with LLMTestServer(faults=plan, seed=7) as server:
-        settings = make_settings(server, timeout_s=0.5, max_concurrency=25)
+        settings = make_settings(server, timeout_s=1.0, max_concurrency=25)
         responses = [None] * 100
         async with LLMClient(settings) as client:
             async def call(i):
