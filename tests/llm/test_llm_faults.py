@@ -34,6 +34,7 @@ async def test_llm_fault_once_then_success(fault, model, api_keys, make_settings
         async with LLMClient(make_settings(server, timeout_s=1.0)) as client:
             response = await client.complete(ask(model))
     kind = EXPECTED[fault]
+    assert server.requests[0].model == model.split("::", 1)[1]  # ids with / and : intact
     assert response.errors[0].kind is kind
     if kind.retryable:
         assert response.ok and response.text == "This is a scripted reply."

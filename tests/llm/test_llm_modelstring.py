@@ -73,3 +73,28 @@ def test_llm_providers_come_from_the_plugin_hook():
     providers = build_registry().llm_providers()
     assert {"openai", "anthropic", "openai-compatible", "vllm", "local"} <= set(providers)
     assert providers["vllm"] is providers["openai-compatible"]
+
+
+def test_llm_local_model_needs_llama_cpp(monkeypatch, tmp_path):
+    import importlib.util
+
+    from autocomp_core.llm import providers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(providers.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    client = LLMClient(LLMSettings())
+    with pytest.raises(LLMConfigError, match=r"autocomp-core\[local\]"):
+        client.validate_models(["local::smollm2"])
+    with pytest.raises(LLMConfigError, match="does not exist"):
+        client.validate_models([f"local::{tmp_path}/missing.gguf"])
+    with pytest.raises(LLMConfigError, match="set local_model_path"):
+        client.validate_models(["local::llama-70b"])
+
+
+def test_llm_redacting_log_processor():
+    from autocomp_core.llm.keys import REDACTED, redact_processor, remember_secret
+
+    remember_secret("tok-9f8e7d6c5b4a")
+    event = redact_processor(None, "info", {"event": "x", "detail": "used tok-9f8e7d6c5b4a"})
+    assert event["detail"] == f"used {REDACTED}"
