@@ -30,6 +30,18 @@ class GemminiBackend(Backend):
     def problems(self) -> list[Problem]:
         return [problems.to_problem(spec) for spec in problems.specs().values()]
 
+    def load_problem(self, ref: str) -> Problem:
+        """A problem by id, or by a prefix naming exactly one problem (`gemm-64`)."""
+        specs = problems.specs()
+        if ref in specs:
+            return problems.to_problem(specs[ref])
+        matches = [pid for pid in specs if pid.startswith(ref)]
+        if len(matches) == 1:
+            return problems.to_problem(specs[matches[0]])
+        known = ", ".join(specs)
+        hint = f"ambiguous, matches {', '.join(matches)}" if matches else f"known: {known}"
+        raise KeyError(f"unknown problem {ref!r} for backend 'gemmini' ({hint})")
+
     def _spec(self, problem: Problem) -> problems.Spec:
         spec = problems.specs().get(problem.id)
         if spec is None:

@@ -32,6 +32,7 @@ def metrics(results: dict, spec: Spec, hw: GemminiConfig) -> dict[str, float]:
     for unit in ("load", "ex", "store"):
         out[f"{unit}_busy_pct"] = 100.0 * t[f"{unit}_busy_cycles"] / cycles
         out[f"{unit}_dep_wait_cycles"] = float(t[f"{unit}_dep_wait_cycles"])
+    out["modelled_ops"] = float(t["load_commands"] + t["ex_commands"] + t["store_commands"])
     out["stall_queue_full_cycles"] = float(t["stall_queue_full_cycles"])
     out["stall_fence_cycles"] = float(t["stall_fence_cycles"])
     return out
