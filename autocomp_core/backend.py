@@ -235,6 +235,8 @@ class Backend(abc.ABC):
     file_extension: ClassVar[str] = ".txt"
     #: language tag for fenced code in prompts
     language: ClassVar[str] = ""
+    #: text that starts the program in an unfenced answer (``void solution``, ``class ModelNew``)
+    code_anchor: ClassVar[str | None] = None
     #: unit of the metric (``cycles``, ``ms``)
     metric_unit: ClassVar[str] = ""
     #: pydantic model of the hardware config

@@ -32,11 +32,12 @@ class Group(click.Group):
     """Turns bad-input exceptions into exit 2 with one line."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from .llm.errors import LLMConfigError
         from .runner import RunError
 
         try:
             return super().invoke(ctx)
-        except ConfigError as exc:
+        except (ConfigError, LLMConfigError) as exc:
             fail(str(exc))
         except RunError as exc:
             fail(str(exc), 1)

@@ -6,6 +6,8 @@ import sys
 
 import structlog
 
+from .llm.keys import redact_processor
+
 
 def configure(json_lines: bool = False, verbose: bool = False) -> None:
     level = logging.DEBUG if verbose else logging.INFO
@@ -14,7 +16,7 @@ def configure(json_lines: bool = False, verbose: bool = False) -> None:
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso"),
-                    structlog.processors.format_exc_info, renderer],
+                    structlog.processors.format_exc_info, redact_processor, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,

@@ -165,11 +165,11 @@ class Search:
             try:
                 return apply_edits(base, parse_edits(text)), ""
             except (EditParseError, EditApplyError) as exc:
-                code = extract_code(text, self.backend.language)
+                code = extract_code(text, self.backend.language, self.backend.code_anchor)
                 if code and code.strip() != text.strip():
                     return code, ""
                 return None, f"edits could not be applied: {exc}"
-        code = extract_code(text, self.backend.language)
+        code = extract_code(text, self.backend.language, self.backend.code_anchor)
         return (code, "") if code and code.strip() else (None, "no program found in the response")
 
     # -- the run ------------------------------------------------------------------------

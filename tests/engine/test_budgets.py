@@ -20,13 +20,13 @@ pytestmark = pytest.mark.asyncio
     ({"llm_calls": 5}, "budget.llm_calls"),
     ({"tokens": 3000}, "budget.tokens"),
     ({"evaluations": 3}, "budget.evaluations"),
-    ({"wall_s": 3.0}, "budget.wall_s"),
+    ({"wall_s": 2.0}, "budget.wall_s"),
 ])
 async def test_budget_stops_cleanly_and_resume_continues(llm_server, tmp_path, budget, reason):
     cfg = toy_config(llm_server, tmp_path, iterations=3, plans_per_candidate=3, codes_per_plan=2)
     cfg["budget"] = budget
     if reason == "budget.wall_s":
-        cfg["backend_options"] = {"delay_s": 0.3}
+        cfg["backend_options"] = {"delay_s": 1.0}  # iteration 1 alone takes > 2 s
     summary = await optimize_async(cfg)
     assert summary.stop_reason == reason
     data = json.loads((tmp_path / "run" / "summary.json").read_text())

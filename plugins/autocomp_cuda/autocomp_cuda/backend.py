@@ -57,6 +57,7 @@ class CudaBackend(Backend):
     description = "NVIDIA GPUs (and CPU for CI): KernelBench-format PyTorch problems, CUDA/C++/Triton candidates"
     file_extension = ".py"
     language = "python"
+    code_anchor = "class ModelNew"
     metric_unit = "ms"
     hardware_config_type = CudaHardware
     capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
