@@ -52,6 +52,7 @@ class EvalResult:
     failure: FailureKind | None = None
     feedback: str = ""  # text for the next prompt (compiler errors, utilization, stalls)
     extra: dict[str, float] = field(default_factory=dict)
+    status: str = ""  # the backend's own finer verdict (e.g. ``cuda_fault``, ``hack_suspected``)
     stdout: str = ""
     stderr: str = ""
     duration_s: float = 0.0
@@ -79,6 +80,7 @@ class EvalResult:
             "failure": self.failure.value if self.failure else None,
             "feedback": self.feedback,
             "extra": dict(self.extra),
+            "status": self.status,
             "stdout": self.stdout,
             "stderr": self.stderr,
             "duration_s": self.duration_s,
@@ -93,6 +95,7 @@ class EvalResult:
             failure=FailureKind(data["failure"]) if data.get("failure") else None,
             feedback=data.get("feedback", ""),
             extra=dict(data.get("extra") or {}),
+            status=data.get("status", ""),
             stdout=data.get("stdout", ""),
             stderr=data.get("stderr", ""),
             duration_s=float(data.get("duration_s", 0.0)),

@@ -241,5 +241,6 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
     ok = v.status == "ok"
     return EvalResult(correct=ok, metric=v.candidate_ms if ok else None, unit="ms",
                       failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),
-                      feedback="\n".join(lines), extra=extra, stderr=v.detail if not ok else "",
+                      feedback="\n".join(lines), extra=extra, status=v.status,
+                      stderr=v.detail if not ok else "",
                       duration_s=sum(v.phases_s.values()))
