@@ -39,6 +39,7 @@ FORBIDDEN = [
 ]
 COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 SENTINEL = 0x5A
+GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
 
 
 @dataclass
@@ -143,6 +144,8 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
             "outputs": str(work / "outputs.bin"),
             "roi_functions": {"begin": list(syms["harness_roi_begin"]), "end": list(syms["harness_roi_end"])},
         }
+        want = _gold_bytes(spec.id, seed, hw.dtype == "fp32")
+        spec_file["output_bytes"] = len(want) + 2 * GUARD_BYTES
         if timing_toml:
             spec_file["timing_toml"] = timing_toml
         (work / "spec.json").write_text(json.dumps(spec_file))
@@ -163,9 +166,9 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
             return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
                               feedback=f"the program exited with status {run.returncode} after the measured "
                                        f"region\n{run.stdout[-2000:]}", **common)
-        got = (work / "outputs.bin").read_bytes()
-        want = _gold_bytes(spec.id, seed, hw.dtype == "fp32")
-        verdict = compare(spec, got, want, hw.dtype == "fp32")
+        dumped = (work / "outputs.bin").read_bytes()
+        got, guards = dumped[:len(want)], dumped[len(want):]
+        verdict = guard_verdict(guards) or compare(spec, got, want, hw.dtype == "fp32")
         extra = {**timings, **feedback.metrics(results, spec, hw)}
         if verdict:
             return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, extra=extra,
@@ -180,7 +183,8 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
         message = results["error"]
         last = results.get("last_command", "")
         text = f"Gemmini rejected a command: {message}" + (f"\n(last command: {last})" if last else "")
-        kind = FailureKind.WRONG_ANSWER if "missing gemmini_fence" in message else FailureKind.CRASH
+        wrong = ("missing gemmini_fence" in message or "outside its arrays" in message)
+        kind = FailureKind.WRONG_ANSWER if wrong else FailureKind.CRASH
         return EvalResult(correct=False, failure=kind, feedback=text, extra=timings, **common)
     if results is not None and results.get("status") == "internal_error":
         return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
@@ -200,6 +204,18 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
     return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
                       feedback=f"the program ended (status {run.returncode}) without reaching the end of "
                                f"the measured region\n{(run.stderr or run.stdout)[-1500:]}", **common)
+
+
+def guard_verdict(guards: bytes) -> str | None:
+    """The guard bytes before and after the output must be untouched."""
+    pre, post = guards[:GUARD_BYTES], guards[GUARD_BYTES:]
+    for where, blob in (("before", pre), ("after", post)):
+        changed = [i for i, b in enumerate(blob) if b != GUARD_VALUE]
+        if changed:
+            span = GUARD_BYTES - changed[0] if where == "before" else changed[-1] + 1
+            return (f"Wrong answer: solution() wrote outside the output array, up to {span} bytes {where} it "
+                    "(check the loop bounds and tile sizes).")
+    return None
 
 
 def compare(spec: Spec, got: bytes, want: bytes, is_float: bool) -> str | None:

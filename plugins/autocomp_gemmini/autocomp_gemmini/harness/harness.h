@@ -20,6 +20,12 @@ void harness_fill_bytes(void *dst, size_t n, uint8_t value);
 /* Output buffers the model dumps at the end of the measured region: {count, (addr, bytes)*}. */
 typedef struct { uint64_t count; struct { uint64_t addr, bytes; } out[4]; } harness_outputs_t;
 
+/* Guard bytes around each output array: writes past an array's ends show up in them. */
+#define HARNESS_GUARD_BYTES 4096
+#define HARNESS_GUARD_VALUE 0xA5
+void harness_add_output(harness_outputs_t *outputs, const void *addr, size_t bytes);
+void harness_add_guards(harness_outputs_t *outputs, void *pre, void *post);
+
 void harness_roi_begin(void);
 void harness_roi_end(const harness_outputs_t *outputs);
 int harness_report(const char *name, const elem_t *got, const elem_t *want, size_t n, double tol);

@@ -12,10 +12,12 @@ static elem_t BT[NU][NX] __attribute__((aligned(64)));
 static elem_t KT[NX][NU] __attribute__((aligned(64)));
 static elem_t d[NH - 1][NU] __attribute__((aligned(64)));
 static struct {
+  uint8_t pre[HARNESS_GUARD_BYTES];
   elem_t x[NH][NX];
   elem_t u[NH - 1][NU];
   elem_t z[NH - 1][NU];
   elem_t y[NH - 1][NU];
+  uint8_t post[HARNESS_GUARD_BYTES];
 } out __attribute__((aligned(64)));
 static elem_t tmp[NX * NX] __attribute__((aligned(64)));
 static harness_outputs_t outputs;
@@ -37,9 +39,8 @@ int main(void) {
   scaled(&d[0][0], (NH - 1) * NU, SEED * 8 + 5, 0.1f);
   scaled(&out.y[0][0], (NH - 1) * NU, SEED * 8 + 6, 0.1f);  /* y holds the duals, updated in place */
   for (int t = 1; t < NH; t++) for (int i = 0; i < NX; i++) out.x[t][i] = 12345.0f;
-  outputs.count = 1;
-  outputs.out[0].addr = (uint64_t)(uintptr_t)&out;
-  outputs.out[0].bytes = sizeof(out);
+  harness_add_output(&outputs, out.x, sizeof(out) - 2 * HARNESS_GUARD_BYTES);
+  harness_add_guards(&outputs, out.pre, out.post);
   harness_roi_begin();
   solution(AT, BT, KT, d, out.x, out.u, out.z, out.y);
   harness_roi_end(&outputs);

@@ -26,6 +26,20 @@ void harness_fill_acc(acc_t *dst, size_t n, uint32_t seed) {
 
 void harness_fill_bytes(void *dst, size_t n, uint8_t value) { memset(dst, value, n); }
 
+void harness_add_output(harness_outputs_t *outputs, const void *addr, size_t bytes) {
+  outputs->out[outputs->count].addr = (uint64_t)(uintptr_t)addr;
+  outputs->out[outputs->count].bytes = bytes;
+  outputs->count++;
+}
+
+/* Call after the outputs themselves: the model dumps the guards after them. */
+void harness_add_guards(harness_outputs_t *outputs, void *pre, void *post) {
+  memset(pre, HARNESS_GUARD_VALUE, HARNESS_GUARD_BYTES);
+  memset(post, HARNESS_GUARD_VALUE, HARNESS_GUARD_BYTES);
+  harness_add_output(outputs, pre, HARNESS_GUARD_BYTES);
+  harness_add_output(outputs, post, HARNESS_GUARD_BYTES);
+}
+
 #ifndef GEMMINI_MODEL
 static uint64_t roi_start;
 #endif

@@ -6,7 +6,11 @@
 static elem_t A[GEMM_M][GEMM_K] __attribute__((aligned(64)));
 static elem_t B[GEMM_K][GEMM_N] __attribute__((aligned(64)));
 static acc_t bias[GEMM_N] __attribute__((aligned(64)));
-static elem_t C[GEMM_M][GEMM_N] __attribute__((aligned(64)));
+static struct {
+  uint8_t pre[HARNESS_GUARD_BYTES];
+  elem_t C[GEMM_M][GEMM_N];
+  uint8_t post[HARNESS_GUARD_BYTES];
+} out __attribute__((aligned(64)));
 static harness_outputs_t outputs;
 #ifndef GEMMINI_MODEL
 static elem_t gold[GEMM_M][GEMM_N] __attribute__((aligned(64)));
@@ -19,18 +23,17 @@ int main(void) {
   harness_fill_elem(&A[0][0], GEMM_M * GEMM_K, SEED * 4 + 1);
   harness_fill_elem(&B[0][0], GEMM_K * GEMM_N, SEED * 4 + 2);
   harness_fill_acc(bias, GEMM_N, SEED * 4 + 3);
-  harness_fill_bytes(C, sizeof(C), 0x5A); /* a candidate that writes nothing cannot pass */
-  outputs.count = 1;
-  outputs.out[0].addr = (uint64_t)(uintptr_t)C;
-  outputs.out[0].bytes = sizeof(C);
+  harness_fill_bytes(out.C, sizeof(out.C), 0x5A); /* a candidate that writes nothing cannot pass */
+  harness_add_output(&outputs, out.C, sizeof(out.C));
+  harness_add_guards(&outputs, out.pre, out.post);
   harness_roi_begin();
-  solution(A, B, bias, C);
+  solution(A, B, bias, out.C);
   harness_roi_end(&outputs);
 #ifndef GEMMINI_MODEL
   matmul_cpu(false, false, GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &gold[0][0], GEMM_K, GEMM_N,
              GEMM_N, GEMM_N, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, GEMM_ACT,
              GEMM_SCALE, true);
-  return harness_report("gemm", &C[0][0], &gold[0][0], GEMM_M * GEMM_N, 0.0);
+  return harness_report("gemm", &out.C[0][0], &gold[0][0], GEMM_M * GEMM_N, 0.0);
 #else
   return 0;
 #endif

@@ -20,7 +20,7 @@ import numpy as np
 from .. import isa
 from ..config import GemminiConfig
 from . import loops
-from .memory import Memory, read_rows, write_rows
+from .memory import BadAddress, Memory, read_rows, write_rows
 from .numerics import INT32_MAX, INT32_MIN, activate, rounding_shift, scale_int, to_elem_int, wrap_int32
 from .timing import TimingModel, TimingParams
 
@@ -107,6 +107,18 @@ class Gemmini:
 
     # ------------------------------------------------------------------ dispatch
     def execute(self, funct: int, rs1: int, rs2: int) -> None:
+        try:
+            self._execute(funct, rs1, rs2)
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def fence(self) -> None:
+        try:
+            self._fence()
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def _execute(self, funct: int, rs1: int, rs2: int) -> None:
         self.land_writes(self.timing.cpu_now())
         if funct == isa.CONFIG:
             self.config(rs1, rs2)
@@ -141,7 +153,7 @@ class Gemmini:
         if not self.delay_stores:
             self.land_writes(float("inf"))
 
-    def fence(self) -> None:
+    def _fence(self) -> None:
         self.timing.fence()
         self.land_writes(float("inf"))
 

@@ -49,6 +49,10 @@ def write_rows(mem: Memory, addr: int, data: np.ndarray, stride: int) -> None:
         mem.write(addr + r * stride, data[r].tobytes())
 
 
+class BadAddress(Exception):
+    """A DMA access outside the simulated main memory."""
+
+
 class ByteMemory:
     """A flat little-endian memory of `size` bytes starting at `base`."""
 
@@ -59,7 +63,7 @@ class ByteMemory:
     def _offset(self, addr: int, nbytes: int) -> int:
         off = addr - self.base
         if off < 0 or off + nbytes > len(self.buf):
-            raise IndexError(f"memory access at {addr:#x}+{nbytes} outside [{self.base:#x}, "
+            raise BadAddress(f"memory access at {addr:#x}+{nbytes} outside [{self.base:#x}, "
                              f"{self.base + len(self.buf):#x})")
         return off
 
@@ -78,13 +82,35 @@ class ByteMemory:
 
 
 class SpikeMemory:
-    """Guest physical memory through a PySpike processor's MMU (8-byte LR/SC accessors)."""
+    """Guest physical memory through a PySpike processor's MMU (8-byte LR/SC accessors).
+
+    Spike raises (as an opaque RuntimeError) on an address outside its memory; that
+    becomes `BadAddress` naming the range."""
 
     def __init__(self, mmu) -> None:
         self.mmu = mmu
         self.words = 0  # 64-bit accesses made, for statistics
 
     def read(self, addr: int, nbytes: int) -> bytes:
+        try:
+            return self._read(addr, nbytes)
+        except RuntimeError as exc:
+            raise BadAddress(f"DMA read of {nbytes} bytes at {addr:#x} is outside main memory") from exc
+
+    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+        try:
+            return self._read_rows(addr, rows, row_bytes, stride)
+        except RuntimeError as exc:
+            raise BadAddress(f"DMA read of {rows} rows at {addr:#x} (stride {stride}) is outside main memory") \
+                from exc
+
+    def write(self, addr: int, data: bytes) -> None:
+        try:
+            self._write(addr, data)
+        except RuntimeError as exc:
+            raise BadAddress(f"DMA write of {len(data)} bytes at {addr:#x} is outside main memory") from exc
+
+    def _read(self, addr: int, nbytes: int) -> bytes:
         lo = addr & ~7
         hi = (addr + nbytes + 7) & ~7
         load = self.mmu.load_reserved_64
@@ -94,7 +120,7 @@ class SpikeMemory:
         start = addr - lo
         return raw[start:start + nbytes]
 
-    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+    def _read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
         """Strided rows in one pass over the needed 8-byte words (stride a multiple of 8)."""
         off = addr & 7
         nwords = (off + row_bytes + 7) // 8
@@ -105,7 +131,7 @@ class SpikeMemory:
         raw = np.array(words, dtype=np.uint64).view(np.uint8).reshape(rows, nwords * 8)
         return raw[:, off:off + row_bytes]
 
-    def write(self, addr: int, data: bytes) -> None:
+    def _write(self, addr: int, data: bytes) -> None:
         if not data:
             return
         lo = addr & ~7
@@ -113,7 +139,7 @@ class SpikeMemory:
         head, tail = addr - lo, hi - (addr + len(data))
         load, store = self.mmu.load_reserved_64, self.mmu.store_conditional_64
         if head or tail:  # partial first/last words: merge with what is there
-            current = bytearray(self.read(lo, hi - lo))
+            current = bytearray(self._read(lo, hi - lo))
             current[head:head + len(data)] = data
             data = bytes(current)
         words = np.frombuffer(data, dtype=np.uint64).tolist()
