@@ -13,8 +13,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from autocomp_core.backend import EvalContext
 from autocomp_gemmini.backend import GemminiBackend
+
+from autocomp_core.backend import EvalContext
 
 HAND = Path(__file__).parents[1] / "plugins" / "autocomp_gemmini" / "tests" / "candidates" / "gemm_hand_optimized.c"
 

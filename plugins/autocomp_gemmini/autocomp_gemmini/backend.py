@@ -5,8 +5,17 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
-from autocomp_core.backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
-                                   KnowledgePack, Problem, Resources)
+from autocomp_core.backend import (
+    Backend,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    KnowledgePack,
+    Problem,
+    Resources,
+)
 
 from . import evaluate, feedback, problems, toolchain
 from .config import GemminiConfig
@@ -71,12 +80,12 @@ class GemminiBackend(Backend):
         elem = "int8 (elem_t) with int32 (acc_t) accumulators" if hw.dtype == "int8" else "fp32 (elem_t and acc_t)"
         return [
             f"The systolic array is {hw.pe_dim}x{hw.pe_dim} (DIM={hw.pe_dim}); data types are {elem}.",
-            f"The scratchpad holds {hw.spad_kb} KB: {hw.spad_rows} rows of DIM elements in {hw.spad_banks} banks "
-            f"(addresses 0..{hw.spad_rows - 1}).",
-            f"The accumulator holds {hw.acc_kb} KB: {hw.acc_rows} rows of DIM acc_t (local addresses with bit 31 "
-            f"set; rows 0..{hw.acc_rows - 1}).",
-            f"One mvin moves at most DIM={hw.pe_dim} rows and {hw.max_block_len * hw.pe_dim} columns into the "
-            f"scratchpad ({hw.max_block_len_acc * hw.pe_dim} into the accumulator).",
+            (f"The scratchpad holds {hw.spad_kb} KB: {hw.spad_rows} rows of DIM elements in {hw.spad_banks} "
+             f"banks (addresses 0..{hw.spad_rows - 1})."),
+            (f"The accumulator holds {hw.acc_kb} KB: {hw.acc_rows} rows of DIM acc_t (local addresses with bit "
+             f"31 set; rows 0..{hw.acc_rows - 1})."),
+            (f"One mvin moves at most DIM={hw.pe_dim} rows and {hw.max_block_len * hw.pe_dim} columns into the "
+             f"scratchpad ({hw.max_block_len_acc * hw.pe_dim} into the accumulator)."),
         ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
@@ -97,7 +106,7 @@ class GemminiBackend(Backend):
             timing_toml = Path(opts["timing_toml"]).read_text() if opts.get("timing_toml") else None
             return await evaluate.evaluate_model(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,
                                                  ctx.want_feedback, timing_toml)
-        except Exception as exc:  # never raise for a candidate; an evaluator bug is an infra error
+        except Exception as exc:  # noqa: BLE001 -- never raise for a candidate; a bug here is infra
             return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
                               feedback=f"Gemmini evaluator error: {type(exc).__name__}: {exc}")
 

@@ -34,10 +34,10 @@ FORBIDDEN = [
     (re.compile(r"\bROCC_INSTRUCTION\w*"), "raw RoCC instructions are not allowed: use the gemmini.h macros"),
     (re.compile(r"\bharness_\w+"), "the harness's internals are off limits"),
     (re.compile(r"\b(tohost|fromhost|rt_exit|rt_halt|rt_trap|exit)\s*\("), "ending the program is not allowed"),
-    (re.compile(r"^\s*#\s*include\b.*$", re.M), "#include lines are not allowed (gemmini.h is already included)"),
+    (re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE), "#include lines are not allowed (gemmini.h is already included)"),
     (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
 ]
-COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 SENTINEL = 0x5A
 GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
 
@@ -159,7 +159,7 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
         timings = {"build_s": built.seconds, "sim_s": sim_s}
         results_path = work / "results.json"
         results = json.loads(results_path.read_text()) if results_path.exists() else None
-        common = dict(stdout=run.stdout, stderr=run.stderr, duration_s=time.perf_counter() - t0)
+        common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
         if results is None or results.get("status") not in ("ok",):
             return _failed_run(run, results, timings, common)
         if not run.ok:
@@ -274,7 +274,7 @@ async def evaluate_external(spec: Spec, code: str, hw: GemminiConfig, seed: int,
         run = await run_sandboxed(argv, cwd=work, limits=_limits(timeout_s, memory_mb),
                                   env={"OPENBLAS_NUM_THREADS": "1", **toolchain.spike_env(),
                                        "AUTOCOMP_GEMMINI_HARDWARE": json.dumps(hw.model_dump())})
-        common = dict(stdout=run.stdout, stderr=run.stderr, duration_s=time.perf_counter() - t0)
+        common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
         if run.timed_out:
             return EvalResult(correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common)
         cycles = re.search(r"cycles: (\d+)", run.stdout)

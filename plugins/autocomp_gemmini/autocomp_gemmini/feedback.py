@@ -45,19 +45,20 @@ def describe(results: dict, spec: Spec, hw: GemminiConfig) -> str:
     acc_kb = hw.acc_row_bytes / 1024
     bound = lower_bound(spec, hw)
     lines = [
-        f"Modelled latency: {m['cycles']:.0f} cycles, {m['pct_of_peak']:.1f}% of peak "
-        f"({spec.macs} MACs on a {hw.pe_dim}x{hw.pe_dim} array; lower bound {bound:.0f} cycles).",
-        f"Scratchpad utilization: {u['spad_rows_used'] * row_kb:.1f} KB of {hw.spad_kb} KB "
-        f"({m['spad_utilization_pct']:.1f}%).",
-        f"Accumulator utilization: {u['acc_rows_used'] * acc_kb:.1f} KB of {hw.acc_kb} KB "
-        f"({m['acc_utilization_pct']:.1f}%).",
-        f"Unit busy time: load {m['load_busy_pct']:.1f}%, execute {m['ex_busy_pct']:.1f}%, "
-        f"store {m['store_busy_pct']:.1f}%.",
-        f"Waiting on dependencies: load {m['load_dep_wait_cycles']:.0f}, execute {m['ex_dep_wait_cycles']:.0f}, "
-        f"store {m['store_dep_wait_cycles']:.0f} cycles. CPU stalled {m['stall_queue_full_cycles']:.0f} cycles on "
-        f"full command queues and {m['stall_fence_cycles']:.0f} cycles in fences.",
-        f"CPU instructions in the measured region: {m['cpu_instructions']:.0f}; RoCC commands: "
-        f"{m['rocc_commands']:.0f}; bytes moved in/out: {m['bytes_in']:.0f}/{m['bytes_out']:.0f}.",
+        (f"Modelled latency: {m['cycles']:.0f} cycles, {m['pct_of_peak']:.1f}% of peak "
+         f"({spec.macs} MACs on a {hw.pe_dim}x{hw.pe_dim} array; lower bound {bound:.0f} cycles)."),
+        (f"Scratchpad utilization: {u['spad_rows_used'] * row_kb:.1f} KB of {hw.spad_kb} KB "
+         f"({m['spad_utilization_pct']:.1f}%)."),
+        (f"Accumulator utilization: {u['acc_rows_used'] * acc_kb:.1f} KB of {hw.acc_kb} KB "
+         f"({m['acc_utilization_pct']:.1f}%)."),
+        (f"Unit busy time: load {m['load_busy_pct']:.1f}%, execute {m['ex_busy_pct']:.1f}%, "
+         f"store {m['store_busy_pct']:.1f}%."),
+        (f"Waiting on dependencies: load {m['load_dep_wait_cycles']:.0f}, execute "
+         f"{m['ex_dep_wait_cycles']:.0f}, store {m['store_dep_wait_cycles']:.0f} cycles. CPU stalled "
+         f"{m['stall_queue_full_cycles']:.0f} cycles on full command queues and {m['stall_fence_cycles']:.0f} "
+         "cycles in fences."),
+        (f"CPU instructions in the measured region: {m['cpu_instructions']:.0f}; RoCC commands: "
+         f"{m['rocc_commands']:.0f}; bytes moved in/out: {m['bytes_in']:.0f}/{m['bytes_out']:.0f}."),
     ]
     if m["spad_utilization_pct"] < 25:
         lines.append("Most of the scratchpad is unused: larger tiles could keep more data on chip for reuse.")

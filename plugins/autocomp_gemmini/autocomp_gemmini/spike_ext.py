@@ -33,8 +33,11 @@ class Session:
         # Without a spec (a program built without GEMMINI_MODEL, e.g. external mode checked
         # against this model) the defaults apply and stores land at once.
         path = os.environ.get("AUTOCOMP_GEMMINI_SPEC")
-        self.spec = json.load(open(path)) if path else {"hardware": json.loads(
-            os.environ.get("AUTOCOMP_GEMMINI_HARDWARE", "{}"))}
+        if path:
+            with open(path) as fh:
+                self.spec = json.load(fh)
+        else:
+            self.spec = {"hardware": json.loads(os.environ.get("AUTOCOMP_GEMMINI_HARDWARE", "{}"))}
         cfg = GemminiConfig(**self.spec["hardware"])
         timing_text = self.spec.get("timing_toml")
         params = TimingParams.from_toml(timing_text) if timing_text else TimingParams.from_toml()
@@ -110,8 +113,7 @@ class Session:
                                "solution() wrote outside its arrays")
         blobs = [self.mem.read(addr, nbytes) for addr, nbytes in entries]
         with open(self.spec["outputs"], "wb") as fh:
-            for blob in blobs:
-                fh.write(blob)
+            fh.writelines(blobs)
         c = self.g.counters
         self.write_results({
             "status": "ok",
@@ -141,7 +143,7 @@ class GemminiRocc(riscv.isa.ROCC):
             return GemminiRocc.session.command(proc, insn, xs1 & (2**64 - 1), xs2 & (2**64 - 1))
         except GemminiError as exc:
             self._fail("model_error", str(exc), EXIT_MODEL_ERROR)
-        except Exception:  # a bug in the model: report it as such, not as the candidate's fault
+        except Exception:  # noqa: BLE001 -- a model bug: reported as such, not as the candidate's fault
             self._fail("internal_error", traceback.format_exc(), EXIT_INTERNAL)
         return 0
 

@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from autocomp_gemmini.backend import GemminiBackend
+from autocomp_gemmini.config import GemminiConfig
 
 from autocomp_core.backend import EvalContext, FailureKind
 from autocomp_core.plugins import build_registry
-from autocomp_gemmini.backend import GemminiBackend
-from autocomp_gemmini.config import GemminiConfig
 
 HERE = Path(__file__).parent
 HAND_OPTIMIZED = (HERE / "candidates" / "gemm_hand_optimized.c").read_text()

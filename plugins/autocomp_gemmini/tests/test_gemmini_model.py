@@ -7,13 +7,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from autocomp_gemmini import isa
 from autocomp_gemmini.config import GemminiConfig
 from autocomp_gemmini.model import ByteMemory, Gemmini, GemminiError, TimingParams
 from autocomp_gemmini.model.numerics import rounding_shift
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 BASE = 0x80000000
 ONE = 0x3F800000  # 1.0f
@@ -281,7 +280,7 @@ def test_loop_ws_rejects_tiles_that_do_not_fit():
 
 # ---------------------------------------------------------------------------- LOOP_CONV_WS
 def conv_ref(x, w, bias, stride, pad):
-    b, h, _, c = x.shape
+    b, h = x.shape[:2]
     kd, _, _, oc = w.shape
     od = (h + 2 * pad - kd) // stride + 1
     out = np.zeros((b, od, od, oc), np.int64)

@@ -3,4 +3,4 @@ from .functional import Gemmini, GemminiError
 from .memory import ByteMemory, Memory
 from .timing import TimingModel, TimingParams
 
-__all__ = ["Gemmini", "GemminiError", "ByteMemory", "Memory", "TimingModel", "TimingParams"]
+__all__ = ["ByteMemory", "Gemmini", "GemminiError", "Memory", "TimingModel", "TimingParams"]

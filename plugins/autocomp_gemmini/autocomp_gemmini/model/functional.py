@@ -20,8 +20,16 @@ import numpy as np
 from .. import isa
 from ..config import GemminiConfig
 from . import loops
-from .memory import BadAddress, Memory, read_rows, write_rows
-from .numerics import INT32_MAX, INT32_MIN, activate, rounding_shift, scale_int, to_elem_int, wrap_int32
+from .memory import BadAddress, Memory, read_rows
+from .numerics import (
+    INT32_MAX,
+    INT32_MIN,
+    activate,
+    rounding_shift,
+    scale_int,
+    to_elem_int,
+    wrap_int32,
+)
 from .timing import TimingModel, TimingParams
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import isa
-from .memory import read_rows, write_rows
+from .memory import read_rows
 from .numerics import INT32_MAX, INT32_MIN, activate, scale_int, to_elem_int, wrap_int32
 
 if TYPE_CHECKING:
@@ -198,10 +198,10 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     c4a, c4b = regs[19]
     weights, output = regs[20]
     bias, inp = regs[21]
-    batch_size, in_dim, in_channels, out_channels = _f(c1a, 0), _f(c1a, 16), _f(c1a, 32), _f(c1a, 48)
+    in_dim, in_channels = _f(c1a, 16), _f(c1a, 32)  # batch_size and out_channels: whole-layer sizes, unused
     out_dim, stride = _f(c1b, 0), _f(c1b, 32)
     kernel_dim = _f(c2a, 48)
-    batches, porows, pocols, pochs = _f(c2b, 48), _f(c2b, 32), _f(c2b, 16), _f(c2b, 0)
+    batches, pochs = _f(c2b, 48), _f(c2b, 0)  # porows/pocols equal orows/ocols without pooling
     krows, kcols, kchs, lpad = _f(c3a, 48), _f(c3a, 32), _f(c3a, 16), _f(c3a, 0)
     rpad, upad, dpad = _f(c3b, 48), _f(c3b, 32), _f(c3b, 16)
     orows, dilation = _f(c4a, 48), _f(c4a, 0, 10)
