@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problems import fill_elem
+from .catalog import fill_elem
 
 
 def admm_inputs(p: dict, seed: int) -> dict[str, np.ndarray]:

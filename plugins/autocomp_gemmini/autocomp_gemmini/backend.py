@@ -17,7 +17,7 @@ from autocomp_core.backend import (
     Resources,
 )
 
-from . import evaluate, feedback, problems, toolchain
+from . import catalog, evaluate, feedback, toolchain
 from .config import GemminiConfig
 
 KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
@@ -37,22 +37,22 @@ class GemminiBackend(Backend):
     # memory_mb (per simulation); timing_toml (path to a timing parameter file).
 
     def problems(self) -> list[Problem]:
-        return [problems.to_problem(spec) for spec in problems.specs().values()]
+        return [catalog.to_problem(spec) for spec in catalog.specs().values()]
 
     def load_problem(self, ref: str) -> Problem:
         """A problem by id, or by a prefix naming exactly one problem (`gemm-64`)."""
-        specs = problems.specs()
+        specs = catalog.specs()
         if ref in specs:
-            return problems.to_problem(specs[ref])
+            return catalog.to_problem(specs[ref])
         matches = [pid for pid in specs if pid.startswith(ref)]
         if len(matches) == 1:
-            return problems.to_problem(specs[matches[0]])
+            return catalog.to_problem(specs[matches[0]])
         known = ", ".join(specs)
         hint = f"ambiguous, matches {', '.join(matches)}" if matches else f"known: {known}"
         raise KeyError(f"unknown problem {ref!r} for backend 'gemmini' ({hint})")
 
-    def _spec(self, problem: Problem) -> problems.Spec:
-        spec = problems.specs().get(problem.id)
+    def _spec(self, problem: Problem) -> catalog.Spec:
+        spec = catalog.specs().get(problem.id)
         if spec is None:
             raise KeyError(f"unknown Gemmini problem {problem.id!r}")
         return spec

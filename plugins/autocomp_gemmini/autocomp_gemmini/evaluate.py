@@ -22,9 +22,9 @@ from autocomp_core.backend import EvalResult, FailureKind
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
 from . import feedback, toolchain
+from .catalog import Spec, gold, specs
 from .config import GemminiConfig
 from .elf import symbols
-from .problems import Spec, gold, specs
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
 ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'

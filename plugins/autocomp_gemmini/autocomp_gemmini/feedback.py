@@ -1,9 +1,9 @@
 """Hardware feedback from a model run: utilization, unit busy time, stalls, % of peak."""
 from __future__ import annotations
 
+from .catalog import Spec
 from .config import GemminiConfig
 from .model.timing import TimingParams
-from .problems import Spec
 
 
 def lower_bound(spec: Spec, hw: GemminiConfig, params: TimingParams | None = None) -> float:

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "gemmini.h"
 
-/* Counter-based hash: element i of stream `seed` (mirrored in autocomp_gemmini/problems.py). */
+/* Counter-based hash: element i of stream `seed` (mirrored in autocomp_gemmini/catalog.py). */
 static inline uint32_t harness_hash(uint32_t seed, uint32_t i) {
   uint32_t x = i * 0x9E3779B1u + seed * 0x85EBCA77u + 0x165667B1u;
   x ^= x >> 15; x *= 0x2C1B3C6Du; x ^= x >> 12; x *= 0x297A2D39u; x ^= x >> 15;

@@ -37,18 +37,6 @@ def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) ->
                      for r in range(rows)])
 
 
-def write_rows(mem: Memory, addr: int, data: np.ndarray, stride: int) -> None:
-    """Write a uint8 array (rows, row_bytes) as rows `stride` bytes apart."""
-    rows, row_bytes = data.shape
-    if rows == 0 or row_bytes == 0:
-        return
-    if stride == row_bytes:
-        mem.write(addr, data.tobytes())
-        return
-    for r in range(rows):
-        mem.write(addr + r * stride, data[r].tobytes())
-
-
 class BadAddress(Exception):
     """A DMA access outside the simulated main memory."""
 

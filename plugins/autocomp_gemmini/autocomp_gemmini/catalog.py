@@ -1,4 +1,4 @@
-"""The shipped problems: listing, loading, seeded inputs and numpy gold results.
+"""The catalog of shipped problems: listing, loading, seeded inputs and numpy gold results.
 
 Each problem is a folder under `problems/<family>/` holding `problems.toml` (one table
 per problem: id, description, parameters) plus the family's `baseline.c` and `vendor.c`
