@@ -227,3 +227,7 @@ def test_external_mode_uses_the_same_header_and_harness(backend, tmp_path):
     bad = evaluate(backend, "gemm-64x64x64", mutate("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);"),
                    options={"mode": "external", "external_command": command})
     assert not bad.correct and bad.failure == FailureKind.WRONG_ANSWER
+    admm = evaluate(backend, "admm-tinympc-iteration", backend.load_problem("admm-tinympc-iteration").baseline_code,
+                    hardware=GemminiConfig(pe_dim=4, dtype="fp32"),
+                    options={"mode": "external", "external_command": command})
+    assert admm.correct, (admm.feedback, admm.stdout)

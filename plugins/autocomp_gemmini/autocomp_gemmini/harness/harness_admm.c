@@ -20,6 +20,33 @@ static struct {
   uint8_t post[HARNESS_GUARD_BYTES];
 } out __attribute__((aligned(64)));
 static elem_t tmp[NX * NX] __attribute__((aligned(64)));
+#ifndef GEMMINI_MODEL
+/* External mode: the harness checks the result itself against this CPU reference. */
+static struct { elem_t x[NH][NX]; elem_t u[NH - 1][NU]; elem_t z[NH - 1][NU]; elem_t y[NH - 1][NU]; } gold;
+
+static void reference(void) {
+  for (int t = 0; t < NH - 1; t++) {
+    for (int j = 0; j < NU; j++) {
+      elem_t s = 0;
+      for (int k = 0; k < NX; k++) s += gold.x[t][k] * KT[k][j];
+      gold.u[t][j] = -s - d[t][j];
+    }
+    for (int j = 0; j < NX; j++) {
+      elem_t s = 0;
+      for (int k = 0; k < NX; k++) s += gold.x[t][k] * AT[k][j];
+      for (int k = 0; k < NU; k++) s += gold.u[t][k] * BT[k][j];
+      gold.x[t + 1][j] = s;
+    }
+  }
+  for (int t = 0; t < NH - 1; t++)
+    for (int i = 0; i < NU; i++) {
+      elem_t v = gold.u[t][i] + gold.y[t][i];
+      v = v < ADMM_UMIN ? ADMM_UMIN : (v > ADMM_UMAX ? ADMM_UMAX : v);
+      gold.z[t][i] = v;
+      gold.y[t][i] = gold.y[t][i] + gold.u[t][i] - v;
+    }
+}
+#endif
 static harness_outputs_t outputs;
 
 void solution(const elem_t AT[NX][NX], const elem_t BT[NU][NX], const elem_t KT[NX][NU], const elem_t d[NH - 1][NU],
@@ -41,8 +68,17 @@ int main(void) {
   for (int t = 1; t < NH; t++) for (int i = 0; i < NX; i++) out.x[t][i] = 12345.0f;
   harness_add_output(&outputs, out.x, sizeof(out) - 2 * HARNESS_GUARD_BYTES);
   harness_add_guards(&outputs, out.pre, out.post);
+#ifndef GEMMINI_MODEL
+  memcpy(gold.x[0], out.x[0], sizeof(gold.x[0]));
+  memcpy(gold.y, out.y, sizeof(gold.y));
+#endif
   harness_roi_begin();
   solution(AT, BT, KT, d, out.x, out.u, out.z, out.y);
   harness_roi_end(&outputs);
+#ifndef GEMMINI_MODEL
+  reference();
+  return harness_report("admm", out.x[0], gold.x[0], sizeof(gold) / sizeof(elem_t), 1e-4);
+#else
   return 0;
+#endif
 }
