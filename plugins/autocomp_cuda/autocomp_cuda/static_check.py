@@ -58,6 +58,32 @@ def _root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _module_path_root(node: ast.AST) -> str | None:
+    """The root of a plain ``a.b.c`` path (no calls or subscripts: ``x = torch.zeros(3)``
+    makes a tensor, not an alias of torch)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _torch_aliases(tree: ast.AST) -> set[str]:
+    """Names bound to torch or any part of it (``import torch as t``, ``T = torch``,
+    ``nn = torch.nn``), followed to a fixpoint so chains of aliases count too."""
+    aliases = set(TORCH_ROOTS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in TORCH_ROOTS:
+                    aliases.add((a.asname or a.name).split(".")[0])
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    while True:
+        grown = {t.id for n in assigns if _module_path_root(n.value) in aliases
+                 for t in n.targets if isinstance(t, ast.Name)} - aliases
+        if not grown:
+            return aliases
+        aliases |= grown
+
+
 def check(source: str, reference_module: str = "reference_problem") -> list[Finding]:
     """All findings; an empty list means the candidate may run."""
     try:
@@ -65,7 +91,7 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
     except SyntaxError:
         return []  # the build step reports syntax errors with their line
     findings: list[Finding] = []
-    aliases = set(TORCH_ROOTS)
+    aliases = _torch_aliases(tree)
     defines_model = any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -77,10 +103,6 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
                     findings.append(Finding("forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line))
                 if top == reference_module:
                     findings.append(Finding("reference", "imports the reference problem", line))
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.split(".")[0] in TORCH_ROOTS:
-                        aliases.add((a.asname or a.name).split(".")[0])
             if isinstance(node, ast.ImportFrom) and node.module == "sys":
                 for a in node.names:
                     if a.name in ("_getframe", "modules"):
