@@ -284,6 +284,11 @@ class Backend(abc.ABC):
         """Build, check and measure one candidate. Must never raise for a bad candidate:
         return a failed EvalResult instead. Runs untrusted code only through the sandbox."""
 
+    def hardware_for(self, problem: Problem) -> HardwareConfig:
+        """The hardware a problem actually runs on (a problem may pin its own, e.g. an fp32
+        4x4 array for a solver); reports and the journal show this one."""
+        return self.hardware
+
     def metric_lower_bound(self, problem: Problem) -> float | None:
         """Speed-of-light bound on the metric for this problem and hardware, if known."""
         return None

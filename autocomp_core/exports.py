@@ -57,7 +57,7 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
     last = store.last_iteration()
     summary = {
         "backend": backend.name, "problem": problem.id, "unit": backend.metric_unit,
-        "hardware": backend.hardware.model_dump(mode="json"),
+        "hardware": backend.hardware_for(problem).model_dump(mode="json"),
         "stop_reason": stop_reason, "iterations_completed": last or 0,
         "initial_score": _num(initial), "best_score": _num(best_score),
         "speedup": (initial / best_score) if best and best_score > 0 and not math.isinf(initial)
