@@ -106,3 +106,14 @@ def test_backends_problems_eval_json(tmp_path):
 def test_doctor_names_missing_tools():
     out = cli("doctor", "toy")
     assert out.returncode == 0 and "toy:" in out.stdout and "[ok" in out.stdout
+
+
+def test_models_lists_and_checks_each_model(thread_server, tmp_path):
+    model = f"openai-compatible@{thread_server.openai_base_url}::scripted"
+    out = cli("models", "--model", model, "--model",
+              "openai-compatible@http://127.0.0.1:9/v1::nobody-home", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    text = json.dumps(rows)
+    assert "scripted" in text and "nobody-home" in text
+    assert thread_server.request_count >= 1

@@ -9,9 +9,10 @@ from conftest import toy_config
 from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
 
-pytestmark = pytest.mark.asyncio
 
 
+
+@pytest.mark.asyncio
 async def test_default_run_improves_and_writes_exports(llm_server, tmp_path):
     cfg = toy_config(llm_server, tmp_path)
     summary = await optimize_async(cfg)
@@ -28,3 +29,11 @@ async def test_default_run_improves_and_writes_exports(llm_server, tmp_path):
     assert len(store.beam(2)) <= 2
     assert store.count("llm_calls") == llm_server.request_count
     store.close()
+
+
+def test_sync_python_api(thread_server, tmp_path):
+    from autocomp_core import optimize
+
+    summary = optimize(toy_config(thread_server, tmp_path, iterations=1, plans_per_candidate=1,
+                                  codes_per_plan=1))
+    assert summary.stop_reason == "completed" and (tmp_path / "run" / "best.py").exists()
