@@ -202,7 +202,10 @@ class LLMClient:
             return response
         if self._limits is None:
             s = self.settings
-            self._limits = Limits(s.max_concurrency, s.provider_concurrency, s.model_concurrency,
+            # the embedded llama.cpp server answers one request at a time: queue here, where
+            # waiting does not count against the request's timeout
+            provider_limits = {"local": 1, **s.provider_concurrency}
+            self._limits = Limits(s.max_concurrency, provider_limits, s.model_concurrency,
                                   s.requests_per_minute, s.tokens_per_minute, s.rate_burst_s)
         model = str(ref)
         names = (ref.provider, spec.name)
