@@ -119,3 +119,24 @@ def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path):
     assert server.request_count == before
     assert final_beam(into) == reference["beam"]
     assert json.loads(out.stdout)["llm_calls"] == reference["requests"]
+
+
+def test_ctrl_c_saves_and_resume_finishes(server, reference, tmp_path):
+    config, run_dir, _ = write_config(tmp_path, server, "sigint")
+    proc = subprocess.Popen([*CLI, "optimize", str(config)], env=env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (run_dir / "run.sqlite").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(reference["seconds"] * 0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "autocomp-core resume" in err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "interrupted"
+    out = subprocess.run([*CLI, "resume", str(run_dir), "--quiet", "--json"], env=env(),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["stop_reason"] == "completed"
+    assert final_beam(run_dir) == reference["beam"]
