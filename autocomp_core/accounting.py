@@ -6,12 +6,12 @@ journal on resume: they were paid for) and every evaluation, per phase and per m
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from .config import BudgetConfig
 from .llm.types import LLMResponse
+from .llm.usage import UsageLedger
 
 
 class BudgetReached(Exception):
@@ -23,22 +23,11 @@ class BudgetReached(Exception):
 
 
 @dataclass
-class PhaseModelStats:
-    calls: int = 0
-    failures: int = 0
-    replayed: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    max_latency_s: float = 0.0
-
-
-@dataclass
 class Ledger:
-    llm: dict[str, dict[str, PhaseModelStats]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(PhaseModelStats)))
+    """The run's spending: LLM usage (the LLM layer's ledger) plus evaluations and time."""
+
+    llm: UsageLedger = field(default_factory=UsageLedger)
+    llm_replayed: int = 0  # answers taken from another run's journal (replay)
     evaluations: int = 0
     evaluations_cached: int = 0
     eval_seconds: float = 0.0
@@ -46,52 +35,34 @@ class Ledger:
     prior_wall_s: float = 0.0  # wall time of earlier sessions of a resumed run
 
     def add_llm(self, phase: str, model: str, resp: LLMResponse, replayed: bool) -> None:
-        s = self.llm[phase][model]
-        s.calls += 1
-        s.failures += 0 if resp.ok else 1
-        s.replayed += int(replayed)
-        s.input_tokens += resp.usage.input_tokens
-        s.output_tokens += resp.usage.output_tokens
-        s.cached_tokens += resp.usage.cached_tokens
-        s.cost_usd += resp.cost_usd
-        s.latency_s += resp.duration_s
-        s.max_latency_s = max(s.max_latency_s, resp.duration_s)
-
-    def _sum(self, attr: str) -> float:
-        return sum(getattr(s, attr) for models in self.llm.values() for s in models.values())
+        self.llm.record(phase, model, resp)
+        self.llm_replayed += int(replayed)
 
     @property
     def tokens(self) -> int:
-        return int(self._sum("input_tokens") + self._sum("output_tokens"))
+        return self.llm.tokens
 
     @property
     def cost_usd(self) -> float:
-        return self._sum("cost_usd")
+        return self.llm.cost_usd
 
     @property
     def llm_calls(self) -> int:
-        return int(self._sum("calls"))
+        return self.llm.total.calls
 
     @property
     def wall_s(self) -> float:
         return self.prior_wall_s + time.monotonic() - self.started
 
     def to_dict(self) -> dict[str, Any]:
-        per_phase = {phase: {model: vars(s).copy() for model, s in models.items()}
-                     for phase, models in self.llm.items()}
-        per_model: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        for models in self.llm.values():
-            for model, s in models.items():
-                for k, v in vars(s).items():
-                    per_model[model][k] = max(per_model[model][k], v) if k.startswith("max") \
-                        else per_model[model][k] + v
+        usage = self.llm.to_dict()
+        total = usage["total"]
         return {
-            "llm_calls": self.llm_calls, "tokens": self.tokens,
-            "input_tokens": int(self._sum("input_tokens")),
-            "output_tokens": int(self._sum("output_tokens")),
-            "cached_tokens": int(self._sum("cached_tokens")),
-            "cost_usd": round(self.cost_usd, 6),
-            "llm_by_phase": per_phase, "llm_by_model": {m: dict(v) for m, v in per_model.items()},
+            "llm_calls": total["calls"], "llm_failures": total["failures"],
+            "llm_replayed": self.llm_replayed, "tokens": self.tokens,
+            "input_tokens": total["input_tokens"], "output_tokens": total["output_tokens"],
+            "cached_tokens": total["cached_tokens"], "cost_usd": total["cost_usd"],
+            "llm_by_phase": usage["by_phase"], "llm_by_model": usage["by_model"],
             "evaluations": self.evaluations, "evaluations_cached": self.evaluations_cached,
             "evaluation_s": round(self.eval_seconds, 3), "wall_s": round(self.wall_s, 3),
         }

@@ -102,7 +102,7 @@ def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | N
         for model, u in models.items():
             lines.append(f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
                          f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
-                         f"{u['cost_usd']:.4f} | {u['latency_s']:.1f} |")
+                         f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |")
     if best is not None:
         lines += ["", f"## Best program ({best.id})", "", f"Plan: {best.plan or '(original)'}", "",
                   f"```{backend.language}", (best.code or "").rstrip(), "```"]
