@@ -199,18 +199,37 @@ def _blocked_covers(paths: list[str]) -> list[tuple[str, list[str], str]]:
     return [(d, sorted(e), "mode=0755,size=64k") for d, e in found.items()]
 
 
+def _engine_paths() -> list[str]:
+    """Where the engine's own Python lives: its environment and import path. A harness
+    run with the engine's interpreter needs them, wherever the checkout happens to be
+    (a CI clone under /tmp, a venv under /root)."""
+    paths = {os.path.realpath(sys.prefix)}
+    paths.update(os.path.realpath(p) for p in sys.path if p and os.path.isdir(p))
+    return sorted(paths)
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """The paths, minus any that lies inside another (binding both would collide)."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path == k or path.startswith(k + os.sep) for k in kept):
+            kept.append(path)
+    return kept
+
+
 def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, list[str], str]]:
-    """Fresh tmpfs over the world-writable scratch dirs, keeping the work dir visible.
+    """Fresh tmpfs over the world-writable scratch dirs, keeping the work dir (and the
+    engine's environment, if it lives there) visible.
 
     Whatever the program writes there vanishes with its mount namespace.
     """
     covers = []
-    work = os.path.realpath(workdir)
+    visible = [os.path.realpath(workdir), *_engine_paths()]
     for scratch in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         if not os.path.isdir(scratch) or os.path.islink(scratch):
             continue
         real = os.path.realpath(scratch)
-        keep = [work] if work.startswith(real + os.sep) else []
+        keep = _outermost([p for p in visible if p.startswith(real + os.sep)])
         covers.append((real, keep, f"mode=1777,size={limits.file_size_mb}m"))
     return covers
 
@@ -552,7 +571,8 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
         if namespaces:
             plan.covers = _scratch_covers(workdir, limits)
             if uid is not None:
-                reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir)]
+                reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir),
+                         *_engine_paths()]
                 plan.covers += _blocked_covers(reach)
         return await _run(argv, plan, workdir, full_env, stdin)
     finally:

@@ -419,3 +419,23 @@ async def test_local_executor_is_registered_and_runs() -> None:
     assert result.stdout == "cba\n"
     with pytest.raises(ValueError, match="takes no options"):
         spec.create(host="board")
+
+
+@pytest.mark.asyncio
+async def test_engine_environment_stays_visible_when_it_lives_under_tmp(tmp_path, monkeypatch):
+    """A checkout under /tmp (as in a CI clone) must stay importable inside the sandbox,
+    although /tmp itself is replaced by a fresh one."""
+    lib = Path(tempfile.mkdtemp(prefix="engine-lib-", dir="/tmp"))
+    lib.chmod(0o755)
+    (lib / "engine_side_module.py").write_text("VALUE = 42\n")
+    (lib / "engine_side_module.py").chmod(0o644)
+    monkeypatch.syspath_prepend(str(lib))
+    result = await run_sandboxed(
+        [sys.executable, "-c", "import engine_side_module as m; print(m.VALUE)"],
+        env={"PYTHONPATH": str(lib)}, limits=SandboxLimits(wall_s=30))
+    assert result.ok, result.stderr
+    assert result.stdout.strip() == "42"
+    outside = await run_sandboxed([sys.executable, "-c", "import os; print(os.listdir('/tmp'))"],
+                                  limits=SandboxLimits(wall_s=30))
+    assert lib.name in outside.stdout  # the engine's path is there ...
+    assert "pytest-of" not in outside.stdout  # ... and nothing else of the real /tmp
