@@ -647,14 +647,22 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
                            f"(code {supervisor_code})")
     return SandboxResult(
         returncode=returncode,
-        stdout=bytes(out.kept).decode("utf-8", "replace"),
-        stderr=bytes(err.kept).decode("utf-8", "replace"),
+        stdout=_relative(bytes(out.kept).decode("utf-8", "replace"), workdir),
+        stderr=_relative(bytes(err.kept).decode("utf-8", "replace"), workdir),
         timed_out=timed_out, signal=signum,
         stdout_truncated=out.truncated, stderr_truncated=err.truncated,
         wall_s=wall, workdir=workdir, network_isolated=status.network_isolated,
         pid=status.pid, uid=plan.uid if plan.uid is not None else os.geteuid(),
         stdout_bytes=out.total, stderr_bytes=err.total,
     )
+
+
+def _relative(text: str, workdir: Path) -> str:
+    """Paths inside the private work dir, written relative to it: the dir's name is random,
+    and compiler errors and tracebacks read the same from run to run without it."""
+    for form in {str(workdir), os.path.realpath(workdir)}:
+        text = text.replace(form + os.sep, "").replace(form, ".")
+    return text
 
 
 async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen) -> None:

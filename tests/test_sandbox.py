@@ -439,3 +439,11 @@ async def test_engine_environment_stays_visible_when_it_lives_under_tmp(tmp_path
                                   limits=SandboxLimits(wall_s=30))
     assert lib.name in outside.stdout  # the engine's path is there ...
     assert "pytest-of" not in outside.stdout  # ... and nothing else of the real /tmp
+
+
+@pytest.mark.asyncio
+async def test_work_dir_paths_are_reported_relative():
+    code = "import os; print(os.path.join(os.getcwd(), 'kernel.c')); raise SystemExit(os.getcwd())"
+    result = await run_sandboxed([sys.executable, "-c", code], limits=SandboxLimits(wall_s=30))
+    assert result.stdout.strip() == "kernel.c"
+    assert result.stderr.strip() == "."

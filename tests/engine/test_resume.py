@@ -140,3 +140,13 @@ def test_ctrl_c_saves_and_resume_finishes(server, reference, tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["stop_reason"] == "completed"
     assert final_beam(run_dir) == reference["beam"]
+
+
+def test_replay_reevaluating_every_program_reaches_the_same_beam(server, reference, tmp_path):
+    before = server.request_count
+    into = tmp_path / "remeasured"
+    out = subprocess.run([*CLI, "replay", str(reference["run_dir"]), "--into", str(into),
+                          "--reevaluate", "--quiet"], env=env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert server.request_count == before
+    assert final_beam(into) == reference["beam"]

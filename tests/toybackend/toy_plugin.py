@@ -95,7 +95,10 @@ class ToyBackend(Backend):
                                  max_output_bytes=64_000),
             stdin=f"{nonce}\n".encode(),
             files={"toy_harness.py": HARNESS, "candidate.py": code})
-        base = dict(unit=self.metric_unit, stdout=run.stdout, stderr=run.stderr,
+        # the program's own output, without the harness's nonce-keyed report line
+        stdout = "\n".join(line for line in run.stdout.splitlines()
+                           if not line.startswith(nonce + " "))
+        base = dict(unit=self.metric_unit, stdout=stdout, stderr=run.stderr,
                     duration_s=run.wall_s)
         if run.timed_out:
             return EvalResult(False, failure=FailureKind.TIMEOUT,
