@@ -68,6 +68,8 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
         "impossible_result": bool(bound and best and best_score < bound),
         "candidates": len(cands), "correct_candidates": sum(c.correct for c in cands),
         "beam_history": {i: s.get("best") for i, s in store.iteration_stats().items()},
+        "iteration_wall_s": {i: s.get("wall_s") for i, s in store.iteration_stats().items()
+                             if i > 0},
         "models": store.get_meta("models"),
         **ledger.to_dict(),
     }
@@ -93,8 +95,10 @@ def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | N
                      f"{100 * (s['fraction_of_bound'] or 0):.1f}% of it")
     if s["impossible_result"]:
         lines.append("- **WARNING: the best result beats the lower bound; treat it as suspect.**")
-    lines += ["", "## Best score per iteration", "", "| iteration | best |", "|---|---|"]
-    lines += [f"| {i} | {fmt(v)} |" for i, v in s["beam_history"].items()]
+    lines += ["", "## Best score per iteration", "", "| iteration | best | wall s |",
+              "|---|---|---|"]
+    lines += [f"| {i} | {fmt(v)} | {s['iteration_wall_s'].get(i) or ''} |"
+              for i, v in s["beam_history"].items()]
     lines += ["", "## Usage per phase and model", "",
               "| phase | model | calls | failed | input | output | cached | cost $ | latency s |",
               "|---|---|---|---|---|---|---|---|---|"]

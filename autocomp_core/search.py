@@ -11,6 +11,7 @@ import hashlib
 import itertools
 import random
 import re
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -275,6 +276,7 @@ class Search:
                                     self.s.exhaustive_on_stagnation_iterations,
                                     self.s.exhaustive_stagnation_ratio)
         children: list[Candidate] = []
+        started = time.monotonic()
         sched = Scheduler(pipelined=self.s.schedule == "pipelined")
         self.progress.iteration_start(i, translate, exhaustive)
 
@@ -306,10 +308,10 @@ class Search:
                                     translate, children)
 
         await sched.run(seed_jobs)
-        return self.finish_iteration(i, beam, children, translate)
+        return self.finish_iteration(i, beam, children, translate, time.monotonic() - started)
 
     def finish_iteration(self, i: int, beam: list[Candidate], children: list[Candidate],
-                         translate: bool) -> list[Candidate]:
+                         translate: bool, wall_s: float) -> list[Candidate]:
         rank_by_translation = translate and self.cfg.translation.score
         new_beam = select_beam(beam, children, beam_size=self.s.beam_size,
                                keep_factor=self.keep_factor(i), lookup=self.lookup,
@@ -335,6 +337,7 @@ class Search:
         if not new_beam:  # nothing correct: keep the incumbents
             new_beam = beam
         stats = {"best": min(c.score for c in new_beam), "children": len(children),
+                 "wall_s": round(wall_s, 3),
                  "correct": sum(c.correct for c in children),
                  "translation_iterations": self.translation_iterations}
         self.store.save_beam(i, [c.id for c in new_beam], stats)
