@@ -141,8 +141,9 @@ class Evaluator:
             async with self.limiter:
                 started = time.monotonic()
                 result = await self._run(code)
-                result.duration_s = result.duration_s or time.monotonic() - started
-                self.ledger.eval_seconds += time.monotonic() - started
+                # the whole evaluation as the engine waited for it, whatever the backend counts
+                result.duration_s = time.monotonic() - started
+                self.ledger.eval_seconds += result.duration_s
             if result.failure != FailureKind.INFRA_ERROR:
                 self.store.save_evaluation(key, result.to_dict())
             return key, result

@@ -58,11 +58,24 @@ def lognormal(key: str, median: float, sigma: float) -> float:
     return median * math.exp(sigma * z)
 
 
-def make_latency(plan_median: float, code_median: float):
+#: the server-side latency drawn for each prompt: the LLM's service time, without the
+#: time a request waited for a concurrency slot (which the bound must not count)
+SERVICE_S: dict[str, float] = {}
+
+
+def make_latency(plan_median: float, code_median: float, sigma: float):
     def latency(req) -> float:
         is_plan = req.prompt.rstrip().endswith("Plan:")
-        return lognormal(req.prompt, plan_median if is_plan else code_median, 0.8)
+        seconds = lognormal(req.prompt, plan_median if is_plan else code_median, sigma)
+        SERVICE_S[req.prompt] = seconds
+        return seconds
     return latency
+
+
+def service_s(call: dict) -> float:
+    r = call["request"]
+    user = f"{r['static']}\n\n{r['dynamic']}" if r["static"] else r["dynamic"]
+    return SERVICE_S.get(f"{r['system']}\n\n{user}", 0.0)
 
 
 def config(server: LLMTestServer, run_dir: Path, schedule: str, iterations: int,
@@ -78,46 +91,38 @@ def config(server: LLMTestServer, run_dir: Path, schedule: str, iterations: int,
 
 
 def critical_path_bound(run_dir: Path, slots: int) -> float:
-    """Lower bound on the run's wall time: per iteration, the longest plan -> code ->
-    evaluation chain, or the total LLM or evaluation work over its slots if larger."""
+    """Lower bound on the run's wall time: per iteration (selection is a barrier), the
+    longest plan -> code -> evaluation chain, or the total LLM or evaluation work over
+    its slots if larger. LLM times are the server's service times; an evaluation counts
+    once, for the first candidate that needed it (later identical programs hit the cache)."""
     store = RunStore(run_dir)
     try:
-        durations = {c["request"]["sample"]: c["response"]["duration_s"]
-                     for c in store.llm_calls()}
-        by_phase: dict[tuple[int, str], float] = {}
-        for c in store.llm_calls():
-            by_phase.setdefault((0, c["phase"]), 0.0)
+        service = {c["request"]["sample"]: service_s(c) for c in store.llm_calls()}
+        evaluated: set[str] = set()
         bound = 0.0
         for it in sorted(store.iteration_stats()):
-            cands = store.candidates(it)
-            if it == 0:
-                bound += sum(_eval_s(store, c) for c in cands)
-                continue
             chains, llm_work, eval_work = [], 0.0, 0.0
-            plans_seen = set()
-            for c in cands:
-                parent = c.parents[0]
-                slot = c.id.split("-")[2]
-                plan_sample = sample_of(f"i{it}-{parent}-{slot}")
-                plan_s = durations.get(plan_sample, 0.0)
-                code_s = durations.get(sample_of(c.id), 0.0)
-                ev = _eval_s(store, c)
+            plans_seen: set[int] = set()
+            for c in store.candidates(it):  # in creation order
+                ev = 0.0
+                if c.eval_key and c.eval_key not in evaluated:
+                    evaluated.add(c.eval_key)
+                    ev = float(store.evaluation(c.eval_key)["duration_s"])
+                eval_work += ev
+                if it == 0:
+                    continue
+                plan_sample = sample_of(f"i{it}-{c.parents[0]}-{c.id.split('-')[2]}")
+                plan_s, code_s = service.get(plan_sample, 0.0), service.get(sample_of(c.id), 0.0)
                 chains.append(plan_s + code_s + ev)
                 if plan_sample not in plans_seen:
                     plans_seen.add(plan_sample)
                     llm_work += plan_s
                 llm_work += code_s
-                eval_work += ev
             bound += max(max(chains, default=0.0), llm_work / LLM_CONCURRENCY,
                          eval_work / slots)
         return bound
     finally:
         store.close()
-
-
-def _eval_s(store: RunStore, c) -> float:
-    data = store.evaluation(c.eval_key) if c.eval_key else None
-    return float(data["duration_s"]) if data else 0.0
 
 
 async def timed_run(server, run_dir, schedule, iterations, eval_delay, slots=EVAL_SLOTS,
@@ -157,9 +162,9 @@ async def main(args) -> None:
         await timed_run(server, tmp / "warmup", "pipelined", 1, 0.0, plans_per_candidate=1,
                         codes_per_plan=1)
         print(f"default sizes (beam 4, plans 4, codes 2), {args.iterations} iterations, LLM "
-              f"concurrency {LLM_CONCURRENCY}; latencies log-normal (sigma 0.8) x {args.scale}")
+              f"concurrency {LLM_CONCURRENCY}; latencies log-normal (sigma {args.sigma}) x {args.scale}")
         for name, plan_s, code_s, eval_s, slots in PROFILES:
-            server.latency = make_latency(plan_s * args.scale, code_s * args.scale)
+            server.latency = make_latency(plan_s * args.scale, code_s * args.scale, args.sigma)
             walls = {}
             for schedule in ("pipelined", "barrier"):
                 _, walls[schedule], _ = await timed_run(server, tmp / f"{name}-{schedule}",
@@ -201,6 +206,8 @@ async def main(args) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--sigma", type=float, default=0.8,
+                        help="log-normal sigma of LLM latencies (their tail)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiplies every latency and evaluation time")
     anyio.run(main, parser.parse_args())
