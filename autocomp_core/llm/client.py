@@ -170,7 +170,8 @@ class LLMClient:
                       else self.settings.code_reasoning_effort)
         return CallParams(temperature=request.temperature,
                           max_tokens=request.max_tokens or self.settings.max_tokens,
-                          reasoning_effort=effort, response_format=request.response_format)
+                          reasoning_effort=effort, response_format=request.response_format,
+                          seed=request.sample)
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         """Exponential backoff with full jitter, never shorter than the server's Retry-After."""

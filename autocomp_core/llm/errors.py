@@ -15,7 +15,7 @@ class LLMConfigError(ValueError):
 
 
 # Parameters a model may reject; the client learns them per model and drops them.
-DROPPABLE_PARAMS = ("temperature", "top_p", "top_k", "reasoning_effort", "reasoning",
+DROPPABLE_PARAMS = ("temperature", "top_p", "top_k", "seed", "reasoning_effort", "reasoning",
                     "max_tokens", "max_completion_tokens", "response_format", "tool_choice",
                     "tools")
 

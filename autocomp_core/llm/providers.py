@@ -31,6 +31,7 @@ class CallParams:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     response_format: ResponseFormat = ResponseFormat.TEXT
+    seed: int | None = None  # the request's sample index: reproducible sampling where honoured
     dropped: frozenset[str] = frozenset()  # parameters this model rejected earlier
 
 
@@ -112,6 +113,8 @@ class OpenAIChatClient:
             kwargs["max_completion_tokens" if self.official else "max_tokens"] = params.max_tokens
         if params.response_format is ResponseFormat.EDITS:
             kwargs["response_format"] = {"type": "json_schema", "json_schema": EDITS_JSON_SCHEMA}
+        if params.seed is not None:
+            kwargs["seed"] = params.seed
         for name in params.dropped:
             value = kwargs.pop(name, None)
             # A server that refuses one spelling of the output limit gets the other.

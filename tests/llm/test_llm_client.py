@@ -113,7 +113,7 @@ async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask)
     assert plan["reasoning_effort"] == "high" and "temperature" not in plan
     assert code["reasoning_effort"] == "medium" and plan["max_completion_tokens"] == 500
     assert gpt41["temperature"] == 0.7 and "reasoning_effort" not in gpt41
-    assert compat == {"temperature": 0.3, "max_tokens": 64}
+    assert compat == {"temperature": 0.3, "max_tokens": 64, "seed": 0}
     assert claude["max_tokens"] == 500 and "temperature" not in claude
 
 
@@ -262,3 +262,20 @@ async def test_llm_check_models(api_keys, monkeypatch, make_settings):
     assert "ANTHROPIC_API_KEY" in by_model["anthropic::claude-sonnet-4-6"]["error"]
     assert by_model["bogus"]["answers"] is False and "no provider" in by_model["bogus"]["error"]
     assert server.requests[0].params["max_completion_tokens"] == 16
+
+
+@pytest.mark.asyncio
+async def test_llm_sample_index_is_sent_as_seed_and_dropped_where_refused(api_keys, make_settings,
+                                                                          ask):
+    def server_side(request):
+        if request.model == "no-seeds" and "seed" in request.params:
+            return Reply(status=400, param="seed",
+                         error_message="Unrecognized request argument supplied: seed")
+        return f"seed {request.params.get('seed')}"
+
+    async with LLMTestServer(server_side) as server:
+        async with LLMClient(make_settings(server)) as client:
+            seeded = await client.complete(ask("openai-compatible::vllm-model", sample=17))
+            refused = await client.complete(ask("openai-compatible::no-seeds", sample=3))
+    assert seeded.ok and seeded.text == "seed 17"
+    assert refused.ok and refused.text == "seed None" and refused.attempts == 2
