@@ -198,27 +198,16 @@ def backends(as_json: bool) -> None:
 
 
 def _backend(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
-    from .runner import load_backend  # noqa: F401  (same error wording as runs)
-    from .plugins import registry
+    """A backend instance from command-line hardware/option assignments."""
+    from .runner import make_backend
 
-    try:
-        cls = registry().backend_class(name)
-    except KeyError as exc:
-        raise ConfigError(f"backend: {exc.args[0]}") from None
     hw: dict[str, Any] = {}
     opts: dict[str, Any] = {}
     for item in hardware:
         apply_override(hw, item)
     for item in options:
         apply_override(opts, item)
-    from pydantic import ValidationError
-
-    try:
-        return cls(hardware=hw, options=opts)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise ConfigError(f"hardware.{'.'.join(map(str, err['loc']))}: {msg}") from None
+    return make_backend(name, hw, opts)
 
 
 @cli.command()
@@ -250,11 +239,10 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
     """Evaluate one program (for plugin authors): correctness and metric."""
     from .backend import EvalContext
 
+    from .runner import load_problem
+
     b = _backend(backend, hardware, options)
-    try:
-        prob = b.load_problem(problem)
-    except (KeyError, FileNotFoundError, ValueError) as exc:
-        raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
+    prob = load_problem(b, problem)
     code = Path(file).read_text()
     ctx = EvalContext(hardware=b.hardware, seed=seed, timeout_s=timeout, options=b.options)
     result = anyio.run(b.evaluate, prob, code, ctx)

@@ -45,25 +45,36 @@ class Prepared:
     client: LLMClient | None
 
 
-def load_backend(config: RunConfig) -> tuple[Backend, Problem, KnowledgePack]:
-    registry = build_registry(tuple(config.plugins))
+def make_backend(name: str, hardware: dict[str, Any], options: dict[str, Any],
+                 plugins: tuple[str, ...] = ()) -> Backend:
+    """A backend by name, its hardware config validated (errors name the field)."""
+    registry = build_registry(plugins)
     try:
-        cls = registry.backend_class(config.backend)
+        cls = registry.backend_class(name)
     except KeyError as exc:
         raise ConfigError(f"backend: {exc.args[0]}") from None
     try:
-        backend = cls(hardware=config.hardware, options=config.backend_options)
+        return cls(hardware=hardware, options=options)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         raise ConfigError(f"hardware.{where}: {msg}") from None
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"backend {config.backend}: {exc}") from None
+        raise ConfigError(f"backend {name}: {exc}") from None
+
+
+def load_problem(backend: Backend, ref: str) -> Problem:
     try:
-        problem = backend.load_problem(config.problem)
+        return backend.load_problem(ref)
     except (KeyError, FileNotFoundError, ValueError) as exc:
         raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
+
+
+def load_backend(config: RunConfig) -> tuple[Backend, Problem, KnowledgePack]:
+    backend = make_backend(config.backend, config.hardware, config.backend_options,
+                           tuple(config.plugins))
+    problem = load_problem(backend, config.problem)
     return backend, problem, backend.knowledge(problem)
 
 
