@@ -24,7 +24,7 @@ import structlog
 from .accounting import BudgetReached, Ledger
 from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
-from .journal import Evaluator, JournaledLLM
+from .journal import Evaluator, JournaledLLM, ReplayMiss
 from .llm.parsing import (EditApplyError, EditParseError, apply_edits, extract_code,
                           extract_plan, parse_edits)
 from .llm.types import LLMRequest, Prompt, ResponseFormat
@@ -196,6 +196,8 @@ class Search:
                 except* BudgetReached as group:
                     self.stop_reason = group.exceptions[0].reason
                     self.store.event("budget_reached", iteration=i, budget=self.stop_reason)
+                except* ReplayMiss as group:
+                    raise RunError(str(group.exceptions[0])) from None
                 if self.stop_reason:
                     break
             self.losses.append(min(c.score for c in beam))
