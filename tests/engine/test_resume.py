@@ -150,3 +150,20 @@ def test_replay_reevaluating_every_program_reaches_the_same_beam(server, referen
     assert out.returncode == 0, out.stderr
     assert server.request_count == before
     assert final_beam(into) == reference["beam"]
+
+
+def test_replay_of_an_incomplete_journal_fails_in_one_line(server, reference, tmp_path):
+    import shutil
+    import sqlite3
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(reference["run_dir"], damaged)
+    with sqlite3.connect(damaged / "run.sqlite") as db:
+        db.execute("DELETE FROM llm_calls WHERE phase = 'code'")
+    before = server.request_count
+    out = subprocess.run([*CLI, "replay", str(damaged), "--into", str(tmp_path / "r"), "--quiet"],
+                         env=env(), capture_output=True, text=True)
+    assert out.returncode == 1
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines == [lines[-1]] and "has no answer for a code request" in lines[-1]
+    assert server.request_count == before
