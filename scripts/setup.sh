@@ -28,7 +28,13 @@ $PIP install -q -e '.[test]'
 # provides it), so no range resolution pulls a multi-gigabyte CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || $PIP install -q 'torch==2.13.0'
 for plugin in plugins/*/; do
-  [ -f "$plugin/pyproject.toml" ] && $PIP install -q -e "$plugin"
+  [ -f "$plugin/pyproject.toml" ] || continue
+  # a plugin's "test" extra holds what its tests need beyond the runtime
+  if grep -q '^test = ' "$plugin/pyproject.toml"; then
+    $PIP install -q -e "${plugin%/}[test]"
+  else
+    $PIP install -q -e "$plugin"
+  fi
 done
 
 # The embedded local model: llama.cpp's OpenAI-compatible server (built from source,
