@@ -110,11 +110,15 @@ def test_resume_of_a_finished_run_spends_nothing(server, reference):
     assert server.request_count == before
 
 
-def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path):
+@pytest.mark.parametrize("reevaluate", [False, True])
+def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path, reevaluate):
+    """Replay answers from the journal; with --reevaluate it also measures every program
+    again, which on a deterministic backend must reach the same beam."""
     before = server.request_count
     into = tmp_path / "replayed"
+    extra = ["--reevaluate"] if reevaluate else []
     out = subprocess.run([*CLI, "replay", str(reference["run_dir"]), "--into", str(into),
-                          "--quiet", "--json"], env=env(), capture_output=True, text=True)
+                          *extra, "--quiet", "--json"], env=env(), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert server.request_count == before
     assert final_beam(into) == reference["beam"]
@@ -140,16 +144,6 @@ def test_ctrl_c_saves_and_resume_finishes(server, reference, tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["stop_reason"] == "completed"
     assert final_beam(run_dir) == reference["beam"]
-
-
-def test_replay_reevaluating_every_program_reaches_the_same_beam(server, reference, tmp_path):
-    before = server.request_count
-    into = tmp_path / "remeasured"
-    out = subprocess.run([*CLI, "replay", str(reference["run_dir"]), "--into", str(into),
-                          "--reevaluate", "--quiet"], env=env(), capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert server.request_count == before
-    assert final_beam(into) == reference["beam"]
 
 
 def test_replay_of_an_incomplete_journal_fails_in_one_line(server, reference, tmp_path):
