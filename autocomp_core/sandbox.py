@@ -64,7 +64,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "private_workdir", "run_sandboxed"]
+__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "private_workdir", "remove_tree", "run_sandboxed"]
 
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h).
 CLONE_NEWNS = 0x00020000
@@ -135,10 +135,11 @@ def private_workdir(prefix: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        _remove_tree(path)
+        remove_tree(path)
 
 
-def _remove_tree(path: Path) -> None:
+def remove_tree(path: Path) -> None:
+    """Remove a work dir whatever the program did to it (read-only dirs included)."""
     def make_writable_and_retry(func, target, _exc):
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(target), 0o700)
@@ -578,7 +579,7 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     finally:
         _release_uid(uid)
         if owned and not keep:
-            _remove_tree(workdir)
+            remove_tree(workdir)
         elif uid is not None:  # hand the caller's dir (and what the program made) back
             _chown_tree(workdir, os.geteuid(), os.getegid())
 

@@ -1,11 +1,14 @@
-"""autocomp-cuda evaluation overhead, measured side by side in one run.
+"""autocomp-cuda evaluation overhead and fused-kernel speedups, measured side by side in one run.
 
-Prints, for one problem: the reference computation (cold, then cached), the per-candidate
-evaluation overhead with the reference cached and nothing to compile (a fresh sandboxed
-worker per candidate: process start, torch import, checks, comparison), and for a C++
-candidate the cold build time against the build-cache hit.
+Prints, on one device:
+  * the reference computation, cold and then cached;
+  * per-candidate evaluation overhead with the reference cached and nothing to compile
+    (the problem's own eager program, whose compute is microseconds at the tiny size):
+    a worker started for the candidate against a warm standby worker (torch imported);
+  * for a C++ candidate, the cold build against the build-cache hit;
+  * hand-written fused C++ candidates against the live eager baseline on two fusion problems.
 
-    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 3]
+    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5]
 """
 from __future__ import annotations
 
@@ -20,46 +23,75 @@ from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness, Settings
 from autocomp_cuda.problemset import baseline_source, suite
 
+FUSED = [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cpp.py"),
+         ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cpp.py")]
+
+
+async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> list[float]:
+    """Wall time of whole evaluations of the eager program, one after another."""
+    times = []
+    for _ in range(repeat):
+        if warm:
+            assert await harness.warm_up(), "the standby worker did not get ready"
+        t = time.perf_counter()
+        verdict = await harness.evaluate(spec, baseline_source(spec))
+        times.append(time.perf_counter() - t)
+        assert verdict.status == "ok", verdict.message
+        assert verdict.worker_warm is warm, "the worker was not in the state this row measures"
+    return times
+
 
 async def main(device: str, repeat: int) -> None:
     specs = {s.id: s for s in suite()}
+    size = "tiny" if device == "cpu" else "full"
     with tempfile.TemporaryDirectory() as cache:
-        settings = Settings(device=device, size="tiny", reps=5, warmup=1, trials=3)
-        harness = Harness(Path(cache), settings)
+        base = {"device": device, "size": size, "trials": 3, "warmup": 2}
+        fresh = Harness(Path(cache), Settings(**base, reps=5, warm_workers=False))
+        warm = Harness(Path(cache), Settings(**base, reps=5))
         spec = specs["L2/scale_bias_clamp_mul"]
         t = time.perf_counter()
-        await harness.reference(spec, 0)
+        await fresh.reference(spec, 0)
         cold_ref = time.perf_counter() - t
         t = time.perf_counter()
-        await harness.reference(spec, 0)
-        warm_ref = time.perf_counter() - t
-        evals = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            v = await harness.evaluate(spec, baseline_source(spec))
-            evals.append(time.perf_counter() - t)
-            assert v.status == "ok", v.message
-        cpp = (ADV / "honest" / "fused_scale_bias_clamp_cpp.py").read_text()
+        await fresh.reference(spec, 0)
+        cached_ref = time.perf_counter() - t
+        fresh_s = await overhead(fresh, spec, repeat, warm=False)
+        warm_s = await overhead(warm, spec, repeat, warm=True)
+        await warm.aclose()
+
+        cpp = (ADV / "honest" / FUSED[0][1]).read_text()
         t = time.perf_counter()
-        v_cold = await harness.evaluate(spec, cpp)
-        cold = time.perf_counter() - t
+        v_cold = await fresh.evaluate(spec, cpp)
+        cold_build = time.perf_counter() - t
         t = time.perf_counter()
-        v_hit = await harness.evaluate(spec, cpp)
+        v_hit = await fresh.evaluate(spec, cpp)
         hit = time.perf_counter() - t
-        print(f"device={device} problem={spec.id} size=tiny trials=3 timed reps=5")
-        print(f"reference: cold {cold_ref:.2f} s, cached {warm_ref * 1e3:.2f} ms")
-        print(f"per-candidate evaluation (reference cached, nothing to compile): median {statistics.median(evals):.2f} s "
-              f"over {repeat} (min {min(evals):.2f} s)")
-        print(f"C++ candidate, cold build: {cold:.2f} s (build phase {v_cold.phases_s.get('build', 0):.2f} s, "
-              f"status {v_cold.status})")
-        print(f"C++ candidate, build-cache hit: {hit:.2f} s (build phase {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms, "
-              f"cache hit={v_hit.build_cache_hit}, speedup vs eager {v_hit.speedup or 0:.2f}x)")
-        print(f"ratio cold build / cache hit (whole evaluation): {cold / hit:.1f}x")
+
+        print(f"device={device} size={size} trials=3 problem={spec.id}")
+        print(f"reference outputs: cold {cold_ref:.2f} s, cached {cached_ref * 1e3:.2f} ms")
+        print(f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:")
+        print(f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})")
+        print(f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})")
+        print(f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x")
+        print(f"C++ candidate: cold build {v_cold.phases_s.get('build', 0):.2f} s "
+              f"(whole evaluation {cold_build:.2f} s, status {v_cold.status}); "
+              f"build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
+              f"(whole evaluation {hit:.2f} s, hit={v_hit.build_cache_hit})")
+
+        timed = Harness(Path(cache), Settings(**base, reps=30))
+        print("fused C++ candidates against the eager baseline, timed interleaved (30 reps):")
+        for problem, name in FUSED:
+            v = await timed.evaluate(specs[problem], (ADV / "honest" / name).read_text())
+            assert v.status == "ok" and v.scored, f"{name}: {v.status} {v.message}"
+            print(f"  {problem:<26} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
+                  f"IQR {v.candidate_iqr_ms:.4f}, eager {v.baseline_ms:.4f} ms)")
+        await timed.aclose()
+        await fresh.aclose()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     asyncio.run(main(args.device, args.repeat))

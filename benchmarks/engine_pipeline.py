@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -234,6 +235,7 @@ async def main(args) -> None:
         print(f"peak Python memory of that iteration: {peak / 2**20:.1f} MiB")
     finally:
         server.stop_thread()
+        shutil.rmtree(tmp, ignore_errors=True)  # the runs are only measured, not kept
 
 
 if __name__ == "__main__":

@@ -62,6 +62,22 @@ class CudaBackend(Backend):
     hardware_config_type = CudaHardware
     capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
 
+    #: [backend] options read from the run config (Settings fields of the same name, and more)
+    SETTING_OPTIONS = ("trials", "warmup", "reps", "timed_samples", "compile_timeout_s", "load_timeout_s",
+                       "correctness_timeout_s", "timing_timeout_s", "memory_mb", "static_checks",
+                       "require_custom_kernel", "roofline_slack", "settle_s", "warm_workers", "standby_idle_s",
+                       "worker_slack_s")
+    OPTIONS = frozenset({*SETTING_OPTIONS, "size", "cache_dir", "compile_workers", "kernelbench_path",
+                         "kernelbench_levels", "size_overrides", "include_controls"})
+
+    def __init__(self, hardware: HardwareConfig | dict[str, Any] | None = None,
+                 options: dict[str, Any] | None = None) -> None:
+        super().__init__(hardware, options)
+        unknown = sorted(set(self.options) - self.OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown [backend] option {unknown[0]!r} (known: {', '.join(sorted(self.OPTIONS))})")
+        self.settings  # noqa: B018 - checks the option values now, before anything runs
+
     # ------------------------------------------------------------------ configuration
     @cached_property
     def settings(self) -> Settings:
@@ -71,11 +87,15 @@ class CudaBackend(Backend):
             if hw.device == "cuda" else (None, None)
         s = Settings(device=hw.device, size=o.get("size", "full" if hw.device == "cuda" else "tiny"),
                      peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1])
-        for key in ("trials", "warmup", "reps", "timed_samples", "compile_timeout_s", "load_timeout_s",
-                    "correctness_timeout_s", "timing_timeout_s", "memory_mb", "static_checks",
-                    "require_custom_kernel", "roofline_slack", "settle_s"):
+        for key in self.SETTING_OPTIONS:
             if key in o:
-                setattr(s, key, type(getattr(s, key))(o[key]) if getattr(s, key) is not None else o[key])
+                current = getattr(s, key)
+                try:
+                    if isinstance(current, bool) and not isinstance(o[key], bool):
+                        raise TypeError  # bool("false") is True: only a real boolean will do
+                    setattr(s, key, type(current)(o[key]) if current is not None else o[key])
+                except (TypeError, ValueError):
+                    raise ValueError(f"[backend] {key} must be a {type(current).__name__}, got {o[key]!r}") from None
         if s.size not in ("tiny", "full"):
             raise ValueError(f"[backend] size must be 'tiny' or 'full', got {s.size!r}")
         return s

@@ -6,9 +6,10 @@
                     ─► comparison here, against the float64 reference; roofline; verdict
 
 Every child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work dir that
-holds only what it needs: the candidate never sees reference outputs. A process that hits
-its watchdog, a CUDA fault or an allocation failure ends with it; the next evaluation gets
-a fresh process.
+holds only what it needs: the candidate never sees reference outputs. Each candidate gets
+its own process, which ends with it: a watchdog, a CUDA fault or an allocation failure
+takes nothing else down. The next candidate's process is started ahead of need
+(``workers.Worker``), so it finds torch already imported.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir,
 
 from . import compiler_feedback, static_check
 from .problemset import ProblemSpec
+from .workers import Worker
 
 STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "cuda_fault", "timeout", "oom",
             "mismatch", "hack_suspected", "infra_error")
@@ -55,6 +57,9 @@ class Settings:
     side_stream_gap_ms: float = 0.1
     peak_gflops: float | None = None
     bandwidth_gbs: float | None = None
+    warm_workers: bool = True  # keep the next candidate's worker started, torch imported
+    worker_slack_s: float = 30.0  # beyond the phase watchdogs: startup, writing results; then killed
+    standby_idle_s: float = 300.0  # a standby worker nobody used by then leaves on its own
 
     def phase_timeouts(self) -> dict[str, float]:
         return {"setup": self.load_timeout_s, "load": self.load_timeout_s,
@@ -77,6 +82,7 @@ class Verdict:
     info: dict[str, Any] = field(default_factory=dict)
     phases_s: dict[str, float] = field(default_factory=dict)
     build_cache_hit: bool | None = None
+    worker_warm: bool | None = None  # the worker had its imports done when the job arrived
 
     @property
     def speedup(self) -> float | None:
@@ -93,7 +99,8 @@ class Verdict:
         return {"status": self.status, "message": self.message, "candidate_ms": self.candidate_ms,
                 "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
                 "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
-                "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit, "scored": self.scored}
+                "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit,
+                "worker_warm": self.worker_warm, "scored": self.scored}
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -132,6 +139,7 @@ class Harness:
         # One evaluation slot per GPU (timing is serialized per device); one for the CPU.
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
+        self._standby: dict[int | None, Worker] = {}  # per device slot
 
     # ------------------------------------------------------------------ child processes
     def _env(self, gpu: int | None) -> dict[str, str]:
@@ -149,13 +157,47 @@ class Harness:
                 env[key] = os.environ[key]
         return env
 
-    async def _run_child(self, module: str, job: dict[str, Any], work: Path, wall_s: float,
-                         gpu: int | None = None, extra_env: dict[str, str] | None = None) -> SandboxResult:
+    def _limits(self, wall_s: float) -> SandboxLimits:
+        return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
+                             file_size_mb=4096, max_processes=512, max_output_bytes=2_000_000)
+
+    async def _run_child(self, module: str, job: dict[str, Any], work: Path, wall_s: float) -> SandboxResult:
         (work / "job.json").write_text(json.dumps(job))
-        limits = SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
-                               file_size_mb=4096, max_processes=512, max_output_bytes=2_000_000)
         return await run_sandboxed([sys.executable, "-m", f"autocomp_cuda.runtime.{module}", str(work / "job.json")],
-                                   limits=limits, cwd=work, env={**self._env(gpu), **(extra_env or {})})
+                                   limits=self._limits(wall_s), cwd=work, env=self._env(None))
+
+    def _eval_deadline_s(self) -> float:
+        return sum(self.settings.phase_timeouts().values()) + self.settings.worker_slack_s
+
+    def _start_worker(self, gpu: int | None) -> Worker:
+        return Worker(self._env(gpu), self._limits(self._eval_deadline_s()), self.settings.standby_idle_s)
+
+    async def _take_worker(self, gpu: int | None) -> Worker:
+        """The slot's standby worker if it can still take a job, else a new one."""
+        worker = self._standby.pop(gpu, None)
+        if worker is not None:
+            if worker.usable():
+                return worker
+            if worker.loop is asyncio.get_running_loop():
+                await worker.close()
+        return self._start_worker(gpu)
+
+    async def warm_up(self, timeout_s: float = 120.0) -> bool:
+        """Start a standby worker on every device slot and wait until each has its imports
+        done. Evaluations do this by themselves; call it to have the first one warm too."""
+        for gpu in self._gpu_ids:
+            worker = self._standby.get(gpu)
+            if worker is None or not worker.usable():
+                self._standby[gpu] = await self._take_worker(gpu)
+        ready = await asyncio.gather(*(w.wait_ready(timeout_s) for w in self._standby.values()))
+        return all(ready)
+
+    async def aclose(self) -> None:
+        """Stop the standby workers (an event loop that ends cancels them too)."""
+        workers, self._standby = list(self._standby.values()), {}
+        for worker in workers:
+            if worker.loop is asyncio.get_running_loop():
+                await worker.close()
 
     # ------------------------------------------------------------------ reference
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
@@ -282,21 +324,26 @@ class Harness:
             return failure
         gpu = await self._device_slot()
         try:
-            with private_workdir("autocomp-cuda-eval-") as work:
+            worker = await self._take_worker(gpu)
+            warm = worker.ready
+            try:
+                work = worker.work
                 (work / "candidate.py").write_text(code)
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                env_prebuilt = None
+                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials)
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
-                    env_prebuilt = work / "prebuilt"
-                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials)
-                wall = sum(self.settings.phase_timeouts().values()) + 30
-                extra = {"AUTOCOMP_PREBUILT": str(env_prebuilt)} if env_prebuilt else {}
-                result = await self._run_child("candidate_main", job, work, wall, gpu, extra)
+                    job["prebuilt"] = str(work / "prebuilt")
+                result = await worker.run(job, self._eval_deadline_s())
                 verdict = self._judge(spec, code, work, result, ref_dir, ref_meta)
+            finally:
+                worker.discard()
+            if self.settings.warm_workers:  # started after timing, so it never competes with it
+                self._standby[gpu] = self._start_worker(gpu)
         finally:
             self._free_devices.put_nowait(gpu)
+        verdict.worker_warm = warm
         verdict.build_cache_hit = cache_hit if prebuilt is not None else None
         verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
         if build_log and self.settings.device == "cuda":
@@ -306,8 +353,9 @@ class Harness:
         return verdict
 
     # ------------------------------------------------------------------ judging (outside the candidate)
-    def _judge(self, spec: ProblemSpec, code: str, work: Path, result: SandboxResult, ref_dir: Path,
+    def _judge(self, spec: ProblemSpec, code: str, work: Path, result: SandboxResult | None, ref_dir: Path,
                ref_meta: dict[str, Any]) -> Verdict:
+        """``result`` None: the worker overran the harness's deadline and was killed."""
         import torch
 
         from .runtime.compare import check_output
@@ -315,10 +363,10 @@ class Harness:
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (work / "phase.txt").read_text().strip() if (work / "phase.txt").exists() else "startup"
-            if result.timed_out or "Timeout (" in result.stderr:
-                limit = self.settings.phase_timeouts().get(phase)
+            if result is None or result.timed_out or "Timeout (" in result.stderr:
+                limit = self.settings.phase_timeouts().get(phase, self._eval_deadline_s())
                 return Verdict("timeout", f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
-                               detail=result.stderr[-3000:])
+                               detail=result.stderr[-3000:] if result else "")
             return _crash_verdict(result, phase)
         info = outcome.get("info", {})
         if outcome["status"] != "ok":

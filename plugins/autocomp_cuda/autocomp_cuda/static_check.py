@@ -26,6 +26,7 @@ FORBIDDEN_MODULES = {
     "importlib": "dynamic imports",
     "builtins": "patching builtins",
     "unittest": "mocking harness functions",
+    "faulthandler": "disarming the harness's watchdog",
 }
 FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "globals", "setattr", "delattr", "vars"}
 FORBIDDEN_ATTRS = {

@@ -1,7 +1,9 @@
 """Candidate worker: imports one candidate, runs it, and writes what it produced.
 
-Run as ``python -m autocomp_cuda.runtime.candidate_main JOB.json`` inside the sandbox.
-Modes: ``build`` imports the candidate only (its module-level ``load_inline`` calls compile
+Run as ``python -m autocomp_cuda.runtime.candidate_main JOB.json [--wait IDLE_S]`` inside the
+sandbox. With ``--wait`` the worker starts ahead of need: it imports torch (and Triton, and
+initialises CUDA), writes ``ready`` and waits up to IDLE_S seconds for the engine to write
+JOB.json; it still serves exactly one candidate. Modes: ``build`` imports the candidate only (its module-level ``load_inline`` calls compile
 into the content-hashed build directory); ``eval`` runs the phases load, correctness and
 timing. The reference output never exists in this process: correctness is judged by the
 parent from the files written here. Each phase arms a watchdog that kills the process
@@ -107,7 +109,8 @@ def state_checksums(model: torch.nn.Module) -> dict[str, list[float]]:
 class KernelCounter:
     """Counts calls into the candidate's own compiled extensions and Triton kernels."""
 
-    def __init__(self) -> None:
+    def __init__(self, prebuilt: str = "") -> None:
+        self.prebuilt = prebuilt  # where the build step left this candidate's extensions
         self.calls = 0
         self.extensions: list[str] = []
         self.triton = False
@@ -135,7 +138,7 @@ class KernelCounter:
         """Count extension calls; in eval mode load the extensions the build step produced."""
         from torch.utils import cpp_extension
 
-        prebuilt = os.environ.get("AUTOCOMP_PREBUILT", "")
+        prebuilt = self.prebuilt
         self.built: dict[str, str] = {}
         for fname in ("load_inline", "load"):
             original = getattr(cpp_extension, fname)
@@ -190,7 +193,7 @@ class Worker:
         self.work = Path(job["work_dir"])
         self.device = torch.device(job["device"])
         self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup"}
-        self.counter = KernelCounter()
+        self.counter = KernelCounter(job.get("prebuilt") or "")
 
     # -- bookkeeping
     def phase(self, name: str) -> None:
@@ -434,8 +437,33 @@ class Worker:
         return 0
 
 
-def main(job_path: str) -> int:
+def warm_up() -> None:
+    """Pay the imports before the candidate arrives; none of this is the candidate's work."""
+    from torch.utils import cpp_extension  # noqa: F401
+    try:
+        import triton  # noqa: F401
+    except Exception:
+        pass
+    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
+        torch.cuda.init()
+
+
+def wait_for_job(job_path: Path, idle_s: float) -> bool:
+    """Standby: tell the engine we are ready, then wait for the job file to appear."""
+    warm_up()
+    (job_path.parent / "ready").write_text("")
+    deadline = _perf() + idle_s
+    while not job_path.exists():
+        if _perf() > deadline:
+            return False
+        _sleep(0.005)
+    return True
+
+
+def main(job_path: str, wait_s: float | None = None) -> int:
     faulthandler.enable()
+    if wait_s is not None and not wait_for_job(Path(job_path), wait_s):
+        os._exit(0)  # nobody came: leave quietly, the engine starts a new worker when needed
     job = json.loads(Path(job_path).read_text())
     if job.get("build_dir"):
         os.environ["TORCH_EXTENSIONS_DIR"] = job["build_dir"]
@@ -446,4 +474,4 @@ def main(job_path: str) -> int:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], float(sys.argv[3]) if sys.argv[2:3] == ["--wait"] else None)

@@ -1,0 +1,97 @@
+"""Workers started ahead of need: warm, still one process per candidate, never left behind."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from autocomp_core.runner import ConfigError, make_backend as make_configured_backend
+
+HEAD = "import torch\nimport torch.nn as nn\n\n"
+# Leaves a mark in the environment of whatever process imports it.
+MARKER = HEAD + ("import os\nos.environ['AUTOCOMP_LEAKED_MARK'] = '1'\n"
+                 "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n")
+# Correct only in a process the previous candidate never touched.
+SEES_MARKER = HEAD + ("import os\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                      "        scale = 2.0 if os.environ.get('AUTOCOMP_LEAKED_MARK') else 1.0\n"
+                      "        return torch.relu(x) * scale\n")
+
+
+@pytest.mark.asyncio
+async def test_next_candidate_finds_a_warm_worker_but_not_the_previous_candidate(make_backend):
+    backend = make_backend("cpu")
+    harness, spec = backend.harness, backend.spec("L1/relu")
+    try:
+        first = await harness.evaluate(spec, MARKER)
+        assert first.status == "ok", first.message
+        assert await harness.warm_up()
+        second = await harness.evaluate(spec, SEES_MARKER)
+        assert second.worker_warm is True
+        assert second.status == "ok", second.message  # a reused process would double the output
+    finally:
+        await harness.aclose()
+
+
+@pytest.mark.asyncio
+async def test_without_warm_workers_nothing_waits_in_standby(make_backend):
+    backend = make_backend("cpu", warm_workers=False)
+    harness, spec = backend.harness, backend.spec("L1/relu")
+    verdict = await harness.evaluate(spec, MARKER)
+    assert verdict.status == "ok" and verdict.worker_warm is False
+    assert harness._standby == {}
+
+
+@pytest.mark.asyncio
+async def test_standby_workers_end_with_the_harness_and_leave_no_files(make_backend):
+    harness = make_backend("cpu").harness
+    assert await harness.warm_up()
+    workers = list(harness._standby.values())
+    await harness.aclose()
+    for worker in workers:
+        assert worker.task.done()
+        assert not worker.work.exists()
+
+
+@pytest.mark.asyncio
+async def test_an_unused_standby_worker_leaves_on_its_own(make_backend):
+    harness = make_backend("cpu", standby_idle_s=4.0).harness
+    assert await harness.warm_up()
+    (worker,) = harness._standby.values()
+    await asyncio.wait_for(asyncio.shield(worker.task), 30)
+    assert not worker.work.exists()
+    await harness.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_worker_that_disarms_its_watchdog_is_killed_at_the_deadline(make_backend):
+    hang = HEAD + ("import faulthandler\n"
+                   "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                   "        faulthandler.cancel_dump_traceback_later()\n"
+                   "        while True:\n            pass\n")
+    backend = make_backend("cpu", static_checks=False, load_timeout_s=6, correctness_timeout_s=2,
+                           timing_timeout_s=2, worker_slack_s=2)
+    harness = backend.harness
+    try:
+        verdict = await harness.evaluate(backend.spec("L1/relu"), hang)
+        assert verdict.status == "timeout", verdict.message
+        assert "correctness phase" in verdict.message
+    finally:
+        await harness.aclose()
+
+
+def test_static_rules_refuse_disarming_the_watchdog():
+    from autocomp_cuda import static_check
+
+    findings = static_check.check(HEAD + "import faulthandler\n")
+    assert findings and "watchdog" in findings[0].message
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"trails": 3}, "unknown [backend] option 'trails'"),
+    ({"trials": "many"}, "[backend] trials must be a int"),
+    ({"warm_workers": "no"}, "[backend] warm_workers must be a bool"),
+    ({"size": "huge"}, "size must be 'tiny' or 'full'"),
+])
+def test_bad_backend_options_are_one_line_config_errors(options, message):
+    with pytest.raises(ConfigError) as err:
+        make_configured_backend("cuda", {"device": "cpu"}, options)
+    assert message in str(err.value) and "\n" not in str(err.value)
