@@ -40,14 +40,14 @@ class Worker:
         # The sandbox limit covers the idle wait and every phase after it; the harness
         # applies its own, tighter deadline from the moment it hands over the job.
         limits = dataclasses.replace(limits, wall_s=limits.wall_s + idle_s)
-        self.task = asyncio.ensure_future(self._run(argv, limits, env))
+        self.task = asyncio.ensure_future(run_sandboxed(argv, limits=limits, cwd=self.work, env=env))
+        # A callback, not a finally: it runs even when the task is cancelled before it started
+        # (an event loop that ends right after starting a standby worker).
+        self.task.add_done_callback(self._remove_if_unused)
 
-    async def _run(self, argv: list[str], limits: SandboxLimits, env: dict[str, str]) -> SandboxResult:
-        try:
-            return await run_sandboxed(argv, limits=limits, cwd=self.work, env=env)
-        finally:
-            if not self.dispatched:  # never used: nothing in the work dir is wanted
-                remove_tree(self.work)
+    def _remove_if_unused(self, _task: asyncio.Future) -> None:
+        if not self.dispatched:  # never used: nothing in the work dir is wanted
+            remove_tree(self.work)
 
     @property
     def ready(self) -> bool:

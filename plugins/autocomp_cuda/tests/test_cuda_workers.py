@@ -5,6 +5,9 @@ import asyncio
 
 import pytest
 from autocomp_core.runner import ConfigError, make_backend as make_configured_backend
+from autocomp_core.sandbox import SandboxLimits
+
+from autocomp_cuda.workers import Worker
 
 HEAD = "import torch\nimport torch.nn as nn\n\n"
 # Leaves a mark in the environment of whatever process imports it.
@@ -49,6 +52,16 @@ async def test_standby_workers_end_with_the_harness_and_leave_no_files(make_back
     for worker in workers:
         assert worker.task.done()
         assert not worker.work.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_standby_worker_cancelled_before_it_started_leaves_no_files():
+    # What an event loop that ends right after starting a standby worker does to it.
+    worker = Worker({}, SandboxLimits(wall_s=30), idle_s=60)
+    worker.task.cancel()
+    await asyncio.gather(worker.task, return_exceptions=True)
+    await asyncio.sleep(0)  # let the done callbacks run
+    assert not worker.work.exists()
 
 
 @pytest.mark.asyncio
