@@ -141,6 +141,11 @@ class Harness:
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
 
+    @property
+    def device_slots(self) -> int:
+        """Evaluations that can time at once: one per GPU, one on the CPU device."""
+        return len(self._gpu_ids)
+
     # ------------------------------------------------------------------ child processes
     def _env(self, gpu: int | None) -> dict[str, str]:
         env = {"PYTHONDONTWRITEBYTECODE": "1", "MAX_JOBS": str(max(1, os.cpu_count() or 1)),

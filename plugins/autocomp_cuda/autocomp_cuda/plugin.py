@@ -9,3 +9,10 @@ def autocomp_register_backends() -> list[type]:
     from .backend import CudaBackend
 
     return [CudaBackend]
+
+
+@hookimpl
+def autocomp_cli_commands(cli) -> None:
+    from .cli import cuda
+
+    cli.add_command(cuda)

@@ -1,0 +1,170 @@
+"""``autocomp-core cuda ...``: suite results and the problem-quality gate from the command line.
+
+    autocomp-core cuda suite CANDIDATES_DIR [--problem 'L2/*'] [--json] [--out results.json]
+    autocomp-core cuda suite --eager            # each problem's own PyTorch program as the candidate
+    autocomp-core cuda gate [PROBLEM_OR_FILE ...]
+
+A candidate for problem ``L2/bias_gelu_sum`` is ``CANDIDATES_DIR/L2/bias_gelu_sum.py`` or
+``CANDIDATES_DIR/L2_bias_gelu_sum.py``; a problem with no file counts as missing (0 in
+every ``fast_p``, as KernelBench counts it).
+"""
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from autocomp_core.config import ConfigError, apply_override
+
+from . import suite as suite_results
+from .harness import Verdict
+from .problemset import baseline_source
+
+
+def _backend(hardware: tuple[str, ...], options: tuple[str, ...]):
+    from autocomp_core.runner import make_backend
+
+    hw: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
+    for item in hardware:
+        apply_override(hw, item)
+    for item in options:
+        apply_override(opts, item)
+    return make_backend("cuda", hw, opts)
+
+
+def candidate_file(folder: Path, problem_id: str) -> Path | None:
+    for path in (folder / f"{problem_id}.py", folder / f"{problem_id.replace('/', '_')}.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _selected(backend, patterns: tuple[str, ...]) -> list[str]:
+    ids = [p.id for p in backend.problems()]
+    if not patterns:
+        return ids
+    chosen = [i for i in ids if any(fnmatch.fnmatchcase(i, pat) for pat in patterns)]
+    if not chosen:
+        raise ConfigError(f"--problem {' '.join(patterns)}: matches none of {len(ids)} problems")
+    return chosen
+
+
+def _progress(done: int, total: int, problem: str, verdict: Verdict | None) -> None:
+    if verdict is None:
+        what = "missing"
+    else:
+        speed = f" {verdict.speedup:.2f}x" if verdict.speedup else ""
+        flags = f" [{', '.join(verdict.flags)}]" if verdict.flags else ""
+        what = f"{verdict.status}{speed}{flags}"
+    click.echo(f"[{done}/{total}] {problem}: {what}", err=True)
+
+
+async def _run_suite(backend, problems: list[str], sources: dict[str, str | None],
+                     seed: int, quiet: bool) -> dict[str, Verdict | None]:
+    harness = backend.harness
+    # References and builds of the next problems overlap with timing on the device slots.
+    gate = asyncio.Semaphore(harness.device_slots + 1)
+    verdicts: dict[str, Verdict | None] = {}
+    done = 0
+
+    async def one(problem: str) -> None:
+        nonlocal done
+        code = sources[problem]
+        verdict = None
+        if code is not None:
+            async with gate:
+                verdict = await harness.evaluate(backend.spec(problem), code, seed=seed)
+        verdicts[problem] = verdict
+        done += 1
+        if not quiet:
+            _progress(done, len(problems), problem, verdict)
+
+    try:
+        await asyncio.gather(*(one(p) for p in problems))
+    finally:
+        await harness.aclose()
+    return {p: verdicts[p] for p in problems}
+
+
+@click.group(name="cuda")
+def cuda() -> None:
+    """The cuda backend's own tools: suite results (fast_p) and the problem-quality gate."""
+
+
+@cuda.command(name="suite")
+@click.argument("candidates", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--eager", is_flag=True, help="Evaluate each problem's own PyTorch program (no candidates dir).")
+@click.option("--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable).")
+@click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config (device=cuda, gpus=[0,1]).")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option("--quiet", is_flag=True, help="No per-problem progress lines.")
+def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...], hardware: tuple[str, ...],
+                  options: tuple[str, ...], seed: int, out: Path | None, as_json: bool, quiet: bool) -> None:
+    """Evaluate one candidate per problem; print fast_p (ours and KernelBench-compatible)."""
+    if (candidates is None) == (not eager):
+        raise ConfigError("give a CANDIDATES directory or --eager (not both)")
+    backend = _backend(hardware, options)
+    problems = _selected(backend, patterns)
+    sources: dict[str, str | None] = {}
+    for problem in problems:
+        if eager:
+            sources[problem] = baseline_source(backend.spec(problem))
+        else:
+            path = candidate_file(candidates, problem)
+            sources[problem] = path.read_text() if path else None
+    if not eager and not any(sources.values()):
+        raise ConfigError(f"{candidates}: no candidate file for any of {len(problems)} problems "
+                          f"(expected e.g. {problems[0]}.py or {problems[0].replace('/', '_')}.py)")
+    verdicts = asyncio.run(_run_suite(backend, problems, sources, seed, quiet))
+    summary = suite_results.summary(verdicts)
+    summary["device"] = backend.settings.device
+    summary["size"] = backend.settings.size
+    if out is not None:
+        out.write_text(json.dumps(summary, indent=2, default=str))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        click.echo(suite_results.format_table(verdicts))
+        geomean = summary["geomean_speedup_scored"]
+        click.echo(f"geometric-mean speedup of scored candidates: {geomean:.3f}x" if geomean else
+                   "no scored candidate (correct, unflagged, timed)")
+
+
+@cuda.command(name="gate")
+@click.argument("problems", nargs=-1)
+@click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
+@click.option("--json", "as_json", is_flag=True)
+def gate_command(problems: tuple[str, ...], hardware: tuple[str, ...], options: tuple[str, ...],
+                 as_json: bool) -> None:
+    """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
+    backend = _backend(hardware, options)
+    ids = list(problems) or [p.id for p in backend.problems()]
+    for ref in ids:
+        try:
+            backend.spec(ref)
+        except KeyError as exc:
+            raise ConfigError(f"problem: {exc.args[0]}") from None
+
+    async def run() -> list:
+        try:
+            return [await backend.check_problem(ref) for ref in ids]
+        finally:
+            await backend.harness.aclose()
+
+    reports = asyncio.run(run())
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
+    else:
+        for r in reports:
+            click.echo(f"{'pass   ' if r.passed else 'REFUSED'} {r.problem}" +
+                       "".join(f"\n        {reason}" for reason in r.reasons))
+    sys.exit(0 if all(r.passed for r in reports) else 1)
