@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 ERROR_LINE = re.compile(r"^(?P<file>[^\s:]+\.(?:cpp|cu|cuh|h)):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<kind>error|warning|fatal error)?:?\s*(?P<msg>.*)$")
@@ -79,10 +81,24 @@ def ptxas_summary(log: str) -> list[dict[str, object]]:
     return kernels
 
 
+def demangle(names: list[str]) -> list[str]:
+    """C++ names as written (``fused(float const*, int)``), through binutils' c++filt."""
+    tool = shutil.which("c++filt")
+    if not tool or not names:
+        return names
+    try:
+        done = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return names
+    out = done.stdout.splitlines()
+    return out if done.returncode == 0 and len(out) == len(names) else names
+
+
 def describe_ptxas(kernels: list[dict[str, object]]) -> str:
     lines = []
-    for k in kernels:
+    names = demangle([str(k["kernel"]) for k in kernels])
+    for k, name in zip(kernels, names):
         spill = k.get("spill_stores", 0) or k.get("spill_loads", 0)
-        lines.append(f"kernel {k['kernel']}: {k.get('registers', '?')} registers, {k.get('smem_bytes', 0)} B shared memory"
+        lines.append(f"kernel {name}: {k.get('registers', '?')} registers, {k.get('smem_bytes', 0)} B shared memory"
                      + (f", SPILLS {k.get('spill_stores', 0)} B stores / {k.get('spill_loads', 0)} B loads" if spill else ""))
     return "\n".join(lines)

@@ -42,3 +42,16 @@ async def test_full_size_baseline_on_gpu(make_backend):
     result = await backend.evaluate(problem, problem.baseline_code, EvalContext(hardware=backend.hardware))
     assert result.correct, result.feedback
     assert 0.5 < result.extra["speedup"] < 2.0
+
+
+@pytest.mark.asyncio
+async def test_cuda_kernel_is_accepted_with_ptxas_resources_in_its_feedback(make_backend):
+    from autocomp_cuda.adversarial import ROOT as ADV
+
+    backend = make_backend("cuda", size="full", reps=10)
+    problem = backend.load_problem("L2/scale_bias_clamp_mul")
+    code = (ADV / "honest" / "fused_scale_bias_clamp_cuda.py").read_text()
+    result = await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    assert result.correct, result.feedback
+    assert "kernel fused_kernel(" in result.feedback and " registers" in result.feedback, result.feedback
+    assert result.extra["excluded_from_fast_p"] == 0.0

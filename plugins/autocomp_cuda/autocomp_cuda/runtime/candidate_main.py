@@ -134,7 +134,7 @@ class KernelCounter:
         self.extensions.append(getattr(module, "__name__", "extension"))
         return Counted(module) if module is not None else module
 
-    def install(self, source: str, building: bool) -> None:
+    def install(self, source: str, building: bool, cpu_device: bool) -> None:
         """Count extension calls; in eval mode load the extensions the build step produced."""
         from torch.utils import cpp_extension
 
@@ -143,13 +143,20 @@ class KernelCounter:
         for fname in ("load_inline", "load"):
             original = getattr(cpp_extension, fname)
 
-            def patched(name: str, *args: Any, __original=original, **kwargs: Any) -> Any:
+            def patched(name: str, *args: Any, __original=original, __fname=fname, **kwargs: Any) -> Any:
+                if cpu_device and _builds_cuda(__fname, args, kwargs):
+                    raise RuntimeError(f"extension {name!r} has CUDA sources, which the cpu device can neither build "
+                                       "nor run: use C++ (cpp_sources only) or Triton here, or run with "
+                                       "hardware.device = \"cuda\"")
                 so = Path(prebuilt) / f"{name}.so" if prebuilt else None
                 if so is not None and so.exists() and kwargs.get("is_python_module", True):
                     module = cpp_extension._import_module_from_library(name, prebuilt, True)
                 else:
                     if building:
-                        kwargs["verbose"] = True  # ptxas -v and compiler output reach the log
+                        kwargs["verbose"] = True  # the compiler's commands and output reach the log
+                        if _builds_cuda(__fname, args, kwargs) and len(args) <= CUDA_CFLAGS_POSITION[__fname]:
+                            # registers, spills and shared memory per kernel, for the feedback
+                            kwargs["extra_cuda_cflags"] = [*(kwargs.get("extra_cuda_cflags") or []), "-Xptxas=-v"]
                     module = __original(name, *args, **kwargs)
                     root = Path(kwargs.get("build_directory") or cpp_extension._get_build_directory(name, False))
                     built = root / f"{name}.so"
@@ -183,6 +190,20 @@ class KernelCounter:
     @property
     def has_custom_code(self) -> bool:
         return bool(self.extensions) or self.triton
+
+
+#: Index of ``extra_cuda_cflags`` among the positional arguments after ``name``.
+CUDA_CFLAGS_POSITION = {"load_inline": 5, "load": 2}
+
+
+def _builds_cuda(fname: str, args: tuple, kwargs: dict[str, Any]) -> bool:
+    """Whether a load_inline/load call compiles CUDA code (arguments as torch names them)."""
+    if fname == "load_inline":
+        cuda = kwargs["cuda_sources"] if "cuda_sources" in kwargs else (args[1] if len(args) > 1 else None)
+        return bool(cuda)
+    sources = kwargs.get("sources", args[0] if args else [])
+    sources = [sources] if isinstance(sources, str) else list(sources or [])
+    return any(str(src).endswith((".cu", ".cuh")) for src in sources)
 
 
 # --------------------------------------------------------------------------- phases
@@ -238,7 +259,7 @@ class Worker:
 
     def load_candidate(self) -> None:
         source = Path(self.job["candidate"]).read_text()
-        self.counter.install(source, self.job["mode"] == "build")
+        self.counter.install(source, self.job["mode"] == "build", self.device.type == "cpu")
         self.functions = snapshot_functions()
         self.flags = snapshot_flags()
         self.threads_before = {t.ident for t in threading.enumerate()}
