@@ -5,8 +5,9 @@ Prints, on one device:
   * per-candidate evaluation overhead with the reference cached and nothing to compile
     (the problem's own eager program, whose compute is microseconds at the tiny size):
     a worker started for the candidate against a warm standby worker (torch imported);
-  * for a C++ candidate, the cold build against the build-cache hit;
-  * hand-written fused C++ candidates against the live eager baseline on two fusion problems.
+  * for an extension candidate, the cold build against the build-cache hit;
+  * hand-written fused candidates (C++ on the CPU, CUDA on a GPU) against the live eager
+    baseline on two fusion problems.
 
     python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5]
 """
@@ -23,8 +24,13 @@ from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness, Settings
 from autocomp_cuda.problemset import baseline_source, suite
 
-FUSED = [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cpp.py"),
-         ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cpp.py")]
+#: Hand-written fused candidates per device: C++ extensions on the CPU, CUDA kernels on a GPU.
+FUSED = {
+    "cpu": [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cpp.py"),
+            ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cpp.py")],
+    "cuda": [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cuda.py"),
+             ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cuda.py")],
+}
 
 
 async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> list[float]:
@@ -59,7 +65,8 @@ async def main(device: str, repeat: int) -> None:
         warm_s = await overhead(warm, spec, repeat, warm=True)
         await warm.aclose()
 
-        cpp = (ADV / "honest" / FUSED[0][1]).read_text()
+        fused = FUSED[device]
+        cpp = (ADV / "honest" / fused[0][1]).read_text()
         t = time.perf_counter()
         v_cold = await fresh.evaluate(spec, cpp)
         cold_build = time.perf_counter() - t
@@ -73,17 +80,17 @@ async def main(device: str, repeat: int) -> None:
         print(f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})")
         print(f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})")
         print(f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x")
-        print(f"C++ candidate: cold build {v_cold.phases_s.get('build', 0):.2f} s "
+        print(f"extension candidate ({fused[0][1]}): cold build {v_cold.phases_s.get('build', 0):.2f} s "
               f"(whole evaluation {cold_build:.2f} s, status {v_cold.status}); "
               f"build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
               f"(whole evaluation {hit:.2f} s, hit={v_hit.build_cache_hit})")
 
         timed = Harness(Path(cache), Settings(**base, reps=30))
-        print("fused C++ candidates against the eager baseline, timed interleaved (30 reps):")
-        for problem, name in FUSED:
+        print("fused candidates against the eager baseline, timed interleaved (30 reps):")
+        for problem, name in fused:
             v = await timed.evaluate(specs[problem], (ADV / "honest" / name).read_text())
             assert v.status == "ok" and v.scored, f"{name}: {v.status} {v.message}"
-            print(f"  {problem:<26} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
+            print(f"  {problem:<26} {name:<32} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
                   f"IQR {v.candidate_iqr_ms:.4f}, eager {v.baseline_ms:.4f} ms)")
         await timed.aclose()
         await fresh.aclose()

@@ -78,7 +78,10 @@ async def _run_suite(backend, problems: list[str], sources: dict[str, str | None
         verdict = None
         if code is not None:
             async with gate:
-                verdict = await harness.evaluate(backend.spec(problem), code, seed=seed)
+                try:
+                    verdict = await harness.evaluate(backend.spec(problem), code, seed=seed)
+                except Exception as exc:  # the harness's fault (a reference that fails here): not fatal
+                    verdict = Verdict("infra_error", f"the evaluator failed: {type(exc).__name__}: {exc}")
         verdicts[problem] = verdict
         done += 1
         if not quiet:

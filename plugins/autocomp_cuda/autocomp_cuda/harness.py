@@ -149,6 +149,7 @@ class Harness:
     # ------------------------------------------------------------------ child processes
     def _env(self, gpu: int | None) -> dict[str, str]:
         env = {"PYTHONDONTWRITEBYTECODE": "1", "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
+               "PYTHONPATH": _import_path(),
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1)))}
         if self.settings.device == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors for real checks
@@ -448,6 +449,16 @@ class Harness:
         if moved and s.bandwidth_gbs:
             bound = max(bound, moved / (s.bandwidth_gbs * 1e9) * 1e3)
         return bound or None
+
+
+def _import_path() -> str:
+    """Where this process imports autocomp_core and autocomp_cuda from, for the workers'
+    interpreters: installed packages need nothing, a checkout on PYTHONPATH needs it passed on."""
+    import autocomp_core
+
+    roots = [str(Path(module.__file__).resolve().parent.parent) for module in (sys.modules[__package__], autocomp_core)]
+    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys(roots))
 
 
 def _torch_tag() -> str:

@@ -108,3 +108,18 @@ def test_bad_backend_options_are_one_line_config_errors(options, message):
     with pytest.raises(ConfigError) as err:
         make_configured_backend("cuda", {"device": "cpu"}, options)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_workers_find_the_packages_where_the_engine_found_them(make_backend):
+    # A checkout used without installing (PYTHONPATH, AUTOCOMP_PLUGINS) must work too: the
+    # workers' interpreters get the engine's import roots, not only its site-packages.
+    import os
+    import subprocess
+    import sys
+
+    path = make_backend("cpu").harness._env(None)["PYTHONPATH"]
+    probe = ("import importlib.util, autocomp_cuda.runtime; "
+             "assert importlib.util.find_spec('autocomp_core') is not None")
+    done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "PYTHONPATH": path})  # -S: no site-packages at all
+    assert done.returncode == 0, done.stderr
