@@ -23,7 +23,7 @@ from pydantic import Field
 
 from . import gate, importer
 from .harness import Harness, Settings, Verdict
-from .problemset import ProblemSpec, baseline_source, suite
+from .problemset import ProblemSpec, baseline_source, describe_tolerance, suite
 
 KNOWLEDGE_DIR = Path(__file__).parent / "knowledge"
 
@@ -65,8 +65,8 @@ class CudaBackend(Backend):
     #: [backend] options read from the run config (Settings fields of the same name, and more)
     SETTING_OPTIONS = ("trials", "warmup", "reps", "timed_samples", "compile_timeout_s", "load_timeout_s",
                        "correctness_timeout_s", "timing_timeout_s", "memory_mb", "static_checks",
-                       "require_custom_kernel", "roofline_slack", "settle_s", "warm_workers", "standby_idle_s",
-                       "worker_slack_s")
+                       "require_custom_kernel", "roofline_slack", "settle_s", "compile_baseline", "warm_workers",
+                       "standby_idle_s", "worker_slack_s")
     OPTIONS = frozenset({*SETTING_OPTIONS, "size", "cache_dir", "compile_workers", "kernelbench_path",
                          "kernelbench_levels", "size_overrides", "include_controls"})
 
@@ -138,7 +138,8 @@ class CudaBackend(Backend):
         shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny)
         context = (f"Problem {spec.id}: {spec.description}\n"
                    f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown or 'as in the file'}.\n"
-                   f"Tolerance: |out - ref_fp64| <= {spec.atol:g} x RMS(ref) + {spec.rtol:g} x |ref| element-wise; "
+                   f"Tolerance: |out - ref_fp64| <= atol x RMS(ref) + rtol x |ref| element-wise with "
+                   f"{describe_tolerance(spec.atol, spec.rtol)}; "
                    "integer outputs must match exactly.\n"
                    "Write a complete Python file defining class ModelNew(nn.Module) with the same constructor and "
                    "forward arguments as Model; module-level get_inputs/get_init_inputs are not needed.")
@@ -244,12 +245,15 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
         lines.append(f"candidate {v.candidate_ms:.4g} ms (IQR {v.candidate_iqr_ms or 0:.2g}) vs eager baseline "
                      f"{v.baseline_ms:.4g} ms, measured interleaved: speedup {v.speedup or 0:.3g}x; "
                      f"worst error {v.error_ratio or 0:.3g}x the tolerance")
+        if v.compiled_baseline_ms:
+            lines.append(f"torch.compile baseline {v.compiled_baseline_ms:.4g} ms: speedup {v.speedup_vs_compiled:.3g}x")
     if want_feedback:
         lines += v.notes
     if v.detail and v.status not in ("ok", "mismatch"):
         lines.append(v.detail[-1500:])
     extra: dict[str, float] = {}
-    for key in ("baseline_ms", "speedup", "candidate_iqr_ms", "error_ratio"):
+    for key in ("baseline_ms", "speedup", "candidate_iqr_ms", "error_ratio", "compiled_baseline_ms",
+                "speedup_vs_compiled"):
         value = getattr(v, key)
         if value is not None:
             extra[key] = float(value)

@@ -57,6 +57,7 @@ class Settings:
     side_stream_gap_ms: float = 0.1
     peak_gflops: float | None = None
     bandwidth_gbs: float | None = None
+    compile_baseline: bool = False  # also time torch.compile(Model), interleaved like the eager one
     warm_workers: bool = True  # keep the next candidate's worker started, torch imported
     worker_slack_s: float = 30.0  # beyond the phase watchdogs: startup, writing results; then killed
     standby_idle_s: float = 300.0  # a standby worker nobody used by then leaves on its own
@@ -76,6 +77,7 @@ class Verdict:
     candidate_ms: float | None = None
     baseline_ms: float | None = None
     candidate_iqr_ms: float | None = None
+    compiled_baseline_ms: float | None = None  # torch.compile(Model), when that baseline is on
     error_ratio: float | None = None
     flags: list[str] = field(default_factory=list)  # reasons to exclude from fast_p
     notes: list[str] = field(default_factory=list)
@@ -91,6 +93,12 @@ class Verdict:
         return None
 
     @property
+    def speedup_vs_compiled(self) -> float | None:
+        if self.candidate_ms and self.compiled_baseline_ms:
+            return self.compiled_baseline_ms / self.candidate_ms
+        return None
+
+    @property
     def scored(self) -> bool:
         """Counts toward fast_p: correct and not flagged."""
         return self.status == "ok" and not self.flags
@@ -98,6 +106,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "message": self.message, "candidate_ms": self.candidate_ms,
                 "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
+                "compiled_baseline_ms": self.compiled_baseline_ms, "speedup_vs_compiled": self.speedup_vs_compiled,
                 "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
                 "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit,
                 "worker_warm": self.worker_warm, "scored": self.scored}
@@ -300,7 +309,8 @@ class Harness:
             job.update(problem={"path": str(work / "problem.py"), "overrides": spec.sizes(s.size), "id": spec.id},
                        init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
                        in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
-                       timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples} if s.reps > 0 else None)
+                       timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
+                               "compile_baseline": s.compile_baseline} if s.reps > 0 else None)
         return job
 
     async def _device_slot(self):
@@ -408,6 +418,9 @@ class Harness:
         base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
         verdict.candidate_ms, verdict.candidate_iqr_ms = _median_iqr(cand)
         verdict.baseline_ms, _ = _median_iqr(base)
+        compiled = timing.get("compiled_event_ms" if use_events else "compiled_host_ms") or []
+        if compiled:
+            verdict.compiled_baseline_ms, _ = _median_iqr(compiled)
         if use_events:
             # Host time after a device-wide sync includes side-stream work; events on one stream do not.
             gap_c = statistics.median(h - e for h, e in zip(timing["candidate_host_ms"], timing["candidate_event_ms"]))

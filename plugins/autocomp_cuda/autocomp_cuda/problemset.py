@@ -15,7 +15,23 @@ from typing import Any
 
 PROBLEM_ROOT = Path(__file__).parent / "problems"
 LEVEL_DIRS = {"level1": "L1", "level2": "L2", "level3": "L3", "controls": "ctrl"}
-DEFAULT_TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+#: Default (atol, rtol) per floating output dtype, for problems that set none: a few units in
+#: the last place of each, so half precision is judged by what half precision can hold.
+DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
+                   "bfloat16": (2e-2, 2e-2)}
+
+
+def tolerance_for(dtype: str, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
+    """The problem's tolerances where it sets them, else the defaults of ``dtype`` (a torch name)."""
+    default = DTYPE_TOLERANCE.get(dtype, DTYPE_TOLERANCE["float32"])
+    return (default[0] if atol is None else atol), (default[1] if rtol is None else rtol)
+
+
+def describe_tolerance(atol: float | None, rtol: float | None) -> str:
+    if atol is not None and rtol is not None:
+        return f"atol={atol:g}, rtol={rtol:g}"
+    pairs = [(name, *tolerance_for(name, atol, rtol)) for name in ("float32", "float16", "bfloat16")]
+    return "atol/rtol by output dtype: " + ", ".join(f"{name} {a:g}/{r:g}" for name, a, r in pairs)
 
 
 @dataclass
@@ -29,8 +45,8 @@ class ProblemSpec:
     tiny: dict[str, Any] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants
     flops: str | None = None
-    atol: float = DEFAULT_TOLERANCE["atol"]
-    rtol: float = DEFAULT_TOLERANCE["rtol"]
+    atol: float | None = None  # None: by the output's dtype (runtime.compare.DTYPE_TOLERANCE)
+    rtol: float | None = None
     in_place: bool = False
     buffers_mutate: bool = False
     control: str | None = None  # "degenerate" / "stochastic" for negative controls
@@ -110,8 +126,8 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
         tiny=dict(meta.get("tiny", {})),
         constants=constants,
         flops=meta.get("flops"),
-        atol=float(meta.get("atol", DEFAULT_TOLERANCE["atol"])),
-        rtol=float(meta.get("rtol", DEFAULT_TOLERANCE["rtol"])),
+        atol=float(meta["atol"]) if "atol" in meta else None,
+        rtol=float(meta["rtol"]) if "rtol" in meta else None,
         in_place=bool(meta.get("in_place", False)),
         buffers_mutate=bool(meta.get("buffers_mutate", False)),
         control=meta.get("control"),

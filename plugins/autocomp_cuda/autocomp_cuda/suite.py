@@ -15,15 +15,17 @@ from .harness import Verdict
 P_VALUES = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 
 
-def fast_p(verdicts: dict[str, Verdict | None], p: float, strict: bool = True) -> float:
-    """Fraction of problems solved correctly with speedup above ``p`` (strict: flags excluded)."""
+def fast_p(verdicts: dict[str, Verdict | None], p: float, strict: bool = True, against: str = "eager") -> float:
+    """Fraction of problems solved correctly with speedup above ``p`` over the eager (or the
+    compiled) baseline; strict: flagged candidates excluded."""
     if not verdicts:
         return 0.0
     hits = 0
     for v in verdicts.values():
         if v is None or v.status != "ok" or (strict and not v.scored):
             continue
-        if p == 0.0 or (v.speedup is not None and v.speedup > p):
+        speedup = v.speedup if against == "eager" else v.speedup_vs_compiled
+        if p == 0.0 or (speedup is not None and speedup > p):
             hits += 1
     return hits / len(verdicts)
 
@@ -41,6 +43,9 @@ def summary(verdicts: dict[str, Verdict | None]) -> dict[str, Any]:
         "fast_p": {str(p): fast_p(verdicts, p, strict=True) for p in P_VALUES},
         "fast_p_kernelbench_compatible": {str(p): fast_p(verdicts, p, strict=False) for p in P_VALUES},
         "geomean_speedup_scored": geomean,
+        # against torch.compile(Model), where that baseline was timed (compile_baseline = true)
+        "fast_p_vs_compiled": {str(p): fast_p(verdicts, p, strict=True, against="compiled") for p in P_VALUES}
+        if any(v is not None and v.compiled_baseline_ms for v in verdicts.values()) else None,
         "per_problem": {k: (v.to_dict() if v is not None else None) for k, v in verdicts.items()},
     }
 

@@ -101,3 +101,23 @@ def test_fast_p_counts_flagged_only_in_compatible_mode():
     assert fast_p(verdicts, 1.0) == 0.25
     assert fast_p(verdicts, 1.0, strict=False) == 0.5
     assert fast_p(verdicts, 0.0) == 0.25
+
+
+@pytest.mark.asyncio
+async def test_torch_compile_baseline_is_timed_alongside_when_asked(make_backend):
+    backend = make_backend("cpu", compile_baseline=True, reps=4)
+    problem = backend.load_problem("L1/relu")
+    result = await _eval(backend, "L1/relu", problem.baseline_code)
+    assert result.correct, result.feedback
+    assert result.extra["compiled_baseline_ms"] > 0 and result.extra["speedup_vs_compiled"] > 0
+    assert "torch.compile baseline" in result.feedback
+    plain = await _eval(make_backend("cpu", reps=4), "L1/relu", problem.baseline_code)
+    assert "compiled_baseline_ms" not in plain.extra
+
+
+def test_fast_p_against_the_compiled_baseline():
+    ok = Verdict("ok", candidate_ms=1.0, baseline_ms=2.0, compiled_baseline_ms=0.8)
+    verdicts = {"a": ok, "b": None}
+    assert fast_p(verdicts, 1.0) == 0.5
+    assert fast_p(verdicts, 1.0, against="compiled") == 0.0
+    assert fast_p(verdicts, 0.5, against="compiled") == 0.5

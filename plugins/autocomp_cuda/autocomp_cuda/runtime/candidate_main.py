@@ -255,6 +255,13 @@ class Worker:
         self.baseline = self.reference.Model(*self.init_inputs)
         self.baseline.load_state_dict(self.state_dict)
         self.baseline = self.baseline.to(self.device)
+        self.compiled = None
+        if (self.job.get("timing") or {}).get("compile_baseline"):
+            # Compiled now, before any candidate code exists in this process.
+            self.compiled = torch.compile(copy.deepcopy(self.baseline))
+            with torch.no_grad():
+                self.compiled(*[common.to_device(x, self.device) for x in self.trials[0]])
+            self.sync()
         self.result["info"] = common.device_info(self.device)
 
     def load_candidate(self) -> None:
@@ -388,18 +395,24 @@ class Worker:
                 if isinstance(buf, torch.Tensor):
                     buf.copy_(src)
 
+        contenders = {"cand": self.model, "base": self.baseline}
+        if self.compiled is not None:
+            contenders["compiled"] = self.compiled
         for i in range(int(cfg["warmup"])):
             load_set(i % len(sets))
-            self.time_one(self.model, buffers)
-            self.time_one(self.baseline, buffers)
+            for fn in contenders.values():
+                self.time_one(fn, buffers)
         reps = int(cfg["reps"])
         sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
         # Always validate the last timed call too: the most likely place for a "skip work later" hack.
         sample_at.add(reps - 1)
-        cand_host, cand_dev, base_host, base_dev, samples, calls_per = [], [], [], [], [], []
+        cand_host, cand_dev, samples, calls_per = [], [], [], []
+        ref_host: dict[str, list] = {"base": [], "compiled": []}
+        ref_dev: dict[str, list] = {"base": [], "compiled": []}
         state = state_checksums(self.model)
         for r in range(reps):
-            order = ("cand", "base") if rng.random() < 0.5 else ("base", "cand")
+            order = list(contenders)
+            rng.shuffle(order)
             which = rng.randrange(len(sets))
             for who in order:
                 load_set(which)
@@ -414,9 +427,9 @@ class Worker:
                             raise Rejected("a timed call returned something other than a plain torch.Tensor")
                         samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone()})
                 else:
-                    host, dev, out = self.time_one(self.baseline, buffers)
-                    base_host.append(host)
-                    base_dev.append(dev)
+                    host, dev, out = self.time_one(contenders[who], buffers)
+                    ref_host[who].append(host)
+                    ref_dev[who].append(dev)
                     if isinstance(out, torch.Tensor) and out.is_floating_point():
                         out.fill_(float("nan"))  # poison: a candidate must not find this in freed memory
                 del out
@@ -427,7 +440,8 @@ class Worker:
         self.check_guards("after timing")
         torch.save(samples, self.work / "timed_samples.pt")
         self.result["timing"] = {"candidate_host_ms": cand_host, "candidate_event_ms": cand_dev,
-                                 "baseline_host_ms": base_host, "baseline_event_ms": base_dev,
+                                 "baseline_host_ms": ref_host["base"], "baseline_event_ms": ref_dev["base"],
+                                 "compiled_host_ms": ref_host["compiled"], "compiled_event_ms": ref_dev["compiled"],
                                  "kernel_calls_per_timed_call": calls_per}
 
     def run(self) -> int:

@@ -5,7 +5,9 @@ The error of one output is the largest element-wise ratio
 float64 and ``scale`` is the RMS of ``ref64``. A ratio of at most 1 passes. Scaling ``atol``
 by the output's own magnitude means an all-zero answer to a softmax over 100k columns
 (outputs near 1e-5) fails, where a fixed 1e-4 absolute tolerance would let it pass.
-Integer and bool outputs must match exactly.
+Integer and bool outputs must match exactly. A problem may set ``atol``/``rtol``; otherwise
+they follow the output's dtype (``problemset.DTYPE_TOLERANCE``): a half-precision kernel is judged
+against what half precision can hold, a float32 one against float32.
 """
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ import math
 from dataclasses import dataclass
 
 import torch
+
+from .. import problemset
+
+
+def tolerance_for(dtype: torch.dtype, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
+    """The problem's tolerances where it sets them, else the output dtype's defaults."""
+    return problemset.tolerance_for(str(dtype).removeprefix("torch."), atol, rtol)
 
 
 @dataclass
@@ -52,8 +61,9 @@ def error_ratio(out: torch.Tensor, ref64: torch.Tensor, atol: float, rtol: float
 
 
 def check_output(out: torch.Tensor, ref_native: torch.Tensor, ref64: torch.Tensor,
-                 atol: float, rtol: float) -> Verdict:
+                 atol: float | None, rtol: float | None) -> Verdict:
     """Exact type, shape and dtype first, then values against the float64 reference."""
+    atol, rtol = tolerance_for(ref_native.dtype, atol, rtol)
     if type(out) is not torch.Tensor:
         return Verdict(False, math.inf, f"output is {type(out).__name__}, not a plain torch.Tensor")
     if tuple(out.shape) != tuple(ref_native.shape):

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from . import common
-from .compare import error_ratio
+from .compare import error_ratio, tolerance_for
 
 
 def build_model(module, init_seed: int):
@@ -73,7 +73,6 @@ def main(job_path: str) -> int:
     out_dir = Path(job["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     device = torch.device(job["device"])
-    atol, rtol = float(job["atol"]), float(job["rtol"])
     meta: dict[str, Any] = {"status": "ok", "info": common.device_info(device)}
     try:
         problem = job["problem"]
@@ -91,6 +90,7 @@ def main(job_path: str) -> int:
             inputs = common.make_inputs(module, int(seed), device)
             model.load_state_dict(state)  # every trial starts from the initial state
             out = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
+            atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
             model64.load_state_dict(state)
             out64 = run(model64, common.to_double(inputs), device).to(torch.float64 if out.is_floating_point() else out.dtype)
             ratios.append(error_ratio(out, out64, atol, rtol) if out.is_floating_point() else

@@ -1,0 +1,115 @@
+"""Problems from outside the suite: a KernelBench-layout checkout and single reference files,
+through the same gate, with tolerances that follow the output dtype unless a problem sets them."""
+from __future__ import annotations
+
+import pytest
+from autocomp_core.backend import EvalContext
+
+from autocomp_cuda.problemset import tolerance_for
+
+HALF_TANH = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.tanh(x * y)
+
+
+def get_inputs():
+    return [torch.randn(32, 64).half() * 2.0, torch.randn(32, 64).half()]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SCALED_ROW_SUM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return (x * self.scale).sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(16, 300)]
+
+
+def get_init_inputs():
+    return [0.5]
+'''
+
+HALF_CANDIDATE = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.tanh(x.float() * y.float()).half()  # float32 math, rounded once at the end
+'''
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    level1, level2 = tmp_path / "KernelBench" / "level1", tmp_path / "KernelBench" / "level2"
+    level1.mkdir(parents=True)
+    level2.mkdir()
+    (level1 / "1_Half_tanh.py").write_text(HALF_TANH)
+    (level2 / "7_Scaled_row_sum.py").write_text(SCALED_ROW_SUM)
+    (level2 / "notes.py").write_text("# not a problem file name\n")
+    (level2 / "8_Broken.py").write_text("import torch\n")  # no Model: skipped, not fatal
+    return tmp_path
+
+
+def test_checkout_problems_are_listed_by_level_and_number(make_backend, checkout):
+    ids = [p.id for p in make_backend("cpu", kernelbench_path=str(checkout)).problems()]
+    assert [i for i in ids if i.startswith("kb/")] == ["kb/L1/1", "kb/L2/7"]
+    only2 = make_backend("cpu", kernelbench_path=str(checkout), kernelbench_levels=[2]).problems()
+    assert [p.id for p in only2 if p.id.startswith("kb/")] == ["kb/L2/7"]
+    assert "KernelBench level 2 problem 7: Scaled_row_sum" in make_backend(
+        "cpu", kernelbench_path=str(checkout)).load_problem("kb/L2/7").description
+
+
+@pytest.mark.asyncio
+async def test_imported_problems_pass_the_gate_and_evaluate(make_backend, checkout):
+    backend = make_backend("cpu", kernelbench_path=str(checkout))
+    for ref in ("kb/L1/1", "kb/L2/7"):
+        report = await backend.check_problem(ref)
+        assert report.passed, report.reasons
+    problem = backend.load_problem("kb/L1/1")
+    result = await backend.evaluate(problem, HALF_CANDIDATE, EvalContext(hardware=backend.hardware))
+    assert result.correct, result.feedback  # within float16's tolerance, not float32's
+
+
+@pytest.mark.asyncio
+async def test_a_single_reference_file_loads_by_path_and_a_too_tight_tolerance_is_refused(make_backend, tmp_path):
+    loose = tmp_path / "half_tanh.py"
+    loose.write_text(HALF_TANH)
+    tight = tmp_path / "half_tanh_tight.py"
+    tight.write_text(HALF_TANH + 'AUTOCOMP = {"atol": 1e-5, "rtol": 1e-5}\n')
+    backend = make_backend("cpu")
+    assert backend.load_problem(str(loose)).id == f"file:{loose.resolve()}"
+    assert (await backend.check_problem(f"file:{loose}")).passed
+    report = await backend.check_problem(str(tight))
+    assert not report.passed and "tolerance is too tight" in report.reasons[0]
+
+
+def test_tolerances_follow_the_dtype_unless_the_problem_sets_them():
+    assert tolerance_for("float32") == (1e-4, 1e-4)
+    assert tolerance_for("float16") == (1e-2, 1e-2)
+    assert tolerance_for("bfloat16") == (2e-2, 2e-2)
+    assert tolerance_for("float16", 1e-3, None) == (1e-3, 1e-2)
+
+
+def test_a_missing_checkout_is_a_one_line_problem_error(tmp_path):
+    from autocomp_core.runner import ConfigError, load_problem, make_backend
+
+    backend = make_backend("cuda", {"device": "cpu"}, {"kernelbench_path": str(tmp_path / "nowhere")})
+    with pytest.raises(ConfigError, match="no KernelBench level folders"):
+        load_problem(backend, "kb/L1/1")
