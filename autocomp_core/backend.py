@@ -216,7 +216,7 @@ class EvalContext:
     seed: int = 0
     timeout_s: float = 120.0
     want_feedback: bool = True  # compute hardware feedback text (utilization, stalls)
-    options: dict[str, Any] = field(default_factory=dict)  # backend-specific [backend] config
+    options: dict[str, Any] = field(default_factory=dict)  # backend-specific [backend_options] config
 
 
 class Capability(str, enum.Enum):
@@ -245,6 +245,8 @@ class Backend(abc.ABC):
     #: pydantic model of the hardware config
     hardware_config_type: ClassVar[type[HardwareConfig]] = HardwareConfig
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    #: the ``[backend_options]`` it reads; any other is refused as a typo. None: not checked.
+    option_names: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, hardware: HardwareConfig | dict[str, Any] | None = None,
                  options: dict[str, Any] | None = None) -> None:
@@ -252,6 +254,10 @@ class Backend(abc.ABC):
             hardware = self.hardware_config_type(**(hardware or {}))
         self.hardware = hardware
         self.options = dict(options or {})
+        unknown = sorted(set(self.options) - self.option_names) if self.option_names is not None else []
+        if unknown:
+            known = ", ".join(sorted(self.option_names or ())) or "none"
+            raise ValueError(f"unknown [backend_options] option {unknown[0]!r} (known: {known})")
 
     @property
     def version(self) -> str:

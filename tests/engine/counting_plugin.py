@@ -9,6 +9,7 @@ from autocomp_core import hookimpl
 
 class CountingToyBackend(ToyBackend):
     name = "toycount"
+    option_names = ToyBackend.option_names | {"count_file"}
 
     async def evaluate(self, problem, code, ctx):
         path = self.options.get("count_file")

@@ -48,6 +48,7 @@ class ToyBackend(Backend):
     hardware_config_type = ToyHardware
     capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION,
                               Capability.LOWER_BOUND})
+    option_names = frozenset({"delay_s"})
 
     def problems(self) -> list[Problem]:
         found = []

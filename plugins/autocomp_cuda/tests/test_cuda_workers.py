@@ -99,9 +99,9 @@ def test_static_rules_refuse_disarming_the_watchdog():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"trails": 3}, "unknown [backend] option 'trails'"),
-    ({"trials": "many"}, "[backend] trials must be a int"),
-    ({"warm_workers": "no"}, "[backend] warm_workers must be a bool"),
+    ({"trails": 3}, "unknown [backend_options] option 'trails'"),
+    ({"trials": "many"}, "[backend_options] trials must be a int"),
+    ({"warm_workers": "no"}, "[backend_options] warm_workers must be a bool"),
     ({"size": "huge"}, "size must be 'tiny' or 'full'"),
 ])
 def test_bad_backend_options_are_one_line_config_errors(options, message):

@@ -32,8 +32,9 @@ class GemminiBackend(Backend):
     metric_unit: ClassVar[str] = "cycles"
     hardware_config_type: ClassVar[type[GemminiConfig]] = GemminiConfig
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
+    option_names: ClassVar[frozenset[str] | None] = frozenset({"mode", "external_command", "timing_toml", "memory_mb"})
 
-    # [backend] options: mode = "model" | "external"; external_command = ["spike", ..., "{elf}"];
+    # [backend_options] options: mode = "model" | "external"; external_command = ["spike", ..., "{elf}"];
     # memory_mb (per simulation); timing_toml (path to a timing parameter file).
 
     def problems(self) -> list[Problem]:
@@ -98,7 +99,7 @@ class GemminiBackend(Backend):
                 command = opts.get("external_command")
                 if not command:
                     return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                                      feedback="mode = 'external' needs [backend] external_command")
+                                      feedback="mode = 'external' needs [backend_options] external_command")
                 if isinstance(command, str):
                     command = command.split()
                 return await evaluate.evaluate_external(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,

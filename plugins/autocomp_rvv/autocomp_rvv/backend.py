@@ -41,6 +41,7 @@ class RvvBackend(Backend):
     metric_unit = "cycles"
     hardware_config_type = RvvHardware
     capabilities = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
+    option_names = frozenset()  # everything is in [hardware]
 
     hardware: RvvHardware
 
