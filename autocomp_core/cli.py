@@ -197,8 +197,8 @@ def backends(as_json: bool) -> None:
         click.echo(f"plugin {f['plugin']} failed to load: {f['error']}", err=True)
 
 
-def _backend(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
-    """A backend instance from command-line hardware/option assignments."""
+def backend_from_assignments(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
+    """A backend from `--hw KEY=VALUE` and `--option KEY=VALUE` assignments (plugin commands use it too)."""
     from .runner import make_backend
 
     hw: dict[str, Any] = {}
@@ -215,7 +215,7 @@ def _backend(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...]
 @click.option("--json", "as_json", is_flag=True)
 def problems(backend: str, as_json: bool) -> None:
     """List a backend's problems."""
-    b = _backend(backend)
+    b = backend_from_assignments(backend)
     rows = [{"id": p.id, "description": p.description,
              "baseline": str(p.baseline_path) if p.baseline_path else None} for p in b.problems()]
     if as_json:
@@ -241,7 +241,7 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
 
     from .runner import load_problem
 
-    b = _backend(backend, hardware, options)
+    b = backend_from_assignments(backend, hardware, options)
     prob = load_problem(b, problem)
     code = Path(file).read_text()
     ctx = EvalContext(hardware=b.hardware, seed=seed, timeout_s=timeout, options=b.options)
@@ -289,7 +289,7 @@ def doctor(backend: str | None) -> None:
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
     for name in names:
-        b = _backend(name)
+        b = backend_from_assignments(name)
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:

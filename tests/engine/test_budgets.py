@@ -51,7 +51,6 @@ async def test_budget_stops_cleanly_and_resume_continues(llm_server, tmp_path, b
 async def test_usd_budget_with_priced_model(tmp_path):
     async with LLMTestServer(lambda r: reply(r.prompt)) as server:
         prices = tmp_path / "prices.toml"
-        model = f"openai-compatible@{server.openai_base_url}::scripted"
         prices.write_text('["openai-compatible".scripted]\ninput = 1000.0\noutput = 1000.0\n')
         cfg = toy_config(server, tmp_path, iterations=3)
         cfg["llm"]["prices_file"] = str(prices)

@@ -193,7 +193,7 @@ async def test_early_stop(llm_server, tmp_path):
 async def test_translation_phase(llm_server, tmp_path):
     cfg = toy_config(llm_server, tmp_path, iterations=2, plans_per_candidate=3, codes_per_plan=1)
     cfg["translation"] = {"iterations": 1, "score": True, "drop_original": True}
-    summary = await optimize_async(cfg)
+    await optimize_async(cfg)
     store = RunStore(tmp_path / "run")
     scored = [c for c in store.candidates(1) if c.translation_score is not None]
     assert scored and all(0 <= c.translation_score <= 10 for c in scored)

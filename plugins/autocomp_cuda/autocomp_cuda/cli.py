@@ -15,10 +15,10 @@ import fnmatch
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
-from autocomp_core.config import ConfigError, apply_override
+from autocomp_core.cli import backend_from_assignments
+from autocomp_core.config import ConfigError
 
 from . import suite as suite_results
 from .harness import Verdict
@@ -26,15 +26,7 @@ from .problemset import baseline_source
 
 
 def _backend(hardware: tuple[str, ...], options: tuple[str, ...]):
-    from autocomp_core.runner import make_backend
-
-    hw: dict[str, Any] = {}
-    opts: dict[str, Any] = {}
-    for item in hardware:
-        apply_override(hw, item)
-    for item in options:
-        apply_override(opts, item)
-    return make_backend("cuda", hw, opts)
+    return backend_from_assignments("cuda", hardware, options)
 
 
 def candidate_file(folder: Path, problem_id: str) -> Path | None:
