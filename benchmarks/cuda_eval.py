@@ -9,7 +9,10 @@ Prints, on one device:
   * hand-written fused candidates (C++ on the CPU, CUDA on a GPU) against the live eager
     baseline on two fusion problems.
 
-    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5]
+    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5] [--cache DIR]
+
+``--cache`` is where the fused candidates' builds are looked up and kept (default: a fresh
+temporary dir); the cold-build measurement always uses a fresh one.
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> list[floa
     return times
 
 
-async def main(device: str, repeat: int) -> None:
+async def main(device: str, repeat: int, cache_dir: str | None) -> None:
     specs = {s.id: s for s in suite()}
     size = "tiny" if device == "cpu" else "full"
     with tempfile.TemporaryDirectory() as cache:
@@ -85,7 +88,7 @@ async def main(device: str, repeat: int) -> None:
               f"build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
               f"(whole evaluation {hit:.2f} s, hit={v_hit.build_cache_hit})")
 
-        timed = Harness(Path(cache), Settings(**base, reps=30))
+        timed = Harness(Path(cache_dir or cache), Settings(**base, reps=30))
         print("fused candidates against the eager baseline, timed interleaved (30 reps):")
         for problem, name in fused:
             v = await timed.evaluate(specs[problem], (ADV / "honest" / name).read_text())
@@ -100,5 +103,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cache", help="build cache for the fused candidates")
     args = parser.parse_args()
-    asyncio.run(main(args.device, args.repeat))
+    asyncio.run(main(args.device, args.repeat, args.cache))

@@ -35,13 +35,31 @@ cp "$HERE/autocomp_cuda/adversarial/honest/triton_relu.py" "$SUITE/L1/relu.py"  
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head -3
   "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
   command -v nvcc && nvcc --version | tail -1
+  echo "== build every GPU candidate at once (the tests then find them in the build cache)"
+  cd "$ROOT" && timeout 150 "$PY" - "$HERE"/autocomp_cuda/adversarial/*/*.py <<'PY' 2>&1 | tail -20
+import asyncio, os, sys, time
+from pathlib import Path
+from autocomp_cuda.adversarial import header
+from autocomp_cuda.harness import Harness, Settings
+
+async def main(paths):
+    harness = Harness(Path(os.environ["AUTOCOMP_CUDA_CACHE"]), Settings(device="cuda", size="full"))
+    gpu = [p for p in map(Path, paths) if header(p).get("gpu") == "true"]
+    started = time.perf_counter()
+    built = await asyncio.gather(*(harness.build(p.read_text()) for p in gpu))
+    for path, (_, failure, _, _) in zip(gpu, built):
+        print(f"{path.name}: {'built' if failure is None else failure.status + ' ' + failure.message[:300]}")
+    print(f"{len(gpu)} builds in {time.perf_counter() - started:.0f} s")
+
+asyncio.run(main(sys.argv[1:]))
+PY
   echo "== gpu-marked tests"
-  cd "$ROOT" && timeout 330 "$PY" -m pytest -m gpu -q -p no:cacheprovider --durations=12 "$HERE/tests" 2>&1 | tail -60
+  timeout 200 "$PY" -m pytest -m gpu -q -p no:cacheprovider --durations=12 "$HERE/tests" 2>&1 | tail -60
   echo "== benchmark"
-  timeout 90 "$PY" "$ROOT/benchmarks/cuda_eval.py" --device cuda --repeat 3 2>&1 | tail -20
+  timeout 100 "$PY" "$ROOT/benchmarks/cuda_eval.py" --device cuda --repeat 3 --cache "$AUTOCOMP_CUDA_CACHE" 2>&1 | tail -20
   echo "== suite (a CUDA kernel and a Triton kernel, full size)"
   GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
-  timeout 45 "${CLI[@]}" cuda suite "$SUITE" --problem L2/scale_bias_clamp_mul --problem L1/relu \
+  timeout 30 "${CLI[@]}" cuda suite "$SUITE" --problem L2/scale_bias_clamp_mul --problem L1/relu \
     --hw device=cuda --hw "gpu_name=\"$GPU_NAME\"" 2>&1 | tail -12
 } > "$OUT" 2>&1
 echo "results written to $OUT"

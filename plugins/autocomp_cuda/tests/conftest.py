@@ -1,6 +1,7 @@
 """Shared fixtures: one build/reference cache per test session."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from autocomp_cuda.backend import CudaBackend
 
 @pytest.fixture(scope="session")
 def cuda_cache(tmp_path_factory) -> Path:
+    # gpu_check.sh builds the GPU candidates in parallel into $AUTOCOMP_CUDA_CACHE first.
+    if os.environ.get("AUTOCOMP_CUDA_CACHE"):
+        return Path(os.environ["AUTOCOMP_CUDA_CACHE"])
     return tmp_path_factory.mktemp("cuda-cache")
 
 
