@@ -121,3 +121,14 @@ def test_fast_p_against_the_compiled_baseline():
     assert fast_p(verdicts, 1.0) == 0.5
     assert fast_p(verdicts, 1.0, against="compiled") == 0.0
     assert fast_p(verdicts, 0.5, against="compiled") == 0.5
+
+
+@pytest.mark.asyncio
+async def test_tracebacks_show_the_candidates_frames_not_the_harness(make_backend):
+    code = RELU_HEAD + ("def helper(x):\n    raise ValueError('boom')\n\n"
+                        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return helper(x)\n")
+    result = await _eval(make_backend("cpu"), "L1/relu", code)
+    assert _status(result) == "runtime_error"
+    assert 'File "candidate.py", line 9, in forward' in result.feedback
+    assert 'File "candidate.py", line 5, in helper' in result.feedback and "ValueError: boom" in result.feedback
+    assert "candidate_main.py" not in result.feedback and "harness or library frame" in result.feedback

@@ -39,9 +39,29 @@ def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
     return default
 
 
+#: Files whose frames a candidate's author wants to see.
+OWN_FILES = ("candidate.py", "problem.py")
+
+
 def short_traceback(exc: BaseException, limit: int = 4000) -> str:
-    text = "".join(traceback.format_exception(exc))
-    return text[-limit:]
+    """The traceback as the candidate's author needs it: frames in the candidate's own files
+    and the innermost one; the harness's and libraries' frames are elided (they say nothing
+    about the candidate and differ between machines)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    lines, skipped = ["Traceback (most recent call last):\n"], 0
+    for i, frame in enumerate(frames):
+        own = os.path.basename(frame.filename) in OWN_FILES
+        if own or i == len(frames) - 1:
+            if own:  # the work dir's name is random: the same error reads the same every run
+                frame.filename = os.path.basename(frame.filename)
+            if skipped:
+                lines.append(f"  ... {skipped} harness or library frame{'s' if skipped > 1 else ''}\n")
+                skipped = 0
+            lines.extend(traceback.format_list([frame]))
+        else:
+            skipped += 1
+    lines.extend(traceback.format_exception_only(type(exc), exc))
+    return "".join(lines)[-limit:]
 
 
 def seed_all(seed: int) -> None:
