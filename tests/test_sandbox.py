@@ -373,7 +373,8 @@ async def test_program_dies_with_the_engine(tmp_path: Path) -> None:
         asyncio.run(main())
     """))
     proc = await asyncio.create_subprocess_exec(PY, str(engine), stdout=asyncio.subprocess.PIPE,
-                                                cwd=Path(__file__).parent.parent)
+                                                cwd=Path(__file__).parent.parent,
+                                                env={**os.environ, "TMPDIR": str(tmp_path)})  # its leftovers
     out, _ = await proc.communicate()
     assert out == b"started\n"
     for _ in range(100):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,10 +26,22 @@ CONCURRENCY = 3  # LLM calls in flight at most; bounds what a kill can lose
 EVAL_SLOTS = 2
 
 
+# Engines killed mid-evaluation cannot remove their sandboxes' work dirs: they go here.
+ENGINE_TMP = Path(tempfile.gettempdir()) / f"autocomp-test-engines-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_tmp():
+    ENGINE_TMP.mkdir(exist_ok=True)
+    yield
+    shutil.rmtree(ENGINE_TMP, ignore_errors=True)
+
+
 def env() -> dict[str, str]:
     e = dict(os.environ)
     e["PYTHONPATH"] = os.pathsep.join([str(HERE), e.get("PYTHONPATH", "")])
     e["AUTOCOMP_PLUGINS"] = "counting_plugin"
+    e["TMPDIR"] = str(ENGINE_TMP)
     return e
 
 
