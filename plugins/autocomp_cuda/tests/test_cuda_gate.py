@@ -7,6 +7,11 @@ import pytest
 
 from autocomp_cuda.problemset import suite
 
+#: At full size a GPU evaluation holds every trial's inputs twice (correctness and timing
+#: sets), the float64 reference in its own worker, and the flush buffer: the problems are
+#: sized so that 16x their inputs, output and weights fit in a 24 GB GPU.
+GPU_BYTES, HELD_COPIES = 24e9, 16
+
 
 @pytest.mark.asyncio
 async def test_gate_passes_suite_and_refuses_controls(make_backend):
@@ -18,6 +23,10 @@ async def test_gate_passes_suite_and_refuses_controls(make_backend):
     by_id = {r.problem: r for r in reports}
     failed = {r.problem: r.reasons for r in reports if not r.passed and not r.problem.startswith("ctrl/")}
     assert not failed, failed
+    sizes = {r.problem: r.details["memory_bytes_full"] for r in reports}
+    assert all(sizes.values()), sizes  # known for every problem
+    too_big = {p: b for p, b in sizes.items() if b * HELD_COPIES > GPU_BYTES}
+    assert not too_big, too_big
     zero = by_id["ctrl/degenerate_zero"]
     assert not zero.passed and any("zeros" in reason for reason in zero.reasons), zero.reasons
     stochastic = by_id["ctrl/stochastic_dropout"]

@@ -39,12 +39,18 @@ def run(model, inputs, device: torch.device):
 
 
 def memory_estimate(module) -> int | None:
-    """Bytes of inputs plus output at this size, from shapes only (meta tensors)."""
+    """Bytes of inputs, output and parameters at this size, from shapes (meta tensors).
+    A ``get_inputs`` that reads a value (``.item()``, ``float(t)``) cannot run on meta
+    tensors: its inputs are made on the CPU once and only their shapes are used."""
     try:
+        try:
+            with torch.device("meta"):
+                inputs = module.get_inputs()
+        except (RuntimeError, NotImplementedError):
+            inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.device("meta"):
             init = module.get_init_inputs()
             model = module.Model(*init)
-            inputs = module.get_inputs()
             out = model(*inputs)
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + [out]
         params = sum(p.numel() * p.element_size() for p in model.state_dict().values())
