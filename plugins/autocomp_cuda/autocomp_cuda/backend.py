@@ -103,7 +103,12 @@ class CudaBackend(Backend):
             or Path.home() / ".cache" / "autocomp-cuda"
         hw: CudaHardware = self.hardware  # type: ignore[assignment]
         return Harness(Path(cache).expanduser(), self.settings, gpu_ids=hw.gpus,
-                       compile_workers=self.options.get("compile_workers"))
+                       compile_workers=self.compile_workers)
+
+    @property
+    def compile_workers(self) -> int:
+        """Candidates compiled at once (each build itself runs MAX_JOBS compiler processes)."""
+        return int(self.options.get("compile_workers") or max(1, (os.cpu_count() or 1) // 2))
 
     # ------------------------------------------------------------------ problems
     @cached_property
@@ -200,7 +205,10 @@ class CudaBackend(Backend):
     def resources(self) -> Resources:
         hw: CudaHardware = self.hardware  # type: ignore[assignment]
         if hw.device == "cuda":
-            return Resources(max_parallel=len(hw.gpus), gpus_per_eval=1, memory_mb_per_eval=16384)
+            # Candidates compile while others time: the harness still times one at a time per GPU.
+            return Resources(max_parallel=len(hw.gpus) + self.compile_workers, gpus_per_eval=1,
+                             memory_mb_per_eval=16384)
+        # On the CPU a build beside a timing loop would disturb it: one evaluation at a time.
         return Resources(max_parallel=1, gpus_per_eval=0, memory_mb_per_eval=self.settings.memory_mb or 8192)
 
     def doctor(self) -> list[DoctorCheck]:

@@ -123,3 +123,12 @@ def test_workers_find_the_packages_where_the_engine_found_them(make_backend):
     done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True,
                           env={"PATH": os.environ["PATH"], "PYTHONPATH": path})  # -S: no site-packages at all
     assert done.returncode == 0, done.stderr
+
+
+def test_on_gpus_candidates_compile_while_others_time(make_backend):
+    # No GPU is needed to ask: the engine runs this many evaluations at once; the harness
+    # still times one candidate at a time per GPU (its device-slot queue).
+    backend = make_backend("cpu")
+    gpus = type(backend)(hardware={"device": "cuda", "gpus": [0, 1]}, options={"compile_workers": 3})
+    assert gpus.resources().max_parallel == 5 and gpus.harness.device_slots == 2
+    assert backend.resources().max_parallel == 1
