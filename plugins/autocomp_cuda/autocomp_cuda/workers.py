@@ -85,10 +85,9 @@ class Worker:
         """Stop the worker (if running) and wait until its process is gone."""
         if not self.task.done():
             self.task.cancel()
-        try:
-            await self.task
-        except BaseException:  # cancelled, or the sandbox failed: either way it is over
-            pass
+        # Its own cancellation or failure is expected here and not ours to raise; a
+        # cancellation of the caller still propagates.
+        await asyncio.gather(self.task, return_exceptions=True)
 
     def discard(self) -> None:
         """Remove the work dir of a worker that was used (after the harness read its files)."""
