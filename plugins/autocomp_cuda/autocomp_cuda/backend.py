@@ -1,6 +1,7 @@
 """The ``cuda`` backend: KernelBench-format problems evaluated by the hardened harness."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from functools import cached_property
@@ -62,11 +63,10 @@ class CudaBackend(Backend):
     hardware_config_type = CudaHardware
     capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
 
-    #: [backend_options] options read from the run config (Settings fields of the same name, and more)
-    SETTING_OPTIONS = ("trials", "warmup", "reps", "timed_samples", "compile_timeout_s", "load_timeout_s",
-                       "correctness_timeout_s", "timing_timeout_s", "memory_mb", "static_checks",
-                       "require_custom_kernel", "roofline_slack", "settle_s", "compile_baseline", "warm_workers",
-                       "standby_idle_s", "worker_slack_s")
+    #: [backend_options] that set the harness Settings field of the same name (the device and
+    #: the roofline peaks come from [hardware], the size tier is checked on its own)
+    SETTING_OPTIONS = tuple(f.name for f in dataclasses.fields(Settings)
+                            if f.name not in ("device", "size", "peak_gflops", "bandwidth_gbs"))
     option_names = frozenset({*SETTING_OPTIONS, "size", "cache_dir", "compile_workers", "kernelbench_path",
                               "kernelbench_levels", "size_overrides", "include_controls"})
 
@@ -86,13 +86,7 @@ class CudaBackend(Backend):
                      peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1])
         for key in self.SETTING_OPTIONS:
             if key in o:
-                current = getattr(s, key)
-                try:
-                    if isinstance(current, bool) and not isinstance(o[key], bool):
-                        raise TypeError  # bool("false") is True: only a real boolean will do
-                    setattr(s, key, type(current)(o[key]) if current is not None else o[key])
-                except (TypeError, ValueError):
-                    raise ValueError(f"[backend_options] {key} must be a {type(current).__name__}, got {o[key]!r}") from None
+                setattr(s, key, _coerce(key, getattr(s, key), o[key]))
         if s.size not in ("tiny", "full"):
             raise ValueError(f"[backend_options] size must be 'tiny' or 'full', got {s.size!r}")
         return s
@@ -240,6 +234,20 @@ def _has_module(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def _coerce(key: str, current: Any, value: Any) -> Any:
+    """An option's value in the type of the setting's default (None: taken as given)."""
+    if current is None:
+        return value
+    wanted = type(current)
+    # bool("false") is True: a switch takes only a real boolean.
+    if wanted is not bool or isinstance(value, bool):
+        try:
+            return wanted(value)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"[backend_options] {key} must be a {wanted.__name__}, got {value!r}")
 
 
 def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:

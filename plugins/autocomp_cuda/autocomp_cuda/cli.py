@@ -25,10 +25,6 @@ from .harness import Verdict
 from .problemset import baseline_source
 
 
-def _backend(hardware: tuple[str, ...], options: tuple[str, ...]):
-    return backend_from_assignments("cuda", hardware, options)
-
-
 def candidate_file(folder: Path, problem_id: str) -> Path | None:
     for path in (folder / f"{problem_id}.py", folder / f"{problem_id.replace('/', '_')}.py"):
         if path.is_file():
@@ -106,7 +102,7 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
     """Evaluate one candidate per problem; print fast_p (ours and KernelBench-compatible)."""
     if (candidates is None) == (not eager):
         raise ConfigError("give a CANDIDATES directory or --eager (not both)")
-    backend = _backend(hardware, options)
+    backend = backend_from_assignments("cuda", hardware, options)
     problems = _selected(backend, patterns)
     sources: dict[str, str | None] = {}
     for problem in problems:
@@ -141,7 +137,7 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
 def gate_command(problems: tuple[str, ...], hardware: tuple[str, ...], options: tuple[str, ...],
                  as_json: bool) -> None:
     """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
-    backend = _backend(hardware, options)
+    backend = backend_from_assignments("cuda", hardware, options)
     ids = list(problems) or [p.id for p in backend.problems()]
     for ref in ids:
         try:

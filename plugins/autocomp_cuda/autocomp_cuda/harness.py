@@ -201,9 +201,7 @@ class Harness:
         """Start a standby worker on every device slot and wait until each has its imports
         done. Evaluations do this by themselves; call it to have the first one warm too."""
         for gpu in self._gpu_ids:
-            worker = self._standby.get(gpu)
-            if worker is None or not worker.usable():
-                self._standby[gpu] = await self._take_worker(gpu)
+            self._standby[gpu] = await self._take_worker(gpu)
         ready = await asyncio.gather(*(w.wait_ready(timeout_s) for w in self._standby.values()))
         return all(ready)
 

@@ -45,7 +45,7 @@ class ProblemSpec:
     tiny: dict[str, Any] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants
     flops: str | None = None
-    atol: float | None = None  # None: by the output's dtype (runtime.compare.DTYPE_TOLERANCE)
+    atol: float | None = None  # None: by the output's dtype (DTYPE_TOLERANCE)
     rtol: float | None = None
     in_place: bool = False
     buffers_mutate: bool = False
