@@ -21,7 +21,7 @@ from .checking import check_examples
 from .crawl import CrawlLimits, crawl
 from .journal import BuildJournal, gather
 from .packfiles import write_pack
-from .sources import Document, SourceError, kind_of_path, source_files, to_markdown
+from .sources import Document, kind_of_path, source_files, to_markdown
 from .stages import (MAX_SECTION_CHARS, ROUTE_PREVIEW_CHARS, Section, extract, isa_markdown,
                      route, route_batches, split_documents)
 from .verbatim import VerbatimIndex

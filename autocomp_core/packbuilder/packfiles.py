@@ -68,7 +68,7 @@ def check_manifest(folder: Path) -> dict[str, Any]:
             if not isinstance(example.get(key), str) or not example[key]:
                 raise PackError(f"{where}: missing {key!r}")
         if set(example) - EXAMPLE_KEYS:
-            raise PackError(f"{where}: unknown key {sorted(set(example) - EXAMPLE_KEYS)[0]!r}")
+            raise PackError(f"{where}: unknown key {min(set(example) - EXAMPLE_KEYS)!r}")
         if not (folder / example["file"]).is_file():
             raise PackError(f"{where}: file {example['file']!r} does not exist")
         _strings(example.get("triggers", []), f"{where}.triggers")

@@ -195,7 +195,7 @@ def pdf_to_markdown(data: bytes, origin: str = "PDF") -> str:
 
             page.extract_text(visitor_text=visit)
             lines += _join_lines(current)
-    except Exception as exc:  # pypdf raises many kinds on a damaged file
+    except Exception as exc:  # noqa: BLE001 -- pypdf raises many kinds on a damaged file
         raise SourceError(f"{origin}: cannot read the PDF ({type(exc).__name__}: {exc})") from None
     return _pdf_markdown(lines)
 
