@@ -12,13 +12,15 @@ answers and therefore the same choice.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .backend import Example, KnowledgePack, Problem
+from .backend import KnowledgePack, Problem
 from .config import PromptConfig
 from .llm.types import Prompt
 from .mdsections import MdSection, body_of, headings, split_sections
@@ -95,7 +97,11 @@ def problem_block(problem: Problem, language: str) -> str:
 
 
 class ContextSelector:
-    """Chooses the ISA parts and examples for one problem."""
+    """Chooses the ISA parts and examples for one problem.
+
+    A choice is a record of picked indexes (``select``), from which ``apply`` rebuilds the
+    narrowed pack; a resumed or replayed run applies the recorded choice again, after
+    checking with ``fingerprint`` that it was made for this very pack."""
 
     def __init__(self, pack: KnowledgePack, problem: Problem, config: PromptConfig,
                  system: str, language: str, ask: Ask) -> None:
@@ -104,6 +110,11 @@ class ContextSelector:
         self.system = system
         self.problem = problem_block(problem, language)
         self.ask = ask
+
+    def fingerprint(self) -> str:
+        blob = json.dumps([self.pack.isa, [[e.name, e.text] for e in self.pack.examples],
+                           self.config.model_dump()], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     async def choose(self, what: str, slot: str, listing: list[str]) -> list[int] | None:
         """Indexes of the listed items the LLM keeps; None when its answer names none."""
@@ -114,72 +125,81 @@ class ContextSelector:
         return sorted(picked) if picked else None
 
     async def select(self) -> tuple[KnowledgePack, dict[str, Any]]:
-        """The narrowed pack and a record of what was chosen (for the journal and report)."""
-        record: dict[str, Any] = {}
-        pack = self.pack
-        if len(pack.isa) > self.config.isa_select_above_chars:
-            isa, record["isa"] = await self.select_isa()
-            pack = replace(pack, isa=isa)
-        examples_chars = sum(len(e.text) for e in pack.examples)
-        if pack.examples and examples_chars > self.config.examples_select_above_chars:
-            examples, record["examples"] = await self.select_examples()
-            pack = replace(pack, examples=examples)
+        """The narrowed pack and the record of the choice (for the journal and report)."""
+        record: dict[str, Any] = {"pack": self.fingerprint()}
+        if len(self.pack.isa) > self.config.isa_select_above_chars:
+            record["isa"] = await self.pick_isa()
+        examples_chars = sum(len(e.text) for e in self.pack.examples)
+        if self.pack.examples and examples_chars > self.config.examples_select_above_chars:
+            record["examples"] = await self.pick_examples()
+        pack = self.apply(record)
+        if "isa" in record:
+            record["isa"]["sections"] = self.isa_titles(record["isa"]["picked"])
+            record["isa"]["chars_after"] = len(pack.isa)
+        if "examples" in record:
+            picked = record["examples"]["picked"]
+            record["examples"]["examples"] = "all" if picked is None else [
+                e.name for e in pack.examples]
+            record["examples"]["chars_after"] = sum(len(e.text) for e in pack.examples)
         return pack, record
 
-    async def select_isa(self) -> tuple[str, dict[str, Any]]:
-        isa = self.pack.isa
-        keep, parts = isa_parts(isa)
-        record: dict[str, Any] = {"chars_before": len(isa), "sections_total": len(parts)}
+    def apply(self, record: dict[str, Any]) -> KnowledgePack:
+        """The pack narrowed as ``record`` says."""
+        pack = self.pack
+        picked = record.get("isa", {}).get("picked")
+        if picked is not None:
+            keep, parts = isa_parts(pack.isa)
+            texts = [keep] if keep.strip() else []
+            for k, subs in picked:
+                part = parts[k]
+                texts.append(part.text if subs is None else "\n\n".join(
+                    [part.head] + [part.subsections[j].text for j in subs]))
+            pack = replace(pack, isa="\n\n".join(texts))
+        picked = record.get("examples", {}).get("picked")
+        if picked is not None:
+            pack = replace(pack, examples=[pack.examples[k] for k in picked])
+        return pack
+
+    def isa_titles(self, picked: list | None) -> list | str:
+        if picked is None:
+            return "all"
+        parts = isa_parts(self.pack.isa)[1]
+        return [parts[k].title if subs is None else {
+            "section": parts[k].title, "subsections": [parts[k].subsections[j].title for j in subs]}
+            for k, subs in picked]
+
+    async def pick_isa(self) -> dict[str, Any]:
+        parts = isa_parts(self.pack.isa)[1]
+        record: dict[str, Any] = {"chars_before": len(self.pack.isa), "sections_total": len(parts)}
         if not parts:
-            return isa, {**record, "sections": "all", "chars_after": len(isa),
-                         "reason": "the ISA text has no repeated headings to choose between"}
+            return {**record, "picked": None,
+                    "reason": "the ISA text has no repeated headings to choose between"}
         listing = [f"{p.title} ({len(p.text)} characters): "
                    + (", ".join(s.title for s in p.subsections) or preview(p.body))
                    for p in parts]
         chosen = await self.choose("ISA sections", "isa", listing)
         if chosen is None:
-            return isa, {**record, "sections": "all", "chars_after": len(isa),
-                         "reason": "the selection named no section; the whole ISA is kept"}
-        texts, titles = [keep] if keep.strip() else [], []
-        fine = [parts[k] for k in chosen if parts[k].subsections] if self.config.fine_grained \
-            else []
-        subs_kept = await self.select_subsections(fine) if fine else {}
-        for k in chosen:
-            part = parts[k]
-            if id(part) in subs_kept:
-                kept = subs_kept[id(part)]
-                texts.append("\n\n".join([part.head] + [s.text for s in kept]))
-                titles.append({"section": part.title, "subsections": [s.title for s in kept]})
-            else:
-                texts.append(part.text)
-                titles.append(part.title)
-        text = "\n\n".join(texts)
-        return text, {**record, "sections": titles, "chars_after": len(text)}
+            return {**record, "picked": None,
+                    "reason": "the selection named no section; the whole ISA is kept"}
+        subs: dict[int, list[int]] = {}
+        if self.config.fine_grained:
+            flat = [(k, j) for k in chosen for j in range(len(parts[k].subsections))]
+            listing = [f"{parts[k].title} > {parts[k].subsections[j].title}: "
+                       f"{preview(body_of(parts[k].subsections[j]))}" for k, j in flat]
+            # a section none of whose subsections is named keeps them all
+            for n in (await self.choose("ISA subsections", "isa-subsections", listing)
+                      if flat else None) or []:
+                subs.setdefault(flat[n][0], []).append(flat[n][1])
+        return {**record, "picked": [[k, subs.get(k)] for k in chosen]}
 
-    async def select_subsections(self, parts: list[Part]) -> dict[int, list[MdSection]]:
-        """Fine-grained: the subsections kept per section (by ``id(part)``); a section whose
-        subsections were all left out keeps them all."""
-        flat = [(part, sub) for part in parts for sub in part.subsections]
-        listing = [f"{part.title} > {sub.title}: {preview(body_of(sub))}" for part, sub in flat]
-        chosen = await self.choose("ISA subsections", "isa-subsections", listing)
-        if chosen is None:
-            return {}
-        kept: dict[int, list[MdSection]] = {}
-        for k in chosen:
-            part, sub = flat[k]
-            kept.setdefault(id(part), []).append(sub)
-        return kept
-
-    async def select_examples(self) -> tuple[list[Example], dict[str, Any]]:
+    async def pick_examples(self) -> dict[str, Any]:
         examples = self.pack.examples
         listing = [f"{e.name} ({e.phase} phase; triggered by: {', '.join(e.triggers) or '-'}): "
                    f"{preview(e.text)}" for e in examples]
         chosen = await self.choose("examples", "examples", listing)
         record: dict[str, Any] = {"total": len(examples),
-                                  "chars_before": sum(len(e.text) for e in examples)}
+                                  "chars_before": sum(len(e.text) for e in examples),
+                                  "picked": chosen}
         if chosen is None:
-            return examples, {**record, "examples": "all", "chars_after": record["chars_before"],
-                              "reason": "the selection named no example; all are kept"}
-        kept = [examples[k] for k in chosen]
-        return kept, {**record, "examples": [e.name for e in kept],
-                      "chars_after": sum(len(e.text) for e in kept)}
+            record["reason"] = "the selection named no example; all are kept"
+        return record

@@ -218,8 +218,9 @@ class Search:
         return beam
 
     async def select_context(self) -> None:
-        """Narrow a large ISA (and example set) to what this problem needs. The calls are
-        journaled, so a resumed or replayed run gets the same answers and the same choice."""
+        """Narrow a large ISA (and example set) to what this problem needs, once per run: a
+        resumed run applies the choice its journal recorded; a replay makes it again from
+        the recorded answers."""
         async def ask(prompt: Prompt, slot: str) -> str | None:
             resp = await self.llm.complete(self.request(
                 self.plan_models[0], prompt, "select_context", sample=sample_of(slot),
@@ -228,7 +229,11 @@ class Search:
 
         selector = ContextSelector(self.pack, self.problem, self.cfg.prompt, self.prompts.system,
                                    self.backend.language, ask)
-        self.pack, record = await selector.select()
+        record = self.store.get_meta("context_selection")
+        if record is not None and record.get("pack") == selector.fingerprint():
+            self.pack = selector.apply(record)
+        else:
+            self.pack, record = await selector.select()
         self.store.set_meta("context_selection", record)
         self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
                                      self.s.iterations, self.cfg.translation.iterations,
@@ -243,7 +248,9 @@ class Search:
         key = f"i{i}-{parent.id}"
         async with self.menu_locks.setdefault(key, anyio.Lock()):
             if key not in self.menus:
-                self.menus[key] = await self.generate_menu(i, parent, key)
+                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
+                self.menus[key] = recorded if recorded is not None else \
+                    await self.generate_menu(i, parent, key)
         new = self.menus[key]
         if self.s.menu_strategy == "mixed":
             return [*self.pack.menu, *new]
@@ -258,9 +265,11 @@ class Search:
         proposed = parse_items(resp.text) if resp.ok else []
         items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
         items = items[:self.s.generated_menu_size]
+        self.store.set_meta(f"generated_menu/{key}", items)
         self.store.event("generated_menu", iteration=i, parent=parent.id, items=items,
                          repeats=[r for r, _ in repeats], ok=resp.ok)
         return items
+
 
     async def initial_beam(self) -> list[Candidate]:
         saved = self.store.beam(0)

@@ -167,7 +167,7 @@ async def test_isa_under_the_threshold_is_sent_whole(server, tmp_path):
     await optimize_async(config(server, tmp_path, pack, iterations=1))
     store = RunStore(tmp_path / "run")
     assert selection_requests(server) == 0 and not calls(store, "select_context")
-    assert store.get_meta("context_selection") == {}
+    assert set(store.get_meta("context_selection")) == {"pack"}  # nothing chosen
     assert all("SMALL-ISA-MARK" in text(c) and "## Loops" in text(c)
                and c["request"]["context"]["isa"] == "all" for c in calls(store, "plan"))
 
