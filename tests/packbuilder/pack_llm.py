@@ -159,22 +159,20 @@ def repair(prompt: str) -> str:
     return f"Here is a complete program.\n```{program.group(1)}\n{program.group(2)}```"
 
 
+def condense(prompt: str) -> str:
+    limit = int(re.search(r"in at most (\d+) characters", prompt).group(1))
+    return prompt.rsplit("\n\n", 1)[-1][:limit]
+
+
+# each prompt's title, and who answers it ("More ..." before the title it contains)
+HANDLERS = [("# Sorting documentation sections", route), ("# Copying ISA entries", extract),
+            ("# More optimization strategies", more_menu), ("# Optimization strategies", menu),
+            ("# Rules for programs", rules), ("# Naming examples", examples),
+            ("# Condensing the architecture", condense), ("# Repairing an example", repair)]
+
+
 def reply(prompt: str) -> str:
-    if "# Sorting documentation sections" in prompt:
-        return route(prompt)
-    if "# Copying ISA entries" in prompt:
-        return extract(prompt)
-    if "# More optimization strategies" in prompt:
-        return more_menu(prompt)
-    if "# Optimization strategies" in prompt:
-        return menu(prompt)
-    if "# Rules for programs" in prompt:
-        return rules(prompt)
-    if "# Naming examples" in prompt:
-        return examples(prompt)
-    if "# Condensing the architecture" in prompt:
-        limit = int(re.search(r"in at most (\d+) characters", prompt).group(1))
-        return prompt.rsplit("\n\n", 1)[-1][:limit]
-    if "# Repairing an example" in prompt:
-        return repair(prompt)
+    for title, answer in HANDLERS:
+        if title in prompt:
+            return answer(prompt)
     raise AssertionError(f"unexpected prompt: {prompt[:200]!r}")

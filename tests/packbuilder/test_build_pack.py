@@ -242,3 +242,26 @@ def test_pack_folder_errors(tmp_path):
     (tmp_path / "x.md").write_text("x")
     with pytest.raises(PackError, match="phase must be one of plan, code"):
         read_pack(tmp_path)
+
+
+def test_a_long_architecture_is_condensed(pack_server, tmp_path, monkeypatch):
+    from autocomp_core.llm.client import LLMClient
+    from autocomp_core.packbuilder import synthesis
+    from autocomp_core.packbuilder.journal import BuildJournal
+    from autocomp_core.packbuilder.stages import Section
+
+    monkeypatch.setattr(synthesis, "MAX_ARCHITECTURE_CHARS", 200)
+    sections = [Section(f"s{k}", "d1", "guide.md", f"Unit {k}", f"# Unit {k}\n" + "Fact. " * 40)
+                for k in range(3)]
+    client = LLMClient(LLMSettings(max_retries=0, timeout_s=30))
+    client.validate_models([model_of(pack_server)])
+    journal = BuildJournal(tmp_path / ".build", client, _budget(), model_of(pack_server))
+
+    async def run():
+        async with client:
+            return await synthesis.architecture(sections, journal, "Vecto")
+
+    result = anyio.run(run)
+    assert result["condensed"] and result["chars_before"] > 700
+    assert 0 < len(result["text"]) <= 200
+    assert [c["phase"] for c in journal.store.llm_calls()] == ["pack_synthesize"]
