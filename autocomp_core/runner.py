@@ -26,8 +26,8 @@ from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
 from .llm.types import LLMResponse
-from .plugins import build_registry
 from .packbuilder.packfiles import PackError, read_pack
+from .plugins import build_registry
 from .progress import Progress
 from .search import RunError, Search
 from .store import RunStore

@@ -270,7 +270,6 @@ class Search:
                          repeats=[r for r, _ in repeats], ok=resp.ok)
         return items
 
-
     async def initial_beam(self) -> list[Candidate]:
         saved = self.store.beam(0)
         if saved is not None:

@@ -128,6 +128,9 @@ def write_pack(pack: KnowledgePack, folder: Path | str, comment: str = "") -> Kn
                         "phase": example.phase})
     if entries:
         data["examples"] = entries
+    for stale in sorted((folder / "examples").glob("*.md")):  # left by an earlier build
+        if f"examples/{stale.name}" not in files:
+            stale.unlink()
     header = "".join(f"# {line}\n" for line in comment.splitlines())
     (folder / MANIFEST).write_text(header + tomli_w.dumps(data))
     loaded = read_pack(folder)

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import DOCS, make_pdf, model_of
+from pack_llm import reply
 
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.mdsections import split_sections
@@ -21,6 +22,7 @@ from autocomp_core.packbuilder.packfiles import PackError, pack_files, read_pack
 from autocomp_core.packbuilder.sources import SourceError, pdf_to_markdown, source_files
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
 from autocomp_core.store import RunStore
+from autocomp_core.testing.llm_server import Fault, FaultPlan, LLMTestServer
 
 LIMITS = CrawlLimits(max_depth=2, max_page_bytes=100_000)
 
@@ -265,3 +267,26 @@ def test_a_long_architecture_is_condensed(pack_server, tmp_path, monkeypatch):
     assert result["condensed"] and result["chars_before"] > 700
     assert 0 < len(result["text"]) <= 200
     assert [c["phase"] for c in journal.store.llm_calls()] == ["pack_synthesize"]
+
+
+def test_a_failed_call_stops_the_build_and_running_again_retries_only_it(tmp_path):
+    failing = {"on": True}
+
+    def fault(request):
+        return Fault.SERVER_ERROR if failing["on"] and "# Copying ISA entries" in request.prompt \
+            else None
+
+    server = LLMTestServer(lambda req: reply(req.prompt), faults=FaultPlan(force=fault))
+    server.start_in_thread()
+    try:
+        sources = [make_pdf(tmp_path / "rules.pdf")]
+        with pytest.raises(BuildError, match=r"extract: the LLM call for section s\d+ failed "
+                                             r"\(server: .*run the same command again"):
+            build(server, tmp_path / "pack", sources)
+        routed = [r for r in server.requests if "# Sorting documentation" in r.prompt]
+        failing["on"] = False
+        summary = build(server, tmp_path / "pack", sources)
+        assert summary["isa_entries"] >= 1
+        assert [r for r in server.requests if "# Sorting documentation" in r.prompt] == routed
+    finally:
+        server.stop_thread()
