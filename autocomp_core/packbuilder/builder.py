@@ -231,7 +231,7 @@ class PackBuilder:
         ])
         journal.say(f"synthesize: {len(results[1]['menu'])} menu items, "
                     f"{len(results[3])} examples")
-        return dict(zip(("architecture", "menus", "rules", "examples"), results))
+        return dict(zip(("architecture", "menus", "rules", "examples"), results, strict=True))
 
     async def check(self, journal: BuildJournal, examples: list[dict[str, Any]]) -> dict[str, Any]:
         evaluator = Evaluator(self.backend, self.problem, journal.store, journal.ledger,
