@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import DOCS, make_pdf, model_of
+from pack_helpers import DOCS, make_pdf, model_of
 from pack_llm import reply
 
 from autocomp_core.llm.settings import LLMSettings

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DOCS, make_pdf, model_of
+from pack_helpers import DOCS, make_pdf, model_of
 from pack_llm import reply
 
 from autocomp_core.packbuilder.packfiles import pack_files

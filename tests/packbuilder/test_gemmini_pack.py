@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import model_of
+from pack_helpers import model_of
 
 from autocomp_core.api import optimize_async
 from autocomp_core.llm.settings import LLMSettings
