@@ -305,6 +305,11 @@ def doctor(backend: str | None) -> None:
     sys.exit(1 if missing else 0)
 
 
+from .packbuilder.cli import build_pack  # noqa: E402  (the knowledge builder)
+
+cli.add_command(build_pack)
+
+
 def main() -> None:
     from .plugins import registry
 

@@ -75,6 +75,11 @@ class SearchConfig(_Section):
     schedule: Literal["pipelined", "barrier"] = "pipelined"
     #: run directory whose final beam seeds this run
     continue_from: str | None = None
+    #: static: the pack's menu; generated: an LLM proposes strategies for each parent each
+    #: iteration (journaled), used instead of the pack's menu; mixed: the pack's menu plus those
+    menu_strategy: Literal["static", "generated", "mixed"] = "static"
+    #: how many new strategies a generated menu asks for
+    generated_menu_size: int = Field(10, ge=1, le=50)
 
 
 class TranslationConfig(_Section):
@@ -88,6 +93,17 @@ class TranslationConfig(_Section):
     complete_threshold: float = Field(9.0, ge=0.0, le=10.0)
     #: after the last translation iteration, drop the untranslated original from the beam
     drop_original: bool = True
+
+
+class PromptConfig(_Section):
+    #: a knowledge pack folder (knowledge.toml) used instead of the backend's own
+    pack: str | None = None
+    #: an ISA text longer than this is narrowed to the sections an LLM picks for the problem
+    isa_select_above_chars: int = Field(30_000, ge=0)
+    #: with ISA selection, also pick subsections inside the chosen sections
+    fine_grained: bool = False
+    #: examples longer than this in total are narrowed the same way
+    examples_select_above_chars: int = Field(30_000, ge=0)
 
 
 class EvaluationConfig(_Section):
@@ -117,6 +133,7 @@ class RunConfig(_Section):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     translation: TranslationConfig = Field(default_factory=TranslationConfig)
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)

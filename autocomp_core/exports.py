@@ -71,11 +71,53 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
         "iteration_wall_s": {i: s.get("wall_s") for i, s in store.iteration_stats().items()
                              if i > 0},
         "models": store.get_meta("models"),
+        "context_selection": store.get_meta("context_selection") or {},
+        "prompt_context": prompt_context(store),
+        "generated_menus": len(store.events("generated_menu")),
         **ledger.to_dict(),
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     (run_dir / "report.md").write_text(render_report(summary, best, root, backend))
     return summary
+
+
+def prompt_context(store: RunStore) -> list[dict[str, Any]]:
+    """Which ISA sections and examples the prompts used: one row per distinct combination
+    and phase, with the number of prompts that used it."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for call in store.llm_calls():
+        context = call["request"].get("context") or {}
+        if context:
+            isa = context.get("isa", "all")
+            key = (call["phase"], json.dumps(isa), tuple(context.get("examples", [])))
+            counts[key] += 1
+    return [{"phase": phase, "isa": json.loads(isa), "examples": list(examples), "prompts": n}
+            for (phase, isa, examples), n in sorted(counts.items())]
+
+
+def _context_lines(s: dict[str, Any]) -> list[str]:
+    def titles(isa: Any) -> str:
+        if isa == "all":
+            return "whole ISA"
+        return "; ".join(t if isinstance(t, str) else f"{t['section']} ({', '.join(t['subsections'])})"
+                         for t in isa)
+
+    chosen = s["context_selection"]
+    lines = ["", "## Prompt context", ""]
+    if "isa" in chosen:
+        c = chosen["isa"]
+        lines.append(f"- ISA selection: {c['chars_before']} -> {c['chars_after']} characters; "
+                     f"kept: {titles(c['sections'])}" + (f" ({c['reason']})" if "reason" in c else ""))
+    if "examples" in chosen:
+        c = chosen["examples"]
+        kept = c["examples"] if c["examples"] == "all" else ", ".join(c["examples"]) or "none"
+        lines.append(f"- example selection: {c['total']} examples, kept: {kept}")
+    if s["generated_menus"]:
+        lines.append(f"- generated menus: {s['generated_menus']} (one per parent and iteration)")
+    lines += ["", "| phase | ISA sections | examples | prompts |", "|---|---|---|---|"]
+    lines += [f"| {r['phase']} | {titles(r['isa'])} | {', '.join(r['examples']) or '-'} | "
+              f"{r['prompts']} |" for r in s["prompt_context"]]
+    return lines
 
 
 def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | None,
@@ -107,6 +149,8 @@ def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | N
             lines.append(f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
                          f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
                          f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |")
+    if s["prompt_context"]:
+        lines += _context_lines(s)
     if best is not None:
         lines += ["", f"## Best program ({best.id})", "", f"Plan: {best.plan or '(original)'}", "",
                   f"```{backend.language}", (best.code or "").rstrip(), "```"]

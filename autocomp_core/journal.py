@@ -35,7 +35,7 @@ def request_record(req: LLMRequest) -> dict[str, Any]:
             "reasoning_effort": req.reasoning_effort,
             "response_format": req.response_format.value,
             "system": req.prompt.system, "static": req.prompt.static,
-            "dynamic": req.prompt.dynamic}
+            "dynamic": req.prompt.dynamic, "context": req.prompt.context}
 
 
 class JournaledLLM:

@@ -26,6 +26,7 @@ from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
 from .llm.types import LLMResponse
+from .packbuilder.packfiles import PackError, read_pack
 from .plugins import build_registry
 from .progress import Progress
 from .search import RunError, Search
@@ -75,6 +76,11 @@ def load_backend(config: RunConfig) -> tuple[Backend, Problem, KnowledgePack]:
     backend = make_backend(config.backend, config.hardware, config.backend_options,
                            tuple(config.plugins))
     problem = load_problem(backend, config.problem)
+    if config.prompt.pack:
+        try:
+            return backend, problem, read_pack(config.prompt.pack)
+        except PackError as exc:
+            raise ConfigError(f"prompt.pack: {exc}") from None
     return backend, problem, backend.knowledge(problem)
 
 
@@ -105,6 +111,9 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
             raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
     if "examples" in s.model_fields_set and s.examples and not pack.examples:
         raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
+    if "generated_menu_size" in s.model_fields_set and s.menu_strategy == "static":
+        raise ConfigError("search.generated_menu_size: has no effect unless search.menu_strategy "
+                          "is generated or mixed")
     if "keep_factor" in s.model_fields_set and s.keep_factor_iterations == 0:
         raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
 

@@ -24,10 +24,12 @@ import structlog
 from .accounting import BudgetReached, Ledger
 from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
+from .context import ContextSelector
 from .journal import Evaluator, JournaledLLM, ReplayMiss
 from .llm.parsing import (EditApplyError, EditParseError, apply_edits, extract_code,
                           extract_plan, parse_edits)
 from .llm.types import LLMRequest, Prompt, ResponseFormat
+from .menus import merge_near_duplicates, parse_items
 from .progress import Progress
 from .prompting import PromptBuilder
 from .selection import exhaustive_now, select_beam, should_early_stop
@@ -105,6 +107,8 @@ class Search:
         self.prompts = PromptBuilder(backend, problem, pack, config.search,
                                      config.search.iterations, config.translation.iterations)
         self.cache: dict[str, Candidate] = {}
+        self.menus: dict[str, list[str]] = {}  # generated menus by (iteration, parent)
+        self.menu_locks: dict[str, anyio.Lock] = {}
         self.losses: list[float] = []
         self.stop_reason: str | None = None
 
@@ -176,6 +180,14 @@ class Search:
     # -- the run ------------------------------------------------------------------------
     async def run(self) -> list[Candidate]:
         beam = await self.initial_beam()
+        try:
+            await self.select_context()
+        except BudgetReached as exc:
+            self.stop_reason = exc.reason
+            self.store.event("budget_reached", iteration=0, budget=exc.reason)
+            return beam
+        except ReplayMiss as exc:
+            raise RunError(str(exc)) from None
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
@@ -204,6 +216,59 @@ class Search:
         else:
             self.stop_reason = self.stop_reason or "completed"
         return beam
+
+    async def select_context(self) -> None:
+        """Narrow a large ISA (and example set) to what this problem needs, once per run: a
+        resumed run applies the choice its journal recorded; a replay makes it again from
+        the recorded answers."""
+        async def ask(prompt: Prompt, slot: str) -> str | None:
+            resp = await self.llm.complete(self.request(
+                self.plan_models[0], prompt, "select_context", sample=sample_of(slot),
+                temperature=0.0))
+            return resp.text if resp.ok else None
+
+        selector = ContextSelector(self.pack, self.problem, self.cfg.prompt, self.prompts.system,
+                                   self.backend.language, ask)
+        record = self.store.get_meta("context_selection")
+        if record is not None and record.get("pack") == selector.fingerprint():
+            self.pack = selector.apply(record)
+        else:
+            self.pack, record = await selector.select()
+        self.store.set_meta("context_selection", record)
+        self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
+                                     self.s.iterations, self.cfg.translation.iterations,
+                                     isa_sections=record.get("isa", {}).get("sections", "all"))
+
+    async def menu_for(self, i: int, parent: Candidate, translate: bool,
+                       forced: int | None = None) -> list[str] | None:
+        """The optimization menu for this parent's prompts; None: the pack's own. Generated
+        menus are made once per (iteration, parent) and journaled."""
+        if self.s.menu_strategy == "static" or translate or forced is not None:
+            return None
+        key = f"i{i}-{parent.id}"
+        async with self.menu_locks.setdefault(key, anyio.Lock()):
+            if key not in self.menus:
+                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
+                self.menus[key] = recorded if recorded is not None else \
+                    await self.generate_menu(i, parent, key)
+        new = self.menus[key]
+        if self.s.menu_strategy == "mixed":
+            return [*self.pack.menu, *new]
+        return new or None  # nothing usable was generated: the pack's menu
+
+    async def generate_menu(self, i: int, parent: Candidate, key: str) -> list[str]:
+        prompt = self.prompts.new_menu(self.chain(parent), self.rng(i, parent.id, "menu"),
+                                       self.s.generated_menu_size)
+        sample = sample_of(f"{self.cfg.seed}-menu-{key}")
+        model = self.plan_models[sample % len(self.plan_models)]
+        resp = await self.llm.complete(self.request(model, prompt, "menu", sample=sample))
+        proposed = parse_items(resp.text) if resp.ok else []
+        items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
+        items = items[:self.s.generated_menu_size]
+        self.store.set_meta(f"generated_menu/{key}", items)
+        self.store.event("generated_menu", iteration=i, parent=parent.id, items=items,
+                         repeats=[r for r, _ in repeats], ok=resp.ok)
+        return items
 
     async def initial_beam(self) -> list[Candidate]:
         saved = self.store.beam(0)
@@ -351,7 +416,8 @@ class Search:
                        forced: int | None, model: str, translate: bool,
                        children: list[Candidate]) -> None:
         rng = self.rng(i, parent.id, slot)
-        prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced)
+        menu = await self.menu_for(i, parent, translate, forced)
+        prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced, menu)
         resp = await self.llm.complete(self.request(model, prompt, "plan",
                                                     sample=sample_of(f"i{i}-{parent.id}-{slot}")))
         self.progress.llm_done("plan", resp.ok)
@@ -388,7 +454,8 @@ class Search:
         # P distinct prompts per parent, C samples of each (the upstream shape)
         prompt_slot, sample = divmod(slot, self.s.codes_per_plan)
         rng = self.rng(i, parent.id, f"d{prompt_slot}")
-        prompt = self.prompts.direct(self.chain(parent), rng, i, translate)
+        menu = await self.menu_for(i, parent, translate)
+        prompt = self.prompts.direct(self.chain(parent), rng, i, translate, menu)
         cid = f"i{i}-b{pi}-d{slot}"
         resp = await self.llm.complete(self.request(model, prompt, "direct",
                                                     sample=sample_of(cid), edits=self.s.edits))
