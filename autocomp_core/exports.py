@@ -29,11 +29,15 @@ def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that the path holds the old or the new file, never
     a mix: write a temporary file beside it, flush it to disk, rename it over."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def target_info(backend: Backend, problem: Problem) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import time
 from collections import Counter, defaultdict
@@ -268,13 +269,17 @@ def _failures(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+TELLING = re.compile(r"error|exception|expected|mismatch|fail|timed out|killed", re.I)
+
+
 def _first_line(node: dict[str, Any]) -> str:
+    """The line of a failure's text that says most: the first naming an error, else the
+    first line."""
     ev = node.get("eval") or {}
-    for text in (ev.get("feedback"), ev.get("stderr")):
-        for line in (text or "").splitlines():
-            if line.strip():
-                return line.strip()[:300]
-    return ""
+    lines = [line.strip() for text in (ev.get("feedback"), ev.get("stderr"))
+             for line in (text or "").splitlines() if line.strip()]
+    telling = next((line for line in lines if TELLING.search(line)), lines[0] if lines else "")
+    return telling[:300]
 
 
 def _usage_and_timeline(store: RunStore, evals: dict[str, dict[str, Any]]

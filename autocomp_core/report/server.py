@@ -33,7 +33,7 @@ from .data import find_runs, is_run, run_data, run_row
 from .page import CSP_LIVE, render_page
 
 POLL_S = 1.0  # how often journals are looked at for changes
-RESCAN_S = 5.0  # how often the directory is searched for new runs
+RESCAN_S = 2.0  # how often the directory is searched for new runs
 HEARTBEAT_S = 15.0  # keeps idle event streams (and proxies) alive
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_COOKIE = "autocomp_token"
@@ -74,7 +74,7 @@ class Dashboard:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.runs: dict[str, WatchedRun] = {}
-        self.subscribers: set[asyncio.Queue[str]] = set()
+        self.subscribers: set[asyncio.Queue[str | None]] = set()
         self._last_scan = 0.0
         self.scan()
 
@@ -113,6 +113,7 @@ class Dashboard:
         return run
 
     def broadcast(self, changed: list[str]) -> None:
+        """Tell every open page which runs changed."""
         message = json.dumps({"changed": changed, "at": time.time()})
         for queue in self.subscribers:
             queue.put_nowait(message)
@@ -143,7 +144,9 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
                 return web.Response(status=401, text="a token is required\n",
                                     headers={"WWW-Authenticate": "Bearer"})
             if "token" in request.query:  # keep it in a cookie, and out of the address bar
-                response = web.HTTPFound(request.rel_url.without_query("token"))
+                query = {k: v for k, v in request.query.items() if k != "token"}
+                target = str(request.rel_url.with_query(query))
+                response = web.Response(status=302, headers={"Location": target})
                 response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
                 return response
         response = await handler(request)
@@ -179,16 +182,19 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "Cache-Control": "no-store"})
         await response.prepare(request)
-        queue: asyncio.Queue[str] = asyncio.Queue()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
         dashboard.subscribers.add(queue)
         try:
             await response.write(b"retry: 2000\n\n")
             while True:
                 try:
                     message = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
-                    await response.write(f"event: update\ndata: {message}\n\n".encode())
                 except asyncio.TimeoutError:
                     await response.write(b": keep-alive\n\n")
+                    continue
+                if message is None:  # the server is shutting down
+                    break
+                await response.write(f"event: update\ndata: {message}\n\n".encode())
         except ConnectionResetError:  # the page went away
             pass
         finally:
@@ -200,6 +206,10 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
         yield
         task.cancel()
 
+    async def close_streams(app: web.Application) -> None:
+        for queue in dashboard.subscribers:
+            queue.put_nowait(None)
+
     app = web.Application(middlewares=[guard])
     app["dashboard"] = dashboard
     app.router.add_get("/", index)
@@ -207,6 +217,7 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
     app.router.add_get("/api/runs/{name:.+}", one_run)
     app.router.add_get("/api/events", events)
     app.cleanup_ctx.append(start_watching)
+    app.on_shutdown.append(close_streams)
     return app
 
 
@@ -228,8 +239,8 @@ async def serve(root: Path, host: str = "127.0.0.1", port: int = 8750,
     if not root.is_dir():
         raise ServeError(f"serve: {root} is not a directory")
     check_binding(host, token)
-    runner = web.AppRunner(make_app(root, token), access_log=None,
-                           handle_signals=False)
+    runner = web.AppRunner(make_app(root, token), access_log=None, handle_signals=False,
+                           shutdown_timeout=2.0)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)

@@ -444,7 +444,7 @@
     const kv = el("dl", { class: "kv" });
     for (const [k, v] of rows) if (v) kv.append(el("dt", {}, k), el("dd", {}, v));
     box.append(kv.childElementCount ? kv : el("p", { class: "muted" }, "No checks recorded."));
-    for (const [label, text] of [["feedback", ev.feedback], ["stdout", ev.stdout], ["stderr", ev.stderr]]) {
+    for (const [label, text] of [["stdout", ev.stdout], ["stderr", ev.stderr]]) {
       if (text) box.append(el("h4", {}, label), el("pre", { class: "text" }, text));
     }
     return box;
@@ -481,15 +481,14 @@
     for (const [phase, models] of Object.entries(run.usage.by_phase)) {
       for (const [model, u] of Object.entries(models)) {
         body.append(el("tr", {}, el("td", {}, phase), el("td", { title: model }, shortModel(model)),
-          el("td", { class: "num" }, int(u.calls)), el("td", { class: "num" }, int(u.failures)),
-          el("td", { class: "num" }, int(u.input_tokens)), el("td", { class: "num" }, int(u.output_tokens)),
+          el("td", { class: "num" }, `${int(u.calls)}` + (u.failures ? ` (${int(u.failures)} failed)` : "")),
+          el("td", { class: "num" }, `${int(u.input_tokens)} / ${int(u.output_tokens)}`),
           el("td", { class: "num" }, int(u.cached_tokens)), el("td", { class: "num" }, money(u.cost_usd)),
-          el("td", { class: "num" }, u.calls ? secs(u.latency_sum_s / u.calls) : "–"),
-          el("td", { class: "num" }, secs(u.latency_max_s))));
+          el("td", { class: "num" }, `${u.calls ? secs(u.latency_sum_s / u.calls) : "–"} / ${secs(u.latency_max_s)}`)));
       }
     }
     card.append(el("div", { class: "wide" }, el("table", {}, el("thead", {}, el("tr", {}, ["phase", "model",
-      "calls", "failed", "input", "output", "cached", "cost", "mean latency", "max latency"].map((h, i) =>
+      "calls", "tokens in / out", "cached", "cost", "latency mean / max"].map((h, i) =>
       el("th", { class: i >= 2 ? "num" : null }, h)))), body)));
     return card;
   }
