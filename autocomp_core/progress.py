@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TextIO
+from typing import Literal, Protocol, TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -100,7 +99,7 @@ class Progress:
             self._live.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._live is not None:
             self._live.stop()  # leaves the last panel on the screen
             self._live = None

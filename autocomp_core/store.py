@@ -124,16 +124,19 @@ class RunStore:
         rows = self._exec("SELECT response FROM llm_calls WHERE key = ? AND ok = 1", (key,))
         return json.loads(rows[0][0]) if rows else None
 
-    def llm_calls(self, requests: bool = True) -> Iterator[dict[str, Any]]:
-        """Every journaled call; ``requests=False`` skips the (large) prompts."""
-        columns = "key, model, phase, ok, response, created" + (", request" if requests else "")
-        for key, model, phase, ok, resp, created, *req in self._exec(
-                f"SELECT {columns} FROM llm_calls ORDER BY created"):
-            call = {"key": key, "model": model, "phase": phase, "ok": bool(ok),
-                    "response": json.loads(resp), "created": created}
-            if requests:
-                call["request"] = json.loads(req[0])
-            yield call
+    def llm_calls(self) -> Iterator[dict[str, Any]]:
+        for key, model, phase, ok, req, resp, created in self._exec(
+                "SELECT * FROM llm_calls ORDER BY created"):
+            yield {"key": key, "model": model, "phase": phase, "ok": bool(ok),
+                   "request": json.loads(req), "response": json.loads(resp), "created": created}
+
+    def llm_usage(self) -> Iterator[dict[str, Any]]:
+        """Every journaled call without its prompt and its answer's text (for accounting)."""
+        for model, phase, resp, created in self._exec(
+                "SELECT model, phase, json_remove(response, '$.text'), created FROM llm_calls "
+                "ORDER BY created"):
+            yield {"model": model, "phase": phase, "response": json.loads(resp),
+                   "created": created}
 
     # -- candidates ---------------------------------------------------------------------
     def save_candidate(self, c: Candidate) -> None:
@@ -171,9 +174,10 @@ class RunStore:
         rows = self._exec("SELECT result FROM evaluations WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
-    def evaluation_times(self) -> dict[str, float]:
-        """When each evaluation was recorded (it had just finished)."""
-        return dict(self._exec("SELECT key, created FROM evaluations"))
+    def evaluations(self) -> dict[str, tuple[dict[str, Any], float]]:
+        """Every evaluation by key, with the time it was recorded (it had just finished)."""
+        return {key: (json.loads(result), created)
+                for key, result, created in self._exec("SELECT * FROM evaluations")}
 
     def count(self, table: str) -> int:
         assert table in {"llm_calls", "candidates", "evaluations", "events", "iterations"}

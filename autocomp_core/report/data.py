@@ -78,7 +78,9 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     config = store.get_meta("config") or {}
     target = _target(store, run_dir, config)
     cands = store.candidates()
-    evals = {c.eval_key: store.evaluation(c.eval_key) or {} for c in cands if c.eval_key}
+    recorded = store.evaluations()
+    evals = {c.eval_key: recorded[c.eval_key][0] for c in cands if c.eval_key in recorded}
+    finished = {key: recorded[key][1] for key in evals}
     beams: dict[int, list[str]] = {}
     stats = store.iteration_stats()
     for i in sorted({0, *stats}):
@@ -99,7 +101,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
 
     best = best_candidate(cands, drop_root)
     bound = target.get("metric_lower_bound")
-    usage, timeline = _usage_and_timeline(store, evals)
+    usage, timeline = _usage_and_timeline(store, evals, finished)
     wall = store.get_meta("wall_s", 0.0) or 0.0
     if status["state"] == "running":
         wall += time.time() - status["session_started"]
@@ -269,7 +271,7 @@ def _failures(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-TELLING = re.compile(r"error|exception|expected|mismatch|fail|timed out|killed", re.I)
+TELLING = re.compile(r"error|exception|expected|mismatch|fail|timed out|killed", re.IGNORECASE)
 
 
 def _first_line(node: dict[str, Any]) -> str:
@@ -282,17 +284,16 @@ def _first_line(node: dict[str, Any]) -> str:
     return telling[:300]
 
 
-def _usage_and_timeline(store: RunStore, evals: dict[str, dict[str, Any]]
-                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+def _usage_and_timeline(store: RunStore, evals: dict[str, dict[str, Any]],
+                        finished: dict[str, float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Tokens, cost and latency per phase and model; when LLM calls and evaluations ran,
     how busy each kept the run and how much of that time they overlapped."""
     ledger = UsageLedger()
     llm_spans: list[tuple[float, float]] = []
-    for call in store.llm_calls(requests=False):
+    for call in store.llm_usage():
         resp = LLMResponse.from_dict(call["response"])
         ledger.record(call["phase"], call["model"], resp)
         llm_spans.append((call["created"] - resp.duration_s, call["created"]))
-    finished = store.evaluation_times()
     eval_spans = [(finished[key] - float(result.get("duration_s") or 0.0), finished[key])
                   for key, result in evals.items() if key in finished]
     usage = ledger.to_dict()

@@ -35,7 +35,7 @@ def _asset(path: str) -> str:
 
 def _script(path: str) -> str:
     """A script's text, made safe to inline: it cannot close its <script> element."""
-    return re.sub(r"</(script)", r"<\\/\1", _asset(path), flags=re.I)
+    return re.sub(r"</(script)", r"<\\/\1", _asset(path), flags=re.IGNORECASE)
 
 
 def _package_version() -> str:

@@ -7,8 +7,9 @@ connection (WAL lets readers run beside the writer) and never writes to a run.
 How updates flow: every ``POLL_S`` the server looks at the journal files' sizes and
 times (a few ``stat`` calls, nothing read); when a run changed, it tells every open page
 over server-sent events, and each page fetches the run again. A run's data is rebuilt
-at most once per change however many pages ask (one lock per run, one cached,
-compressed answer), so many viewers cost the run being watched almost nothing.
+at most once per ``REBUILD_S`` however many pages ask (one lock per run, one cached,
+compressed answer; a change that arrived meanwhile is announced again once it can be
+served), so many viewers cost the run being watched almost nothing.
 
 Access: it binds 127.0.0.1 by default. Any other address needs a token (``--token`` or
 ``AUTOCOMP_SERVE_TOKEN``); a request without it gets 401. A browser passes it once as
@@ -17,10 +18,13 @@ Access: it binds 127.0.0.1 by default. Any other address needs a token (``--toke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import hashlib
 import hmac
 import json
+import math
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +37,8 @@ from .data import find_runs, is_run, run_data, run_row
 from .page import CSP_LIVE, render_page
 
 POLL_S = 1.0  # how often journals are looked at for changes
+REBUILD_S = 2.0  # a run's data is rebuilt at most this often
+WATCHED_S = 60.0  # a run asked for within this long is kept fresh for its viewers
 RESCAN_S = 2.0  # how often the directory is searched for new runs
 HEARTBEAT_S = 15.0  # keeps idle event streams (and proxies) alive
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -42,6 +48,10 @@ TOKEN_ENV = "AUTOCOMP_SERVE_TOKEN"
 
 class ServeError(ValueError):
     """Bad input to ``serve``: one line naming what is wrong."""
+
+
+class Unreadable(Exception):
+    """A run whose journal cannot be read (yet)."""
 
 
 def journal_signature(run_dir: Path) -> tuple:
@@ -60,8 +70,10 @@ def journal_signature(run_dir: Path) -> tuple:
 class WatchedRun:
     name: str
     path: Path
-    signature: tuple = ()
-    built_signature: tuple | None = None
+    signature: tuple = ()  # as last seen by the watcher
+    built_signature: tuple | None = None  # of the data in ``body``
+    built_at: float = -math.inf
+    requested_at: float = -math.inf
     body: bytes = b""  # gzip-compressed JSON of the run's data
     etag: str = ""
     row: dict[str, Any] = field(default_factory=dict)
@@ -91,25 +103,39 @@ class Dashboard:
         return new
 
     def changed_runs(self) -> list[str]:
-        changed = self.scan() if time.monotonic() - self._last_scan >= RESCAN_S else []
+        """Runs whose journal changed since the last look, and runs whose viewers still
+        wait for a change the rebuild limit held back."""
+        now = time.monotonic()
+        changed = self.scan() if now - self._last_scan >= RESCAN_S else []
         for run in self.runs.values():
             sig = journal_signature(run.path)
             if sig != run.signature:
                 run.signature = sig
                 changed.append(run.name)
+            elif (run.built_signature not in (None, sig) and now - run.built_at >= REBUILD_S
+                  and now - run.requested_at < WATCHED_S):
+                changed.append(run.name)
         return sorted(set(changed))
 
     async def fresh(self, run: WatchedRun) -> WatchedRun:
-        """The run's data as of its journal now, rebuilt only if it changed since."""
+        """The run's data, rebuilt if its journal changed and the last build is older
+        than ``REBUILD_S``."""
         async with run.lock:
+            now = run.requested_at = time.monotonic()
             signature = journal_signature(run.path)
-            if signature != run.built_signature:
-                data = await asyncio.to_thread(run_data, run.path, run.name)
+            if run.built_signature is None or (signature != run.built_signature
+                                               and now - run.built_at >= REBUILD_S):
+                try:
+                    data = await asyncio.to_thread(run_data, run.path, run.name)
+                except (sqlite3.Error, OSError) as exc:  # e.g. a journal being created
+                    if run.built_signature is None:
+                        raise Unreadable(f"{run.name}: {exc}") from None
+                    return run  # keep showing what was last read
                 raw = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
                 run.body = await asyncio.to_thread(gzip.compress, raw, 6)
                 run.etag = '"' + hashlib.sha256(run.body).hexdigest()[:20] + '"'
                 run.row = run_row(data)
-                run.built_signature = signature
+                run.built_signature, run.built_at = signature, time.monotonic()
         return run
 
     def broadcast(self, changed: list[str]) -> None:
@@ -121,7 +147,7 @@ class Dashboard:
     async def watch(self) -> None:
         while True:
             await asyncio.sleep(POLL_S)
-            changed = await asyncio.to_thread(self.changed_runs)
+            changed = self.changed_runs()  # a few stat calls: no need for a thread
             if changed:
                 self.broadcast(changed)
 
@@ -160,14 +186,20 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
                                      "Cache-Control": "no-store"})
 
     async def runs(request: web.Request) -> web.Response:
-        rows = [(await dashboard.fresh(run)).row for _, run in sorted(dashboard.runs.items())]
+        rows = []
+        for _, run in sorted(dashboard.runs.items()):
+            with contextlib.suppress(Unreadable):  # listed once it can be read
+                rows.append((await dashboard.fresh(run)).row)
         return web.json_response(rows, headers={"Cache-Control": "no-store"})
 
     async def one_run(request: web.Request) -> web.Response:
         run = dashboard.runs.get(request.match_info["name"])
         if run is None:
             raise web.HTTPNotFound(text="no such run\n")
-        run = await dashboard.fresh(run)
+        try:
+            run = await dashboard.fresh(run)
+        except Unreadable as exc:
+            raise web.HTTPServiceUnavailable(text=f"cannot read the run yet: {exc}\n") from None
         headers = {"ETag": run.etag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"}
         if request.headers.get("If-None-Match") == run.etag:
             return web.Response(status=304, headers=headers)
@@ -189,7 +221,7 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
             while True:
                 try:
                     message = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await response.write(b": keep-alive\n\n")
                     continue
                 if message is None:  # the server is shutting down

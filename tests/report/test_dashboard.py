@@ -68,14 +68,16 @@ def env_without_token() -> dict:
 @pytest.mark.parametrize("host", ["127.0.0.2", "0.0.0.0"])
 def test_an_address_off_127_0_0_1_needs_a_token(suite_dir, host):
     out = subprocess.run([*CLI, "serve", str(suite_dir), "--host", host, "--port", "0"],
-                         capture_output=True, text=True, env=env_without_token(), timeout=60)
+                         capture_output=True, text=True, env=env_without_token(), timeout=60,
+                         check=False)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs a token" in lines[0] and host in lines[0]
 
 
 def test_missing_directory_fails_in_one_line(tmp_path):
-    out = subprocess.run([*CLI, "serve", str(tmp_path / "nope")], capture_output=True, text=True)
+    out = subprocess.run([*CLI, "serve", str(tmp_path / "nope")], capture_output=True, text=True,
+                         check=False)
     assert out.returncode == 2 and out.stderr.startswith("error: serve:")
 
 

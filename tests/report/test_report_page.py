@@ -29,7 +29,8 @@ PAINTED = """(id) => {
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "report", *args, "--html"], capture_output=True, text=True)
+    return subprocess.run([*CLI, "report", *args, "--html"], capture_output=True, text=True,
+                          check=False)
 
 
 def payload_of(page: Path) -> dict:
@@ -64,8 +65,8 @@ def test_report_html_writes_one_self_contained_file(run_copy, tmp_path):
 def test_report_html_of_a_folder_without_runs_fails_in_one_line(tmp_path):
     out = report(str(tmp_path))
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [f"error: report: no run found in {tmp_path} "
-                                               "(a run directory holds run.sqlite)"]
+    expected = f"error: report: no run found in {tmp_path} (a run directory holds run.sqlite)"
+    assert out.stderr.strip().splitlines() == [expected]
 
 
 def test_report_page_in_a_browser(run_copy, open_page, screenshots):

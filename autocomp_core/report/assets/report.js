@@ -578,7 +578,8 @@
     });
     if (source.live) {
       source.onChange((changed) => {
-        if (shown === "" || changed.includes(shown)) show(true).catch(fail);
+        // a failed refresh keeps the page as it was; the next change tries again
+        if (shown === "" || changed.includes(shown)) show(true).catch((err) => console.warn(err.message));
       });
     }
     await show(false);
