@@ -191,18 +191,25 @@ asyncio.run(main())
 """
 
 
-def run_once(config: Path, run_dir: Path) -> float:
-    started = time.perf_counter()
+def run_once(config: Path, run_dir: Path) -> tuple[float, float]:
+    """Wall seconds of one run, and the CPU seconds it (and its evaluations) used."""
+    started, cpu = time.perf_counter(), _children_cpu()
     subprocess.run([*CLI, "optimize", str(config), "--run-dir", str(run_dir), "--quiet"],
                    check=True, capture_output=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a running process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def bench_dashboard(clients: int, rounds: int) -> None:
     rng = random.Random(9)
     server = LLMTestServer(distinct_programs,
                            latency=lambda req: rng.uniform(0.2, 0.6)).start_in_thread()
-    alone, watched, fetched = [], [], []
+    alone, watched, fetched, overhead = [], [], [], []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
@@ -214,12 +221,13 @@ def bench_dashboard(clients: int, rounds: int) -> None:
                            "codes_per_plan": 2, "repair_failed": True},
                 "evaluation": {"parallelism": 2}, "llm": {"max_concurrency": 8}}))
             for r in range(rounds):
-                alone.append(run_once(config, tmp / "alone" / f"r{r}"))
+                alone.append(run_once(config, tmp / "alone" / f"r{r}"))  # then watched: A B A B
                 runs = tmp / "watched"
                 runs.mkdir(exist_ok=True)
                 serve = subprocess.Popen([*CLI, "serve", str(runs), "--port", "0"],
                                          stderr=subprocess.PIPE, text=True)
                 base = re.search(r"at (http://\S+/)", serve.stderr.readline()).group(1)
+                started_cpu = process_cpu(serve.pid)  # imports and start-up, not watching
                 stop = tmp / f"stop{r}"
                 load = subprocess.Popen([sys.executable, "-c", CLIENTS, base, f"r{r}",
                                          str(clients), str(stop)],
@@ -228,19 +236,30 @@ def bench_dashboard(clients: int, rounds: int) -> None:
                     watched.append(run_once(config, runs / f"r{r}"))
                 finally:
                     stop.touch()
+                    server_cpu = process_cpu(serve.pid) - started_cpu
+                    clients_cpu = _children_cpu()
                     out = load.communicate(timeout=60)[0].split()
+                    clients_cpu = _children_cpu() - clients_cpu
                     fetched.append((int(out[0]), int(out[1])))
+                    overhead.append((server_cpu, clients_cpu))
                     serve.terminate()
                     serve.wait(timeout=30)
     finally:
         server.stop_thread()
-    a, w = statistics.mean(alone), statistics.mean(watched)
+    a, w = statistics.mean(t for t, _ in alone), statistics.mean(t for t, _ in watched)
+    run_cpu = statistics.mean(c for _, c in alone + watched)
+    server_cpu = statistics.mean(s for s, _ in overhead)
+    clients_cpu = statistics.mean(c for _, c in overhead)
     requests = sum(n for n, _ in fetched)
-    print(f"live run alone: {a:.2f} s (runs: {', '.join(f'{x:.2f}' for x in alone)}); "
+    print(f"live run alone: {a:.2f} s (runs: {', '.join(f'{t:.2f}' for t, _ in alone)}); "
           f"with the dashboard and {clients} clients: {w:.2f} s "
-          f"(runs: {', '.join(f'{x:.2f}' for x in watched)})")
+          f"(runs: {', '.join(f'{t:.2f}' for t, _ in watched)}); machine load "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"slowdown ratio {w / a:.3f} (target < 1.05); the clients made {requests} requests "
           f"and received {sum(b for _, b in fetched) / 1e6:.1f} MB")
+    print(f"CPU per run: the run {run_cpu:.1f} s; the dashboard server {server_cpu:.2f} s "
+          f"after its start-up "
+          f"({server_cpu / run_cpu:.3f} of the run's); the {clients} clients {clients_cpu:.2f} s")
 
 
 def main() -> None:

@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..config import ConfigError, RunConfig, validate
+from ..exports import best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
 from ..store import DB_NAME, Candidate, RunStore
@@ -90,16 +92,14 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     events = store.events()
     rejected = {e.get("candidate"): e.get("reason", "") for e in events
                 if e["event"] == "candidate_rejected"}
-    status = _status(store, events, config, beams)
+    settings = _settings(config)
+    status = _status(events, settings.search.iterations, beams)
     nodes, codes = _candidates(cands, evals, beams, rejected, status["iterations_done"])
     by_id = {c.id: c for c in cands}
     initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id),
                   default=math.inf)
-    drop_root = bool(config.get("translation", {}).get("iterations")) and \
-        config.get("translation", {}).get("drop_original", True)
-    from ..exports import best_candidate  # the same rule as best<ext> and summary.json
-
-    best = best_candidate(cands, drop_root)
+    drop_root = settings.translation.iterations > 0 and settings.translation.drop_original
+    best = best_candidate(cands, drop_root)  # the same rule as best<ext> and summary.json
     bound = target.get("metric_lower_bound")
     usage, timeline = _usage_and_timeline(store, evals, finished)
     wall = store.get_meta("wall_s", 0.0) or 0.0
@@ -148,7 +148,15 @@ def _target(store: RunStore, run_dir: Path, config: dict[str, Any]) -> dict[str,
     return target
 
 
-def _status(store: RunStore, events: list[dict[str, Any]], config: dict[str, Any],
+def _settings(config: dict[str, Any]) -> RunConfig:
+    """The run's settings with their defaults (a config from another version: defaults)."""
+    try:
+        return validate(config)
+    except ConfigError:
+        return RunConfig(backend="?", problem="?")
+
+
+def _status(events: list[dict[str, Any]], total: int,
             beams: dict[int, list[str]]) -> dict[str, Any]:
     """running, crashed (a session that started and neither ended nor lives), or the last
     session's stop reason (completed, early_stop, budget.usd, interrupted, ...)."""
@@ -161,11 +169,6 @@ def _status(store: RunStore, events: list[dict[str, Any]], config: dict[str, Any
         state = last.get("stop_reason") or "stopped"
     else:
         state = "running" if _alive(last) else "crashed"
-    total = (config.get("search") or {}).get("iterations")
-    if total is None:
-        from ..config import SearchConfig
-
-        total = SearchConfig().iterations
     done = max((i for i in beams if i > 0), default=0)
     return {"state": state, "iterations_done": done, "iterations_total": total,
             "session_started": started["ts"] if started else None,
@@ -225,8 +228,9 @@ def _candidates(cands: list[Candidate], evals: dict[str, dict[str, Any]],
         if result:
             node["eval"] = {"feedback": _cut(result.get("feedback")),
                             "status": result.get("status", ""),
-                            "metric": result.get("metric"), "unit": result.get("unit", ""),
-                            "extra": result.get("extra") or {},
+                            "metric": _num(result.get("metric")),
+                            "unit": result.get("unit", ""),
+                            "extra": {k: _num(v) for k, v in (result.get("extra") or {}).items()},
                             "stdout": _cut(result.get("stdout")),
                             "stderr": _cut(result.get("stderr")),
                             "duration_s": result.get("duration_s")}

@@ -29,11 +29,24 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 SCREENSHOTS_ENV = "AUTOCOMP_SCREENSHOTS"
 
 
+def scripted(low_s: float, high_s: float, seed: int) -> LLMTestServer:
+    """The scripted LLM on its own thread, answering after a latency in [low_s, high_s]."""
+    rng = random.Random(seed)
+    return LLMTestServer(lambda req: reply(req.prompt),
+                         latency=lambda req: rng.uniform(low_s, high_s)).start_in_thread()
+
+
 @pytest.fixture(scope="session")
 def scripted_server():
-    rng = random.Random(3)
-    server = LLMTestServer(lambda req: reply(req.prompt),
-                           latency=lambda req: rng.uniform(0.01, 0.04)).start_in_thread()
+    server = scripted(0.01, 0.04, seed=3)
+    yield server
+    server.stop_thread()
+
+
+@pytest.fixture
+def slow_server():
+    """Slow enough that a run lasts while a test watches it."""
+    server = scripted(0.15, 0.45, seed=11)
     yield server
     server.stop_thread()
 

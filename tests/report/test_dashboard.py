@@ -9,7 +9,6 @@ import contextlib
 import gzip
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -22,10 +21,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 from report_helpers import snapshot, toy_run_config
-from scripted_llm import reply
 
 from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 TOKEN = "s3cret-token"
@@ -128,13 +125,6 @@ def test_api_serves_runs_and_never_writes_to_them(suite_dir, tmp_path):
     assert snapshot(root) == before
 
 
-@pytest.fixture
-def slow_server():
-    rng = random.Random(11)
-    server = LLMTestServer(lambda req: reply(req.prompt),
-                           latency=lambda req: rng.uniform(0.2, 0.5)).start_in_thread()
-    yield server
-    server.stop_thread()
 
 
 def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screenshots):

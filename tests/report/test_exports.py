@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -13,23 +12,14 @@ import time
 import pytest
 import tomli_w
 from report_helpers import toy_run_config
-from scripted_llm import reply
 
 from autocomp_core import exports
 from autocomp_core.exports import atomic_write
 from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
 
-@pytest.fixture
-def slow_server():
-    rng = random.Random(5)
-    server = LLMTestServer(lambda req: reply(req.prompt),
-                           latency=lambda req: rng.uniform(0.1, 0.3)).start_in_thread()
-    yield server
-    server.stop_thread()
 
 
 def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server):

@@ -478,15 +478,16 @@
     const card = el("div", { class: "card", id: "usage" }, el("h2", {}, "LLM usage per phase and model"),
       chartBox("tokens-chart", "tokens per phase and model"));
     const body = el("tbody");
+    const row = (phase, model, u, cls) => el("tr", { class: cls },
+      el("td", {}, phase), el("td", { title: model }, shortModel(model)),
+      el("td", { class: "num" }, `${int(u.calls)}` + (u.failures ? ` (${int(u.failures)} failed)` : "")),
+      el("td", { class: "num" }, `${int(u.input_tokens)} / ${int(u.output_tokens)}`),
+      el("td", { class: "num" }, int(u.cached_tokens)), el("td", { class: "num" }, money(u.cost_usd)),
+      el("td", { class: "num" }, `${u.calls ? secs(u.latency_sum_s / u.calls) : "–"} / ${secs(u.latency_max_s)}`));
     for (const [phase, models] of Object.entries(run.usage.by_phase)) {
-      for (const [model, u] of Object.entries(models)) {
-        body.append(el("tr", {}, el("td", {}, phase), el("td", { title: model }, shortModel(model)),
-          el("td", { class: "num" }, `${int(u.calls)}` + (u.failures ? ` (${int(u.failures)} failed)` : "")),
-          el("td", { class: "num" }, `${int(u.input_tokens)} / ${int(u.output_tokens)}`),
-          el("td", { class: "num" }, int(u.cached_tokens)), el("td", { class: "num" }, money(u.cost_usd)),
-          el("td", { class: "num" }, `${u.calls ? secs(u.latency_sum_s / u.calls) : "–"} / ${secs(u.latency_max_s)}`)));
-      }
+      for (const [model, u] of Object.entries(models)) body.append(row(phase, model, u));
     }
+    for (const [model, u] of Object.entries(run.usage.by_model)) body.append(row("all phases", model, u, "total"));
     card.append(el("div", { class: "wide" }, el("table", {}, el("thead", {}, el("tr", {}, ["phase", "model",
       "calls", "tokens in / out", "cached", "cost", "latency mean / max"].map((h, i) =>
       el("th", { class: i >= 2 ? "num" : null }, h)))), body)));
