@@ -143,8 +143,20 @@ def replay(run_dir: str, into: str | None, reevaluate: bool, quiet: bool, as_jso
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
-def report(run_dir: str) -> None:
+@click.option("--html", is_flag=True,
+              help="Write a self-contained HTML report (plots, beam tree, diffs); RUN_DIR may "
+                   "also be a folder or suite of runs (one page across them).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where the HTML report goes (default: RUN_DIR/report.html).")
+def report(run_dir: str, html: bool, output: str | None) -> None:
     """Rebuild a run's exports from its journal and print report.md."""
+    if html:
+        from .report.page import write_html_report
+
+        click.echo(write_html_report(Path(run_dir), Path(output) if output else None))
+        return
+    if output:
+        fail("--output: only with --html")
     from .exports import write_exports
     from .runner import _ledger_from_store, load_backend, load_run_config
     from .store import RunStore
@@ -161,6 +173,28 @@ def report(run_dir: str) -> None:
     finally:
         store.close()
     click.echo((Path(run_dir) / "report.md").read_text())
+
+
+@cli.command()
+@click.argument("runs_dir", required=False, default="runs", type=click.Path(file_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any but 127.0.0.1 needs a token.")
+@click.option("--port", type=int, default=8750, show_default=True, help="0: any free port.")
+@click.option("--token", envvar="AUTOCOMP_SERVE_TOKEN",
+              help="Required of every request (env AUTOCOMP_SERVE_TOKEN).")
+def serve(runs_dir: str, host: str, port: int, token: str | None) -> None:
+    """A live dashboard of the runs in RUNS_DIR (default: runs); it never writes to a run."""
+    from .report.server import ServeError, serve as serve_runs
+
+    try:
+        anyio.run(lambda: serve_runs(Path(runs_dir), host, port, token,
+                                     ready=lambda line: click.echo(line, err=True)))
+    except ServeError as exc:
+        fail(str(exc))
+    except OSError as exc:  # the port is taken, the address is not ours, ...
+        fail(f"serve: cannot listen on {host}:{port}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        pass
 
 
 @cli.command()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from typing import Any, Protocol
 
 import anyio
@@ -52,6 +53,7 @@ class JournaledLLM:
         self.budget = budget
         self.replay_source = replay_source
         self._in_flight: dict[str, anyio.Event] = {}
+        self.asking: Counter[str] = Counter()  # requests sent to the LLM and not answered, by phase
 
     async def complete(self, req: LLMRequest) -> LLMResponse:
         key = req.key()
@@ -80,7 +82,11 @@ class JournaledLLM:
             return resp
         self.budget.check_llm()
         assert self.client is not None
-        resp = await self.client.complete(req)
+        self.asking[req.phase] += 1
+        try:
+            resp = await self.client.complete(req)
+        finally:
+            self.asking[req.phase] -= 1
         if resp.ok and not resp.text.strip():
             resp.error = LLMError(ErrorKind.EMPTY, "the model returned no text")
         self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
@@ -116,6 +122,14 @@ class Evaluator:
         self.want_feedback = want_feedback
         self.recorded = recorded  # replay: another run's evaluations, reused as measured
         self._in_flight: dict[str, anyio.Event] = {}
+
+    @property
+    def running(self) -> int:
+        return int(self.limiter.borrowed_tokens)
+
+    @property
+    def queued(self) -> int:
+        return self.limiter.statistics().tasks_waiting
 
     def context(self) -> EvalContext:
         return EvalContext(hardware=self.backend.hardware, seed=self.seed,

@@ -7,6 +7,7 @@ input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
 from .config import ConfigError, RunConfig, apply_override, validate
-from .exports import write_exports
+from .exports import target_info, write_exports
 from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
@@ -176,29 +177,41 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     store = RunStore(run_dir)
     store.set_meta("config", cfg.to_toml_dict(only_set=True))
     store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
+    store.set_meta("target", target_info(prep.backend, prep.problem))
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
     ledger = _ledger_from_store(store)
     budget = Budget(cfg.budget, ledger)
     progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
-                                     quiet=not progress_stream)
+                                     quiet=not progress_stream, budget=cfg.budget,
+                                     title=f"{prep.backend.name} / {prep.problem.id}")
     slots = cfg.evaluation.parallelism or prep.backend.resources().max_parallel
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
                           want_feedback=cfg.search.hw_feedback_probability > 0,
                           recorded=None if reevaluate else replay_source)
     llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
+    progress.watch(llm, evaluator)
+    drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
+
+    def export_iteration(i: int) -> None:
+        try:
+            write_exports(run_dir, store, prep.backend, prep.problem, ledger, stop_reason=None,
+                          drop_root=drop_root, iterations=(0, i))
+        except OSError as exc:  # a full disk must not end the run: the journal has it all
+            log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
+
     search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
-                    prep.plan_models, prep.code_models, progress)
-    store.event("session_start", pid=os.getpid())
+                    prep.plan_models, prep.code_models, progress, on_iteration=export_iteration)
+    store.event("session_start", pid=os.getpid(), host=socket.gethostname())
     beam = None
     stop_reason = "interrupted"
     try:
         wall_left = None
         if cfg.budget.wall_s is not None:
             wall_left = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s)
-        with anyio.move_on_after(wall_left) as scope:
+        with anyio.move_on_after(wall_left) as scope, progress:
             if prep.client is not None:
                 async with prep.client:
                     beam = await search.run()

@@ -90,7 +90,8 @@ class Search:
     def __init__(self, config: RunConfig, backend: Backend, problem: Problem,
                  pack: KnowledgePack, store: RunStore, llm: JournaledLLM, evaluator: Evaluator,
                  ledger: Ledger, plan_models: list[str], code_models: list[str],
-                 progress: Progress) -> None:
+                 progress: Progress,
+                 on_iteration: Callable[[int], None] | None = None) -> None:
         self.cfg = config
         self.s = config.search
         self.backend = backend
@@ -103,6 +104,7 @@ class Search:
         self.plan_models = plan_models
         self.code_models = code_models
         self.progress = progress
+        self.on_iteration = on_iteration  # called once each iteration's beam is saved
         self.translation_iterations = config.translation.iterations
         self.prompts = PromptBuilder(backend, problem, pack, config.search,
                                      config.search.iterations, config.translation.iterations)
@@ -408,6 +410,8 @@ class Search:
                  "correct": sum(c.correct for c in children),
                  "translation_iterations": self.translation_iterations}
         self.store.save_beam(i, [c.id for c in new_beam], stats)
+        if self.on_iteration:
+            self.on_iteration(i)
         self.progress.iteration_done(i, new_beam)
         return new_beam
 
