@@ -229,10 +229,25 @@ def _bshape(*shapes) -> tuple[int, ...]:
 
 
 def _partition_broadcast(x: Tile, parts: int) -> Tile:
-    """A [1, F] operand used against P partitions: TensorE broadcasts it (a ones-matmul)."""
-    out = fresh((parts, *x.shape[1:]), "float32", PSUM)
-    emit("pbroadcast", [out], [x], {}, result=out)
-    return out
+    """A [1, F] operand used against P partitions: TensorE broadcasts it (a ones-matmul per PSUM bank,
+    512 fp32 columns at a time); rows too wide for PSUM are copied out to SBUF bank by bank."""
+    free = _free_size(x)
+    flat_x = x if x.ndim == 2 else x.reshape((1, free))
+    chunk = hardware.PSUM_FMAX
+    if free * 4 <= 16 * 1024:
+        out = fresh((parts, free), "float32", PSUM)
+        for c0 in range(0, free, chunk):
+            c1 = builtins.min(c0 + chunk, free)
+            emit("pbroadcast", [out[:, c0:c1]], [flat_x[:, c0:c1]], {})
+    else:
+        out = fresh((parts, free), x.tensor.dtype, SBUF)
+        for c0 in range(0, free, chunk):
+            c1 = builtins.min(c0 + chunk, free)
+            bank = fresh((parts, c1 - c0), "float32", PSUM)
+            emit("pbroadcast", [bank], [flat_x[:, c0:c1]], {})
+            emit("tensor_copy", [out[:, c0:c1]], [bank], {"engine": "vector"})
+    out.tensor.consumed = True
+    return out if x.ndim == 2 else out.reshape((parts, *x.shape[1:]))
 
 
 # ---------------------------------------------------------------- creation
@@ -606,8 +621,8 @@ def device_print(prefix: str, x) -> None:
 
 def _register() -> None:
     pairs = {"add": (add, np.add), "subtract": (subtract, np.subtract), "multiply": (multiply, np.multiply),
-             "divide": (divide, np.divide, np.true_divide), "maximum": (maximum, np.maximum, max),
-             "minimum": (minimum, np.minimum, min), "power": (power, np.power),
+             "divide": (divide, np.divide, np.true_divide), "maximum": (maximum, np.maximum, max, np.max, np.amax),
+             "minimum": (minimum, np.minimum, min, np.min, np.amin), "power": (power, np.power),
              "equal": (equal, np.equal), "not_equal": (not_equal, np.not_equal), "greater": (greater, np.greater),
              "greater_equal": (greater_equal, np.greater_equal), "less": (less, np.less),
              "less_equal": (less_equal, np.less_equal), "bitwise_and": (bitwise_and, np.bitwise_and),
@@ -616,8 +631,10 @@ def _register() -> None:
     for name, fns in pairs.items():
         for fn in fns:
             ALU_OPS[id(fn)] = name
-    ALU_OPS[id(sum)] = "add"
-    ALU_OPS[id(prod)] = "multiply"
+    for fn in (sum, np.sum):
+        ALU_OPS[id(fn)] = "add"
+    for fn in (prod, np.prod):
+        ALU_OPS[id(fn)] = "multiply"
     acts = {"exp": (exp, np.exp), "log": (log, np.log), "tanh": (tanh, np.tanh), "sqrt": (sqrt, np.sqrt),
             "rsqrt": (rsqrt,), "sigmoid": (sigmoid,), "relu": (relu,), "gelu": (gelu,), "silu": (silu,),
             "square": (square, np.square), "abs": (abs, np.abs), "reciprocal": (reciprocal, np.reciprocal),
