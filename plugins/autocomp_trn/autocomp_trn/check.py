@@ -41,7 +41,7 @@ def compare(outputs: list[np.ndarray], references: list[np.ndarray], atol: float
         if bad.any():
             idx = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
             return Comparison(False, f"output {k} differs from the reference at {int(bad.sum())} of {bad.size} "
-                                     f"elements (over {o.shape[0]} random inputs); worst at {list(idx[1:])}: "
+                                     f"elements (over {o.shape[0]} random inputs); worst at {[int(i) for i in idx[1:]]}: "
                                      f"expected {r[idx]:.6g}, got {o[idx]:.6g} (allowed |err| <= {atol:g} + "
                                      f"{rtol:g} x |expected|)", worst)
     return Comparison(True, "", worst)
