@@ -1,10 +1,13 @@
 """The cost model: per-instruction engine time and a list schedule over the NeuronCore's engines.
 
 Each instruction runs on one engine (TensorE ``pe``, VectorE ``dve``, ScalarE ``act``, GpSimd
-``pool``) or on the DMA engines. Engines execute their own streams in program order and start
-an instruction when its operands are ready: a read waits for the last write of the region, a
-write also for the last reads and writes (so a buffer declared outside a loop serializes the
-iterations, while a tile declared inside gets a new instance each iteration and overlaps).
+``pool``) or on the DMA engines. An instruction starts when its operands are ready: a read waits
+for the last write of the region, a write also for the last reads and writes (so a buffer
+declared outside a loop serializes the iterations, while a tile declared inside gets a new
+instance each iteration and overlaps). The compiler schedules independent instructions across
+loop iterations, so an instruction may fill an idle gap of its engine left by earlier ones that
+waited on other engines (within the last ``REORDER_WINDOW`` gaps of that engine). On
+NeuronCore-v2 VectorE and GpSimd share the SBUF port and so one timeline.
 A dependency on another engine adds a semaphore hop. DMA transfers split over the 16 DMA
 engines (8 partitions each) and share this core's HBM bandwidth. Latency = makespan + launch.
 
@@ -12,6 +15,7 @@ Everything here is computed by the trusted side from the replayed trace (nki.md 
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -24,6 +28,44 @@ ENGINE_OF = {"tensor": "pe", "vector": "dve", "scalar": "act", "gpsimd": "pool"}
 ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "GpSimd", "dma": "DMA"}
 ENGINE_ID = {"pe": 0, "act": 1, "dve": 2, "pool": 3, "dma": 4}
 GRID = 64  # dependency buckets per axis of a tensor
+REORDER_WINDOW = 64  # how many idle gaps back in an engine's schedule an instruction may be placed
+
+
+class Timeline:
+    """An engine's busy intervals, sorted; new work goes into the first gap that fits."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def place(self, ready: float, dur: float) -> float:
+        starts, ends = self.starts, self.ends
+        n = len(starts)
+        lo = max(0, n - REORDER_WINDOW)
+        floor = starts[lo] if n > lo else 0.0
+        t = max(ready, floor)
+        p = bisect.bisect_left(starts, t, lo)
+        if p > lo:
+            t = max(t, ends[p - 1])
+        while p < n and t + dur > starts[p]:
+            t = max(t, ends[p])
+            p += 1
+        end = t + dur
+        joins_prev = p > 0 and ends[p - 1] >= t - 1e-6
+        joins_next = p < n and starts[p] <= end + 1e-6
+        if joins_prev and joins_next:  # busy streaks are kept merged: the scan above visits gaps only
+            ends[p - 1] = ends[p]
+            del starts[p], ends[p]
+        elif joins_prev:
+            ends[p - 1] = end
+        elif joins_next:
+            starts[p] = t
+        else:
+            starts.insert(p, t)
+            ends.insert(p, end)
+        return t
 
 
 class Regions:
@@ -91,9 +133,11 @@ class CostReport:
 class Scheduler:
     def __init__(self, gen: Generation) -> None:
         self.gen = gen
-        self.free = {e: 0.0 for e in (*ENGINES, "sbuf_port", "psum_port")}
-        self.dma_free = [0.0] * gen.dma_engines
-        self.hbm_free = 0.0
+        self.lines = {e: Timeline() for e in ENGINES}
+        if gen.shared_port_locks:
+            self.lines["pool"] = self.lines["dve"]
+        self.dma_lines = [Timeline() for _ in range(gen.dma_engines)]
+        self.hbm_line = Timeline()
         self.end = 0.0
         self.report = CostReport()
         self.clock = {"pe": gen.pe_ghz, "act": gen.act_ghz, "dve": gen.dve_ghz, "pool": gen.pool_ghz}
@@ -130,19 +174,10 @@ class Scheduler:
             regs.w_eng[b] = eid
 
     # ------------------------------------------------------------------ issue
-    def compute(self, engine: str, cycles: float, reads, writes, kind: str, touches_psum: bool = False) -> None:
+    def compute(self, engine: str, cycles: float, reads, writes, kind: str) -> None:
         dur = cycles / self.clock[engine]
-        ready = self._ready(engine, reads, writes)
-        resources = [engine]
-        if self.gen.shared_port_locks:
-            if engine in ("dve", "pool"):
-                resources.append("sbuf_port")
-            if touches_psum and engine in ("dve", "act"):
-                resources.append("psum_port")
-        start = max(ready, *(self.free[r] for r in resources))
+        start = self.lines[engine].place(self._ready(engine, reads, writes), dur)
         end = start + dur
-        for r in resources:
-            self.free[r] = end
         self._commit(end, ENGINE_ID[engine], reads, writes)
         self.report.busy_ns[engine] += dur
         self._count(kind)
@@ -150,23 +185,25 @@ class Scheduler:
 
     def dma(self, parts: int, p0: int, nbytes: int, descriptors: int, hbm_bytes: int, reads, writes,
             kind: str) -> None:
+        """A transfer split over the DMA engines serving its partitions (8 each), each engine's share
+        queued into that engine's first idle gap; HBM traffic also takes its share of this core's
+        HBM bandwidth. Completion adds the DMA's issue-to-completion latency."""
         g = self.gen
         ready = self._ready("dma", reads, writes)
         first = (p0 // 8) % g.dma_engines
         n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
+        if descriptors > parts:  # many small descriptors: the DMA rings spread them over every engine
+            n_eng, first = g.dma_engines, 0
         per_bytes = nbytes / n_eng
         per_desc = math.ceil(descriptors / n_eng)
         occupancy = g.dma_issue_ns + per_desc * g.dma_desc_ns + per_bytes / g.dma_engine_gbs
         done = 0.0
         for k in range(n_eng):
-            e = (first + k) % g.dma_engines
-            s = max(ready, self.dma_free[e])
-            self.dma_free[e] = s + occupancy
-            done = max(done, s + occupancy)
+            line = self.dma_lines[(first + k) % g.dma_engines]
+            done = max(done, line.place(ready, occupancy) + occupancy)
         if hbm_bytes:
-            s = max(ready, self.hbm_free)
-            self.hbm_free = s + hbm_bytes / (g.hbm_gbs * g.dma_efficiency)
-            done = max(done, self.hbm_free)
+            share = hbm_bytes / (g.hbm_gbs * g.dma_efficiency)
+            done = max(done, self.hbm_line.place(ready, share) + share)
         end = done + g.dma_latency_ns
         self._commit(end, ENGINE_ID["dma"], reads, writes)
         self.report.busy_ns["dma"] += occupancy * n_eng

@@ -435,8 +435,7 @@ class Replayer:
                 cycles += g.act_fixed_cycles
             if any(ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)):
                 cycles += k * elems  # strided minor access runs at half bandwidth
-        psum = any(ap.t.buffer == "psum" for ap in (*dsts, *srcs))
-        self.sched.compute(engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind, psum)
+        self.sched.compute(engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind)
 
     # ================================================================== data helpers
     def _read(self, ap: AP) -> np.ndarray:
