@@ -7,6 +7,7 @@ operand rules, capacities, loop dependencies) are enforced by the trusted replay
 from __future__ import annotations
 
 import builtins
+import itertools
 
 import numpy as np
 
@@ -282,7 +283,9 @@ def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **_ignored) -
     out = ndarray(shape, dtype, buffer=buffer, name=name)
     if not is_scalar(fill_value):
         raise NkiError("fill_value must be a scalar")
-    emit("memset", [out], [], {"value": float(fill_value)})
+    blocks = out.shape[:out.tensor.par_axis]
+    for index in itertools.product(*(range(n) for n in blocks)):  # block dims: one tile each
+        emit("memset", [out[index] if index else out], [], {"value": float(fill_value)})
     return out
 
 
