@@ -15,6 +15,7 @@ wrong answer. Several seeds run at once: every array has a leading seed axis.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,7 @@ class ReplayResult:
     outputs: list[np.ndarray]  # (seeds, *shape) each, in the kernel's output dtype; empty in trace-only mode
     cost: CostReport
     events: int
+    cost_s: float = 0.0  # of the replay's time, what the cost model took
 
 
 ALU = {
@@ -137,6 +139,7 @@ class Replayer:
         self.sched = Scheduler(gen)
         self.line = 0
         self.live_bytes = {"sbuf": 0, "psum": 0}
+        self.cost_s = 0.0
 
     # ================================================================== driver
     def run(self) -> ReplayResult:
@@ -154,7 +157,7 @@ class Replayer:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             _fail(f"malformed trace: {exc}", "err_trace_tampered", self.line)
-        return ReplayResult(outputs, self.sched.finish(), len(events))
+        return ReplayResult(outputs, self.sched.finish(), len(events), self.cost_s)
 
     def _header(self):
         t = self.trace
@@ -435,7 +438,9 @@ class Replayer:
                 cycles += g.act_fixed_cycles
             if any(ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)):
                 cycles += k * elems  # strided minor access runs at half bandwidth
+        t = time.perf_counter()
         self.sched.compute(engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind)
+        self.cost_s += time.perf_counter() - t
 
     # ================================================================== data helpers
     def _read(self, ap: AP) -> np.ndarray:
@@ -482,7 +487,9 @@ class Replayer:
             (elems * s.t.itemsize if s.t.buffer == "hbm" else 0)
         if runs >= elems and elems > parts:
             self.sched.report.strided_dmas += 1
+        t = time.perf_counter()
         self.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [self._box(s)], [self._box(d)], kind)
+        self.cost_s += time.perf_counter() - t
 
     def _op_matmul(self, dsts, srcs, attrs) -> None:
         (d,), (st, mv) = dsts, srcs

@@ -46,6 +46,7 @@ def main(argv: list[str]) -> int:
         status = "rejected" if exc.code in ("err_trace_tampered", "err_trace_too_long") else "compile_error"
         return emit({"status": status, "message": exc.message, "code": exc.code, "line": exc.line})
     timings["replay_s"] = time.perf_counter() - t
+    timings["cost_s"] = result.cost_s
     cost = result.cost
     out = {"status": "ok", "latency_us": cost.latency_us, "summary": cost.summary(),
            "busy_us": {k: v / 1000 for k, v in cost.busy_ns.items()}, "critical": cost.critical_engine(),
