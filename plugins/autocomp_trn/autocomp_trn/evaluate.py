@@ -101,6 +101,14 @@ class EmulatorEvaluator:
 
     async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, *, full: bool = False,
                        numeric: bool = True, use_screen: bool = True) -> Verdict:
+        verdict = await self._evaluate(spec, code, seed, full, numeric, use_screen)
+        lines = code.splitlines()
+        if verdict.line and 0 < verdict.line <= len(lines) and not verdict.message.startswith("refused before"):
+            verdict.message = f"line {verdict.line}: {lines[verdict.line - 1].strip()}\n{verdict.message}"
+        return verdict
+
+    async def _evaluate(self, spec: ProblemSpec, code: str, seed: int, full: bool, numeric: bool,
+                        use_screen: bool) -> Verdict:
         s = self.settings
         phases: dict[str, float] = {}
         seeds = seeds_for(seed, spec.id, code, s.seeds)

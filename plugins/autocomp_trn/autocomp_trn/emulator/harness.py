@@ -21,7 +21,10 @@ def trace_kernel(func, input_specs: list[tuple[str, tuple[int, ...], str]], kwar
         CURRENT.remove(tr)
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     for out in outs:
-        if not isinstance(out, Tile) or out.tensor.tracer is not tr:
+        if isinstance(out, Tile) and out.tensor.tracer is not tr:
+            raise NkiError("the kernel returned a tensor created by an earlier call: kernels must not keep "
+                           "state across calls", "err_state_across_calls")
+        if not isinstance(out, Tile):
             raise NkiError("the kernel must return the HBM tensor(s) it created in this call "
                            f"(got {type(out).__name__})", "err_wrong_outputs")
         if out.buffer != HBM or not out.is_whole():

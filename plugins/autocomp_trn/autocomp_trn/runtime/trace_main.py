@@ -24,7 +24,7 @@ REMOVED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "var
                     "__spec__")
 KERNEL_FILE = "kernel.py"
 REFUSAL_CODES = {"err_forbidden_import", "err_monkeypatch", "err_nondeterministic_trace", "err_trace_too_long",
-                 "err_unsupported_memory_host"}
+                 "err_state_across_calls"}
 
 
 def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
