@@ -7,6 +7,7 @@ written to disk or installed, so a real Neuron SDK is never shadowed outside tha
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import types
@@ -112,4 +113,20 @@ def install(generation: str = "trn1", sbuf_bytes: int = 192 * 1024) -> None:
     sys.modules.update(build())
 
 
-__all__ = ["HBM", "Kernel", "Tile", "build", "install", "jit"]
+@contextlib.contextmanager
+def installed(generation: str = "trn1", sbuf_bytes: int = 192 * 1024):
+    """``install()`` for the duration of a block, restoring whatever those names were before."""
+    names = list(build())
+    saved = {n: sys.modules.get(n) for n in names}
+    install(generation, sbuf_bytes)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+__all__ = ["HBM", "Kernel", "Tile", "build", "install", "installed", "jit"]

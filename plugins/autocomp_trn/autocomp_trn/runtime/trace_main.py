@@ -49,51 +49,57 @@ def kernel_frames(exc: BaseException) -> str:
     return "\n".join([*lines, f"{type(exc).__name__}: {exc}"])
 
 
-def main(argv: list[str]) -> int:
-    request = json.loads(Path(argv[1]).read_text())
-    workdir = Path(argv[1]).parent
-    status_path, trace_path = workdir / "status.json", workdir / "trace.json"
-
+def trace_source(source: str, entry: str, inputs: list, kwargs: dict, generation: str, sbuf_bytes: int,
+                 max_events: int) -> tuple[dict, str | None]:
+    """Run the kernel twice under the tracer; (status, trace JSON text or None)."""
     from autocomp_trn.emulator import harness, modules
     from autocomp_trn.emulator.indexing import NkiError
 
-    def report(status: str, message: str, code: str = "", line: int = 0) -> int:
-        status_path.write_text(json.dumps({"status": status, "message": message, "code": code, "line": line}))
-        return 0
+    def status(kind: str, message: str = "", code: str = "", line: int = 0) -> tuple[dict, None]:
+        return {"status": kind, "message": message, "code": code, "line": line}, None
 
-    modules.install(request["generation"], request["sbuf_bytes"])
-    source = Path(workdir / request["kernel"]).read_text()
+    modules.install(generation, sbuf_bytes)
     try:
         code = compile(source, KERNEL_FILE, "exec")
     except SyntaxError as exc:
-        return report("compile_error", f"SyntaxError: {exc.msg}", "err_syntax", exc.lineno or 0)
+        return status("compile_error", f"SyntaxError: {exc.msg}", "err_syntax", exc.lineno or 0)
     namespace = {"__name__": "kernel", "__builtins__": restricted_builtins(), "__file__": KERNEL_FILE}
-    specs = [(n, tuple(s), d) for n, s, d in request["inputs"]]
+    specs = [(n, tuple(s), d) for n, s, d in inputs]
     traces = []
     try:
         exec(code, namespace)  # noqa: S102 - the untrusted kernel, in its sandbox
-        entry = namespace.get(request["entry"])
-        if entry is None or not callable(entry):
-            return report("compile_error", f"the program defines no kernel function named {request['entry']!r}",
+        kernel = namespace.get(entry)
+        if kernel is None or not callable(kernel):
+            return status("compile_error", f"the program defines no kernel function named {entry!r}",
                           "err_missing_entry")
         for _ in range(2):
-            traces.append(json.dumps(harness.trace_kernel(entry, specs, request["kwargs"], KERNEL_FILE,
-                                                          request["max_events"]), separators=(",", ":")))
+            traces.append(json.dumps(harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
+                                     separators=(",", ":")))
     except NkiError as exc:
         line = exc.line or next((f.lineno for f in reversed(traceback.extract_tb(exc.__traceback__))
                                  if f.filename == KERNEL_FILE), 0)
-        status = "rejected" if exc.code in REFUSAL_CODES else "compile_error"
-        return report(status, exc.message, exc.code, line or 0)
+        return status("rejected" if exc.code in REFUSAL_CODES else "compile_error", exc.message, exc.code, line or 0)
     except RecursionError as exc:
-        return report("compile_error", kernel_frames(exc), "err_recursion")
+        return status("compile_error", kernel_frames(exc), "err_recursion")
     except Exception as exc:  # the kernel's own Python error, as the NKI tracer would report it
-        return report("compile_error", kernel_frames(exc), "err_python_exception")
+        return status("compile_error", kernel_frames(exc), "err_python_exception")
     if traces[0] != traces[1]:
-        return report("rejected", "the kernel emitted a different instruction stream on its second call: kernels "
+        return status("rejected", "the kernel emitted a different instruction stream on its second call: kernels "
                                   "must not keep state across calls or depend on how often they ran",
                       "err_nondeterministic_trace")
-    trace_path.write_text(traces[0])
-    return report("ok", "")
+    return {"status": "ok", "message": "", "code": "", "line": 0}, traces[0]
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text())
+    workdir = Path(argv[1]).parent
+    result, trace = trace_source((workdir / request["kernel"]).read_text(), request["entry"], request["inputs"],
+                                 request["kwargs"], request["generation"], request["sbuf_bytes"],
+                                 request["max_events"])
+    if trace is not None:
+        (workdir / "trace.json").write_text(trace)
+    (workdir / "status.json").write_text(json.dumps(result))  # written after the kernel's code has run
+    return 0
 
 
 if __name__ == "__main__":
