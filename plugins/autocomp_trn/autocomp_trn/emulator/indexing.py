@@ -273,8 +273,11 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def subscript(offset: int, dims: list[tuple[int, int]], key) -> tuple[int, list[tuple[int, int]]]:
-    """Apply a subscript to an access ``(offset, [(size, stride), ...])``."""
+def subscript(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
+              ) -> tuple[int, list[tuple[int, int]]]:
+    """Apply a subscript to an access ``(offset, [(size, stride), ...])``. Affine index expressions
+    may reach past the tensor when a mask will cover them: ``bounds`` (if given) receives, per
+    result axis, the index range that stays inside, and the instruction's mask must keep to it."""
     if not isinstance(key, tuple):
         key = (key,)
     if any(k is Ellipsis for k in key):
@@ -285,7 +288,7 @@ def subscript(offset: int, dims: list[tuple[int, int]], key) -> tuple[int, list[
         raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(dims)}", "err_tensor_access_out_of_bound")
     advanced = any(isinstance(k, IndexExpr) for k in key)
     if advanced:
-        return _advanced(offset, dims, key)
+        return _advanced(offset, dims, key, bounds)
     out: list[tuple[int, int]] = []
     for axis, (n, s) in enumerate(dims):
         k = key[axis] if axis < len(key) else slice(None)
@@ -311,7 +314,8 @@ def subscript(offset: int, dims: list[tuple[int, int]], key) -> tuple[int, list[
     return offset, out
 
 
-def _advanced(offset: int, dims: list[tuple[int, int]], key) -> tuple[int, list[tuple[int, int]]]:
+def _advanced(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
+              ) -> tuple[int, list[tuple[int, int]]]:
     if len(key) != len(dims):
         raise NkiError("index every dimension when indexing with nl.arange/nl.mgrid expressions",
                        "err_unsupported_mixing_basic_advanced_tensor_indexing")
@@ -335,10 +339,19 @@ def _advanced(offset: int, dims: list[tuple[int, int]], key) -> tuple[int, list[
             offset += k * s
             continue
         lo, hi = k.bounds()
-        if lo < 0 or hi >= n:
-            raise NkiError(f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
-                           "err_tensor_access_out_of_bound")
         kshape, kcoeffs = _pad(k.shape, k.coeffs, len(shape))
+        if lo < 0 or hi >= n:
+            axes = [a for a, c in enumerate(kcoeffs) if c]
+            if bounds is None or len(axes) != 1:
+                raise NkiError(f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
+                               "err_tensor_access_out_of_bound")
+            a, c = axes[0], kcoeffs[axes[0]]
+            inside = [x for x in range(shape[a]) if 0 <= k.const + c * x < n]
+            if not inside:
+                raise NkiError(f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
+                               "err_tensor_access_out_of_bound")
+            vlo, vhi = bounds.get(a, (0, shape[a]))
+            bounds[a] = (max(vlo, inside[0]), min(vhi, inside[-1] + 1))
         offset += k.const * s
         for a, c in enumerate(kcoeffs):
             strides[a] += c * s

@@ -84,6 +84,9 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
     s, m = _tile(stationary, "stationary"), _tile(moving, "moving")
     if s.ndim != 2 or m.ndim != 2:
         raise NkiError("nc_matmul operands are 2-D tiles [K, M] and [K, N]")
+    if dst is None and s.shape[1] > 128:  # the result tile could not even exist (the replay re-checks)
+        raise NkiError(f"matmul stationary free size {s.shape[1]} exceeds gemm_stationary_fmax 128",
+                       "err_size_of_dimension_exceed_arch_limit")
     out, new = _out(dst, (s.shape[1], m.shape[1]), "float32", PSUM)
     attrs = {"acc": accumulate} if accumulate else {}
     if is_stationary_onezero or is_moving_onezero:
@@ -145,6 +148,8 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
     name = nl.op_name(op, nl.ALU_OPS, "tensor_reduce op")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a + x.ndim if a < 0 else a for a in axes)
+    if 0 in axes:
+        raise NkiError("reductions run over free axes only (not the partition axis 0)", "err_unsupported_reduce_axis")
     shape = tuple((1 if a in axes else n) for a, n in enumerate(x.shape)) if keepdims else \
         tuple(n for a, n in enumerate(x.shape) if a not in axes)
     if len(shape) < 2:

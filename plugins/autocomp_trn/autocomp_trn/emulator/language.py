@@ -181,6 +181,12 @@ def emit(name: str, dsts: list[Tile], srcs: list[Tile], attrs: dict, mask=None, 
     ranges = _mask_ranges(mask, ref.ndim)
     if ranges is None:
         return False
+    for tile in (*dsts, *srcs):
+        for axis, (vlo, vhi) in tile.bounds.items():
+            lo, hi = ranges.get(axis, (0, tile.dims[axis][0])) if tile.ndim == ref.ndim else (0, tile.dims[axis][0])
+            if lo < vlo or hi > vhi:
+                raise NkiError(f"access out of bounds on axis {axis} (indices {lo}..{hi - 1}, the tensor has "
+                               f"{vlo}..{vhi - 1}) without a mask that covers it", "err_tensor_access_out_of_bound")
     if ranges:
         dsts = [_restrict(d, ranges, ref.shape) for d in dsts]
         srcs = [_restrict(s, ranges, ref.shape) for s in srcs]
@@ -517,6 +523,8 @@ def _reduce(op: str, x, axis, dtype=None, mask=None, keepdims: bool = False, neg
     axes = tuple(a + x.ndim if a < 0 else a for a in axes)
     if not axes or any(not 0 <= a < x.ndim for a in axes):
         raise NkiError(f"reduction axis {axis} out of range for a tile of rank {x.ndim}")
+    if 0 in axes:
+        raise NkiError("reductions run over free axes only (not the partition axis 0)", "err_unsupported_reduce_axis")
     shape = tuple((1 if a in axes else n) for a, n in enumerate(x.shape)) if keepdims else \
         tuple(n for a, n in enumerate(x.shape) if a not in axes)
     if len(shape) < 2:  # the result of a full free-dim reduction keeps a [P, 1] tile

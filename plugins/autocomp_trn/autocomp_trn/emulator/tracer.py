@@ -88,12 +88,13 @@ def _scalar(x) -> bool:
 class Tile:
     """What a kernel holds: a view (access pattern) of a tensor. Opaque: no data inside."""
 
-    __slots__ = ("tensor", "offset", "dims", "accumulated")
+    __slots__ = ("tensor", "offset", "dims", "accumulated", "bounds")
     __array_priority__ = 1000  # np.float32(2) * tile -> our __rmul__, not NumPy
 
     def __init__(self, tensor: Tensor, offset: int, dims: list[tuple[int, int]]) -> None:
         self.tensor, self.offset, self.dims = tensor, offset, dims
         self.accumulated = False
+        self.bounds: dict[int, tuple[int, int]] = {}  # axis -> index range inside the tensor (masked access)
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -125,11 +126,17 @@ class Tile:
 
     # ------------------------------------------------------------------ views
     def __getitem__(self, key) -> Tile:
-        offset, dims = subscript(self.offset, self.dims, key)
+        if self.bounds:
+            raise NkiError("index a tile that reaches past its tensor only once, directly in the instruction",
+                           "err_tensor_access_out_of_bound")
+        bounds: dict[int, tuple[int, int]] = {}
+        offset, dims = subscript(self.offset, self.dims, key, bounds)
         if not dims:
             raise NkiError("indexing down to a single element gives no tile: keep at least a [1, 1] tile",
                            "err_insufficient_rank")
-        return Tile(self.tensor, offset, dims)
+        tile = Tile(self.tensor, offset, dims)
+        tile.bounds = bounds
+        return tile
 
     def reshape(self, shape) -> Tile:
         shape = tuple(int(n) for n in shape)
