@@ -16,13 +16,14 @@ from autocomp_trn.problems.catalog import all_specs  # noqa: E402
 
 @pytest.fixture(scope="session")
 def suite_results() -> dict[str, dict[str, dict]]:
-    """problem id -> {"baseline": verdict, "optimized": verdict}: every shipped kernel, judged once."""
+    """problem id -> {"baseline": verdict, "optimized": verdict}: every shipped kernel, judged once
+    (on one random input: the evaluations in the other tests use several)."""
     results: dict[str, dict[str, dict]] = {}
     for spec in all_specs():
         if spec.language != "nki":
             continue
-        results[spec.id] = {"baseline": emulate(spec, spec.baseline_code(), seeds=[5, 6])}
+        results[spec.id] = {"baseline": emulate(spec, spec.baseline_code(), seeds=[5])}
         if spec.id in OPTIMIZED:
-            results[spec.id]["optimized"] = emulate(spec, optimized_source(spec.id), seeds=[5, 6])
+            results[spec.id]["optimized"] = emulate(spec, optimized_source(spec.id), seeds=[5])
     return results
 
