@@ -11,8 +11,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from autocomp_core.backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
-                                   HardwareConfig, KnowledgePack, Problem, Resources)
+from autocomp_core.backend import (
+    Backend,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    Resources,
+)
 
 from . import neuron
 from .config import TrnHardware, TrnOptions

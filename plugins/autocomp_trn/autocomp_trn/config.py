@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from autocomp_core.backend import HardwareConfig
 from pydantic import BaseModel, ConfigDict, Field
+
+from autocomp_core.backend import HardwareConfig
 
 
 class TrnHardware(HardwareConfig):

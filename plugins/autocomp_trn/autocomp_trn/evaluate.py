@@ -15,7 +15,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
+from autocomp_core.sandbox import (
+    SandboxLimits,
+    SandboxResult,
+    private_workdir,
+    run_sandboxed,
+)
 
 from . import screen
 from .emulator.hardware import GENERATIONS
@@ -58,7 +63,6 @@ def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[in
 def import_path() -> str:
     """Where this process imports autocomp_core and autocomp_trn from, for the child interpreters."""
     import autocomp_core
-
     import autocomp_trn
 
     roots = [str(Path(m.__file__).resolve().parent.parent) for m in (autocomp_trn, autocomp_core)]
@@ -66,12 +70,12 @@ def import_path() -> str:
     return os.pathsep.join(dict.fromkeys(roots))
 
 
-def _env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     return {"PYTHONPATH": import_path(), "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
 
 
-def _last_json(text: str) -> dict | None:
+def last_json(text: str) -> dict | None:
     for line in reversed(text.strip().splitlines()):
         if line.startswith("{"):
             try:
@@ -134,7 +138,7 @@ class EmulatorEvaluator:
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.trace_main",
                                        str(work / "trace_request.json")], limits=self._limits(s.trace_timeout_s),
-                                      cwd=work, env=_env())
+                                      cwd=work, env=child_env())
             phases["trace_s"] = time.perf_counter() - t
             status_path = work / "status.json"
             status = json.loads(status_path.read_text()) if status_path.exists() and not run.timed_out else None
@@ -143,20 +147,20 @@ class EmulatorEvaluator:
                 v.phases_s = phases
                 return v
             if status.get("status") != "ok":
-                return Verdict(str(status.get("status")), str(status.get("message", "")), line=int(status.get("line") or 0),
-                               code=str(status.get("code", "")), phases_s=phases)
+                return Verdict(str(status.get("status")), str(status.get("message", "")),
+                               line=int(status.get("line") or 0), code=str(status.get("code", "")), phases_s=phases)
             (work / "replay_request.json").write_text(json.dumps({
                 "problem": spec.id, "trace": str(work / "trace.json"), "seeds": seeds, "generation": gen.name,
                 "full": full, "numeric": numeric}))
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.replay_main",
                                        str(work / "replay_request.json")], limits=self._limits(s.replay_timeout_s),
-                                      cwd=work, env=_env())
+                                      cwd=work, env=child_env())
             phases["replay_s"] = time.perf_counter() - t
         return self._verdict(run, "replaying the trace", s.replay_timeout_s, phases)
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
-        out = _last_json(run.stdout) if not run.timed_out else None
+        out = last_json(run.stdout) if not run.timed_out else None
         if out is None:
             v = _ended_badly(run, what, limit)
             if v.status == "timeout":
@@ -178,6 +182,6 @@ class EmulatorEvaluator:
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.framework_main",
                                        str(work / "request.json")], limits=self._limits(s.replay_timeout_s),
-                                      cwd=work, env={**_env(), "OMP_NUM_THREADS": "2"})
+                                      cwd=work, env={**child_env(), "OMP_NUM_THREADS": "2"})
             return self._verdict(run, "running the PyTorch baseline", s.replay_timeout_s,
                                  {"framework_s": time.perf_counter() - t})

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
-from .evaluate import Verdict, _env, _last_json, seeds_for
+from .evaluate import Verdict, child_env, last_json, seeds_for
 from .problems.spec import ProblemSpec
 
 RESULT_TAG = "AUTOCOMP_TRN_RESULT "
@@ -51,7 +51,7 @@ def detect(generation: str = "trn1", dev_glob: str = "/dev/neuron*") -> NeuronEn
 
 def api_version(code: str) -> str:
     """``v1`` for kernels written against ``neuronxcc.nki``, else ``v2``."""
-    return "v1" if re.search(r"^\s*(from|import)\s+neuronxcc", code, re.M) else "v2"
+    return "v1" if re.search(r"^\s*(from|import)\s+neuronxcc", code, re.MULTILINE) else "v2"
 
 
 def harness_command(python: str, request_path: Path) -> list[str]:
@@ -97,7 +97,7 @@ def parse_result(stdout: str) -> dict | None:
                 return json.loads(line[len(RESULT_TAG):])
             except ValueError:
                 return None
-    return _last_json(stdout)
+    return last_json(stdout)
 
 
 class NeuronEvaluator:
@@ -133,7 +133,7 @@ class NeuronEvaluator:
                 run = await run_sandboxed(harness_command(sys.executable, work / "request.json"),
                                           limits=SandboxLimits(wall_s=self.timeout_s, memory_mb=None,
                                                                max_processes=256, file_size_mb=4096),
-                                          cwd=work, env={**_env(), **core_env(core)})
+                                          cwd=work, env={**child_env(), **core_env(core)})
                 phases = {"neuron_s": time.perf_counter() - t}
         finally:
             assert self._free is not None

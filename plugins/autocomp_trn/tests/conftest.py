@@ -9,9 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # trn_testkit
 
-from autocomp_trn.judge import emulate  # noqa: E402
-from autocomp_trn.kernels import OPTIMIZED, optimized_source  # noqa: E402
-from autocomp_trn.problems.catalog import all_specs  # noqa: E402
+from autocomp_trn.judge import emulate
+from autocomp_trn.kernels import OPTIMIZED, optimized_source
+from autocomp_trn.problems.catalog import all_specs
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from autocomp_trn.backend import TrnBackend
 
 from autocomp_core.backend import Capability, EvalContext, FailureKind
-from autocomp_trn.backend import TrnBackend
 
 BACKEND = TrnBackend({"mode": "emulator"}, {"seeds": 2})
 

@@ -7,14 +7,13 @@ import re
 
 import numpy as np
 import pytest
-from trn_testkit import DOUBLE, MATMUL, run
-
+from autocomp_trn.backend import KNOWLEDGE_DIR
 from autocomp_trn.emulator import isa, isa_v2, language
 from autocomp_trn.emulator.hardware import TRN1
 from autocomp_trn.emulator.replay import TraceRefused, replay
 from autocomp_trn.judge import emulate, judge
 from autocomp_trn.problems.catalog import spec_by_id
-from autocomp_trn.backend import KNOWLEDGE_DIR
+from trn_testkit import DOUBLE, MATMUL, run
 
 V2_MATMUL = """
 import nki

@@ -13,10 +13,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import autocomp_trn
-from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_trn.adversarial import ROOT as ADV
 from autocomp_trn.kernels import optimized_source
+
+from autocomp_core.store import RunStore
+from autocomp_core.testing.llm_server import LLMTestServer
 
 PROPOSALS = {
     "keep a block of lhsT resident and reuse each rhs tile": optimized_source("tutorial/gemm"),

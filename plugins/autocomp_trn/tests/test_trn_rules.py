@@ -3,9 +3,8 @@ and the message the next prompt gets."""
 from __future__ import annotations
 
 import pytest
-from trn_testkit import DOUBLE, MATMUL, run
-
 from autocomp_trn.problems.spec import Input
+from trn_testkit import DOUBLE, MATMUL, run
 
 DOUBLE_OK = """
 @nki.jit

@@ -34,7 +34,7 @@ REORDER_WINDOW = 64  # how many idle gaps back in an engine's schedule an instru
 class Timeline:
     """An engine's busy intervals, sorted; new work goes into the first gap that fits."""
 
-    __slots__ = ("starts", "ends")
+    __slots__ = ("ends", "starts")
 
     def __init__(self) -> None:
         self.starts: list[float] = []
@@ -71,7 +71,7 @@ class Timeline:
 class Regions:
     """Per-tensor grid of last-write / last-read completion times, for dependencies."""
 
-    __slots__ = ("rows", "cols", "rb", "cb", "w_end", "r_end", "w_eng")
+    __slots__ = ("cb", "cols", "r_end", "rb", "rows", "w_end", "w_eng")
 
     def __init__(self, rows: int, cols: int) -> None:
         self.rows, self.cols = rows, cols

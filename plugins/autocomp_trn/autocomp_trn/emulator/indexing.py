@@ -44,7 +44,7 @@ def _pad(shape: tuple[int, ...], coeffs: tuple[int, ...], n: int) -> tuple[tuple
 class IndexExpr:
     """``const + sum(coeffs[a] * axis_a)`` over the axes of a broadcast index grid."""
 
-    __slots__ = ("shape", "coeffs", "const")
+    __slots__ = ("coeffs", "const", "shape")
 
     def __init__(self, shape: tuple[int, ...], coeffs: tuple[int, ...], const: int = 0) -> None:
         self.shape, self.coeffs, self.const = shape, coeffs, const
@@ -256,7 +256,7 @@ FALSE_MASK = Mask((((), (), 0, "never"),))
 class DynSlice:
     """``nl.ds(start, size)``: the slice ``start:start+size``."""
 
-    __slots__ = ("start", "size")
+    __slots__ = ("size", "start")
 
     def __init__(self, start: int, size: int) -> None:
         if not isinstance(start, int) or not isinstance(size, int):
@@ -285,7 +285,8 @@ def subscript(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
         fill = len(dims) - (len(key) - 1)
         key = key[:i] + (slice(None),) * fill + key[i + 1:]
     if len(key) > len(dims):
-        raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(dims)}", "err_tensor_access_out_of_bound")
+        raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(dims)}",
+                       "err_tensor_access_out_of_bound")
     advanced = any(isinstance(k, IndexExpr) for k in key)
     if advanced:
         return _advanced(offset, dims, key, bounds)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import enum
 
-from . import dtypes, language as nl
+from . import dtypes
+from . import language as nl
 from .indexing import IndexExpr, Mask, NkiError
 from .tracer import HBM, PSUM, SBUF, Tile, tracer
 
 
-class engine(enum.Enum):  # noqa: N801 - the NKI name
+class engine(enum.Enum):
     tensor = "tensor"
     vector = "vector"
     scalar = "scalar"
@@ -21,21 +22,21 @@ tensor_engine, vector_engine, scalar_engine = engine.tensor, engine.vector, engi
 gpsimd_engine, unknown_engine = engine.gpsimd, engine.unknown
 
 
-class reduce_cmd(enum.Enum):  # noqa: N801
+class reduce_cmd(enum.Enum):
     idle = 0
     reset = 1
     reduce = 2
     reset_reduce = 3
 
 
-class dge_mode(enum.Enum):  # noqa: N801
+class dge_mode(enum.Enum):
     none = 0
     swdge = 1
     hwdge = 2
     unknown = 3
 
 
-class oob_mode(enum.Enum):  # noqa: N801
+class oob_mode(enum.Enum):
     error = 0
     skip = 1
 
@@ -94,7 +95,7 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
     return _finish("matmul", out, new, [s, m], attrs, mask)
 
 
-def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):  # noqa: A002
+def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     """Partition <-> free transpose: TensorE (up to 128x128, into PSUM) or VectorE (up to 32x32, SBUF)."""
     x = _tile(data, "data")
     if x.ndim != 2:
@@ -106,7 +107,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw): 
     return _finish("transpose", out, new, [x], {"engine": eng}, mask)
 
 
-def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, dst=None, **_kw):  # noqa: A002
+def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, dst=None, **_kw):
     """Element-wise ``op(data1, data2)`` on VectorE (GpSimd for power): same shapes."""
     a, b = _tile(data1, "data1"), _tile(data2, "data2")
     name = nl.op_name(op, nl.ALU_OPS, "tensor_tensor op")
@@ -120,7 +121,7 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, dst=N
 
 
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
-                  dtype=None, mask=None, engine=None, dst=None, **_kw):  # noqa: A002
+                  dtype=None, mask=None, engine=None, dst=None, **_kw):
     """``(data op0 operand0) op1 operand1``; operands are scalars or [P, 1] tiles. Two ops cost one."""
     x = _tile(data, "data")
     srcs = [x]
@@ -160,7 +161,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
                    mask, mask_ref=x)
 
 
-def tensor_copy(src, *, mask=None, dtype=None, engine=None, dst=None, **_kw):  # noqa: A002
+def tensor_copy(src, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     """Copy (with cast) on VectorE, ScalarE or GpSimd."""
     x = _tile(src, "src")
     out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
@@ -217,7 +218,7 @@ def reciprocal(data, *, dtype=None, mask=None, dst=None, **_kw):
     return _finish("reciprocal", out, new, [x], {"engine": "vector"}, mask)
 
 
-def memset(shape=None, value=0.0, dtype=None, *, mask=None, engine=None, dst=None, **_kw):  # noqa: A002
+def memset(shape=None, value=0.0, dtype=None, *, mask=None, engine=None, dst=None, **_kw):
     """A new tile filled with ``value`` (VectorE or GpSimd)."""
     if not nl.is_scalar(value):
         raise NkiError("memset value must be a scalar")
@@ -296,9 +297,9 @@ def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=No
 
 
 PUBLIC = (
-    "nc_matmul nc_transpose tensor_tensor tensor_scalar tensor_reduce tensor_copy activation activation_reduce "
-    "reciprocal memset iota affine_select tensor_tensor_scan tensor_partition_reduce dma_copy "
-    "engine tensor_engine vector_engine scalar_engine gpsimd_engine unknown_engine reduce_cmd dge_mode oob_mode "
-    "get_nc_version"
+    "nc_matmul nc_transpose tensor_tensor tensor_scalar tensor_reduce tensor_copy activation "
+    "activation_reduce reciprocal memset iota affine_select tensor_tensor_scan tensor_partition_reduce "
+    "dma_copy engine tensor_engine vector_engine scalar_engine gpsimd_engine unknown_engine reduce_cmd "
+    "dge_mode oob_mode get_nc_version"
 ).split()
 _ = (dtypes, HBM, tracer)

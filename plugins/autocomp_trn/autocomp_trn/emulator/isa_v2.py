@@ -3,8 +3,18 @@ argument and returns nothing. Built on the v1 implementations in ``isa.py``."""
 from __future__ import annotations
 
 from . import isa
-from .isa import (dge_mode, engine, get_nc_version, gpsimd_engine, oob_mode, reduce_cmd, scalar_engine,
-                  tensor_engine, unknown_engine, vector_engine)
+from .isa import (
+    dge_mode,
+    engine,
+    get_nc_version,
+    gpsimd_engine,
+    oob_mode,
+    reduce_cmd,
+    scalar_engine,
+    tensor_engine,
+    unknown_engine,
+    vector_engine,
+)
 
 
 def nc_matmul(dst, stationary, moving, *, accumulate=None, **kw):
@@ -12,16 +22,16 @@ def nc_matmul(dst, stationary, moving, *, accumulate=None, **kw):
     isa.nc_matmul(stationary, moving, dst=dst, accumulate="auto" if accumulate is None else bool(accumulate), **kw)
 
 
-def nc_transpose(dst, data, *, engine=None, **kw):  # noqa: A002
+def nc_transpose(dst, data, *, engine=None, **kw):
     isa.nc_transpose(data, dst=dst, engine=engine, **kw)
 
 
-def tensor_tensor(dst, data1, data2, op, *, engine=None, **kw):  # noqa: A002
+def tensor_tensor(dst, data1, data2, op, *, engine=None, **kw):
     isa.tensor_tensor(data1, data2, op, dst=dst, engine=engine, **kw)
 
 
 def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
-                  engine=None, **kw):  # noqa: A002
+                  engine=None, **kw):
     isa.tensor_scalar(data, op0, operand0, reverse0, op1, operand1, reverse1, dst=dst, engine=engine, **kw)
 
 
@@ -29,7 +39,7 @@ def tensor_reduce(dst, op, data, axis, *, negate=False, keepdims=False, **kw):
     isa.tensor_reduce(op, data, axis, dst=dst, negate=negate, keepdims=keepdims, **kw)
 
 
-def tensor_copy(dst, src, *, engine=None, **kw):  # noqa: A002
+def tensor_copy(dst, src, *, engine=None, **kw):
     isa.tensor_copy(src, dst=dst, engine=engine, **kw)
 
 
@@ -49,14 +59,14 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
     isa.tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0, reverse1, dst=dst, **kw)
 
 
-def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):  # noqa: A002
+def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, **kw):
     isa.dma_copy(dst=dst, src=src, dst_rmw_op=dst_rmw_op, **kw)
 
 
 PUBLIC = (
-    "nc_matmul nc_transpose tensor_tensor tensor_scalar tensor_reduce tensor_copy activation reciprocal memset "
-    "tensor_tensor_scan dma_copy engine tensor_engine vector_engine scalar_engine gpsimd_engine unknown_engine "
-    "reduce_cmd dge_mode oob_mode get_nc_version"
+    "nc_matmul nc_transpose tensor_tensor tensor_scalar tensor_reduce tensor_copy activation reciprocal "
+    "memset tensor_tensor_scan dma_copy engine tensor_engine vector_engine scalar_engine gpsimd_engine "
+    "unknown_engine reduce_cmd dge_mode oob_mode get_nc_version"
 ).split()
 _ = (dge_mode, engine, get_nc_version, gpsimd_engine, oob_mode, reduce_cmd, scalar_engine, tensor_engine,
      unknown_engine, vector_engine)

@@ -36,7 +36,7 @@ int32, uint32 = dtypes.DTYPES["int32"], dtypes.DTYPES["uint32"]
 bool_ = np.dtype(np.bool_)
 
 
-class par_dim(int):  # noqa: N801 - the NKI name
+class par_dim(int):
     """Marks the partition dimension in a shape: ``(4, nl.par_dim(128), 512)``."""
 
 
@@ -456,7 +456,7 @@ equal, not_equal, greater, greater_equal, less, less_equal = (
     _make_binary(o) for o in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"))
 bitwise_and, bitwise_or, bitwise_xor = (_make_binary(o) for o in ("bitwise_and", "bitwise_or", "bitwise_xor"))
 exp, log, tanh, sqrt, rsqrt, sigmoid = (_make_unary(f) for f in ("exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid"))
-relu, gelu, silu, square, abs, reciprocal = (  # noqa: A001 - the NKI names
+relu, gelu, silu, square, abs, reciprocal = (
     _make_unary(f) for f in ("relu", "gelu", "silu", "square", "abs", "reciprocal"))
 sin, cos, softplus, erf = (_make_unary(f) for f in ("sin", "cos", "softplus", "erf"))
 
@@ -538,17 +538,17 @@ def _reduce(op: str, x, axis, dtype=None, mask=None, keepdims: bool = False, neg
     return out
 
 
-def sum(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:  # noqa: A001
+def sum(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:
     """Sum over free axes (VectorE)."""
     return _reduce("add", x, axis, dtype, mask, keepdims)
 
 
-def max(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:  # noqa: A001
+def max(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:
     """Maximum over free axes (VectorE)."""
     return _reduce("maximum", x, axis, dtype, mask, keepdims)
 
 
-def min(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:  # noqa: A001
+def min(x, axis, *, dtype=None, mask=None, keepdims=False, **_kw) -> Tile:
     """Minimum over free axes (VectorE)."""
     return _reduce("minimum", x, axis, dtype, mask, keepdims)
 
@@ -661,12 +661,11 @@ _register()
 #: the public names of ``nki.language`` this emulator implements (the ISA text documents each)
 PUBLIC = (
     "ndarray zeros ones full zeros_like ones_like empty_like par_dim arange mgrid ds tile_size "
-    "affine_range sequential_range static_range sbuf psum hbm shared_hbm private_hbm "
-    "float32 bfloat16 float16 float8_e4m3 float8_e5m2 int8 uint8 int16 uint16 int32 uint32 bool_ "
-    "load store load_transpose2d copy broadcast_to matmul transpose "
-    "add subtract multiply divide maximum minimum power negative equal not_equal greater greater_equal "
-    "less less_equal bitwise_and bitwise_or bitwise_xor where "
-    "exp log tanh sqrt rsqrt sigmoid relu gelu silu square abs reciprocal sin cos softplus erf "
-    "sum max min prod mean device_print"
+    "affine_range sequential_range static_range sbuf psum hbm shared_hbm private_hbm float32 bfloat16 "
+    "float16 float8_e4m3 float8_e5m2 int8 uint8 int16 uint16 int32 uint32 bool_ load store "
+    "load_transpose2d copy broadcast_to matmul transpose add subtract multiply divide maximum minimum "
+    "power negative equal not_equal greater greater_equal less less_equal bitwise_and bitwise_or "
+    "bitwise_xor where exp log tanh sqrt rsqrt sigmoid relu gelu silu square abs reciprocal sin cos "
+    "softplus erf sum max min prod mean device_print"
 ).split()
 __all__ = [*PUBLIC, "FALSE_MASK"]

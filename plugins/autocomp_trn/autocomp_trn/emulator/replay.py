@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import dtypes, hardware as hw
+from . import dtypes
+from . import hardware as hw
 from .cost import ENGINE_OF, CostReport, Regions, Scheduler
 from .hardware import Generation
 from .indexing import NkiError
@@ -444,7 +445,9 @@ class Replayer:
 
     # ================================================================== data helpers
     def _read(self, ap: AP) -> np.ndarray:
-        return ap.view().astype(np.float32)
+        """The operand as fp32 (a view, not a copy, when it is stored as fp32: never written to)."""
+        view = ap.view()
+        return view if view.dtype == np.float32 else view.astype(np.float32)
 
     def _write(self, ap: AP, value: np.ndarray, acc: bool = False) -> None:
         view = ap.view()
@@ -485,7 +488,7 @@ class Replayer:
         runs = max(_runs(d), _runs(s), parts)
         hbm_bytes = (elems * d.t.itemsize if d.t.buffer == "hbm" else 0) + \
             (elems * s.t.itemsize if s.t.buffer == "hbm" else 0)
-        if runs >= elems and elems > parts:
+        if runs >= elems > parts:
             self.sched.report.strided_dmas += 1
         t = time.perf_counter()
         self.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [self._box(s)], [self._box(d)], kind)
@@ -841,9 +844,7 @@ class Replayer:
             out = np.empty_like(x0)
             with np.errstate(all="ignore"):
                 if op0 == "multiply" and op1 == "add" and not attrs.get("reverse0") and not attrs.get("reverse1"):
-                    for i in range(x0.shape[2]):
-                        r = x0[:, :, i] * r + x1[:, :, i]
-                        out[:, :, i] = r
+                    out = _linear_scan(x0, x1, r)
                 else:
                     for i in range(x0.shape[2]):
                         t = f0(r, x0[:, :, i]) if attrs.get("reverse0") else f0(x0[:, :, i], r)
@@ -899,7 +900,7 @@ class Replayer:
 class AP:
     """A validated access pattern."""
 
-    __slots__ = ("t", "offset", "dims", "hi")
+    __slots__ = ("dims", "hi", "offset", "t")
 
     def __init__(self, t: TensorState, offset: int, dims: list[tuple[int, int]], hi: int) -> None:
         self.t, self.offset, self.dims, self.hi = t, offset, dims, hi
@@ -920,6 +921,29 @@ class AP:
     def view_of(self, flat: np.ndarray) -> np.ndarray:
         item = flat.itemsize
         return as_strided(flat[self.offset:], shape=self.shape, strides=tuple(s * item for _, s in self.dims))
+
+
+def _linear_scan(a: np.ndarray, b: np.ndarray, r0: np.ndarray, chunk: int = 64) -> np.ndarray:
+    """``r[i] = a[i] * r[i-1] + b[i]`` along the last axis, in fp64, chunk by chunk: a scan inside every
+    chunk at once, then each chunk's carry-in times the running product of its ``a``."""
+    n = a.shape[-1]
+    nc = -(-n // chunk)
+    pad = nc * chunk - n
+    a64 = np.pad(a.astype(np.float64), [(0, 0)] * (a.ndim - 1) + [(0, pad)], constant_values=1.0)
+    b64 = np.pad(b.astype(np.float64), [(0, 0)] * (b.ndim - 1) + [(0, pad)])
+    a64 = a64.reshape(*a.shape[:-1], nc, chunk)
+    b64 = b64.reshape(*b.shape[:-1], nc, chunk)
+    local = np.empty_like(b64)
+    r = np.zeros(a64.shape[:-1])
+    for j in range(chunk):
+        r = a64[..., j] * r + b64[..., j]
+        local[..., j] = r
+    reach = np.cumprod(a64, axis=-1)
+    carry = r0.astype(np.float64)
+    for c in range(nc):
+        local[..., c, :] += carry[..., None] * reach[..., c, :]
+        carry = local[..., c, -1]
+    return local.reshape(*a.shape[:-1], nc * chunk)[..., :n].astype(np.float32)
 
 
 def _free(ap: AP) -> int:

@@ -64,8 +64,20 @@ class Tracer:
 class Tensor:
     """A memory allocation (HBM tensor or on-chip tile with optional v1 block dims)."""
 
-    __slots__ = ("tracer", "tid", "shape", "dtype", "buffer", "par_axis", "name", "alloc_event",
-                 "fresh_event", "consumed", "strides", "is_input")
+    __slots__ = (
+        "alloc_event",
+        "buffer",
+        "consumed",
+        "dtype",
+        "fresh_event",
+        "is_input",
+        "name",
+        "par_axis",
+        "shape",
+        "strides",
+        "tid",
+        "tracer",
+    )
 
     def __init__(self, tracer, tid, shape, dtype, buffer, par_axis, name) -> None:
         self.tracer, self.tid, self.shape, self.dtype = tracer, tid, shape, dtype
@@ -88,7 +100,7 @@ def _scalar(x) -> bool:
 class Tile:
     """What a kernel holds: a view (access pattern) of a tensor. Opaque: no data inside."""
 
-    __slots__ = ("tensor", "offset", "dims", "accumulated", "bounds")
+    __slots__ = ("accumulated", "bounds", "dims", "offset", "tensor")
     __array_priority__ = 1000  # np.float32(2) * tile -> our __rmul__, not NumPy
 
     def __init__(self, tensor: Tensor, offset: int, dims: list[tuple[int, int]]) -> None:
@@ -211,7 +223,7 @@ class Tile:
         language.assign(dst, value)
 
     # operators map to nki.language calls (as the real tracer does)
-    def _bin(name, reverse=False):  # noqa: N805 - builds methods
+    def _bin(name, reverse=False):
         def method(self, other):
             from . import language
 
@@ -250,7 +262,7 @@ class Tile:
         self.accumulated = True
         return self
 
-    def _inplace(name):  # noqa: N805
+    def _inplace(name):
         def method(self, other):
             from . import language
 

@@ -1,6 +1,6 @@
-import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -42,16 +42,13 @@ def ref_gemm(lhsT, rhs):
 def ref_mamba(delta, u, A, B, C):
     batch, channels, seq = delta.shape
     out = np.zeros_like(delta)
-    for b in range(batch):
-        for n in range(A.shape[1]):
-            dA = np.exp(delta[b] * A[:, n:n + 1])
-            dBu = delta[b] * u[b] * B[b, n][None, :]
-            h = np.zeros(channels)
-            hs = np.empty_like(dA)
-            for s in range(seq):
-                h = dA[:, s] * h + dBu[:, s]
-                hs[:, s] = h
-            out[b] += hs * C[b, n][None, :]
+    for b in range(batch):  # every channel and state at once, one step of the sequence at a time
+        dA = np.exp(delta[b][:, None, :] * A[:, :, None])               # [channels, states, seq]
+        dBu = (delta[b] * u[b])[:, None, :] * B[b][None, :, :]
+        h = np.zeros((channels, A.shape[1]))
+        for s in range(seq):
+            h = dA[:, :, s] * h + dBu[:, :, s]
+            out[b, :, s] = h @ C[b, :, s]
     return (out,)
 
 
@@ -311,7 +308,8 @@ def advanced() -> list[ProblemSpec]:
                           "k [d, S] and v [128 tiles, 128, d], causal at element level, merged into olm_prev "
                           "[128, 130] = (o unnormalized [128, 128], l running sum [128, 1], m running max [128, 1]): "
                           "(rtol 1e-2: the running sum is unnormalized and the kernel dtype is bf16) "
-                          "m' = max(m, rowmax s), l' = l exp(m - m') + sum exp(s - m'), o' = o exp(m - m') + exp(s - m') v",
+                          "m' = max(m, rowmax s), l' = l exp(m - m') + sum exp(s - m'), "
+                          "o' = o exp(m - m') + exp(s - m') v",
               inputs=csa16_in, outputs=[((128, 130), F32)], reference=ref_csa_16384, atol=1e-2, rtol=1e-2,
               kwargs={"q_tile_idx": CSA_TILE_IDX},
               work=lambda ins: Work(hbm_bytes=128 * 128 * 4 * (CSA_TILE_IDX + 1) * 2 + 128 * 130 * 8,

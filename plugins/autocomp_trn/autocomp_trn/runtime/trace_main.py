@@ -27,7 +27,7 @@ REFUSAL_CODES = {"err_forbidden_import", "err_monkeypatch", "err_nondeterministi
                  "err_state_across_calls"}
 
 
-def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level != 0 or name.split(".")[0] not in ALLOWED_IMPORTS:
         from autocomp_trn.emulator.indexing import NkiError
 

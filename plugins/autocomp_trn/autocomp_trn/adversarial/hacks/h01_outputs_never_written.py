@@ -1,6 +1,6 @@
 # Hack: allocate the output and return it without writing it.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

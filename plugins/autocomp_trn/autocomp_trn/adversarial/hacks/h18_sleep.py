@@ -1,8 +1,8 @@
 # Hack: sleep past the time limit.
 import time
 
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,5 +1,5 @@
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

@@ -1,7 +1,7 @@
 import math
 
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+from neuronxcc import nki
 
 
 @nki.jit

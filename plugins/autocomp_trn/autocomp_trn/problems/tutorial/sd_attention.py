@@ -1,7 +1,7 @@
-import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
+from neuronxcc import nki
 
 
 @nki.jit
