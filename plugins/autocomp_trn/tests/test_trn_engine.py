@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 from importlib.metadata import entry_points
+
+import pytest
 from pathlib import Path
 
 import autocomp_trn
@@ -103,3 +105,41 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
         "rewrite with a typo": (False, "status: compile_error"),
     }
     assert (run_dir / "best.py").read_text().strip() == optimized_source("tutorial/gemm").strip()
+
+
+SWIGLU_NKI = """import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def solution(a, b):
+    rows, cols = a.shape
+    out = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(rows // 128):
+        for j in nl.affine_range(cols // 2048):
+            x = nl.load(a[i * 128:(i + 1) * 128, j * 2048:(j + 1) * 2048])
+            y = nl.load(b[i * 128:(i + 1) * 128, j * 2048:(j + 1) * 2048])
+            nl.store(out[i * 128:(i + 1) * 128, j * 2048:(j + 1) * 2048], value=nl.multiply(nl.silu(x), y))
+    return out
+"""
+
+
+def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path):
+    pytest.importorskip("torch")
+    server = LLMTestServer(lambda request: "translate the forward into one fused NKI kernel"
+                           if request.prompt.rstrip().endswith("Plan:") else f"```python\n{SWIGLU_NKI}```\n")
+    server.start_in_thread()
+    run_dir = tmp_path / "run"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from autocomp_core.cli import main; main()", "optimize", "--backend", "trn",
+             "--problem", "pytorch/swiglu", "--model", f"openai-compatible@{server.openai_base_url}::scripted",
+             "--iterations", "1", "--beam-size", "1", "--plans", "1", "--codes", "1", "--run-dir", str(run_dir),
+             "--quiet", "--json", "--set", "translation.iterations=1", "--set", "hardware.mode=\"emulator\"",
+             "--set", "backend_options.seeds=1"],
+            env=engine_env(tmp_path), capture_output=True, text=True, timeout=600)
+    finally:
+        server.stop_thread()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "translation" in server.requests[0].prompt.lower()
+    assert (run_dir / "best.py").read_text().strip() == SWIGLU_NKI.strip()  # faster than the framework lowering
