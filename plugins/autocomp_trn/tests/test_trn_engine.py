@@ -10,11 +10,10 @@ import subprocess
 import sys
 import time
 from importlib.metadata import entry_points
-
-import pytest
 from pathlib import Path
 
 import autocomp_trn
+import pytest
 from autocomp_trn.adversarial import ROOT as ADV
 from autocomp_trn.kernels import optimized_source
 

@@ -3,6 +3,8 @@ and beats its baseline, no kernel beats its speed-of-light bound."""
 from __future__ import annotations
 
 import pytest
+
+pytestmark = pytest.mark.slow  # one in-process evaluation of every shipped kernel, shared by all the tests here
 from autocomp_trn.kernels import OPTIMIZED
 from autocomp_trn.problems.catalog import advanced, all_specs, pytorch, tutorial
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import enum
 
-from . import dtypes
 from . import language as nl
 from .indexing import IndexExpr, Mask, NkiError
-from .tracer import HBM, PSUM, SBUF, Tile, tracer
+from .tracer import PSUM, SBUF, Tile
 
 
 class engine(enum.Enum):
@@ -302,4 +301,3 @@ PUBLIC = (
     "dma_copy engine tensor_engine vector_engine scalar_engine gpsimd_engine unknown_engine reduce_cmd "
     "dge_mode oob_mode get_nc_version"
 ).split()
-_ = (dtypes, HBM, tracer)

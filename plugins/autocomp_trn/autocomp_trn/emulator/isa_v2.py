@@ -3,18 +3,11 @@ argument and returns nothing. Built on the v1 implementations in ``isa.py``."""
 from __future__ import annotations
 
 from . import isa
-from .isa import (
-    dge_mode,
-    engine,
-    get_nc_version,
-    gpsimd_engine,
-    oob_mode,
-    reduce_cmd,
-    scalar_engine,
-    tensor_engine,
-    unknown_engine,
-    vector_engine,
-)
+
+# the enums and queries are the same objects as in v1
+dge_mode, engine, oob_mode, reduce_cmd = isa.dge_mode, isa.engine, isa.oob_mode, isa.reduce_cmd
+tensor_engine, vector_engine, scalar_engine = isa.tensor_engine, isa.vector_engine, isa.scalar_engine
+gpsimd_engine, unknown_engine, get_nc_version = isa.gpsimd_engine, isa.unknown_engine, isa.get_nc_version
 
 
 def nc_matmul(dst, stationary, moving, *, accumulate=None, **kw):
@@ -68,5 +61,3 @@ PUBLIC = (
     "memset tensor_tensor_scan dma_copy engine tensor_engine vector_engine scalar_engine gpsimd_engine "
     "unknown_engine reduce_cmd dge_mode oob_mode get_nc_version"
 ).split()
-_ = (dge_mode, engine, get_nc_version, gpsimd_engine, oob_mode, reduce_cmd, scalar_engine, tensor_engine,
-     unknown_engine, vector_engine)

@@ -84,16 +84,11 @@ def _typing_module(name: str) -> ReadOnlyModule:
     return _module(name, "NKI typing placeholders", {"tensor": _TensorType(), "mutable_tensor": _TensorType()})
 
 
-def _language_names(v2: bool) -> dict:
-    names = {n: getattr(language, n) for n in language.PUBLIC}
-    return names
-
-
 def build() -> dict[str, ReadOnlyModule]:
-    lang1 = _module("neuronxcc.nki.language", "NKI language (v1)", _language_names(False))
+    lang1 = _module("neuronxcc.nki.language", "NKI language (v1)", {n: getattr(language, n) for n in language.PUBLIC})
     isa1 = _module("neuronxcc.nki.isa", "NKI ISA (v1)", {n: getattr(isa, n) for n in isa.PUBLIC})
     typing1 = _typing_module("neuronxcc.nki.typing")
-    lang2 = _module("nki.language", "NKI language (v2)", _language_names(True))
+    lang2 = _module("nki.language", "NKI language (v2)", {n: getattr(language, n) for n in language.PUBLIC})
     isa2 = _module("nki.isa", "NKI ISA (v2)", {n: getattr(isa_v2, n) for n in isa_v2.PUBLIC})
     typing2 = _typing_module("nki.typing")
     nki1 = _module("neuronxcc.nki", "NKI (v1, neuronxcc.nki)",

@@ -98,7 +98,6 @@ BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
 def _erf(x):
-    # Abramowitz-Stegun 7.1.26 is too coarse; use the tanh-free rational form through math.erf
     return np.vectorize(math.erf, otypes=[np.float32])(x)
 
 

@@ -92,11 +92,6 @@ class Tensor:
         return Tile(self, 0, list(zip(self.shape, self.strides)))
 
 
-def _scalar(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) or type(x).__module__ == "numpy" and \
-        getattr(x, "ndim", None) == 0
-
-
 class Tile:
     """What a kernel holds: a view (access pattern) of a tensor. Opaque: no data inside."""
 

@@ -307,7 +307,8 @@ def advanced() -> list[ProblemSpec]:
               description="the q tile q_tile_idx=64 (columns 8192..8319 of q [d, S]) against all 16384 keys of "
                           "k [d, S] and v [128 tiles, 128, d], causal at element level, merged into olm_prev "
                           "[128, 130] = (o unnormalized [128, 128], l running sum [128, 1], m running max [128, 1]): "
-                          "(atol 5e-2, rtol 1e-2: o and l are unnormalized sums over 8320 keys and the kernel dtype is bf16) "
+                          "(atol 5e-2, rtol 1e-2: o and l are unnormalized sums over 8320 keys and the kernel "
+                          "dtype is bf16) "
                           "m' = max(m, rowmax s), l' = l exp(m - m') + sum exp(s - m'), "
                           "o' = o exp(m - m') + exp(s - m') v",
               inputs=csa16_in, outputs=[((128, 130), F32)], reference=ref_csa_16384, atol=5e-2, rtol=1e-2,
