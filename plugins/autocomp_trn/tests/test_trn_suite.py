@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow  # one in-process evaluation of every shipped kernel, shared by all the tests here
 from autocomp_trn.kernels import OPTIMIZED
 from autocomp_trn.problems.catalog import advanced, all_specs, pytorch, tutorial
+
+pytestmark = pytest.mark.slow  # one in-process evaluation of every shipped kernel, shared by all the tests here
 
 NKI_IDS = [s.id for s in all_specs() if s.language == "nki"]
 
