@@ -150,3 +150,33 @@ def test_replay_refuses_a_trace_that_is_not_structured():
     with pytest.raises(TraceRefused, match="malformed trace"):
         replay({"version": 1, "inputs": [0], "outputs": [1], "events": [["alloc", "x"]]}, TRN1,
                [((128, 512), "float32")])
+
+
+def test_the_nki_modules_exist_only_while_a_kernel_is_traced():
+    import importlib.util
+    import sys
+
+    run("""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+""")
+    for name in ("nki", "nki.language", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa"):
+        assert name not in sys.modules, name
+    assert importlib.util.find_spec("nki") is None  # nothing was installed where an SDK would be
+
+
+def test_a_latency_below_the_speed_of_light_bound_is_refused_as_implausible():
+    from autocomp_trn.problems.spec import Work
+
+    impossible = DOUBLE.__class__(**{**DOUBLE.__dict__, "work": lambda ins: Work(hbm_bytes=1e12)})
+    result = run("""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+""", impossible)
+    assert result["status"] == "rejected" and "below the speed-of-light bound" in result["message"]
