@@ -4,7 +4,8 @@ Prints
   * per problem (baseline, and the optimized kernel where there is one): the whole evaluation's
     wall time and its parts -- tracing the kernel (the "build"), the replay (emulating the
     instructions on every seed, cost model included), the cost model alone, the reference and the
-    check -- and the instructions emulated per second; then the median and the worst;
+    check -- and the instructions emulated per second (for a PyTorch source: its operators); then
+    the median and the worst;
   * the calibration table: the modelled latency of the start and best kernels of gemm, mamba,
     attention, sd-attention and conv1d, in trace-only mode at the original full shapes, against
     the published P99 measurements on trn1 (nki.md 6.3), with the ratio and the start > best check.
@@ -47,11 +48,11 @@ async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
             trace = p.get("trace_s", 0.0)
             replay = p.get("replay.replay_s", p.get("framework_s", 0.0))
             check = p.get("replay.reference_s", 0.0) + p.get("replay.check_s", 0.0)
-            events = v.details.get("events", v.details.get("instructions", 0))
-            rate = events / replay if replay else 0.0
+            instructions = int(v.details.get("instructions", 0))
+            rate = instructions / replay if replay else 0.0
             lat = f"{v.latency_us:11.1f}" if v.latency_us is not None else f"{'-':>11s}"
             print(f"{spec.id:26s} {label:9s} {v.status:12s} {total:6.1f} {trace:6.1f} {replay:6.1f} "
-                  f"{p.get('replay.cost_s', 0.0):6.1f} {check:6.1f} {events:7d} {rate:8.0f} {lat}")
+                  f"{p.get('replay.cost_s', 0.0):6.1f} {check:6.1f} {instructions:7d} {rate:8.0f} {lat}")
     if totals:
         print(f"median evaluation {statistics.median(totals):.1f} s, worst {max(totals):.1f} s "
               f"over {len(totals)} evaluations (targets: median <= 10 s, worst <= 30 s on 2 idle cores)")
