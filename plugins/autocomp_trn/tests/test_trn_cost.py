@@ -111,3 +111,25 @@ def test_the_feedback_names_engine_busy_times_and_the_critical_engine():
     text = result["summary"]
     assert "modelled latency" in text and "not a measurement" in text
     assert "critical engine: VectorE" in text and "TensorE" in text and "DMA" in text
+
+
+def test_more_live_sbuf_than_the_core_has_costs_spill_traffic():
+    tiles = "\n".join(f"    t{k} = nl.ndarray((128, 12288), dtype=nl.float32)\n    t{k}[:, 0:512] = nl.load(x)"
+                      for k in range(REPEATS))
+    uses = " + ".join(f"t{k}[:, 0:512]" for k in range(REPEATS))
+    body = f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+{tiles}
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    s = {uses}
+    return out
+"""
+    result = run(body, numeric=False)  # 5 live tiles of 48 KiB per partition: 240 KiB > 192 KiB
+    assert result["status"] == "ok" and "spilled (over capacity)" in result["summary"]
+    fits = run(body.replace("12288", "8192"), numeric=False)  # 160 KiB: fits
+    assert "spilled" not in fits["summary"] and fits["latency_us"] < result["latency_us"]
+
+
+REPEATS = 5

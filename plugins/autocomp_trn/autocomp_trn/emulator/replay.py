@@ -152,6 +152,7 @@ class Replayer:
                     self._release(tid, out_ids)
             if self.frames:
                 _fail("malformed trace: a loop never ended", "err_trace_tampered")
+            self._spills()
             outputs = self._outputs(in_ids, out_ids)
         except TraceRefused:
             raise
@@ -179,7 +180,9 @@ class Replayer:
     def _last_uses(self, events: list) -> dict[int, list[int]]:
         last: dict[int, int] = {}
         for index, e in enumerate(events):
-            if isinstance(e, list) and e and e[0] == "op" and len(e) >= 4:
+            if isinstance(e, list) and len(e) > 1 and e[0] == "alloc":
+                last[e[1]] = index  # a tensor nothing uses is free again at once
+            elif isinstance(e, list) and e and e[0] == "op" and len(e) >= 4:
                 for ap in (*e[2], *e[3]):
                     if isinstance(ap, list) and ap:
                         last[ap[0]] = index
@@ -872,6 +875,14 @@ class Replayer:
         if self.numeric:
             self._write(d, REDUCE[op](self._read(s), axis=1, keepdims=True))
         self._compute("pool", "partition_reduce", _free(s) * 2, dsts, srcs)
+
+    def _spills(self) -> None:
+        """More live SBUF (or PSUM) than the core has: the compiler spills the excess to HBM and reloads
+        it (evicts PSUM banks), which the schedule pays as DMA traffic of twice the excess."""
+        rep = self.sched.report
+        over = max(0, rep.peak_sbuf_bytes - self.gen.sbuf_bytes_per_partition) + \
+            max(0, rep.peak_psum_bytes - self.gen.psum_bytes_per_partition)
+        rep.spill_bytes = 2 * over * hw.PMAX
 
     # ================================================================== outputs
     def _outputs(self, in_ids, out_ids) -> list[np.ndarray]:
