@@ -33,17 +33,16 @@ ERROR_MESSAGE_LIMIT = 2000
 PLAN_PHASES = {"plan", "menu"}  # phases that get plan_reasoning_effort; others code's
 
 
-def _registry_providers() -> dict:
-    from ..plugins import registry
-
-    return registry().llm_providers()
-
-
 class LLMClient:
     def __init__(self, settings: LLMSettings, providers: dict | None = None):
+        """``providers``: the run's registered LLM providers (``PluginRegistry.llm_providers``);
+        None loads the installed plugins."""
+        if providers is None:
+            from ..plugins import build_registry
+
+            providers = build_registry().llm_providers()
         self.settings = settings
-        self.providers: dict[str, ProviderSpec] = (providers if providers is not None
-                                                   else _registry_providers())
+        self.providers: dict[str, ProviderSpec] = providers
         self.prices = PriceBook(load_prices(settings.prices_file))
         self.usage = UsageLedger()
         self._keys: KeyStore | None = None

@@ -17,7 +17,7 @@ RELU_HEAD = "import torch\nimport torch.nn as nn\n\n"
 
 async def _eval(backend, problem_id, code):
     problem = backend.load_problem(problem_id)
-    return await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    return await backend.evaluate(problem, code, EvalContext())
 
 
 def _status(result):
