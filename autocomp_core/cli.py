@@ -229,6 +229,21 @@ def plugins(as_json: bool) -> None:
         click.echo(f"FAILED {f['plugin']}: {f['error']}")
 
 
+@cli.command(name="new-backend")
+@click.argument("name")
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=".",
+              show_default=True, help="Folder to create the package folder in.")
+def new_backend(name: str, parent: Path) -> None:
+    """Write a complete backend plugin package for NAME: pyproject.toml with the entry
+    point, a backend with typed hardware config and options, a knowledge pack, a problem
+    with its baseline and reference, a README and tests that pass as generated."""
+    from .scaffold import write_backend_plugin
+
+    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends())
+    click.echo(f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
+               f"  pytest {root}\n  autocomp-core backends")
+
+
 @cli.command()
 @click.argument("backend")
 @click.option("--json", "as_json", is_flag=True)
