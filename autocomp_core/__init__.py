@@ -3,13 +3,31 @@
 Everything a plugin needs is importable from here: the backend contract, the sandbox,
 the hook marker, the run configuration and the errors.
 """
-from .backend import (Backend, BackendOptions, Capability, DoctorCheck, EvalContext, EvalResult,
-                      Example, FailureKind, HardwareConfig, KnowledgePack, Problem, bound_text)
+from .backend import (
+    Backend,
+    BackendOptions,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    Example,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    bound_text,
+)
 from .config import ConfigError, RunConfig, parse_assignments
 from .hookspecs import hookimpl
 from .resources import Resources
-from .sandbox import (SandboxError, SandboxLimits, SandboxResult, private_workdir, remove_tree,
-                      run_sandboxed)
+from .sandbox import (
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    private_workdir,
+    remove_tree,
+    run_sandboxed,
+)
 
 __version__ = "0.1.0"
 

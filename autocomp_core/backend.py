@@ -297,7 +297,7 @@ class Backend(abc.ABC):
         with anyio.CancelScope(shield=True):  # a Ctrl-C must not leave workers behind
             await self.aclose()
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - a default that holds nothing to release
         """Release everything the backend started (warm workers, servers, connections).
         Called once the run's evaluations are over, also after an error or cancellation;
         must be safe to call twice."""

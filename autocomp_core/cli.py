@@ -181,7 +181,7 @@ def report(run_dir: str) -> None:
 def backends(as_json: bool) -> None:
     """List installed backends with versions and a health check."""
     reg = loaded_plugins()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, cls in sorted(reg.backends().items()):
         try:
             backend = cls()

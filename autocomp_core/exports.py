@@ -81,7 +81,10 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
 def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | None,
                   backend: Backend) -> str:
     unit = s["unit"]
-    fmt = (lambda v: f"{v:g} {unit}" if v is not None else "n/a")
+
+    def fmt(v: float | None) -> str:
+        return f"{v:g} {unit}" if v is not None else "n/a"
+
     lines = [f"# autocomp run: {s['backend']} / {s['problem']}", "",
              f"- stop reason: **{s['stop_reason']}** after {s['iterations_completed']} iterations",
              f"- initial: {fmt(s['initial_score'])}; best: {fmt(s['best_score'])}"

@@ -86,7 +86,7 @@ class JournaledLLM:
         self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
                               resp.to_dict())
         self.ledger.add_llm(req.phase, req.model, resp, replayed=False)
-        if not resp.ok:
+        if resp.error is not None:
             self.store.event("llm_error", model=req.model, phase=req.phase,
                              kind=resp.error.kind.value, message=resp.error.message[:500])
         return resp

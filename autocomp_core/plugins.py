@@ -15,11 +15,14 @@ import traceback
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from . import hookspecs
+
+if TYPE_CHECKING:
+    from .backend import Backend
 
 BUILTIN_PLUGINS = ("autocomp_core.llm.builtin_providers", "autocomp_core.executors")
 #: the registration hooks, and what ``plugins`` calls what each registers
@@ -71,13 +74,13 @@ class PluginRegistry:
                 self.manager.unregister(plugin)
                 self._fail(name, f"{hook_name} raised {type(exc).__name__}: {exc}")
 
-    def backends(self) -> dict[str, type]:
-        found: dict[str, type] = {}
+    def backends(self) -> dict[str, type[Backend]]:
+        found: dict[str, type[Backend]] = {}
         for cls in self.call("autocomp_register_backends"):
             found.setdefault(cls.name, cls)
         return found
 
-    def backend_class(self, name: str) -> type:
+    def backend_class(self, name: str) -> type[Backend]:
         backends = self.backends()
         if name not in backends:
             known = ", ".join(sorted(backends)) or "none installed"

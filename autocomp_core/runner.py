@@ -10,7 +10,7 @@ import os
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +143,7 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepar
 
 
 def default_run_dir(config: RunConfig) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.problem)[-60:]
     return Path("runs") / f"{config.backend}-{safe}-{stamp}"
 
@@ -211,7 +211,8 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
                 if prep.client is not None:
                     await resources.enter_async_context(prep.client)
                 beam = await search.run()
-        stop_reason = "budget.wall_s" if scope.cancelled_caught else search.stop_reason
+        stop_reason = "budget.wall_s" if scope.cancelled_caught else \
+            search.stop_reason or "completed"
         return finish(store, search, prep, run_dir, stop_reason, ledger)
     finally:
         store.set_meta("wall_s", ledger.wall_s)

@@ -558,7 +558,7 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     if limits.wall_s <= 0:
         raise ValueError(f"SandboxLimits.wall_s must be positive, got {limits.wall_s}")
     owned = cwd is None
-    workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if owned else Path(cwd)
+    workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
     is_root = os.geteuid() == 0
     uid = _allocate_uid() if is_root and limits.drop_privileges else None
     try:
@@ -599,7 +599,7 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
         stdin_file.seek(0)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: the fork is the sandbox's
             argv, stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
             stdout=out_w, stderr=err_w, cwd=workdir, env=env, start_new_session=True,
             pass_fds=(status_w,), preexec_fn=lambda: _supervise(plan))
@@ -620,7 +620,7 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
         deadline = started + limits.wall_s
         try:
             await asyncio.wait_for(status.finished.wait(), max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
             await _kill_candidate(status, proc)
         wall = time.monotonic() - started

@@ -44,7 +44,7 @@ async def main() -> None:
         base_cycles = None
         for label, code in (("baseline", problem.baseline_code),
                             ("vector", (CANDIDATES / f"{problem.id}_rvv.c").read_text())):
-            for run in range(1 + args.repeat if label == "vector" else 1):
+            for _ in range(1 + args.repeat if label == "vector" else 1):
                 started = time.perf_counter()
                 result = await backend.evaluate(problem, code, ctx)
                 total = time.perf_counter() - started

@@ -24,8 +24,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -247,7 +248,7 @@ class LLMTestServer:
         assert self._closing is not None
         try:
             await asyncio.wait_for(self._closing.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _prelude(self, request: web.Request, scripted: ScriptedRequest,
@@ -296,6 +297,7 @@ class LLMTestServer:
     @staticmethod
     def _error(api: str, status: int, message: str, error_type: str, param: str | None = None,
                headers: dict[str, str] | None = None) -> web.Response:
+        body: dict[str, Any]
         if api == "openai":
             code = "unsupported_parameter" if param else None
             body = {"error": {"message": message, "type": error_type, "param": param,
@@ -330,7 +332,7 @@ class LLMTestServer:
             {"id": "test-model", "object": "model", "created": 0, "owned_by": "autocomp"}]})
 
     async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
-        scripted, body = await self._receive(request, "openai")
+        scripted, _ = await self._receive(request, "openai")
         early = await self._prelude(request, scripted, "openai")
         if early is not None:
             return early

@@ -14,8 +14,15 @@ import pytest
 from conftest import toy_config
 from toy_plugin import ToyBackend
 
-from autocomp_core import (Backend, Capability, ConfigError, EvalContext, FailureKind, Resources,
-                           make_backend)
+from autocomp_core import (
+    Backend,
+    Capability,
+    ConfigError,
+    EvalContext,
+    FailureKind,
+    Resources,
+    make_backend,
+)
 from autocomp_core.api import optimize_async
 from autocomp_core.config import validate
 from autocomp_core.journal import evaluate_guarded, evaluation_key
@@ -138,8 +145,8 @@ async def test_translation_follows_the_knowledge_pack(llm_server, tmp_path, monk
         return pack
 
     monkeypatch.setattr(ToyBackend, "knowledge", without_translation)
-    with pytest.raises(ConfigError, match="translation.iterations: backend toy has no "
-                                          "translation menu"):
+    with pytest.raises(ConfigError, match=r"translation\.iterations: backend toy has no "
+                                          r"translation menu"):
         await optimize_async(cfg)
 
 

@@ -17,9 +17,22 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
-from autocomp_core import (Backend, BackendOptions, Capability, DoctorCheck, EvalContext,
-                           EvalResult, FailureKind, HardwareConfig, KnowledgePack, Problem,
-                           Resources, SandboxLimits, hookimpl, run_sandboxed)
+from autocomp_core import (
+    Backend,
+    BackendOptions,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    Resources,
+    SandboxLimits,
+    hookimpl,
+    run_sandboxed,
+)
 
 HERE = Path(__file__).parent
 HARNESS = (HERE / "toy_harness.py").read_text()

@@ -31,7 +31,6 @@ from .problems import DATA, all_problems, spec_for
 from .runner import RunFailure, qemu_check, spike_count
 from .toolchain import Tools, doctor_checks
 
-
 #: the custom resource a board is: its timings are only honest one program at a time
 BOARD = "rvv_board"
 
