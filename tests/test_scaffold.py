@@ -117,6 +117,17 @@ def test_installed_it_is_listed_evaluates_and_optimizes(plugin, venv, tmp_path):
     assert (tmp_path / "run" / "best.py").read_text().strip() == MAPPED.strip()
 
 
+def test_the_installed_core_ships_its_templates_and_type_information(venv, tmp_path):
+    found = run(venv, "python", "-c", "import autocomp_core, pathlib; "
+                "print(pathlib.Path(autocomp_core.__file__).parent)", cwd=tmp_path)
+    installed = Path(found.stdout.strip())
+    assert installed.parent.name == "site-packages", installed  # the wheel, not this checkout
+    assert (installed / "py.typed").is_file()
+    again = run(venv, "autocomp-core", "new-backend", "other_npu", "--dir", str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "autocomp-other-npu" / "autocomp_other_npu" / "backend.py").is_file()
+
+
 @pytest.mark.slow
 def test_its_own_tests_pass_as_generated(plugin, venv):
     done = run(venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin)

@@ -15,6 +15,9 @@ least ``cache_min_tokens`` tokens.
 """
 from __future__ import annotations
 
+# asyncio for the server thread only: aiohttp's server runs on an asyncio loop, and the
+# loop lives in a daemon thread, so a test that forgets stop_thread cannot hang the
+# interpreter's exit (anyio's blocking portal uses a thread the interpreter waits for).
 import asyncio
 import enum
 import hashlib
@@ -28,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from aiohttp import web
 
 CHARS_PER_TOKEN = 4
@@ -131,7 +135,7 @@ class LLMTestServer:
         self._rng = random.Random(seed)
         self._cache_seen: set[str] = set()
         self._runner: web.AppRunner | None = None
-        self._closing: asyncio.Event | None = None
+        self._closing: anyio.Event | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -157,7 +161,7 @@ class LLMTestServer:
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post("/v1/messages", self._anthropic_messages)
-        self._closing = asyncio.Event()
+        self._closing = anyio.Event()
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                      handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -246,10 +250,8 @@ class LLMTestServer:
         if seconds <= 0:
             return
         assert self._closing is not None
-        try:
-            await asyncio.wait_for(self._closing.wait(), seconds)
-        except TimeoutError:
-            pass
+        with anyio.move_on_after(seconds):
+            await self._closing.wait()
 
     async def _prelude(self, request: web.Request, scripted: ScriptedRequest,
                        api: str) -> web.StreamResponse | None:
