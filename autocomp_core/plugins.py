@@ -105,6 +105,8 @@ class PluginRegistry:
     def describe(self) -> list[dict[str, Any]]:
         """Per loaded plugin: where it came from, its version, the hooks it implements and
         what it registered (for ``autocomp-core plugins``)."""
+        for hook_name in REGISTRATIONS:  # leaves out, and records, a plugin whose hook raises
+            self.call(hook_name)
         rows = []
         for info in self.loaded:
             plugin = self.manager.get_plugin(info.name)

@@ -93,9 +93,13 @@ def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> No
 
 
 def test_plugins_command_shows_why_a_plugin_failed(monkeypatch) -> None:
-    monkeypatch.setenv("AUTOCOMP_PLUGINS", "toy_plugin,typo_plugin,no_such_plugin_module")
+    monkeypatch.setenv("AUTOCOMP_PLUGINS",
+                       "toy_plugin,typo_plugin,no_such_plugin_module,raising_plugin")
     out = cli("plugins")
     assert out.returncode == 0, out.stderr
+    assert "toy_plugin  (named: toy_plugin)\n  hooks: autocomp_register_backends" in out.stdout
+    assert ("FAILED raising_plugin: autocomp_register_backends raised RuntimeError: licence "
+            "server unreachable") in out.stdout
     assert ("FAILED typo_plugin: typo_plugin implements unknown hook "
             "'autocomp_register_backend'") in out.stdout
     assert ("FAILED no_such_plugin_module: ModuleNotFoundError: No module named "
