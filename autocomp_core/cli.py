@@ -8,24 +8,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import click
 
-from .config import ConfigError, apply_override, load_config
+from .config import ConfigError, load_config, parse_assignments
 from .logs import configure
+
+if TYPE_CHECKING:
+    from .plugins import PluginRegistry
 
 EXIT_BAD_INPUT = 2
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
+
+
+def loaded_plugins() -> PluginRegistry:
+    """The registry ``main`` loaded (a fresh one when the CLI is driven another way)."""
+    from .plugins import build_registry
+
+    root = click.get_current_context().find_root()
+    if root.obj is None:
+        root.obj = build_registry()
+    return root.obj
 
 
 class Group(click.Group):
@@ -201,10 +214,8 @@ def serve(runs_dir: str, host: str, port: int, token: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def backends(as_json: bool) -> None:
     """List installed backends with versions and a health check."""
-    from .plugins import registry
-
-    reg = registry()
-    rows = []
+    reg = loaded_plugins()
+    rows: list[dict[str, Any]] = []
     for name, cls in sorted(reg.backends().items()):
         try:
             backend = cls()
@@ -231,17 +242,40 @@ def backends(as_json: bool) -> None:
         click.echo(f"plugin {f['plugin']} failed to load: {f['error']}", err=True)
 
 
-def backend_from_assignments(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
-    """A backend from `--hw KEY=VALUE` and `--option KEY=VALUE` assignments (plugin commands use it too)."""
-    from .runner import make_backend
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def plugins(as_json: bool) -> None:
+    """List loaded plugins: version, the hooks each implements and what it registered; and
+    every plugin that failed to load, with the reason."""
+    reg = loaded_plugins()
+    rows = reg.describe()
+    failures = [{"plugin": f.name, "error": f.error} for f in reg.failures]
+    if as_json:
+        emit_json({"plugins": rows, "failures": failures})
+        return
+    for r in rows:
+        what = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in r["registered"].items()
+                         if names)
+        click.echo(f"{r['distribution'] or r['name']} {r['version'] or ''} ({r['source']}: "
+                   f"{r['module']})\n  hooks: {', '.join(r['hooks'])}"
+                   + (f"\n  registered {what}" if what else ""))
+    for f in failures:
+        click.echo(f"FAILED {f['plugin']}: {f['error']}")
 
-    hw: dict[str, Any] = {}
-    opts: dict[str, Any] = {}
-    for item in hardware:
-        apply_override(hw, item)
-    for item in options:
-        apply_override(opts, item)
-    return make_backend(name, hw, opts)
+
+@cli.command(name="new-backend")
+@click.argument("name")
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=".",
+              show_default=True, help="Folder to create the package folder in.")
+def new_backend(name: str, parent: Path) -> None:
+    """Write a complete backend plugin package for NAME: pyproject.toml with the entry
+    point, a backend with typed hardware config and options, a knowledge pack, a problem
+    with its baseline and reference, a README and tests that pass as generated."""
+    from .scaffold import write_backend_plugin
+
+    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends())
+    click.echo(f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
+               f"  pytest {root}\n  autocomp-core backends")
 
 
 @cli.command()
@@ -249,7 +283,9 @@ def backend_from_assignments(name: str, hardware: tuple[str, ...] = (), options:
 @click.option("--json", "as_json", is_flag=True)
 def problems(backend: str, as_json: bool) -> None:
     """List a backend's problems."""
-    b = backend_from_assignments(backend)
+    from .runner import make_backend
+
+    b = make_backend(backend, plugins=loaded_plugins())
     rows = [{"id": p.id, "description": p.description,
              "baseline": str(p.baseline_path) if p.baseline_path else None} for p in b.problems()]
     if as_json:
@@ -272,14 +308,19 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
           options: tuple[str, ...], timeout: float, seed: int, as_json: bool) -> None:
     """Evaluate one program (for plugin authors): correctness and metric."""
     from .backend import EvalContext
+    from .journal import evaluate_guarded
+    from .runner import load_problem, make_backend
 
-    from .runner import load_problem
-
-    b = backend_from_assignments(backend, hardware, options)
+    b = make_backend(backend, parse_assignments(hardware), parse_assignments(options),
+                     loaded_plugins())
     prob = load_problem(b, problem)
     code = Path(file).read_text()
-    ctx = EvalContext(hardware=b.hardware, seed=seed, timeout_s=timeout, options=b.options)
-    result = anyio.run(b.evaluate, prob, code, ctx)
+
+    async def run() -> Any:
+        async with b:
+            return await evaluate_guarded(b, prob, code, EvalContext(seed=seed, timeout_s=timeout))
+
+    result = anyio.run(run)
     data = result.to_dict()
     data["lower_bound"] = b.metric_lower_bound(prob)
     if as_json:
@@ -300,12 +341,14 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
     """List configured LLM providers and models, and whether each answers."""
     from .llm.client import check_models
     from .llm.settings import LLMSettings
+    from .plugins import build_registry
 
     data = load_config(config_file).model_dump() if config_file else {}
     settings = LLMSettings(**data.get("llm", {})) if data else LLMSettings()
     wanted = list(models) or [*data.get("models", {}).get("plan", []),
                               *data.get("models", {}).get("code", [])]
-    rows = anyio.run(check_models, settings, wanted or None)
+    plugins = build_registry(data["plugins"]) if data.get("plugins") else loaded_plugins()
+    rows = anyio.run(check_models, settings, wanted or None, plugins.llm_providers())
     if as_json:
         emit_json(rows)
         return
@@ -317,13 +360,13 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 @click.argument("backend", required=False)
 def doctor(backend: str | None) -> None:
     """Check every tool the installed backends need; name what is missing and how to install it."""
-    from .plugins import registry
+    from .runner import make_backend
 
-    reg = registry()
+    reg = loaded_plugins()
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
     for name in names:
-        b = backend_from_assignments(name)
+        b = make_backend(name, plugins=reg)
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:
@@ -345,13 +388,15 @@ cli.add_command(build_pack)
 
 
 def main() -> None:
-    from .plugins import registry
+    from .plugins import build_registry
 
-    try:
-        registry().hook.autocomp_cli_commands(cli=cli)
-    except Exception as exc:  # a plugin's command must not break the CLI
-        click.echo(f"warning: a plugin failed to add commands: {exc}", err=True)
-    cli(prog_name="autocomp-core")
+    plugins = build_registry()
+    before = len(plugins.failures)
+    plugins.call("autocomp_cli_commands", cli=cli)  # a plugin that raises is left out
+    for failure in plugins.failures[before:]:
+        click.echo(f"warning: plugin {failure.name} could not add commands: {failure.error}",
+                   err=True)
+    cli(prog_name="autocomp-core", obj=plugins)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,10 @@ def _write_iteration(folder: Path, group: list[Candidate], store: RunStore, ext:
 def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | None,
                   backend: Backend) -> str:
     unit = s["unit"]
-    fmt = (lambda v: f"{v:g} {unit}" if v is not None else "n/a")
+
+    def fmt(v: float | None) -> str:
+        return f"{v:g} {unit}" if v is not None else "n/a"
+
     lines = [f"# autocomp run: {s['backend']} / {s['problem']}", "",
              (f"- stop reason: **{s['stop_reason']}**" if s["stop_reason"] else "- **still running**")
              + f" after {s['iterations_completed']} iterations",

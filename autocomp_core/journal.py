@@ -92,7 +92,7 @@ class JournaledLLM:
         self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
                               resp.to_dict())
         self.ledger.add_llm(req.phase, req.model, resp, replayed=False)
-        if not resp.ok:
+        if resp.error is not None:
             self.store.event("llm_error", model=req.model, phase=req.phase,
                              kind=resp.error.kind.value, message=resp.error.message[:500])
         return resp
@@ -100,8 +100,27 @@ class JournaledLLM:
 
 def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
     blob = json.dumps([backend.name, problem.id, backend.hardware.model_dump(mode="json"),
-                       backend.options, code], sort_keys=True, default=str)
+                       backend.options.model_dump(mode="json"), code],
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
+                           ctx: EvalContext) -> EvalResult:
+    """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
+    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, and
+    a backend that overruns its own limits by far is stopped."""
+    limit = ctx.timeout_s * 3 + 60  # the backend enforces its limits; this is the last line
+    try:
+        with anyio.fail_after(limit):
+            return await backend.evaluate(problem, code, ctx)
+    except TimeoutError:
+        return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
+                          feedback=f"evaluation exceeded {limit:.0f} s")
+    except Exception as exc:  # a backend bug or a missing tool must not end the run
+        log.exception("backend evaluate raised", backend=backend.name)
+        return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                          feedback=f"evaluator error: {type(exc).__name__}: {exc}")
 
 
 class Evaluator:
@@ -132,9 +151,8 @@ class Evaluator:
         return self.limiter.statistics().tasks_waiting
 
     def context(self) -> EvalContext:
-        return EvalContext(hardware=self.backend.hardware, seed=self.seed,
-                           timeout_s=self.timeout_s, want_feedback=self.want_feedback,
-                           options=self.backend.options)
+        return EvalContext(seed=self.seed, timeout_s=self.timeout_s,
+                           want_feedback=self.want_feedback)
 
     async def evaluate(self, code: str, use_cache: bool = True) -> tuple[str, EvalResult]:
         key = evaluation_key(self.backend, self.problem, code)
@@ -154,7 +172,8 @@ class Evaluator:
             self.ledger.evaluations += 1
             async with self.limiter:
                 started = time.monotonic()
-                result = await self._run(code)
+                result = await evaluate_guarded(self.backend, self.problem, code,
+                                                self.context())
                 # the whole evaluation as the engine waited for it, whatever the backend counts
                 result.duration_s = time.monotonic() - started
                 self.ledger.eval_seconds += result.duration_s
@@ -164,16 +183,3 @@ class Evaluator:
         finally:
             self._in_flight.pop(key, None)
             done.set()
-
-    async def _run(self, code: str) -> EvalResult:
-        try:
-            # the backend enforces its own limits; this is the last line of defence
-            with anyio.fail_after(self.timeout_s * 3 + 60):
-                return await self.backend.evaluate(self.problem, code, self.context())
-        except TimeoutError:
-            return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
-                              feedback=f"evaluation exceeded {self.timeout_s * 3 + 60:.0f} s")
-        except Exception as exc:  # a backend bug must not end the run
-            log.exception("backend evaluate raised", backend=self.backend.name)
-            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                              feedback=f"evaluator error: {type(exc).__name__}: {exc}")

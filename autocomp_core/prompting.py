@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import string
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .backend import Backend, Example, KnowledgePack, Problem
@@ -23,7 +23,7 @@ def prompts_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "prompts"
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str) -> string.Template:
     return string.Template((prompts_dir() / f"{name}.md").read_text())
 

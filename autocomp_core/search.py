@@ -26,8 +26,14 @@ from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
 from .context import ContextSelector
 from .journal import Evaluator, JournaledLLM, ReplayMiss
-from .llm.parsing import (EditApplyError, EditParseError, apply_edits, extract_code,
-                          extract_plan, parse_edits)
+from .llm.parsing import (
+    EditApplyError,
+    EditParseError,
+    apply_edits,
+    extract_code,
+    extract_plan,
+    parse_edits,
+)
 from .llm.types import LLMRequest, Prompt, ResponseFormat
 from .menus import merge_near_duplicates, parse_items
 from .progress import Progress
@@ -120,6 +126,13 @@ class Search:
         digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
+    def saved(self, cid: str) -> Candidate:
+        """A candidate of a saved beam: the journal holds it."""
+        c = self.lookup(cid)
+        if c is None:
+            raise RunError(f"the run's journal lacks candidate {cid} of a saved beam")
+        return c
+
     def lookup(self, cid: str) -> Candidate | None:
         if cid not in self.cache:
             c = self.store.candidate(cid)
@@ -200,7 +213,7 @@ class Search:
                 break
             saved = self.store.beam(i)
             if saved is not None:  # finished in an earlier session
-                beam = [self.lookup(cid) for cid in saved]
+                beam = [self.saved(cid) for cid in saved]
                 self.translation_iterations = stats[i].get("translation_iterations",
                                                            self.translation_iterations)
                 self.progress.iteration_done(i, beam, resumed=True)
@@ -208,7 +221,9 @@ class Search:
                 try:
                     beam = await self.iteration(i, beam)
                 except* BudgetReached as group:
-                    self.stop_reason = group.exceptions[0].reason
+                    reached = group.exceptions[0]
+                    assert isinstance(reached, BudgetReached)  # the first is never a group
+                    self.stop_reason = reached.reason
                     self.store.event("budget_reached", iteration=i, budget=self.stop_reason)
                 except* ReplayMiss as group:
                     raise RunError(str(group.exceptions[0])) from None
@@ -275,7 +290,7 @@ class Search:
     async def initial_beam(self) -> list[Candidate]:
         saved = self.store.beam(0)
         if saved is not None:
-            return [self.lookup(cid) for cid in saved]
+            return [self.saved(cid) for cid in saved]
         if self.s.continue_from:
             beam = await self.continued_beam(self.s.continue_from)
         else:
@@ -456,7 +471,7 @@ class Search:
     async def direct_job(self, sched: Scheduler, i: int, pi: int, parent: Candidate, slot: int,
                          model: str, translate: bool, children: list[Candidate]) -> None:
         # P distinct prompts per parent, C samples of each (the upstream shape)
-        prompt_slot, sample = divmod(slot, self.s.codes_per_plan)
+        prompt_slot = slot // self.s.codes_per_plan
         rng = self.rng(i, parent.id, f"d{prompt_slot}")
         menu = await self.menu_for(i, parent, translate)
         prompt = self.prompts.direct(self.chain(parent), rng, i, translate, menu)

@@ -12,10 +12,11 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote
 
 SCHEMA = """
@@ -218,7 +219,7 @@ class RunStore:
                    (time.time(), event, json.dumps(data, default=str)))
 
     def events(self, event: str | None = None) -> list[dict[str, Any]]:
-        sql, args = "SELECT ts, kind, data FROM events", ()
+        sql, args = "SELECT ts, kind, data FROM events", tuple[str, ...]()
         if event:
             sql, args = sql + " WHERE kind = ?", (event,)
         return [{"ts": ts, "event": k, **json.loads(d)}

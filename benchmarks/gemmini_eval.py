@@ -38,7 +38,7 @@ async def main() -> None:
         if problem.id.startswith("gemm-"):
             versions["hand-opt"] = HAND.read_text()
         for name, code in versions.items():
-            ctx = EvalContext(hardware=backend.hardware_for(problem), seed=args.seed, timeout_s=300)
+            ctx = EvalContext(seed=args.seed, timeout_s=300)
             start = time.perf_counter()
             r = await backend.evaluate(problem, code, ctx)
             total = time.perf_counter() - start

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 import aiohttp
 import anyio
@@ -43,7 +44,7 @@ class EmbeddedLlamaServer:
         self.startup_timeout_s = startup_timeout_s
         self.port: int | None = None
         self._process: anyio.abc.Process | None = None
-        self._log_file = None
+        self._log_file: IO[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -76,6 +77,7 @@ class EmbeddedLlamaServer:
                  startup_s=round(time.monotonic() - started, 2))
 
     async def _wait_until_ready(self) -> None:
+        assert self._process is not None  # started by start()
         deadline = time.monotonic() + self.startup_timeout_s
         timeout = aiohttp.ClientTimeout(total=2)
         async with aiohttp.ClientSession(timeout=timeout) as session:

@@ -15,6 +15,7 @@ from ..config import BudgetConfig
 from ..journal import Evaluator
 from ..llm.client import LLMClient, default_models
 from ..llm.settings import LLMSettings
+from ..resources import local_slots
 from . import STAGES, synthesis
 from .answers import BuildError
 from .checking import check_examples
@@ -235,10 +236,11 @@ class PackBuilder:
 
     async def check(self, journal: BuildJournal, examples: list[dict[str, Any]]) -> dict[str, Any]:
         evaluator = Evaluator(self.backend, self.problem, journal.store, journal.ledger,
-                              journal.budget, slots=self.backend.resources().max_parallel,
+                              journal.budget, slots=local_slots(self.backend.resources()),
                               timeout_s=120.0, seed=0, want_feedback=False)
-        return await check_examples(examples, self.backend, self.problem, evaluator, journal,
-                                    self.target)
+        async with self.backend:  # the backend's lifecycle: opened and closed around its work
+            return await check_examples(examples, self.backend, self.problem, evaluator,
+                                        journal, self.target)
 
     # -- numbers ------------------------------------------------------------------------
     def summary(self, read, sections, routed, extracted, synth, checked, journal,

@@ -10,8 +10,6 @@ from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
 
 
-
-
 @pytest.mark.asyncio
 async def test_default_run_improves_and_writes_exports(llm_server, tmp_path):
     cfg = toy_config(llm_server, tmp_path)

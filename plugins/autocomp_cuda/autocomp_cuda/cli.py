@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import click
-from autocomp_core.cli import backend_from_assignments
-from autocomp_core.config import ConfigError
+from autocomp_core import ConfigError, make_backend, parse_assignments
 
 from . import suite as suite_results
 from .harness import Verdict
@@ -75,10 +74,8 @@ async def _run_suite(backend, problems: list[str], sources: dict[str, str | None
         if not quiet:
             _progress(done, len(problems), problem, verdict)
 
-    try:
+    async with backend:  # its warm workers end with the suite
         await asyncio.gather(*(one(p) for p in problems))
-    finally:
-        await harness.aclose()
     return {p: verdicts[p] for p in problems}
 
 
@@ -102,7 +99,7 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
     """Evaluate one candidate per problem; print fast_p (ours and KernelBench-compatible)."""
     if (candidates is None) == (not eager):
         raise ConfigError("give a CANDIDATES directory or --eager (not both)")
-    backend = backend_from_assignments("cuda", hardware, options)
+    backend = make_backend("cuda", parse_assignments(hardware), parse_assignments(options))
     problems = _selected(backend, patterns)
     sources: dict[str, str | None] = {}
     for problem in problems:
@@ -137,7 +134,7 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
 def gate_command(problems: tuple[str, ...], hardware: tuple[str, ...], options: tuple[str, ...],
                  as_json: bool) -> None:
     """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
-    backend = backend_from_assignments("cuda", hardware, options)
+    backend = make_backend("cuda", parse_assignments(hardware), parse_assignments(options))
     ids = list(problems) or [p.id for p in backend.problems()]
     for ref in ids:
         try:
@@ -146,10 +143,8 @@ def gate_command(problems: tuple[str, ...], hardware: tuple[str, ...], options: 
             raise ConfigError(f"problem: {exc.args[0]}") from None
 
     async def run() -> list:
-        try:
+        async with backend:
             return [await backend.check_problem(ref) for ref in ids]
-        finally:
-            await backend.harness.aclose()
 
     reports = asyncio.run(run())
     if as_json:

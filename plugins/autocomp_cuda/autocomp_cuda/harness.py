@@ -498,7 +498,7 @@ def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     text = (result.stderr or "").lower()
     from .runtime.common import CUDA_FAULT_MARKERS, OOM_MARKERS
 
-    if any(m in text for m in OOM_MARKERS) or result.signal == 9 and not result.timed_out:
+    if any(m in text for m in OOM_MARKERS) or (result.signal == 9 and not result.timed_out):
         status = "oom"
     elif any(m in text for m in CUDA_FAULT_MARKERS):
         status = "cuda_fault"

@@ -114,7 +114,7 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
             if node.attr == "modules":
                 if _root_name(node) == "sys":
                     findings.append(Finding("introspection", "reads sys.modules", line))
-            elif node.attr in FORBIDDEN_ATTRS and FORBIDDEN_ATTRS[node.attr]:
+            elif FORBIDDEN_ATTRS.get(node.attr):
                 findings.append(Finding("forbidden-attribute", f"uses .{node.attr}: {FORBIDDEN_ATTRS[node.attr]}", line))
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

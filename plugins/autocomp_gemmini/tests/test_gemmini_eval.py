@@ -9,7 +9,7 @@ import pytest
 from autocomp_gemmini.backend import GemminiBackend
 from autocomp_gemmini.config import GemminiConfig
 
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core import EvalContext, FailureKind
 from autocomp_core.plugins import build_registry
 
 HERE = Path(__file__).parent
@@ -18,9 +18,10 @@ HAND_OPTIMIZED = (HERE / "candidates" / "gemm_hand_optimized.c").read_text()
 
 def evaluate(backend: GemminiBackend, problem_id: str, code: str, *, timeout_s: float = 120.0,
              hardware: GemminiConfig | None = None, seed: int = 1, options: dict | None = None):
+    if hardware is not None or options is not None:
+        backend = GemminiBackend(hardware or backend.hardware, options or backend.options)
     problem = backend.load_problem(problem_id)
-    ctx = EvalContext(hardware=hardware or backend.hardware, seed=seed, timeout_s=timeout_s,
-                      options=options or {})
+    ctx = EvalContext(seed=seed, timeout_s=timeout_s)
     return asyncio.run(backend.evaluate(problem, code, ctx))
 
 
@@ -96,7 +97,7 @@ def test_parallel_evaluations_use_separate_build_dirs(backend):
              problem.baseline_code.replace("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);")]
 
     async def run_all():
-        ctx = EvalContext(hardware=backend.hardware, seed=3)
+        ctx = EvalContext(seed=3)
         return await asyncio.gather(*(backend.evaluate(problem, c, ctx) for c in codes))
 
     results = asyncio.run(run_all())

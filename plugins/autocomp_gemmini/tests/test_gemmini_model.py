@@ -11,8 +11,7 @@ from autocomp_gemmini import isa
 from autocomp_gemmini.config import GemminiConfig
 from autocomp_gemmini.model import ByteMemory, Gemmini, GemminiError, TimingParams
 from autocomp_gemmini.model.numerics import rounding_shift
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 BASE = 0x80000000
 ONE = 0x3F800000  # 1.0f
