@@ -8,7 +8,6 @@ import structlog
 
 from .llm.keys import redact_processor
 
-
 _json_lines = False
 
 

@@ -23,8 +23,16 @@ from .crawl import CrawlLimits, crawl
 from .journal import BuildJournal, gather
 from .packfiles import write_pack
 from .sources import Document, kind_of_path, source_files, to_markdown
-from .stages import (MAX_SECTION_CHARS, ROUTE_PREVIEW_CHARS, Section, extract, isa_markdown,
-                     route, route_batches, split_documents)
+from .stages import (
+    MAX_SECTION_CHARS,
+    ROUTE_PREVIEW_CHARS,
+    Section,
+    extract,
+    isa_markdown,
+    route,
+    route_batches,
+    split_documents,
+)
 from .verbatim import VerbatimIndex
 
 BUILD_DIR = ".build"
@@ -358,7 +366,7 @@ def write_report(build_dir: Path, summary: dict[str, Any], by_id: dict[str, Sect
     if examples:
         lines += ["", "## Examples", ""]
         lines += [f"- {e['name']} [{e['phase']}; triggers: {', '.join(e['triggers'])}]: "
-                  f"{e.get('dropped') and 'DROPPED: ' + e['dropped'] or e.get('check', 'kept')}"
+                  f"{(e.get('dropped') and 'DROPPED: ' + e['dropped']) or e.get('check', 'kept')}"
                   for e in examples]
     (build_dir / "report.md").write_text("\n".join(lines) + "\n")
 

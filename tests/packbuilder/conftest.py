@@ -11,10 +11,10 @@ import pytest
 # appended, not prepended: other test folders import their own `conftest` by name
 sys.path.append(str(Path(__file__).parent))
 
-from pack_helpers import BIG_PAGE_BYTES, DOCS, Site  # noqa: E402
-from pack_llm import reply  # noqa: E402
+from pack_helpers import BIG_PAGE_BYTES, DOCS, Site
+from pack_llm import reply
 
-from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
+from autocomp_core.testing.llm_server import LLMTestServer
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,16 @@ import os
 import pytest
 from report_helpers import snapshot
 
-from autocomp_core.report.data import (_concurrency, _intersect, _length, _union, find_runs,
-                                       run_data, run_row)
 from autocomp_core.backend import EvalResult
+from autocomp_core.report.data import (
+    _concurrency,
+    _intersect,
+    _length,
+    _union,
+    find_runs,
+    run_data,
+    run_row,
+)
 from autocomp_core.store import Candidate, RunStore
 
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import dtypes
-from . import hardware as hw
+from . import dtypes, hardware as hw
 from .cost import ENGINE_OF, CostReport, Regions, Scheduler
 from .hardware import Generation
 from .indexing import NkiError
