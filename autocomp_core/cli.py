@@ -1,7 +1,8 @@
 """The ``autocomp-core`` command line.
 
 Exit status: 0 success, 1 failure, 2 bad input (one line naming what is wrong, printed
-before anything is spent).
+before anything is spent). An exception that is not an ``AutocompError`` is a bug: one
+line saying so, and its traceback under ``-v``.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import anyio
 import click
 
 from .config import ConfigError, load_config, parse_assignments
+from .errors import AutocompError
 from .logs import configure
 
 if TYPE_CHECKING:
@@ -42,22 +44,27 @@ def loaded_plugins() -> PluginRegistry:
 
 
 class Group(click.Group):
-    """Turns bad-input exceptions into exit 2 with one line."""
+    """Bad input exits 2 and any other ``AutocompError`` 1, each with one line; a bug
+    exits 1 with one line, or its traceback under ``-v``."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from .llm.errors import LLMConfigError
-        from .runner import RunError
-
         try:
             return super().invoke(ctx)
-        except (ConfigError, LLMConfigError) as exc:
+        except ConfigError as exc:
             fail(str(exc))
-        except RunError as exc:
+        except AutocompError as exc:
             fail(str(exc), 1)
         except KeyboardInterrupt:
             click.echo("\ninterrupted: the run is saved; continue with `autocomp-core resume`",
                        err=True)
             sys.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("verbose"):
+                raise
+            fail(f"internal error (a bug): {type(exc).__name__}: {exc} (run with -v for the "
+                 "traceback)", 1)
 
 
 @click.group(cls=Group)
@@ -170,15 +177,16 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
         return
     if output:
         fail("--output: only with --html")
+    from .accounting import Ledger
     from .exports import write_exports
-    from .runner import _ledger_from_store, load_backend, load_run_config
+    from .runner import load_backend, load_run_config
     from .store import RunStore
 
     config = load_run_config(Path(run_dir))
     backend, problem, _ = load_backend(config)
     store = RunStore(run_dir)
     try:
-        ledger = _ledger_from_store(store)
+        ledger = Ledger.from_journal(store)
         write_exports(Path(run_dir), store, backend, problem, ledger,
                       stop_reason=store.get_meta("stop_reason", "unknown"),
                       drop_root=config.translation.iterations > 0 and

@@ -6,6 +6,7 @@ input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 """
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -22,30 +23,29 @@ import tomli_w
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
 from .config import ConfigError, RunConfig, apply_override, validate, validated
+from .errors import PluginError, RunError
 from .exports import target_info, write_exports
-from .journal import Evaluator, JournaledLLM
+from .journal import Evaluator, JournaledLLM, recorded_stop
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
-from .llm.types import LLMResponse
 from .packbuilder.packfiles import PackError, read_pack
 from .plugins import PluginRegistry, build_registry
 from .progress import Progress
 from .resources import local_slots
-from .search import RunError, Search
+from .sandbox import isolation_level
+from .search import RunSetup, Search
 from .store import RunStore
 
 log = structlog.get_logger("autocomp")
 
+#: ``budget.wall_s`` stops new work at the limit; what is under way may finish for this
+#: long, then it is cancelled
+WALL_GRACE_S = 60.0
+
 
 @dataclass
-class Prepared:
-    config: RunConfig
-    backend: Backend
-    problem: Problem
-    pack: KnowledgePack
-    plan_models: list[str]
-    code_models: list[str]
-    client: LLMClient | None
+class Prepared(RunSetup):
+    client: LLMClient | None = None
 
 
 def make_backend(name: str, hardware: dict[str, Any] | None = None,
@@ -58,8 +58,8 @@ def make_backend(name: str, hardware: dict[str, Any] | None = None,
     registry = plugins if isinstance(plugins, PluginRegistry) else build_registry(plugins)
     try:
         cls = registry.backend_class(name)
-    except KeyError as exc:
-        raise ConfigError(f"backend: {exc.args[0]}") from None
+    except PluginError as exc:
+        raise ConfigError(f"backend: {exc}") from None
     hw = validated(cls.hardware_config_type, hardware or {}, "hardware")
     opts = validated(cls.options_type, options or {}, "backend_options")
     try:
@@ -149,7 +149,22 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepar
             client.validate_models([*plan_models, *code_models])
         except LLMConfigError as exc:
             raise ConfigError(f"models: {exc}") from None
+        refuse_unpriced_usd_budget(config, client, [*plan_models, *code_models])
     return Prepared(config, backend, problem, pack, plan_models, code_models, client)
+
+
+def refuse_unpriced_usd_budget(config: RunConfig, client: LLMClient, models: list[str]) -> None:
+    """A dollar budget over a model without a price would count $0 and never stop the run."""
+    if not math.isfinite(config.budget.usd):
+        return
+    for model in models:
+        unpriced = client.missing_price(model)
+        if unpriced is not None:
+            provider, name = unpriced
+            raise ConfigError(
+                f"budget.usd: model {model} has no price, so its calls would count as $0; give "
+                f"one in [llm] prices_file or inline as [llm.prices.{provider}.\"{name}\"] "
+                f"input = ..., output = ... (USD per million tokens)")
 
 
 def default_run_dir(config: RunConfig) -> Path:
@@ -176,16 +191,6 @@ class RunSummary:
         return self.data["speedup"]
 
 
-def _ledger_from_store(store: RunStore) -> Ledger:
-    """Usage of earlier sessions of this run, so totals and budgets span the whole run."""
-    ledger = Ledger(prior_wall_s=store.get_meta("wall_s", 0.0))
-    for call in store.llm_calls():
-        ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
-                       replayed=False)
-    ledger.evaluations = store.count("evaluations")
-    return ledger
-
-
 async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
                   reevaluate: bool = False, progress_stream: bool = True) -> RunSummary:
     """Run (or continue) the search in ``run_dir`` and write its exports."""
@@ -196,18 +201,22 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     store.set_meta("target", target_info(prep.backend, prep.problem))
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
+    store.set_meta("isolation", isolation_level())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
-    ledger = _ledger_from_store(store)
+    ledger = Ledger.from_journal(store)
     budget = Budget(cfg.budget, ledger)
     progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
                                      quiet=not progress_stream, budget=cfg.budget,
                                      title=f"{prep.backend.name} / {prep.problem.id}")
     slots = evaluation_slots(cfg, prep.backend)
+    stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
                           want_feedback=cfg.search.hw_feedback_probability > 0,
-                          recorded=None if reevaluate else replay_source)
-    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
+                          recorded=None if reevaluate else replay_source,
+                          recorded_stop=stop_of_recorded)
+    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source,
+                       max_in_flight=cfg.llm.max_concurrency)
     progress.watch(llm, evaluator)
     drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
 
@@ -218,16 +227,15 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
         except OSError as exc:  # a full disk must not end the run: the journal has it all
             log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
 
-    search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
-                    prep.plan_models, prep.code_models, progress, on_iteration=export_iteration)
+    search = Search(prep, store, llm, evaluator, progress, on_iteration=export_iteration)
     store.event("session_start", pid=os.getpid(), host=socket.gethostname())
     beam = None
     stop_reason = "interrupted"
     try:
-        wall_left = None
+        hard_stop = None  # the doors stop new work at budget.wall_s; this ends the rest
         if cfg.budget.wall_s is not None:
-            wall_left = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s)
-        with anyio.move_on_after(wall_left) as scope, progress:
+            hard_stop = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s) + WALL_GRACE_S
+        with anyio.move_on_after(hard_stop) as scope, progress:
             async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
                 await resources.enter_async_context(prep.backend)
                 if prep.client is not None:

@@ -68,6 +68,8 @@ from pathlib import Path
 
 import anyio
 
+from .errors import BackendError
+
 __all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "private_workdir", "remove_tree", "run_sandboxed"]
 
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h).
@@ -94,7 +96,7 @@ _uids_in_use: set[int] = set()
 _uids_lock = threading.Lock()
 
 
-class SandboxError(RuntimeError):
+class SandboxError(BackendError):
     """The sandbox itself could not set up or run the program (not the program's fault)."""
 
 
@@ -696,3 +698,8 @@ async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:
         if code is not None or time.monotonic() >= deadline:
             return code
         await anyio.sleep(0.005)
+
+
+def isolation_level() -> str:
+    """The isolation candidates get on this machine."""
+    return "namespaces+uid" if os.geteuid() == 0 else "none"

@@ -32,6 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..errors import ConfigError
 from ..store import DB_NAME
 from .data import find_runs, is_run, run_data, run_row
 from .page import CSP_LIVE, render_page
@@ -46,7 +47,7 @@ TOKEN_COOKIE = "autocomp_token"
 TOKEN_ENV = "AUTOCOMP_SERVE_TOKEN"
 
 
-class ServeError(ValueError):
+class ServeError(ConfigError):
     """Bad input to ``serve``: one line naming what is wrong."""
 
 
