@@ -77,3 +77,29 @@ def test_ruff_finds_nothing():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_core_modules_import_no_private_name_of_another():
+    """A module's underscored names are its own: what another module needs is public."""
+    wrong = []
+    for path in core_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "")
+                                                     .startswith("autocomp_core")):
+                wrong += [f"{path.relative_to(ROOT)}: from {'.' * node.level}{node.module or ''} "
+                          f"import {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not wrong
+
+
+def test_no_test_imports_a_conftest_by_name():
+    """``from conftest import ...`` gets whichever conftest came first on the path; helpers
+    live in modules of their own."""
+    wrong = []
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "plugins").glob("*/tests/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) else []
+            if any(name and name.split(".")[-1] == "conftest" for name in names):
+                wrong.append(str(path.relative_to(ROOT)))
+    assert not wrong

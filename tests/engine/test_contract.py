@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import toy_config
+from engine_helpers import toy_config
 from toy_plugin import ToyBackend
 
 from autocomp_core import (

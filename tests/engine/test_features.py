@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import toy_config
+from engine_helpers import toy_config
 from scripted_llm import VARIANTS
 
 from autocomp_core.api import optimize_async
