@@ -120,3 +120,24 @@ def test_models_lists_and_checks_each_model(thread_server, tmp_path):
     text = json.dumps(rows)
     assert "scripted" in text and "nobody-home" in text
     assert thread_server.request_count >= 1
+
+
+def test_a_bug_in_a_provider_is_reported_as_a_bug(config, tmp_path):
+    """Not a failed LLM call the run goes on after: one line without -v, the traceback
+    with -v; the journal records no failed call for it."""
+    args = ["optimize", str(config), "--set", 'plugins=["buggy_llm_plugin"]',
+            "--model", "buggy::m", "--quiet"]
+    out = cli(*args, "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 1
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines[-1] == ("error: internal error (a bug): TypeError: object of type 'CallParams' "
+                         "has no len() (run with -v for the traceback)")
+    assert "Traceback" not in out.stderr
+    from autocomp_core.store import RunStore
+    store = RunStore(tmp_path / "r")
+    assert store.count("llm_calls") == 0 and not store.events("llm_error")
+    store.close()
+    verbose = cli("-v", *args, "--run-dir", str(tmp_path / "v"))
+    assert verbose.returncode == 1
+    assert "Traceback (most recent call last)" in verbose.stderr
+    assert "buggy_llm_plugin.py" in verbose.stderr and "TypeError" in verbose.stderr
