@@ -6,6 +6,7 @@ input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import socket
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 import structlog
 import tomli_w
+from pydantic import BaseModel
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
@@ -99,6 +101,13 @@ def evaluation_slots(config: RunConfig, backend: Backend) -> int:
         raise ConfigError(f"backend {backend.name}: {exc}") from None
 
 
+def changed(section: BaseModel, key: str) -> bool:
+    """Whether the user set ``key`` to something other than its default (a key written out
+    with its default value changes nothing, so it is never a dead switch)."""
+    return key in section.model_fields_set and \
+        getattr(section, key) != type(section).model_fields[key].get_default(call_default_factory=True)
+
+
 def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
     """An option that cannot apply is refused up front, never silently ignored."""
     s, t = config.search, config.translation
@@ -108,28 +117,28 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
                           "hardware feedback")
     if t.iterations > 0 and not pack.translation_menu:
         raise ConfigError(f"translation.iterations: backend {backend.name} has no translation menu")
-    if t.iterations == 0 and t.model_fields_set - {"iterations"}:
-        key = sorted(t.model_fields_set - {"iterations"})[0]
-        raise ConfigError(f"translation.{key}: has no effect unless translation.iterations > 0")
+    idle = sorted(k for k in t.model_fields_set - {"iterations"} if changed(t, k))
+    if t.iterations == 0 and idle:
+        raise ConfigError(f"translation.{idle[0]}: has no effect unless translation.iterations > 0")
     exhaustive = s.exhaustive_first_iterations or s.exhaustive_on_stagnation_iterations
     if s.direct and exhaustive:
         raise ConfigError("search.direct: the exhaustive menu sweep needs the planning step")
     if exhaustive and not pack.menu:
         raise ConfigError(f"search.exhaustive_*: backend {backend.name} has no optimization menu")
-    if s.direct and "plan" in config.models.model_fields_set and config.models.code:
+    if s.direct and changed(config.models, "plan") and config.models.code:
         raise ConfigError("models.plan: unused in direct mode (set models.code only)")
     pairs = {"exhaustive_stagnation_ratio": "exhaustive_on_stagnation_iterations",
              "early_stop_threshold": "early_stop_iterations",
              "codes_per_combine": "combine_pairs"}
     for knob, switch in pairs.items():
-        if knob in s.model_fields_set and not getattr(s, switch):
+        if changed(s, knob) and not getattr(s, switch):
             raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
     if "examples" in s.model_fields_set and s.examples and not pack.examples:
         raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
-    if "generated_menu_size" in s.model_fields_set and s.menu_strategy == "static":
+    if changed(s, "generated_menu_size") and s.menu_strategy == "static":
         raise ConfigError("search.generated_menu_size: has no effect unless search.menu_strategy "
                           "is generated or mixed")
-    if "keep_factor" in s.model_fields_set and s.keep_factor_iterations == 0:
+    if changed(s, "keep_factor") and s.keep_factor_iterations == 0:
         raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
 
 
@@ -310,6 +319,12 @@ async def resume_async(run_dir: str | Path, progress: bool = True,
     return await execute(prep, run_dir, progress_stream=progress)
 
 
+def free_name(path: Path) -> Path:
+    """``path``, or ``path-2``, ``path-3``, ... : the first that does not exist yet."""
+    candidates = (path.with_name(f"{path.name}-{n}") for n in itertools.count(2))
+    return path if not path.exists() else next(p for p in candidates if not p.exists())
+
+
 async def replay_async(run_dir: str | Path, into: str | Path | None = None,
                        progress: bool = True, reevaluate: bool = False) -> RunSummary:
     """Re-run a recorded run from its recorded LLM answers (no LLM is called).
@@ -320,8 +335,8 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
     prep = prepare(config, with_llm=False)
-    target = Path(into) if into else run_dir.with_name(
-        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}")
+    target = Path(into) if into else free_name(run_dir.with_name(
+        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}"))
     if RunStore.exists(target):
         raise ConfigError(f"replay target {target} already holds a run")
     source = RunStore(run_dir)
