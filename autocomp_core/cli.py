@@ -128,7 +128,8 @@ def _print_summary(summary: Any, as_json: bool) -> None:
     d = summary.data
     speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
     click.echo(f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
-               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}")
+               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
+               f"sandbox isolation: {d.get('isolation')}")
     click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 
@@ -369,10 +370,15 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 def doctor(backend: str | None) -> None:
     """Check every tool the installed backends need; name what is missing and how to install it."""
     from .runner import make_backend
+    from .sandbox import NONE, UID_ONLY, isolation_level
 
     reg = loaded_plugins()
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
+    level = isolation_level()
+    weak = ("  -> candidates run without namespaces: run as root, allow unprivileged user "
+            "namespaces, or install bubblewrap") if level in (NONE, UID_ONLY) else ""
+    click.echo(f"sandbox isolation: {level}{weak}")
     for name in names:
         b = make_backend(name, plugins=reg)
         click.echo(f"{name}:")
