@@ -12,6 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # System packages: the core's, then each plugin's apt-packages.txt.
 packages="python3 python3-venv python3-dev build-essential cmake git"
+packages="$packages bubblewrap"  # sandbox namespaces where the kernel refuses them to other programs
 packages="$packages chromium fonts-dejavu-core"  # headless browser for the report and dashboard tests
 for list in plugins/*/apt-packages.txt; do
   [ -f "$list" ] && packages="$packages $(grep -vE '^\s*(#|$)' "$list" | tr '\n' ' ')"
