@@ -12,7 +12,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from . import feedback, toolchain
 from .catalog import Spec, gold, specs
 from .config import GemminiConfig
 from .elf import symbols
+from .model.functional import ArrayConfig
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
 ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'
@@ -140,6 +141,7 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
         syms = symbols(built.elf)
         spec_file = {
             "hardware": hw.model_dump(),
+            "array": asdict(ArrayConfig.of(hw)),
             "results": str(work / "results.json"),
             "outputs": str(work / "outputs.bin"),
             "roi_functions": {"begin": list(syms["harness_roi_begin"]), "end": list(syms["harness_roi_end"])},
