@@ -21,9 +21,10 @@ import traceback
 import riscv.isa
 
 from autocomp_gemmini import isa
+from autocomp_gemmini.model import native
 from autocomp_gemmini.model.functional import ArrayConfig, Counters, Gemmini, GemminiError
 from autocomp_gemmini.model.memory import SpikeMemory
-from autocomp_gemmini.model.timing import TimingModel, TimingParams, TimingStats
+from autocomp_gemmini.model.timing import TimingModel, TimingParams
 
 MODEL_FENCE = 123
 EXIT_MODEL_ERROR = 3
@@ -43,10 +44,15 @@ class Session:
         cfg = self._array_config()
         timing_text = self.spec.get("timing_toml")
         params = TimingParams.from_toml(timing_text) if timing_text else TimingParams.from_toml()
-        self.mem = SpikeMemory(proc.mmu)
+        self.compiled = self._compiled()
+        self.mem = self._memory(proc)
         self.xpr = proc.state.XPR  # a live view of the registers; fetching it costs ~10 us
-        self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
-        self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
+        if self.compiled is not None and cfg.dtype == "int8":
+            self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
+            self.g = self.compiled.NativeGemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
+        else:
+            self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
+            self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
         self.roi_begin: float | None = None
         self.roi_instret = 0
         self.rocc = 0
@@ -55,6 +61,35 @@ class Session:
         self.last: tuple[int, int, int] | None = None  # (funct, rs1, rs2) of the last Gemmini command
         self.private = {isa.MODEL_READ_CYCLES: self.read_cycles, MODEL_FENCE: self.fence,
                         isa.MODEL_ROI_BEGIN: self.begin, isa.MODEL_ROI_END: self.finish}
+
+    def _compiled(self):
+        """The compiled model the evaluator built (`native_model`), or None: the Python model then
+        runs, with the same results."""
+        path = self.spec.get("native")
+        if not path:
+            return None
+        try:
+            return native.load(path)
+        except (ImportError, OSError, native.NativeUnavailable) as exc:
+            print(f"gemmini model: the compiled model did not load ({exc}); using the Python model", file=sys.stderr)
+            return None
+
+    def _memory(self, proc):
+        """Guest memory through the compiled accessors where they work, else PySpike's MMU calls."""
+        slow = SpikeMemory(proc.mmu)
+        region = self.spec.get("memory")
+        if self.compiled is None or not region:
+            return slow
+        try:
+            fast = self.compiled.NativeMemory(proc, *region)
+            if fast.read(region[0], 64) == slow.read(region[0], 64):
+                return fast
+            problem = "it reads different bytes"
+        except RuntimeError as exc:
+            problem = str(exc)
+        print(f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
+              file=sys.stderr)
+        return slow
 
     def _array_config(self) -> ArrayConfig:
         sizes = self.spec.get("array")
@@ -109,7 +144,7 @@ class Session:
     def begin(self, proc, rs1: int) -> int:
         self.check_pc(proc, "begin")
         self.g.fence()
-        self.timing.stats = TimingStats()  # statistics cover the measured region only
+        self.timing.reset_stats()  # statistics cover the measured region only
         self.g.counters = Counters()
         self.roi_begin = self.timing.cpu_now()
         self.roi_instret = self.timing.instret

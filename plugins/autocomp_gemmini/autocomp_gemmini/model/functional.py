@@ -107,7 +107,63 @@ class Counters:
         self.commands[name] = self.commands.get(name, 0) + n
 
 
-class Gemmini:
+class GemminiBase:
+    """What the Python model (`Gemmini`) and the compiled one (`native.NativeGemmini`) share:
+    the commands' error translation, the LOOP_* commands (loops.py), statistics. A subclass
+    provides `_execute(funct, rs1, rs2)`, which runs the primitive commands and hands every
+    other funct to `_execute_other`, and `_fence()`."""
+
+    cfg: GemminiConfig | ArrayConfig
+    timing: TimingModel
+    counters: Counters
+    loop_ws_regs: dict[int, tuple[int, int]]
+    loop_conv_regs: dict[int, tuple[int, int]]
+    spad_used: np.ndarray
+    acc_used: np.ndarray
+
+    def execute(self, funct: int, rs1: int, rs2: int) -> None:
+        try:
+            self._execute(funct, rs1, rs2)
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def fence(self) -> None:
+        try:
+            self._fence()
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def _execute_other(self, funct: int, rs1: int, rs2: int) -> None:
+        if isa.LOOP_WS_CONFIG_BOUNDS <= funct <= isa.LOOP_WS_CONFIG_STRIDES_DC:
+            self._loop_config(self.loop_ws_regs, funct, rs1, rs2)
+        elif isa.LOOP_CONV_WS_CONFIG_1 <= funct <= isa.LOOP_CONV_WS_CONFIG_6:
+            self._loop_config(self.loop_conv_regs, funct, rs1, rs2)
+        elif funct == isa.LOOP_WS:
+            self.counters.count("loop_ws")
+            loops.loop_ws(self, rs1, rs2, self.timing.issue("load"))
+        elif funct == isa.LOOP_CONV_WS:
+            self.counters.count("loop_conv_ws")
+            loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
+        else:
+            raise GemminiError(f"unknown Gemmini command funct={funct}")
+
+    def _loop_config(self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int) -> None:
+        self.timing.issue("load")
+        regs[funct] = (rs1, rs2)
+
+    def in_flight(self) -> bool:
+        return self.timing.last_end > self.timing.cpu_now() + 1e-9
+
+    def utilization(self) -> dict[str, float]:
+        return {
+            "spad_rows_used": float(self.spad_used.sum()),
+            "spad_rows": float(self.cfg.spad_rows),
+            "acc_rows_used": float(self.acc_used.sum()),
+            "acc_rows": float(self.cfg.acc_rows),
+        }
+
+
+class Gemmini(GemminiBase):
     def __init__(self, cfg: GemminiConfig | ArrayConfig, mem: Memory, timing: TimingModel | None = None,
                  delay_stores: bool = True) -> None:
         self.cfg = cfg
@@ -146,38 +202,20 @@ class Gemmini:
         self.pending_writes: list[tuple[float, int, bytes]] = []  # (lands at, addr, data)
         self._commands = {isa.CONFIG: self.config, isa.MVOUT: self._mvout, isa.PRELOAD: self._preload,
                           isa.COMPUTE_PRELOADED: self._compute_preloaded,
-                          isa.COMPUTE_ACCUMULATED: self._compute_accumulated, isa.FLUSH: self._flush,
-                          isa.LOOP_WS: self._loop_ws, isa.LOOP_CONV_WS: self._loop_conv_ws}
+                          isa.COMPUTE_ACCUMULATED: self._compute_accumulated, isa.FLUSH: self._flush}
         for funct, state in MVIN_STATES.items():
             self._commands[funct] = lambda rs1, rs2, state=state: self.mvin(rs1, rs2, state,
                                                                             self.timing.issue("load"))
-        for funct in range(isa.LOOP_WS_CONFIG_BOUNDS, isa.LOOP_WS_CONFIG_STRIDES_DC + 1):
-            self._commands[funct] = lambda rs1, rs2, funct=funct: self._loop_config(self.loop_ws_regs, funct,
-                                                                                     rs1, rs2)
-        for funct in range(isa.LOOP_CONV_WS_CONFIG_1, isa.LOOP_CONV_WS_CONFIG_6 + 1):
-            self._commands[funct] = lambda rs1, rs2, funct=funct: self._loop_config(self.loop_conv_regs, funct,
-                                                                                     rs1, rs2)
 
     # ------------------------------------------------------------------ dispatch
-    def execute(self, funct: int, rs1: int, rs2: int) -> None:
-        try:
-            self._execute(funct, rs1, rs2)
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
-    def fence(self) -> None:
-        try:
-            self._fence()
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
     def _execute(self, funct: int, rs1: int, rs2: int) -> None:
         if self.pending_writes:
             self.land_writes(self.timing.cpu_now())
         command = self._commands.get(funct)
         if command is None:
-            raise GemminiError(f"unknown Gemmini command funct={funct}")
-        command(rs1, rs2)
+            self._execute_other(funct, rs1, rs2)
+        else:
+            command(rs1, rs2)
         if not self.delay_stores:
             self.land_writes(float("inf"))
 
@@ -199,18 +237,6 @@ class Gemmini:
         self.preload = None
         self.timing.run("ex", t, self.timing.p.flush_dims * self.dim, 0)
 
-    def _loop_config(self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int) -> None:
-        self.timing.issue("load")
-        regs[funct] = (rs1, rs2)
-
-    def _loop_ws(self, rs1: int, rs2: int) -> None:
-        self.counters.count("loop_ws")
-        loops.loop_ws(self, rs1, rs2, self.timing.issue("load"))
-
-    def _loop_conv_ws(self, rs1: int, rs2: int) -> None:
-        self.counters.count("loop_conv_ws")
-        loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
-
     def _fence(self) -> None:
         self.timing.fence()
         self.land_writes(float("inf"))
@@ -225,9 +251,6 @@ class Gemmini:
             else:
                 keep.append((lands, addr, data))
         self.pending_writes = keep
-
-    def in_flight(self) -> bool:
-        return self.timing.last_end > self.timing.cpu_now() + 1e-9
 
     # ------------------------------------------------------------------ helpers
     def _spad_range(self, addr: isa.LocalAddr, rows: int, what: str, stride: int = 1) -> None:
@@ -500,12 +523,3 @@ class Gemmini:
                 vals = activate(vals, self.sys_act).astype(np.float32)
             self.spad[idx, :cols] = vals
             self.spad_used[idx] = True
-
-    # ------------------------------------------------------------------ statistics
-    def utilization(self) -> dict[str, float]:
-        return {
-            "spad_rows_used": float(self.spad_used.sum()),
-            "spad_rows": float(self.cfg.spad_rows),
-            "acc_rows_used": float(self.acc_used.sum()),
-            "acc_rows": float(self.cfg.acc_rows),
-        }

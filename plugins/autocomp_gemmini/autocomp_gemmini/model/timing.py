@@ -172,14 +172,21 @@ class TimingModel:
     def preload_cost(self, rows: int, reuse: bool) -> float:
         return self.p.preload_reuse if reuse else max(1.0, rows * self.p.preload_per_row)
 
+    def reset_stats(self) -> None:
+        self.stats = TimingStats()
+
     def summary(self) -> dict[str, float]:
-        s = self.stats
-        out: dict[str, float] = {}
-        for u in UNITS:
-            out[f"{u}_busy_cycles"] = s.busy[u]
-            out[f"{u}_dep_wait_cycles"] = s.dep_wait[u]
-            out[f"{u}_commands"] = s.commands[u]
-        out["stall_queue_full_cycles"] = s.stall_queue_full
-        out["stall_fence_cycles"] = s.stall_fence
-        out["fences"] = s.fences
-        return out
+        return summarize(self.stats)
+
+
+def summarize(s: TimingStats) -> dict[str, float]:
+    """The statistics as flat numbers, for the results file."""
+    out: dict[str, float] = {}
+    for u in UNITS:
+        out[f"{u}_busy_cycles"] = s.busy[u]
+        out[f"{u}_dep_wait_cycles"] = s.dep_wait[u]
+        out[f"{u}_commands"] = s.commands[u]
+    out["stall_queue_full_cycles"] = s.stall_queue_full
+    out["stall_fence_cycles"] = s.stall_fence
+    out["fences"] = s.fences
+    return out
