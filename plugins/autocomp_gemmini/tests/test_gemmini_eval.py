@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from autocomp_gemmini import evaluate as gemmini_evaluate
 from autocomp_gemmini.backend import GemminiBackend
 from autocomp_gemmini.config import GemminiConfig
 
@@ -137,6 +138,29 @@ def test_shipped_programs_are_correct_with_pinned_cycles(backend, problem_id, ve
     assert 0 < bound < result.metric
     assert "Scratchpad utilization" in result.feedback and "% of peak" in result.feedback
     assert modelled_numbers(result) == PINNED[problem_id, version]
+
+
+@pytest.mark.parametrize("version", ["baseline", "hand-optimized"])
+def test_the_python_model_gives_the_same_numbers(backend, monkeypatch, version):
+    """AUTOCOMP_GEMMINI_MODEL=python: the Python model and PySpike's MMU calls, not the compiled ones."""
+    monkeypatch.setenv("AUTOCOMP_GEMMINI_MODEL", "python")
+    assert asyncio.run(gemmini_evaluate.compiled_model()) is None
+    code = backend.load_problem("gemm-64x64x64").baseline_code if version == "baseline" else HAND_OPTIMIZED
+    result = evaluate(backend, "gemm-64x64x64", code)
+    assert result.correct, result.feedback
+    assert modelled_numbers(result) == PINNED["gemm-64x64x64", version]
+
+
+def test_a_compiled_model_that_does_not_load_falls_back_to_python(backend, monkeypatch, tmp_path):
+    from autocomp_gemmini.model import native
+
+    broken = tmp_path / "_native.cpython-311-x86_64-linux-gnu.so"
+    broken.write_text("not a shared library")
+    monkeypatch.setattr(native, "built", lambda: broken)
+    result = evaluate(backend, "gemm-64x64x64", backend.load_problem("gemm-64x64x64").baseline_code)
+    assert result.correct, result.feedback
+    assert modelled_numbers(result) == PINNED["gemm-64x64x64", "baseline"]
+    assert "compiled model did not load" in result.stderr
 
 
 def test_library_beats_baseline_on_convolution(backend):
