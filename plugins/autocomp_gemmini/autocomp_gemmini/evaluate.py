@@ -28,7 +28,7 @@ from .catalog import Spec, gold, specs
 from .config import GemminiConfig
 from .elf import symbols
 from .model import native
-from .model.functional import ArrayConfig
+from .model.base import ArrayConfig
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
 ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'

@@ -22,8 +22,7 @@ import riscv.isa
 
 from autocomp_gemmini import isa
 from autocomp_gemmini.model import native
-from autocomp_gemmini.model.functional import ArrayConfig, Counters, Gemmini, GemminiError
-from autocomp_gemmini.model.memory import SpikeMemory
+from autocomp_gemmini.model.base import ArrayConfig, Counters, GemminiError
 from autocomp_gemmini.model.timing import TimingModel, TimingParams
 
 MODEL_FENCE = 123
@@ -51,6 +50,8 @@ class Session:
             self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
             self.g = self.compiled.NativeGemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
         else:
+            from autocomp_gemmini.model.functional import Gemmini
+
             self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
             self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
         self.roi_begin: float | None = None
@@ -75,21 +76,24 @@ class Session:
             return None
 
     def _memory(self, proc):
-        """Guest memory through the compiled accessors where they work, else PySpike's MMU calls."""
-        slow = SpikeMemory(proc.mmu)
+        """Guest memory through the compiled accessors where they read what PySpike's MMU calls
+        read, else through those calls (memory.SpikeMemory)."""
         region = self.spec.get("memory")
-        if self.compiled is None or not region:
-            return slow
-        try:
-            fast = self.compiled.NativeMemory(proc, *region)
-            if fast.read(region[0], 64) == slow.read(region[0], 64):
-                return fast
-            problem = "it reads different bytes"
-        except RuntimeError as exc:
-            problem = str(exc)
-        print(f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
-              file=sys.stderr)
-        return slow
+        if self.compiled is not None and region:
+            try:
+                fast = self.compiled.NativeMemory(proc, *region)
+                load = proc.mmu.load_reserved_64
+                first_words = b"".join((load(region[0] + 8 * i) & (2**64 - 1)).to_bytes(8, "little") for i in range(8))
+                if fast.read(region[0], 64) == first_words:
+                    return fast
+                problem = "it reads different bytes"
+            except RuntimeError as exc:
+                problem = str(exc)
+            print(f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
+                  file=sys.stderr)
+        from autocomp_gemmini.model.memory import SpikeMemory
+
+        return SpikeMemory(proc.mmu)
 
     def _array_config(self) -> ArrayConfig:
         sizes = self.spec.get("array")

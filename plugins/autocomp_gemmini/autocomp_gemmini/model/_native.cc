@@ -1342,6 +1342,13 @@ PyObject* Core_st(CoreObject* self, PyObject*) {
   return Py_BuildValue("(KLdL)", (unsigned long long)c.stride, c.act, (double)c.scale, c.pool_stride);
 }
 
+PyObject* Core_rows_used(CoreObject* self, PyObject*) {
+  if (!core_ready(self)) return nullptr;
+  long long spad = std::count_if(self->spad_used, self->spad_used + self->spad_rows, [](uint8_t u) { return u; });
+  long long acc = std::count_if(self->acc_used, self->acc_used + self->acc_rows, [](uint8_t u) { return u; });
+  return Py_BuildValue("(LL)", spad, acc);
+}
+
 PyObject* local_addr_tuple(const LocalAddr& a) { return Py_BuildValue("K", (unsigned long long)a.raw); }
 
 // The execute configuration, preload and array state, for the tests that compare models.
@@ -1370,9 +1377,10 @@ PyObject* Core_state(CoreObject* self, PyObject*) {
                        "weights", weights, "os_state", os_state);
 }
 
+// a writable buffer of exactly `length` items of `itemsize` bytes (as raw bytes or as items)
 bool get_buffer(PyObject* obj, Py_buffer* view, Py_ssize_t itemsize, Py_ssize_t length, const char* what) {
   if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return false;
-  if (view->itemsize != itemsize || view->len != length * itemsize) {
+  if ((view->itemsize != itemsize && view->itemsize != 1) || view->len != length * itemsize) {
     PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes", what, length, itemsize);
     PyBuffer_Release(view);
     return false;
@@ -1391,32 +1399,27 @@ void release(CoreObject* self) {
 
 int Core_init(CoreObject* self, PyObject* args, PyObject* kwds) {
   PyObject *spad, *acc, *spad_used, *acc_used, *timing, *mem, *read_rows_fn, *counters, *pending, *gemmini_error;
-  long long max_cols_spad, max_cols_acc;
+  long long dim, max_cols_spad, max_cols_acc;
   int delay_stores;
-  static const char* kwlist[] = {"spad",          "acc",     "spad_used",      "acc_used",      "timing",
-                                 "mem",           "read_rows", "counters",     "pending_writes", "gemmini_error",
-                                 "max_cols_spad", "max_cols_acc", "delay_stores", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOOO!OLLp", (char**)kwlist, &spad, &acc, &spad_used, &acc_used,
-                                   &timing, &mem, &read_rows_fn, &counters, &PyList_Type, &pending, &gemmini_error,
-                                   &max_cols_spad, &max_cols_acc, &delay_stores))
+  static const char* kwlist[] = {"dim",      "spad",          "acc",          "spad_used",    "acc_used",
+                                 "timing",   "mem",           "read_rows",    "counters",     "pending_writes",
+                                 "gemmini_error", "max_cols_spad", "max_cols_acc", "delay_stores", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "LOOOOOOOOO!OLLp", (char**)kwlist, &dim, &spad, &acc, &spad_used,
+                                   &acc_used, &timing, &mem, &read_rows_fn, &counters, &PyList_Type, &pending,
+                                   &gemmini_error, &max_cols_spad, &max_cols_acc, &delay_stores))
     return -1;
   if (!PyObject_TypeCheck(timing, &TimingType) || !((TimingObject*)timing)->s) {
     PyErr_SetString(PyExc_TypeError, "timing must be an initialized native Timing");
     return -1;
   }
-  release(self);
-  Py_buffer sb;
-  if (PyObject_GetBuffer(spad, &sb, PyBUF_WRITABLE | PyBUF_ND) < 0) return -1;
-  if (sb.ndim != 2 || sb.itemsize != 1 || sb.shape[1] > MAX_DIM) {
-    PyBuffer_Release(&sb);
-    PyErr_SetString(PyExc_ValueError, "spad must be a C-contiguous int8 array of rows x DIM (DIM <= 32)");
+  if (dim < 1 || dim > MAX_DIM) {
+    PyErr_Format(PyExc_ValueError, "DIM %lld is not in 1..%d", dim, MAX_DIM);
     return -1;
   }
-  long long dim = sb.shape[1], spad_rows = sb.shape[0];
-  PyBuffer_Release(&sb);
-  if (!get_buffer(spad, &self->spad_buf, 1, spad_rows * dim, "spad")) return -1;
+  release(self);
   TimingState& tm = *((TimingObject*)timing)->s;
-  long long acc_rows = (long long)tm.written[ACC].size();
+  long long spad_rows = (long long)tm.written[SPAD].size(), acc_rows = (long long)tm.written[ACC].size();
+  if (!get_buffer(spad, &self->spad_buf, 1, spad_rows * dim, "spad")) return -1;
   if (!get_buffer(acc, &self->acc_buf, 4, acc_rows * dim, "acc")) {
     PyBuffer_Release(&self->spad_buf);
     return -1;
@@ -1440,11 +1443,6 @@ int Core_init(CoreObject* self, PyObject* args, PyObject* kwds) {
   self->dim = dim;
   self->spad_rows = spad_rows;
   self->acc_rows = acc_rows;
-  if ((long long)tm.written[SPAD].size() != spad_rows) {
-    PyErr_SetString(PyExc_ValueError, "the timing model's scratchpad rows differ from the scratchpad's");
-    release(self);
-    return -1;
-  }
   self->tm = &tm;
   self->max_cols[0] = max_cols_spad;
   self->max_cols[1] = max_cols_acc;
@@ -1522,13 +1520,14 @@ PyMethodDef Core_methods[] = {
     {"_ld", (PyCFunction)Core_ld, METH_O, "(stride, scale, shrunk, block_stride) of load configuration i."},
     {"_st", (PyCFunction)Core_st, METH_NOARGS, "(stride, act, scale, pool_stride) of the store configuration."},
     {"_state", (PyCFunction)Core_state, METH_NOARGS, "The execute configuration, preload and arrays, for tests."},
+    {"rows_used", (PyCFunction)Core_rows_used, METH_NOARGS, "Scratchpad and accumulator rows written so far."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyMemberDef Core_members[] = {
-    {"spad", T_OBJECT_EX, offsetof(CoreObject, spad_obj), READONLY, "scratchpad rows (int8)"},
-    {"acc", T_OBJECT_EX, offsetof(CoreObject, acc_obj), READONLY, "accumulator rows (int32)"},
-    {"spad_used", T_OBJECT_EX, offsetof(CoreObject, spad_used_obj), READONLY, "scratchpad rows written"},
-    {"acc_used", T_OBJECT_EX, offsetof(CoreObject, acc_used_obj), READONLY, "accumulator rows written"},
+    {"spad_buffer", T_OBJECT_EX, offsetof(CoreObject, spad_obj), READONLY, "scratchpad rows (int8)"},
+    {"acc_buffer", T_OBJECT_EX, offsetof(CoreObject, acc_obj), READONLY, "accumulator rows (int32)"},
+    {"spad_used_buffer", T_OBJECT_EX, offsetof(CoreObject, spad_used_obj), READONLY, "scratchpad rows written"},
+    {"acc_used_buffer", T_OBJECT_EX, offsetof(CoreObject, acc_used_obj), READONLY, "accumulator rows written"},
     {"timing", T_OBJECT_EX, offsetof(CoreObject, timing_obj), READONLY, "the timing model"},
     {"mem", T_OBJECT_EX, offsetof(CoreObject, mem), READONLY, "guest memory"},
     {"counters", T_OBJECT_EX, offsetof(CoreObject, counters), 0, "command counters (replaceable)"},

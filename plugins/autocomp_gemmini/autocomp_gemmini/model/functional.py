@@ -17,16 +17,13 @@ arithmetic is float32, as on the hardware.
 """
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
 from .. import isa
-from . import loops
-from .memory import BadAddress, Memory, read_rows
+from .base import ArrayConfig, Counters, GemminiBase, GemminiError, LoadConfig, StoreConfig, f32_from_bits
+from .memory import Memory, read_rows
 from .numerics import (
     INT32_MAX,
     INT32_MIN,
@@ -38,52 +35,8 @@ from .numerics import (
 )
 from .timing import TimingModel, TimingParams
 
-if TYPE_CHECKING:
-    from ..config import GemminiConfig
-
 MVIN_STATES = {isa.MVIN: 0, isa.MVIN2: 1, isa.MVIN3: 2}
 MVIN_NAMES = ("mvin", "mvin2", "mvin3")
-
-
-class GemminiError(Exception):
-    """A command the hardware cannot execute as written (the candidate's fault)."""
-
-
-def f32_from_bits(b: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
-
-
-@dataclass(frozen=True)
-class ArrayConfig:
-    """The hardware sizes the model needs. A `GemminiConfig` has the same fields; this plain
-    copy lets the simulator start without importing pydantic."""
-
-    pe_dim: int
-    dtype: str
-    spad_rows: int
-    acc_rows: int
-    max_block_len: int
-    max_block_len_acc: int
-
-    @classmethod
-    def of(cls, cfg: GemminiConfig | ArrayConfig) -> ArrayConfig:
-        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls)})
-
-
-@dataclass
-class LoadConfig:
-    stride: int = 0  # bytes between DRAM rows
-    scale: float = 1.0
-    shrunk: bool = False  # accumulator mvin of elem_t instead of acc_t
-    block_stride: int = 0  # scratchpad rows between DIM-wide blocks (0 = DIM)
-
-
-@dataclass
-class StoreConfig:
-    stride: int = 0
-    act: int = 0
-    scale: float = 1.0
-    pool_stride: int = 0
 
 
 @dataclass
@@ -96,75 +49,8 @@ class Preload:
     c_rows: int
 
 
-@dataclass
-class Counters:
-    commands: dict[str, int] = field(default_factory=dict)
-    macs: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-
-    def count(self, name: str, n: int = 1) -> None:
-        self.commands[name] = self.commands.get(name, 0) + n
-
-
-class GemminiBase:
-    """What the Python model (`Gemmini`) and the compiled one (`native.NativeGemmini`) share:
-    the commands' error translation, the LOOP_* commands (loops.py), statistics. A subclass
-    provides `_execute(funct, rs1, rs2)`, which runs the primitive commands and hands every
-    other funct to `_execute_other`, and `_fence()`."""
-
-    cfg: GemminiConfig | ArrayConfig
-    timing: TimingModel
-    counters: Counters
-    loop_ws_regs: dict[int, tuple[int, int]]
-    loop_conv_regs: dict[int, tuple[int, int]]
-    spad_used: np.ndarray
-    acc_used: np.ndarray
-
-    def execute(self, funct: int, rs1: int, rs2: int) -> None:
-        try:
-            self._execute(funct, rs1, rs2)
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
-    def fence(self) -> None:
-        try:
-            self._fence()
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
-    def _execute_other(self, funct: int, rs1: int, rs2: int) -> None:
-        if isa.LOOP_WS_CONFIG_BOUNDS <= funct <= isa.LOOP_WS_CONFIG_STRIDES_DC:
-            self._loop_config(self.loop_ws_regs, funct, rs1, rs2)
-        elif isa.LOOP_CONV_WS_CONFIG_1 <= funct <= isa.LOOP_CONV_WS_CONFIG_6:
-            self._loop_config(self.loop_conv_regs, funct, rs1, rs2)
-        elif funct == isa.LOOP_WS:
-            self.counters.count("loop_ws")
-            loops.loop_ws(self, rs1, rs2, self.timing.issue("load"))
-        elif funct == isa.LOOP_CONV_WS:
-            self.counters.count("loop_conv_ws")
-            loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
-        else:
-            raise GemminiError(f"unknown Gemmini command funct={funct}")
-
-    def _loop_config(self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int) -> None:
-        self.timing.issue("load")
-        regs[funct] = (rs1, rs2)
-
-    def in_flight(self) -> bool:
-        return self.timing.last_end > self.timing.cpu_now() + 1e-9
-
-    def utilization(self) -> dict[str, float]:
-        return {
-            "spad_rows_used": float(self.spad_used.sum()),
-            "spad_rows": float(self.cfg.spad_rows),
-            "acc_rows_used": float(self.acc_used.sum()),
-            "acc_rows": float(self.cfg.acc_rows),
-        }
-
-
 class Gemmini(GemminiBase):
-    def __init__(self, cfg: GemminiConfig | ArrayConfig, mem: Memory, timing: TimingModel | None = None,
+    def __init__(self, cfg: ArrayConfig, mem: Memory, timing: TimingModel | None = None,
                  delay_stores: bool = True) -> None:
         self.cfg = cfg
         # False: mvout results reach memory at once (the behaviour of a purely functional
@@ -523,3 +409,6 @@ class Gemmini(GemminiBase):
                 vals = activate(vals, self.sys_act).astype(np.float32)
             self.spad[idx, :cols] = vals
             self.spad_used[idx] = True
+
+    def rows_used(self) -> tuple[int, int]:
+        return int(self.spad_used.sum()), int(self.acc_used.sum())

@@ -10,6 +10,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .base import BadAddress
+
 
 class Memory(Protocol):
     def read(self, addr: int, nbytes: int) -> bytes: ...
@@ -33,10 +35,6 @@ def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) ->
         return flat[idx]
     return np.stack([np.frombuffer(mem.read(addr + r * stride, row_bytes), np.uint8)
                      for r in range(rows)])
-
-
-class BadAddress(Exception):
-    """A DMA access outside the simulated main memory."""
 
 
 class ByteMemory:

@@ -11,21 +11,17 @@ classes that wrap it (`NativeGemmini`, `NativeTiming`, `NativeMemory`).
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
 SOURCE = Path(__file__).with_name("_native.cc")
 FLAGS = ["-O2", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing"]
+LIBS = ["-ldl"]  # dlsym (in libc itself from glibc 2.34)
 COMPILERS = ("c++", "g++", "clang++-19", "clang++")
 MODULE = f"{__package__}._native"
 
@@ -35,6 +31,8 @@ class NativeUnavailable(RuntimeError):
 
 
 def compiler() -> str | None:
+    import shutil
+
     for name in (os.environ.get("CXX"), *COMPILERS):
         if name and shutil.which(name):
             return shutil.which(name)
@@ -71,6 +69,11 @@ def unavailable() -> str | None:
 @lru_cache(maxsize=1)
 def _build() -> Path | str:
     """The built library, or the reason there is none (remembered: a failed build is not retried)."""
+    import hashlib
+    import subprocess
+    import sysconfig
+    import tempfile
+
     cxx = compiler()
     if cxx is None:
         return f"no C++ compiler found (tried {', '.join(COMPILERS)})"
@@ -78,7 +81,7 @@ def _build() -> Path | str:
     if not (Path(include) / "Python.h").exists():
         return f"Python.h not found in {include} (install the Python development headers)"
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS, *LIBS]).encode()).hexdigest()
     out = cache_dir() / key[:16] / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     if out.exists():
         return out
@@ -88,7 +91,7 @@ def _build() -> Path | str:
         os.close(fd)
     except OSError as exc:
         return f"cannot write the build cache {out.parent}: {exc}"
-    run = subprocess.run([cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp], capture_output=True, text=True)
+    run = subprocess.run([cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp, *LIBS], capture_output=True, text=True)
     if run.returncode != 0:
         os.unlink(tmp)
         return f"compiling {SOURCE.name} failed:\n{run.stderr[-2000:]}"

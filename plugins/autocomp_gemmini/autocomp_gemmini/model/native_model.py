@@ -2,7 +2,8 @@
 
 `NativeGemmini` is `functional.Gemmini` for int8 configurations with its primitive commands
 in C++; `NativeTiming` is `timing.TimingModel`; `NativeMemory` is `memory.SpikeMemory`
-without a Python call per 8-byte word.
+without a Python call per 8-byte word. Nothing here imports numpy until something asks for
+an array (a LOOP_* command, a test): the scratchpad and accumulator are plain byte buffers.
 """
 from __future__ import annotations
 
@@ -10,11 +11,8 @@ import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from ._native import Core, GuestMemory, Timing, mmu_type_capsule
-from .functional import ArrayConfig, Counters, GemminiBase, GemminiError, LoadConfig, StoreConfig
-from .memory import BadAddress, read_rows
+from .base import ArrayConfig, BadAddress, Counters, GemminiBase, GemminiError, LoadConfig, StoreConfig
 from .timing import UNITS, TimingParams, TimingStats, summarize
 
 
@@ -39,8 +37,6 @@ class NativeGemmini(Core, GemminiBase):
     """`functional.Gemmini` for int8 configurations; the LOOP_* commands still run in loops.py."""
 
     is_float = False
-    elem_dtype = np.dtype(np.int8)
-    acc_dtype = np.dtype(np.int32)
 
     def __init__(self, cfg: ArrayConfig, mem, timing: NativeTiming, delay_stores: bool = True) -> None:
         if cfg.dtype != "int8":
@@ -48,12 +44,13 @@ class NativeGemmini(Core, GemminiBase):
         self.cfg = cfg
         self.loop_ws_regs: dict[int, tuple[int, int]] = {}
         self.loop_conv_regs: dict[int, tuple[int, int]] = {}
+        self._arrays: dict | None = None
         dim = cfg.pe_dim
-        super().__init__(spad=np.zeros((cfg.spad_rows, dim), np.int8), acc=np.zeros((cfg.acc_rows, dim), np.int32),
-                         spad_used=np.zeros(cfg.spad_rows, bool), acc_used=np.zeros(cfg.acc_rows, bool),
-                         timing=timing, mem=mem, read_rows=read_rows, counters=Counters(), pending_writes=[],
-                         gemmini_error=GemminiError, max_cols_spad=dim * cfg.max_block_len,
-                         max_cols_acc=dim * cfg.max_block_len_acc, delay_stores=delay_stores)
+        super().__init__(dim=dim, spad=bytearray(cfg.spad_rows * dim), acc=bytearray(4 * cfg.acc_rows * dim),
+                         spad_used=bytearray(cfg.spad_rows), acc_used=bytearray(cfg.acc_rows), timing=timing, mem=mem,
+                         read_rows=_read_rows, counters=Counters(), pending_writes=[], gemmini_error=GemminiError,
+                         max_cols_spad=dim * cfg.max_block_len, max_cols_acc=dim * cfg.max_block_len_acc,
+                         delay_stores=delay_stores)
 
     @property
     def ld(self) -> list[LoadConfig]:
@@ -62,6 +59,53 @@ class NativeGemmini(Core, GemminiBase):
     @property
     def st(self) -> StoreConfig:
         return StoreConfig(*self._st())
+
+    # numpy views of the buffers the C++ works on, made when first asked for
+    @property
+    def spad(self):
+        return self._array("spad")
+
+    @property
+    def acc(self):
+        return self._array("acc")
+
+    @property
+    def spad_used(self):
+        return self._array("spad_used")
+
+    @property
+    def acc_used(self):
+        return self._array("acc_used")
+
+    @property
+    def elem_dtype(self):
+        import numpy as np
+
+        return np.dtype(np.int8)
+
+    @property
+    def acc_dtype(self):
+        import numpy as np
+
+        return np.dtype(np.int32)
+
+    def _array(self, name: str):
+        if self._arrays is None:
+            import numpy as np
+
+            dim = self.dim
+            self._arrays = {"spad": np.frombuffer(self.spad_buffer, np.int8).reshape(-1, dim),
+                            "acc": np.frombuffer(self.acc_buffer, np.int32).reshape(-1, dim),
+                            "spad_used": np.frombuffer(self.spad_used_buffer, np.bool_),
+                            "acc_used": np.frombuffer(self.acc_used_buffer, np.bool_)}
+        return self._arrays[name]
+
+
+def _read_rows(mem, addr: int, rows: int, row_bytes: int, stride: int):
+    """memory.read_rows, for a memory other than NativeMemory (imported when first needed)."""
+    from .memory import read_rows
+
+    return read_rows(mem, addr, rows, row_bytes, stride)
 
 
 class NativeMemory(GuestMemory):
@@ -74,7 +118,9 @@ class NativeMemory(GuestMemory):
             raise RuntimeError("PySpike's MMU object does not hand over its C++ pointer")
         super().__init__(mmu, base, size, BadAddress)
 
-    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int):
+        import numpy as np
+
         return np.frombuffer(self._read_rows(addr, rows, row_bytes, stride), np.uint8).reshape(rows, row_bytes)
 
 
