@@ -784,6 +784,7 @@ struct CoreObject {
   bool has_preload;
   Preload pre;
   int64_t weights[MAX_DIM * MAX_DIM], os_state[MAX_DIM * MAX_DIM];
+  bool weights_small;  // the weights came from the scratchpad (or are zero): int8 values
 };
 
 PyTypeObject CoreType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -1119,12 +1120,25 @@ void transpose(int64_t* m, long long dim) {
     for (long long j = i + 1; j < dim; j++) std::swap(m[i * dim + j], m[j * dim + i]);
 }
 
-void matmul(const int64_t* a, const int64_t* b, int64_t* out, long long dim) {
+// out = a @ b. `small`: every element of both is in int8's range, so 32-bit sums are exact
+// (at most 32 * 2^14) and the compiler can vectorize them.
+void matmul(const int64_t* a, const int64_t* b, int64_t* out, long long dim, bool small) {
+  if (small) {
+    int32_t a32[MAX_DIM * MAX_DIM], b32[MAX_DIM * MAX_DIM], o32[MAX_DIM * MAX_DIM];
+    for (long long i = 0; i < dim * dim; i++) a32[i] = (int32_t)a[i], b32[i] = (int32_t)b[i], o32[i] = 0;
+    for (long long i = 0; i < dim; i++)
+      for (long long k = 0; k < dim; k++) {
+        int32_t aik = a32[i * dim + k];
+        for (long long j = 0; j < dim; j++) o32[i * dim + j] += aik * b32[k * dim + j];
+      }
+    for (long long i = 0; i < dim * dim; i++) out[i] = o32[i];
+    return;
+  }
+  std::fill(out, out + dim * dim, 0);
   for (long long i = 0; i < dim; i++)
-    for (long long j = 0; j < dim; j++) {
-      int64_t s = 0;
-      for (long long k = 0; k < dim; k++) s += a[i * dim + k] * b[k * dim + j];
-      out[i * dim + j] = s;
+    for (long long k = 0; k < dim; k++) {
+      int64_t aik = a[i * dim + k];
+      for (long long j = 0; j < dim; j++) out[i * dim + j] += aik * b[k * dim + j];
     }
 }
 
@@ -1219,8 +1233,9 @@ bool compute(CoreObject* self, uint64_t rs1, uint64_t rs2, bool preloaded, doubl
       else
         read_local(self, pre.bd, pre.bd_rows, pre.bd_cols, 1, self->weights);
       if (self->b_transpose) transpose(self->weights, dim);
+      self->weights_small = pre.bd.garbage || !pre.bd.is_acc;
     }
-    matmul(A, self->weights, result, dim);
+    matmul(A, self->weights, result, dim, self->weights_small);  // A is from the scratchpad (or zero)
     if (!bd.addr.garbage)
       for (long long i = 0; i < dim * dim; i++) result[i] += BD[i];
     macs = a.rows * dim * dim;
@@ -1233,7 +1248,7 @@ bool compute(CoreObject* self, uint64_t rs1, uint64_t rs2, bool preloaded, doubl
       else
         read_local(self, pre.bd, pre.bd_rows, pre.bd_cols, 1, self->os_state);
     }
-    matmul(A, BD, result, dim);
+    matmul(A, BD, result, dim, bd.addr.garbage || !bd.addr.is_acc);
     for (long long i = 0; i < dim * dim; i++) self->os_state[i] = wrap_int32(self->os_state[i] + result[i]);
     std::copy(self->os_state, self->os_state + dim * dim, result);
     macs = dim * dim * dim;
@@ -1468,6 +1483,7 @@ int Core_init(CoreObject* self, PyObject* args, PyObject* kwds) {
   self->st = StoreConfig();
   self->has_preload = false;
   std::fill(self->weights, self->weights + MAX_DIM * MAX_DIM, 0);
+  self->weights_small = true;
   std::fill(self->os_state, self->os_state + MAX_DIM * MAX_DIM, 0);
   return 0;
 }

@@ -14,9 +14,10 @@ import collections
 import math
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
+from pathlib import Path
 
 UNITS = ("load", "ex", "store")
+DEFAULT_TOML = Path(__file__).resolve().parent.parent / "timing.toml"
 
 
 @dataclass
@@ -41,7 +42,7 @@ class TimingParams:
     @classmethod
     def from_toml(cls, text: str | None = None) -> TimingParams:
         if text is None:
-            text = resources.files("autocomp_gemmini").joinpath("timing.toml").read_text()
+            text = DEFAULT_TOML.read_text()
         data = tomllib.loads(text)
         return cls(
             cpi=data["cpu"]["cpi"], rocc_issue=data["cpu"]["rocc_issue"],
