@@ -45,7 +45,8 @@ def model_at(rev: str) -> Iterator[None]:
     # inside the checkout, not /tmp: the sandbox gives Spike a /tmp of its own
     with tempfile.TemporaryDirectory(prefix=".gemmini-before-", dir=ROOT) as tmp:
         os.chmod(tmp, 0o755)  # readable by the sandbox's unprivileged user
-        tarfile.open(fileobj=io.BytesIO(archive)).extractall(tmp, filter="data")
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
         old_root = Path(tmp) / Path(PACKAGE).parent
         saved = toolchain.extension_path, toolchain.spike_env
 

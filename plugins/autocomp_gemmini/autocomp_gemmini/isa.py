@@ -67,7 +67,7 @@ def bits(value: int, lo: int, width: int) -> int:
 class LocalAddr:
     """A scratchpad or accumulator address (32 bits) with its flag bits decoded once."""
 
-    __slots__ = ("raw", "garbage", "is_acc", "accumulate", "full", "row")
+    __slots__ = ("accumulate", "full", "garbage", "is_acc", "raw", "row")
 
     def __init__(self, raw: int) -> None:
         self.raw = raw

@@ -99,7 +99,8 @@ class Session:
         sizes = self.spec.get("array")
         if sizes is not None:
             return ArrayConfig(**sizes)
-        from autocomp_gemmini.config import GemminiConfig  # only without a spec: pydantic is slow to import
+        # only without a spec (external mode): pydantic is slow to import
+        from autocomp_gemmini.config import GemminiConfig
 
         return ArrayConfig.of(GemminiConfig(**self.spec["hardware"]))
 

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from autocomp_gemmini import isa
 from autocomp_gemmini.config import GemminiConfig
-from autocomp_gemmini.model import ByteMemory, Gemmini, GemminiError, TimingModel, TimingParams, native
+from autocomp_gemmini.model import (
+    ByteMemory,
+    Gemmini,
+    GemminiError,
+    TimingModel,
+    TimingParams,
+    native,
+)
 from autocomp_gemmini.model.numerics import rounding_shift
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -9,7 +9,7 @@ import importlib
 
 EXPORTS = {"ArrayConfig": "base", "GemminiError": "base", "Gemmini": "functional", "ByteMemory": "memory",
            "Memory": "memory", "TimingModel": "timing", "TimingParams": "timing"}
-__all__ = sorted(EXPORTS)
+__all__ = ["ArrayConfig", "ByteMemory", "Gemmini", "GemminiError", "Memory", "TimingModel", "TimingParams"]
 
 
 def __getattr__(name: str):

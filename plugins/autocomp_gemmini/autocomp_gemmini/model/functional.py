@@ -22,7 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import isa
-from .base import ArrayConfig, Counters, GemminiBase, GemminiError, LoadConfig, StoreConfig, f32_from_bits
+from .base import (
+    ArrayConfig,
+    Counters,
+    GemminiBase,
+    GemminiError,
+    LoadConfig,
+    StoreConfig,
+    f32_from_bits,
+)
 from .memory import Memory, read_rows
 from .numerics import (
     INT32_MAX,

@@ -80,7 +80,7 @@ def _build() -> Path | str:
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").exists():
         return f"Python.h not found in {include} (install the Python development headers)"
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout
     key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS, *LIBS]).encode()).hexdigest()
     out = cache_dir() / key[:16] / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     if out.exists():
@@ -91,7 +91,8 @@ def _build() -> Path | str:
         os.close(fd)
     except OSError as exc:
         return f"cannot write the build cache {out.parent}: {exc}"
-    run = subprocess.run([cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp, *LIBS], capture_output=True, text=True)
+    run = subprocess.run([cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp, *LIBS], capture_output=True, text=True,
+                         check=False)
     if run.returncode != 0:
         os.unlink(tmp)
         return f"compiling {SOURCE.name} failed:\n{run.stderr[-2000:]}"

@@ -12,7 +12,15 @@ import sys
 from pathlib import Path
 
 from ._native import Core, GuestMemory, Timing, mmu_type_capsule
-from .base import ArrayConfig, BadAddress, Counters, GemminiBase, GemminiError, LoadConfig, StoreConfig
+from .base import (
+    ArrayConfig,
+    BadAddress,
+    Counters,
+    GemminiBase,
+    GemminiError,
+    LoadConfig,
+    StoreConfig,
+)
 from .timing import UNITS, TimingParams, TimingStats, summarize
 
 

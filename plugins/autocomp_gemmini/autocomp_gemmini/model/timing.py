@@ -90,8 +90,7 @@ class TimingModel:
         return self.instret * self.p.cpi + self.stall
 
     def set_instret(self, instret: int) -> None:
-        if instret > self.instret:
-            self.instret = instret
+        self.instret = max(self.instret, instret)
 
     def issue(self, unit: str) -> float:
         """The CPU issues one command to `unit`: returns the issue time (after any stall)."""
@@ -122,22 +121,18 @@ class TimingModel:
         """Schedule one command. `reads`/`writes` are (space, first_row, nrows) triples.
         Returns when its results land."""
         free = self.unit_free[unit]
-        ready = issued if issued >= free else free
+        ready = max(issued, free)
         dep = ready
         written, read_done = self.written, self.read_done
         for space, row, n in reads:
             if n > 0:
                 w = max(written[space][row:row + n])
-                if w > dep:
-                    dep = w
+                dep = max(dep, w)
         for space, row, n in writes:
             if n > 0:
                 w = max(written[space][row:row + n])
                 r = max(read_done[space][row:row + n])
-                if w > dep:
-                    dep = w
-                if r > dep:
-                    dep = r
+                dep = max(dep, w, r)
         start = dep
         end = start + occupancy
         done = end + latency
@@ -146,13 +141,12 @@ class TimingModel:
         for space, row, n in reads:
             if n > 0:
                 times = read_done[space]
-                times[row:row + n] = [x if x > end else end for x in times[row:row + n]]
+                times[row:row + n] = [max(end, x) for x in times[row:row + n]]
         for space, row, n in writes:
             if n > 0:
                 times = written[space]
                 times[row:row + n] = [done] * min(n, len(times) - row)
-        if done > self.last_end:
-            self.last_end = done
+        self.last_end = max(self.last_end, done)
         s = self.stats
         s.busy[unit] += occupancy
         s.dep_wait[unit] += start - ready
