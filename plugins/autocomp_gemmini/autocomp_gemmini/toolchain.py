@@ -70,9 +70,9 @@ def doctor() -> list[DoctorCheck]:
                               fix="" if ok else "pip install numpy"))
     from .model import native
 
-    problem = native.unavailable()
+    problem = native.missing()
     checks.append(DoctorCheck(name="compiled model", ok=problem is None,
-                              detail=str(native.built()) if problem is None else
+                              detail=f"built with {native.compiler()} on first use" if problem is None else
                               f"{problem} (the Python model runs instead: same results, several times slower)",
                               fix="" if problem is None else COMPILER_FIX))
     return checks

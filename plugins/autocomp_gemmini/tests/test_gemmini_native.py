@@ -223,3 +223,43 @@ def test_compiled_model_is_int8_only():
     timing = compiled.NativeTiming(TimingParams(), cfg.spad_rows, cfg.acc_rows)
     with pytest.raises(ValueError, match="int8 only"):
         compiled.NativeGemmini(cfg, ByteMemory(1024, BASE), timing)
+
+
+@pytest.fixture
+def fresh_build(monkeypatch, tmp_path):
+    """native's build, forgotten before and after the test, caching under tmp_path."""
+    monkeypatch.setenv("AUTOCOMP_GEMMINI_CACHE", str(tmp_path / "cache"))
+    native._build.cache_clear()
+    yield tmp_path
+    native._build.cache_clear()
+
+
+def test_without_a_compiler_the_python_model_is_used(fresh_build, monkeypatch, caplog):
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    assert "no C++ compiler" in native.missing()
+    assert native.built() is None
+    with pytest.raises(native.NativeUnavailable, match="no C\\+\\+ compiler"):
+        native.build()
+    assert "the Python model runs" in caplog.text
+
+
+def test_a_failed_compile_is_reported_once_and_not_retried(fresh_build, monkeypatch, caplog):
+    broken = fresh_build / "_native.cc"
+    broken.write_text("this is not C++\n")
+    monkeypatch.setattr(native, "SOURCE", broken)
+    assert native.built() is None
+    assert native.built() is None
+    assert caplog.text.count("compiling _native.cc failed") == 1
+    assert not list((fresh_build / "cache").rglob("*.so"))  # no half-written library left behind
+
+
+def test_the_build_is_cached_by_source(fresh_build, monkeypatch):
+    source = fresh_build / "_native.cc"
+    source.write_text("extern \"C\" int answer() { return 42; }\n")  # quick to compile
+    monkeypatch.setattr(native, "SOURCE", source)
+    first = native.build()
+    native._build.cache_clear()
+    assert native.build() == first  # found in the cache, not rebuilt
+    source.write_text(source.read_text() + "\n// changed\n")
+    native._build.cache_clear()
+    assert native.build() != first

@@ -4,7 +4,8 @@ The extension is compiled on first use with the machine's C++ compiler (the plug
 needs a compiler toolchain) and cached under a key made of its source, the compiler and the
 Python version, so an edit to the source or a new interpreter builds it afresh. `build()`
 returns the path of the shared library, or raises `NativeUnavailable` with the reason;
-callers then use the Python model, which gives the same results, more slowly.
+callers then use the Python model, which gives the same results, more slowly. `missing()`
+says, without building, whether this machine has what the build needs.
 
 `load(path)` imports a built library and returns `native_model`, the module with the
 classes that wrap it (`NativeGemmini`, `NativeTiming`, `NativeMemory`).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 from functools import lru_cache
@@ -46,6 +48,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autocomp-gemmini"
 
 
+def missing() -> str | None:
+    """What the build needs and this machine lacks (a quick check: nothing is built), or None."""
+    import sysconfig
+
+    if compiler() is None:
+        return f"no C++ compiler found (tried {', '.join(COMPILERS)})"
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").exists():
+        return f"Python.h not found in {include} (install the Python development headers)"
+    return None
+
+
 def build() -> Path:
     """The compiled model for this interpreter, built if needed (a few seconds, once)."""
     result = _build()
@@ -55,31 +69,33 @@ def build() -> Path:
 
 
 def built() -> Path | None:
-    """`build()`, or None where the compiled model is unavailable (`unavailable()` says why)."""
+    """`build()`, or None where the compiled model is unavailable (logged once, with the reason)."""
     result = _build()
     return None if isinstance(result, str) else result
-
-
-def unavailable() -> str | None:
-    """Why the compiled model cannot be built here, or None when it can."""
-    result = _build()
-    return result if isinstance(result, str) else None
 
 
 @lru_cache(maxsize=1)
 def _build() -> Path | str:
     """The built library, or the reason there is none (remembered: a failed build is not retried)."""
+    reason = _try_build()
+    if isinstance(reason, str):
+        logging.getLogger(__name__).warning("Gemmini: the compiled model is unavailable, the Python model runs "
+                                            "(same results, slower): %s", reason)
+    return reason
+
+
+def _try_build() -> Path | str:
     import hashlib
     import subprocess
     import sysconfig
     import tempfile
 
+    problem = missing()
+    if problem is not None:
+        return problem
     cxx = compiler()
-    if cxx is None:
-        return f"no C++ compiler found (tried {', '.join(COMPILERS)})"
+    assert cxx is not None
     include = sysconfig.get_paths()["include"]
-    if not (Path(include) / "Python.h").exists():
-        return f"Python.h not found in {include} (install the Python development headers)"
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout
     key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS, *LIBS]).encode()).hexdigest()
     out = cache_dir() / key[:16] / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
