@@ -46,8 +46,9 @@ RATE_MIN_COMMANDS = 10_000
 def model_at(rev: str) -> Iterator[None]:
     """Spike runs the spike_ext.py and model of git revision `rev` while this is open."""
     archive = subprocess.run(["git", "archive", rev, PACKAGE], cwd=ROOT, capture_output=True, check=True).stdout
-    # inside the checkout, not /tmp: the sandbox gives Spike a /tmp of its own
-    with tempfile.TemporaryDirectory(prefix=".gemmini-before-", dir=ROOT) as tmp:
+    # in the checkout's build/ (ignored by git), not /tmp: the sandbox gives Spike a /tmp of its own
+    (ROOT / "build").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gemmini-before-", dir=ROOT / "build") as tmp:
         os.chmod(tmp, 0o755)  # readable by the sandbox's unprivileged user
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
