@@ -19,8 +19,7 @@ from autocomp_gemmini.model import (
     TimingParams,
     native,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 BASE = 0x80000000
 MEM = 1 << 20
