@@ -86,9 +86,7 @@ step_python() {  # the core and every plugin, editable, in one resolution
   "${PIP[@]}" download -q -d "$WHEELHOUSE" "${projects[@]}" "${pins[@]}"
   local editable=()
   for project in "${projects[@]}"; do editable+=(-e "$project"); done
-  # --no-compile: Python compiles each module when first imported instead of all of
-  # torch, triton and the RISC-V toolchain here (minutes of CPU on 2 cores)
-  "${PIP[@]}" install -q --no-compile --no-index --find-links "$WHEELHOUSE" "${editable[@]}" "${pins[@]}"
+  "${PIP[@]}" install -q --no-index --find-links "$WHEELHOUSE" "${editable[@]}" "${pins[@]}"
   echo "$want" >"$stamp"
 }
 
