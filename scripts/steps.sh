@@ -70,6 +70,7 @@ wait_started() {
 stop_started() {
   local name
   for name in "${!STARTED[@]}"; do
+    [ -f "$SETUP_LOGS/$name.log.end" ] && continue  # it had finished
     kill -TERM -- "-${STARTED[$name]}" 2>/dev/null || true
     say "stopped: $name"
   done

@@ -125,7 +125,7 @@ def test_backends_problems_and_a_baseline_of_each(user_env):
     backends = json.loads(user_env("backends", "--json").stdout)["backends"]
     assert {b["name"] for b in backends} == _entry_point_names()
     for backend in backends:
-        assert backend["healthy"], backend
+        assert backend["healthy"], (backend["name"], backend["missing"])
         problems = json.loads(user_env("problems", backend["name"], "--json").stdout)
         first = problems[0]
         # the baseline ships inside the installed package
