@@ -10,7 +10,7 @@ For each configuration the embedded server is started as the engine starts it, t
   generate   after that prefix, up to 200 tokens: generated tokens per second
   demo       `autocomp-core optimize examples/demo.toml` with that configuration (wall s)
 
-    python benchmarks/llm_local.py [--prompt-tokens 3000] [--no-demo] [--json]
+    python benchmarks/llm_local.py [--prompt-tokens 3000] [--no-demo] [--only current] [--json]
 """
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ async def measure_server(extra: list[str], tokens: int) -> dict:
     server = EmbeddedLlamaServer(local_model_file(SHIPPED_LOCAL_MODEL, LLMSettings()),
                                  SHIPPED_LOCAL_MODEL, extra_args=extra)
     await server.start()
-    client = openai.AsyncOpenAI(api_key="none", base_url=server.base_url, max_retries=0)
+    # a generous limit: the previous configuration on a busy machine needs minutes per call
+    client = openai.AsyncOpenAI(api_key="none", base_url=server.base_url, max_retries=0,
+                                timeout=3600)
     pid = server._process.pid
 
     async def call(user: str, max_tokens: int) -> tuple[float, float, object]:
@@ -107,10 +109,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompt-tokens", type=int, default=3000)
     parser.add_argument("--no-demo", action="store_true", help="skip the demo runs")
+    parser.add_argument("--only", choices=list(CONFIGURATIONS), help="one configuration")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = {}
     for name, (extra, env) in CONFIGURATIONS.items():
+        if args.only and name != args.only:
+            continue
         saved = dict(os.environ)
         os.environ.update(env)  # inherited by the server and the demo's subprocess
         try:
@@ -120,7 +125,7 @@ def main() -> None:
         finally:
             os.environ.clear()
             os.environ.update(saved)
-    if args.json:
+    if args.json or args.only:
         print(json.dumps({"cores": os.cpu_count(), "current_options": list(TUNING),
                           "previous_overrides": PREVIOUS, "previous_env": PREVIOUS_ENV, **results}, indent=2))
         return
