@@ -35,7 +35,7 @@ KNOWLEDGE = ROOT / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowle
 
 # The server before this benchmark's issue, as overrides of the current one: its options,
 # and libgomp's default wait policy (an empty value is ignored by libgomp).
-PREVIOUS = ["--logits_all", "true", "--flash_attn", "false"]
+PREVIOUS = ["--logits_all", "true"]
 PREVIOUS_ENV = {"OMP_WAIT_POLICY": ""}
 CONFIGURATIONS = {"previous": (PREVIOUS, PREVIOUS_ENV), "current": ([], {})}
 
