@@ -221,7 +221,7 @@ def backends(as_json: bool) -> None:
             backend = cls()
             checks = backend.doctor()
             row = {"name": name, "version": backend.version, "description": cls.description,
-                   "healthy": all(c.ok for c in checks),
+                   "healthy": all(c.ok for c in checks if c.required),
                    "missing": [c.name for c in checks if not c.ok],
                    "problems": len(backend.problems())}
         except Exception as exc:  # a broken backend is reported, not fatal
@@ -370,10 +370,10 @@ def doctor(backend: str | None) -> None:
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:
-            mark = "ok " if c.ok else "MISSING"
+            mark = "ok " if c.ok else "MISSING" if c.required else "absent (optional)"
             fix = f"  -> {c.fix}" if (not c.ok and c.fix) else ""
             click.echo(f"  [{mark}] {c.name} {c.detail}{fix}")
-            missing += not c.ok
+            missing += not c.ok and c.required
         if not checks:
             click.echo("  (no checks)")
     for f in reg.failures:
