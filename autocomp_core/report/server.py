@@ -56,7 +56,7 @@ class Unreadable(Exception):
 
 def journal_signature(run_dir: Path) -> tuple:
     """Changes whenever the run commits anything (the log grows or is rewritten)."""
-    sig = []
+    sig: list[tuple[int, int] | None] = []
     for name in (DB_NAME, DB_NAME + "-wal"):
         try:
             st = (run_dir / name).stat()
