@@ -170,15 +170,16 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
         return
     if output:
         fail("--output: only with --html")
+    from .accounting import Ledger
     from .exports import write_exports
-    from .runner import _ledger_from_store, load_backend, load_run_config
+    from .runner import load_backend, load_run_config
     from .store import RunStore
 
     config = load_run_config(Path(run_dir))
     backend, problem, _ = load_backend(config)
     store = RunStore(run_dir)
     try:
-        ledger = _ledger_from_store(store)
+        ledger = Ledger.from_store(store)
         write_exports(Path(run_dir), store, backend, problem, ledger,
                       stop_reason=store.get_meta("stop_reason", "unknown"),
                       drop_root=config.translation.iterations > 0 and

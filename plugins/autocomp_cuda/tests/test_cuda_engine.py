@@ -10,7 +10,7 @@ import sys
 import pytest
 from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing import LLMTestServer, Proposals
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness
@@ -26,14 +26,7 @@ PROPOSALS = {
 }
 
 
-def respond(request) -> str:
-    prompt = request.prompt
-    if prompt.rstrip().endswith("Plan:"):  # planning: one idea per plan slot, chosen by the seed
-        names = list(PROPOSALS)
-        return names[(request.params.get("seed") or 0) % len(names)]
-    plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
-    code = next((code for name, code in PROPOSALS.items() if name in plan), PROPOSALS["rewrite with a typo"])
-    return f"```python\n{code}```\n"
+respond = Proposals(PROPOSALS, fallback="rewrite with a typo")
 
 
 def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest(tmp_path, cuda_cache):
