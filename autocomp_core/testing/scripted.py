@@ -10,7 +10,9 @@ named programs (an honest faster one, a hack, a broken one) so a real run evalua
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
+from ..store import RunStore
 from .llm_server import ScriptedRequest
 
 
@@ -48,3 +50,21 @@ class Proposals:
         plan = plan_of(request.prompt)
         name = next((n for n in names if n in plan), self.fallback)
         return fenced(self.programs[name], self.language)
+
+    def verdicts(self, run_dir: Path) -> dict[str, tuple[bool, str]]:
+        """How the run judged each program it evaluated: name -> (correct, the first line
+        of the feedback). The starting program is left out."""
+        store = RunStore(run_dir)
+        try:
+            found = {}
+            for cand in store.candidates():
+                if cand.origin == "root" or not cand.eval_key:
+                    continue
+                name = next(n for n, code in self.programs.items()
+                            if code.strip() == (cand.code or "").strip())
+                result = store.evaluation(cand.eval_key)
+                if result is not None:
+                    found[name] = (result["correct"], result["feedback"].splitlines()[0])
+            return found
+        finally:
+            store.close()

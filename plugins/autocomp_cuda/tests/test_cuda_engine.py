@@ -46,16 +46,9 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
         server.stop_thread()
     assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(run_dir)
-    verdicts = {}
-    for cand in store.candidates():
-        if cand.origin == "root":
-            root = cand.code
-            continue
-        name = next(n for n, code in PROPOSALS.items() if code.strip() == cand.code.strip())
-        result = store.evaluation(cand.eval_key)
-        verdicts[name] = (result["correct"], result["feedback"].splitlines()[0])
+    root = next(cand.code for cand in store.candidates() if cand.origin == "root")
     store.close()
-    assert verdicts == {
+    assert respond.verdicts(run_dir) == {
         "fuse everything into one C++ loop": (True, "status: ok"),
         "skip the work and return zeros": (False, "status: mismatch"),
         "rewrite with a typo": (False, "status: compile_error"),

@@ -83,15 +83,8 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
     store = RunStore(run_dir)
     for key, result in before_kill.items():  # evaluations done before the kill are not redone
         assert store.evaluation(key) == result
-    verdicts = {}
-    for cand in store.candidates():
-        if cand.origin == "root":
-            continue
-        name = next(n for n, code in PROPOSALS.items() if code.strip() == cand.code.strip())
-        result = store.evaluation(cand.eval_key)
-        verdicts[name] = (result["correct"], result["feedback"].splitlines()[0])
     store.close()
-    assert verdicts == {
+    assert respond.verdicts(run_dir) == {
         "keep a block of lhsT resident and reuse each rhs tile": (True, "status: ok"),
         "skip the work and write zeros": (False, "status: wrong_answer"),
         "rewrite with a typo": (False, "status: compile_error"),
