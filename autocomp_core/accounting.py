@@ -51,7 +51,7 @@ class Ledger:
     prior_wall_s: float = 0.0  # wall time of earlier sessions of a resumed run
 
     @classmethod
-    def from_journal(cls, store: RunStore) -> Ledger:
+    def from_store(cls, store: RunStore) -> Ledger:
         """What earlier sessions of a run spent, read from its journal (usage only, never
         the prompts or the answers' texts), so totals and budgets span the whole run."""
         ledger = cls(prior_wall_s=store.get_meta("wall_s", 0.0))

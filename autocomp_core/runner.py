@@ -212,7 +212,7 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
         store.set_meta("prices", prep.client.price_table())
     store.set_meta("isolation", isolation_level())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
-    ledger = Ledger.from_journal(store)
+    ledger = Ledger.from_store(store)
     budget = Budget(cfg.budget, ledger)
     progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
                                      quiet=not progress_stream, budget=cfg.budget,

@@ -34,7 +34,7 @@ class BuildJournal:
     def __init__(self, build_dir: Path, client: Completer | None, budget: BudgetConfig,
                  model: str, max_tokens: int | None = None, quiet: bool = False) -> None:
         self.store = RunStore(build_dir)
-        self.ledger = Ledger.from_journal(self.store)
+        self.ledger = Ledger.from_store(self.store)
         self.budget = Budget(budget, self.ledger)
         self.llm = JournaledLLM(client, self.store, self.ledger, self.budget)
         self.model = model

@@ -214,5 +214,5 @@ async def test_mixed_menu_and_resume(server, tmp_path):
 
 
 async def test_generated_menu_size_needs_a_generated_menu(server, tmp_path):
-    with pytest.raises(ConfigError, match=r"search\.generated_menu_size"):
+    with pytest.raises(ConfigError, match=re.escape("search.generated_menu_size")):
         await optimize_async(config(server, tmp_path, generated_menu_size=5))
