@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from engine_helpers import toy_config
 from toy_plugin import ToyBackend
 
 from autocomp_core import (
@@ -30,7 +31,6 @@ from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
 from autocomp_core.runner import evaluation_slots
 from autocomp_core.testing import check_backend
-from conftest import toy_config
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 ROOT = Path(__file__).parents[2]
