@@ -77,6 +77,9 @@ class Session:
             return 0
         if funct == isa.MODEL_ROI_BEGIN:
             self.check_pc(proc, "begin")
+            if self.roi_begin is not None:  # solution() called the harness to restart the count
+                raise GemminiError("the measured region was begun a second time: solution() may not call "
+                                   "the harness")
             self.g.fence()
             self.timing.stats = TimingStats()  # statistics cover the measured region only
             self.g.counters = Counters()
@@ -96,6 +99,8 @@ class Session:
     def finish(self, descriptor: int) -> int:
         if self.roi_begin is None:
             raise GemminiError("end of the measured region without a beginning")
+        if self.done:
+            raise GemminiError("the measured region was ended a second time: solution() may not call the harness")
         if self.g.in_flight():
             pending = self.timing.last_end - self.timing.cpu_now()
             raise GemminiError(f"solution() returned with accelerator work still in flight "
