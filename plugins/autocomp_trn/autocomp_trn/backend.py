@@ -23,6 +23,7 @@ from autocomp_core.backend import (
     Problem,
     Resources,
 )
+from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 from . import neuron
 from .config import TrnHardware, TrnOptions
@@ -34,7 +35,7 @@ from .problems.spec import ProblemSpec
 KNOWLEDGE_DIR = Path(__file__).parent / "knowledge"
 FAILURE = {"compile_error": FailureKind.COMPILE_ERROR, "wrong_answer": FailureKind.WRONG_ANSWER,
            "rejected": FailureKind.REJECTED, "timeout": FailureKind.TIMEOUT, "crash": FailureKind.CRASH,
-           "infra_error": FailureKind.INFRA_ERROR}
+           "infra_error": FailureKind.INFRA_ERROR, IMPOSSIBLE_RESULT: FailureKind.REJECTED}
 
 
 class TrnBackend(Backend):

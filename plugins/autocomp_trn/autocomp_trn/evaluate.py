@@ -7,7 +7,6 @@ Both get hard wall-clock and memory limits from ``autocomp_core.sandbox``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -21,10 +20,12 @@ from autocomp_core.sandbox import (
     private_workdir,
     run_sandboxed,
 )
+from autocomp_core.validity import evaluation_seeds
 
 from . import screen
 from .emulator.hardware import GENERATIONS
 from .emulator.tracer import MAX_EVENTS
+from .judge import refuse_below_bound
 from .problems.spec import ProblemSpec
 
 
@@ -56,8 +57,7 @@ class Settings:
 
 def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
     """Deterministic per (run seed, problem, program), unknown to the kernel (it never sees them)."""
-    digest = hashlib.sha256(f"{base_seed}\0{problem_id}\0{code}".encode()).digest()
-    return [int.from_bytes(digest[4 * i:4 * i + 4], "little") for i in range(count)]
+    return evaluation_seeds(base_seed, problem_id, code, count)
 
 
 def import_path() -> str:
@@ -169,6 +169,7 @@ class EmulatorEvaluator:
             return v
         for key, secs in (out.get("timings") or {}).items():
             phases["replay." + key] = float(secs)
+        out = refuse_below_bound(out)
         return Verdict(out["status"], out.get("message", ""), out.get("latency_us"), out.get("summary", ""),
                        int(out.get("line") or 0), out.get("code", ""), out, phases)
 
