@@ -98,6 +98,7 @@ def test_backends_problems_eval_json(tmp_path):
     data = json.loads(good.stdout)
     assert {"correct", "metric", "unit", "failure", "feedback"} <= set(data)
     assert data["correct"] and data["unit"] == "lines"
+    assert data["seed"] == 0 and data["verification"]["seeds"] == [0]  # what the verdict rests on
     wrong = tmp_path / "wrong.py"
     wrong.write_text("def solution(xs):\n    return 0\n")
     bad = cli("eval", "toy", "sum_squares", str(wrong), "--json")
