@@ -87,12 +87,21 @@ static uint64_t h_htif_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
   return m[0];
 }
 
-static size_t h_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
-static void h_puts(const char *s) { h_htif_syscall(64, 1, (uint64_t)(uintptr_t)s, h_strlen(s)); }
+/* Output is gathered in a buffer and written with one HTIF call: each call makes the program
+ * spin until the host answers, thousands of logged instructions. */
+static char h_text[4096];
+static size_t h_text_len;
+static void h_puts(const char *s) {
+  while (*s && h_text_len < sizeof h_text) h_text[h_text_len++] = *s++;
+}
 static void h_putu(uint64_t v) {
   char buf[24]; int i = 23; buf[i] = 0;
   do { buf[--i] = (char)('0' + v % 10); v /= 10; } while (v);
   h_puts(buf + i);
+}
+static void h_flush(void) {
+  if (h_text_len) h_htif_syscall(64, 1, (uint64_t)(uintptr_t)h_text, h_text_len);
+  h_text_len = 0;
 }
 
 /* -nostdlib: the compiler may still emit calls to these. */
@@ -149,6 +158,7 @@ static void h_print_layout(uint64_t top) {
     h_puts(" "); h_putu(h_outs[i].bytes); h_puts("\n");
   }
   h_puts("STACK "); h_puthex((uintptr_t)_stack_bottom); h_puts(" "); h_puthex(top); h_puts("\n");
+  h_flush();
 }
 
 /* crt.S: minstret around one call of fn, with a 16-byte frame of its own. */

@@ -29,6 +29,7 @@ int main(void) {
   h_puts("INSTRET ");
   h_putu(instret);
   h_puts("\n");
+  h_flush();
   return 0;
 }
 #else
