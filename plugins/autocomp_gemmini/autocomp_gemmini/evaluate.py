@@ -276,7 +276,8 @@ def gold_shape(spec: Spec) -> tuple[int, ...]:
 
 CHECKS = {
     "model": [CHECKS_SOURCE,
-              "model: the measured region is begun and ended once each, by the harness's own functions",
+              "model: the measured region is begun once, by the harness's own functions, and the "
+              "simulation ends with it",
               "model: the outputs the simulator dumps when solution() returns equal the numpy gold result "
               "(int8 bit for bit, fp32 within 1e-4 relative; NaN never matches)",
               "model: the 4096 guard bytes before and after the outputs are untouched"],

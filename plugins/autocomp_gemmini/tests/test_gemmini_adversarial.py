@@ -97,6 +97,14 @@ def test_calling_the_harness_by_address_is_refused():
     assert result.failure is FailureKind.REJECTED and "begun a second time" in result.feedback
 
 
+def test_code_planted_to_run_after_the_measured_region_never_runs():
+    """It rewrote the model's results file through the HTIF mailbox after the region ended and
+    was accepted at 1100 cycles (its real cost: the vendor's 2250 and a stack scan)."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_rewrites_results.c").read_text())
+    vendor = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"))
+    assert result.correct and result.metric >= vendor.metric, (result.metric, vendor.metric)
+
+
 def _memorized(seed: int) -> str:
     answer = catalog.gemm_gold(catalog.specs()["gemm-64x64x64"].params, seed).ravel()
     table = ", ".join(str(int(v)) for v in answer)
