@@ -3,7 +3,6 @@ selection, and every evaluation draws its own input seeds."""
 from __future__ import annotations
 
 import pytest
-from conftest import toy_config
 from scripted_llm import VARIANTS
 from toy_plugin import ToyBackend
 
@@ -18,6 +17,7 @@ from autocomp_core.validity import (
     evaluation_seeds,
     refuse_impossible,
 )
+from conftest import toy_config
 
 
 def test_below_lower_bound_has_a_small_tolerance():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from autocomp_trn.judge import refuse_below_bound
-from autocomp_trn.kernels import optimized_source
-
 from autocomp_core.backend import EvalContext, FailureKind
 from autocomp_core.journal import evaluate_guarded
 from autocomp_core.validity import IMPOSSIBLE_RESULT, LOWER_BOUND_TOLERANCE
+
+from autocomp_trn.backend import TrnBackend
+from autocomp_trn.judge import refuse_below_bound
+from autocomp_trn.kernels import optimized_source
 
 
 def test_the_plugin_applies_the_engines_tolerance():
@@ -20,8 +21,6 @@ def test_the_plugin_applies_the_engines_tolerance():
 
 
 def test_the_engine_refuses_a_trn_result_below_the_bound(monkeypatch):
-    from autocomp_trn.backend import TrnBackend  # here: the backend module needs the plugin contract's names
-
     backend = TrnBackend({"mode": "emulator"}, {"seeds": 2})
     problem = backend.load_problem("tutorial/gemm")
     monkeypatch.setattr(TrnBackend, "metric_lower_bound", lambda self, p: 1e9)
