@@ -5,8 +5,8 @@ alternate problem by problem and round by round, so a busy machine slows both al
 problem and program it prints the median wall time of an evaluation before and after, and
 their ratio (goal for the validity checks: at most 1.5).
 
-    git archive main | tar -x -C /tmp/before      # the checkout to compare against
-    python benchmarks/eval_overhead.py --before /tmp/before --backend rvv [--rounds 2] [--only gemm]
+    mkdir -p build/before && git archive main | tar -x -C build/before   # the checkout to compare against
+    python benchmarks/eval_overhead.py --before build/before --backend rvv [--rounds 2] [--only gemm]
 """
 from __future__ import annotations
 
