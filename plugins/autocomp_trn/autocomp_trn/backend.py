@@ -30,7 +30,7 @@ from pydantic import Field
 
 from . import neuron
 from .emulator.hardware import GENERATIONS, Generation
-from .evaluate import EmulatorEvaluator, Settings, Verdict
+from .evaluate import EmulatorEvaluator, Settings, Verdict, verification
 from .problems.catalog import all_specs, spec_by_id
 from .problems.spec import ProblemSpec
 
@@ -152,7 +152,10 @@ class TrnBackend(Backend):
             unit = "modelled us"
         if verdict.status == "infra_error":  # the evaluator's own failure: the engine records it
             raise RuntimeError(f"the trn evaluator failed on {problem.id}: {verdict.message}")
-        return to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
+        result = to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
+        if self.mode != "neuron":
+            result.verification = verification(spec, code, ctx.seed, self.emulator.settings.seeds)
+        return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         return spec_by_id(problem.id).lower_bound_us(self.generation)

@@ -55,6 +55,24 @@ def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[in
     return evaluation_seeds(base_seed, problem_id, code, count)
 
 
+#: What an emulator-mode verdict rests on, for ``EvalResult.verification``.
+CHECKS = ["screen: the kernel's source (imports, names, constructs)",
+          "trace: the kernel called twice in a sandbox on opaque handles, identical traces required",
+          "replay: every hardware rule re-checked by the plugin's own code on the trace",
+          "outputs: computed from the trace on each seed's inputs, compared shape first with a float64 "
+          "reference; any NaN or Inf, or a constant output where the reference varies, fails",
+          "cost: the trace whose outputs were checked is the trace that is costed",
+          "bound: a latency more than 1% below the speed-of-light bound is impossible_result"]
+
+
+def verification(spec: ProblemSpec, code: str, seed: int, count: int) -> dict:
+    """The seeds, shapes and checks of one emulator-mode evaluation: the checked trace is the timed
+    one, so both run at the same shape."""
+    return {"seeds": {"checks": seeds_for(seed, spec.id, code, count)},
+            "shapes": {"checks": spec.describe_shapes(), "timed": spec.describe_shapes()},
+            "checks": list(CHECKS)}
+
+
 def import_path() -> str:
     """Where this process imports autocomp_core and autocomp_trn from, for the child interpreters."""
     import autocomp_core
