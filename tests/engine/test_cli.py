@@ -31,7 +31,7 @@ def config(tmp_path, thread_server):
     (["--problem", "nosuch"], "unknown problem 'nosuch'"),
     (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
     (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
-    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s)"),
+    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
     (["--set", "backend_options.delay_s='soon'"], "backend_options.delay_s: Input should be a "
                                                  "valid number"),
     (["--model", "nosuchprovider::m"], "models:"),
