@@ -341,11 +341,14 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
     result = anyio.run(run)
     data = result.to_dict()
     data["lower_bound"] = b.metric_lower_bound(prob)
+    data["seed"] = seed  # with the same program, `--seed` replays the same inputs
     if as_json:
         emit_json(data)
     else:
         state = "correct" if result.correct else f"FAILED ({data['failure']})"
         click.echo(f"{state}: {result.metric} {result.unit}")
+        for key, value in result.verification.items():
+            click.echo(f"  {key}: {value}")
         if result.feedback:
             click.echo(result.feedback)
     sys.exit(0 if result.correct else 1)

@@ -21,6 +21,7 @@ from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from .errors import RunError
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 from .store import RunStore
+from .validity import refuse_impossible
 
 log = structlog.get_logger("autocomp")
 
@@ -151,12 +152,14 @@ def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
 async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
                            ctx: EvalContext) -> EvalResult:
     """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
-    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, and
-    a backend that overruns its own limits by far is stopped."""
+    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, a
+    backend that overruns its own limits by far is stopped, and a result below the
+    backend's lower bound is refused (``validity.refuse_impossible``)."""
     limit = ctx.timeout_s * 3 + 60  # the backend enforces its limits; this is the last line
     try:
         with anyio.fail_after(limit):
-            return await backend.evaluate(problem, code, ctx)
+            result = await backend.evaluate(problem, code, ctx)
+        return refuse_impossible(result, backend.metric_lower_bound(problem))
     except TimeoutError:
         return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
                           feedback=f"evaluation exceeded {limit:.0f} s")

@@ -34,7 +34,7 @@ def config(tmp_path, thread_server):
     (["--problem", "nosuch"], "unknown problem 'nosuch'"),
     (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
     (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
-    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s)"),
+    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
     (["--set", "backend_options.delay_s='soon'"], "backend_options.delay_s: Input should be a "
                                                  "valid number"),
     (["--model", "nosuchprovider::m"], "models:"),
@@ -103,6 +103,7 @@ def test_backends_problems_eval_json(tmp_path):
     data = json.loads(good.stdout)
     assert {"correct", "metric", "unit", "failure", "feedback"} <= set(data)
     assert data["correct"] and data["unit"] == "lines"
+    assert data["seed"] == 0 and data["verification"]["seeds"] == [0]  # what the verdict rests on
     wrong = tmp_path / "wrong.py"
     wrong.write_text("def solution(xs):\n    return 0\n")
     bad = cli("eval", "toy", "sum_squares", str(wrong), "--json")

@@ -44,7 +44,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 # -- typed options -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("option, message", [
-    ("delay=1", "error: backend_options.delay: unknown key (known: delay_s)"),
+    ("delay=1", "error: backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
     ("delay_s=soon", "error: backend_options.delay_s: Input should be a valid number"),
     ("delay_s=-2", "error: backend_options.delay_s: Input should be greater than or equal to 0"),
 ])
