@@ -29,14 +29,15 @@ from .sandbox import (
     run_sandboxed,
 )
 from .screening import Finding, attribute_root
+from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend", "BackendOptions", "Capability", "ConfigError", "DoctorCheck", "EvalContext",
+    "IMPOSSIBLE_RESULT", "Backend", "BackendOptions", "Capability", "ConfigError", "DoctorCheck", "EvalContext",
     "EvalResult", "Example", "FailureKind", "Finding", "HardwareConfig", "KnowledgePack",
     "Problem", "Resources", "RunConfig", "RunError", "RunSummary", "SandboxError",
-    "SandboxLimits", "SandboxResult", "attribute_root", "bound_text", "hookimpl",
+    "SandboxLimits", "SandboxResult", "attribute_root", "below_lower_bound", "bound_text", "evaluation_seeds", "hookimpl",
     "make_backend", "optimize", "optimize_async", "parse_assignments", "private_workdir",
     "remove_tree", "run_sandboxed",
 ]

@@ -3,6 +3,7 @@ selection, and every evaluation draws its own input seeds."""
 from __future__ import annotations
 
 import pytest
+from engine_helpers import toy_config
 from scripted_llm import VARIANTS
 from toy_plugin import ToyBackend
 
@@ -17,7 +18,6 @@ from autocomp_core.validity import (
     evaluation_seeds,
     refuse_impossible,
 )
-from conftest import toy_config
 
 
 def test_below_lower_bound_has_a_small_tolerance():

@@ -12,8 +12,8 @@ from autocomp_core import (
     KnowledgePack,
     Problem,
     Resources,
+    evaluation_seeds,
 )
-from autocomp_core.validity import evaluation_seeds
 
 from . import catalog, evaluate, feedback, toolchain
 from .config import GemminiConfig, GemminiOptions

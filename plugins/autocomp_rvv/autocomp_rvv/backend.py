@@ -21,9 +21,9 @@ from autocomp_core import (
     KnowledgePack,
     Problem,
     Resources,
+    evaluation_seeds,
     private_workdir,
 )
-from autocomp_core.validity import evaluation_seeds
 
 from . import board as board_mode
 from .build import Builder, BuildFailure

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from autocomp_core import (
+    IMPOSSIBLE_RESULT,
     Backend,
     BackendOptions,
     Capability,
@@ -25,7 +26,6 @@ from autocomp_core import (
     Problem,
     Resources,
 )
-from autocomp_core.validity import IMPOSSIBLE_RESULT
 from pydantic import Field
 
 from . import neuron

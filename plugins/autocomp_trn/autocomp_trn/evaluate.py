@@ -14,8 +14,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autocomp_core import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
-from autocomp_core.validity import evaluation_seeds
+from autocomp_core import (
+    SandboxLimits,
+    SandboxResult,
+    evaluation_seeds,
+    private_workdir,
+    run_sandboxed,
+)
 
 from . import screen
 from .emulator.hardware import GENERATIONS

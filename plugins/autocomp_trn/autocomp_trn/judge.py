@@ -62,7 +62,7 @@ def refuse_below_bound(out: dict) -> dict:
     """The engine's rule (``autocomp_core.validity``), applied where a verdict leaves the replay
     (imported here, not in the replay process, which stays light): a latency below the
     speed-of-light bound is refused as ``impossible_result``."""
-    from autocomp_core.validity import IMPOSSIBLE_RESULT, below_lower_bound
+    from autocomp_core import IMPOSSIBLE_RESULT, below_lower_bound
 
     if out.get("status") == "ok" and below_lower_bound(out["latency_us"], out["lower_bound_us"]):
         out.update(status=IMPOSSIBLE_RESULT, code=IMPOSSIBLE_RESULT, message=(
