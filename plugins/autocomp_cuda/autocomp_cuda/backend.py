@@ -162,12 +162,9 @@ class CudaBackend(Backend):
         return KnowledgePack.from_dir(KNOWLEDGE_DIR)
 
     def rules(self, problem: Problem) -> list[str]:
-        try:
-            import torch
-
-            versions = f"PyTorch {torch.__version__}, CUDA {torch.version.cuda or 'none (CPU build)'}"
-        except ImportError:
-            versions = "PyTorch (not installed)"
+        torch_version, cuda_version = _torch_versions()
+        versions = (f"PyTorch {torch_version}, CUDA {cuda_version or 'none (CPU build)'}" if torch_version
+                    else "PyTorch (not installed)")
         hw: CudaHardware = self.hardware  # type: ignore[assignment]
         if hw.device == "cuda":
             where = f"The target is an NVIDIA {hw.gpu_name or 'GPU'} with {versions}."
@@ -230,6 +227,26 @@ class CudaBackend(Backend):
         return checks
 
 
+def _torch_versions() -> tuple[str | None, str | None]:
+    """torch's version and the CUDA version it was built for, read from its files: the engine's
+    process does not import torch (the workers and the judge do)."""
+    import importlib.util
+    import re
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        return None, None
+    spec = importlib.util.find_spec("torch")
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text()  # type: ignore[union-attr]
+    except (OSError, StopIteration, TypeError, AttributeError):
+        return torch_version, None
+    found = re.search(r"^cuda\b[^=]*=\s*'([^']+)'", text, re.M)
+    return torch_version, found.group(1) if found else None
+
+
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -275,6 +292,8 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
         extra["build_cache_hit"] = 1.0 if v.build_cache_hit else 0.0
     for name, secs in v.phases_s.items():
         extra[f"{name}_s"] = float(secs)
+    for name, secs in v.breakdown_s.items():
+        extra[f"eval_{name}_s"] = float(secs)
     ok = v.status == "ok"
     return EvalResult(correct=ok, metric=v.candidate_ms if ok else None, unit="ms",
                       failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),

@@ -3,13 +3,15 @@
     static AST rules ─► reference outputs (own process, cached per problem+seed)
                     ─► build (own process, parallel on CPU cores, content-hashed cache)
                     ─► load / correctness / timing (own sandboxed process, one per device slot)
-                    ─► comparison here, against the float64 reference; roofline; verdict
+                    ─► comparison against the float64 reference (the judge: a trusted process
+                       per device slot, kept) ─► roofline, verdict (here)
 
-Every child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work dir that
-holds only what it needs: the candidate never sees reference outputs. Each candidate gets
-its own process, which ends with it: a watchdog, a CUDA fault or an allocation failure
-takes nothing else down. The next candidate's process is started ahead of need
-(``workers.Worker``), so it finds torch already imported.
+Every candidate child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work
+dir that holds only what it needs: the candidate never sees reference outputs. Each
+candidate gets its own process, which ends with it: a watchdog, a CUDA fault or an
+allocation failure takes nothing else down. The next candidate's process is started ahead
+of need (``workers.Worker``), so it finds torch already imported. This process never
+imports torch: tensors are only touched by the children and the judge.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import random
 import shutil
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +32,15 @@ from typing import Any
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
 
 from . import compiler_feedback, static_check
+from .judge import Judge, JudgeError
 from .problemset import ProblemSpec
+from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
 from .workers import Worker
 
-STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "cuda_fault", "timeout", "oom",
-            "mismatch", "hack_suspected", "infra_error")
+#: Bumped when the reference files change layout (older cached references are not read).
+REFERENCE_FORMAT = 2
+#: A Triton cache larger than this is not kept (a normal one holds a few MB).
+KEEP_TREE_MAX_BYTES = 256 * 2**20
 USES_EXTENSION = ("load_inline", "cpp_extension")
 
 
@@ -82,7 +89,11 @@ class Verdict:
     flags: list[str] = field(default_factory=list)  # reasons to exclude from fast_p
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-    phases_s: dict[str, float] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)  # reference, build, eval: they add up
+    #: where the eval phase went: startup (job handed over until the worker began), the
+    #: worker's own phases (setup, load, correctness, timing, output_write), the judge's
+    #: (judge_load, judge_compare) and the rest (process exit, files)
+    breakdown_s: dict[str, float] = field(default_factory=dict)
     build_cache_hit: bool | None = None
     worker_warm: bool | None = None  # the worker had its imports done when the job arrived
 
@@ -108,7 +119,7 @@ class Verdict:
                 "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
                 "compiled_baseline_ms": self.compiled_baseline_ms, "speedup_vs_compiled": self.speedup_vs_compiled,
                 "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
-                "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit,
+                "phases_s": self.phases_s, "breakdown_s": self.breakdown_s, "build_cache_hit": self.build_cache_hit,
                 "worker_warm": self.worker_warm, "scored": self.scored}
 
 
@@ -149,6 +160,7 @@ class Harness:
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
+        self._judges = {gpu: Judge(self._judge_env(gpu), settings.standby_idle_s) for gpu in self._gpu_ids}
 
     @property
     def device_slots(self) -> int:
@@ -171,6 +183,11 @@ class Harness:
             if os.environ.get(key):
                 env[key] = os.environ[key]
         return env
+
+    def _judge_env(self, gpu: int | None) -> dict[str, str]:
+        """The judge is ours (not sandboxed), but it still gets only what it needs."""
+        env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+        return {**env, **self._env(gpu)}
 
     def _limits(self, wall_s: float) -> SandboxLimits:
         return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
@@ -201,21 +218,25 @@ class Harness:
         """Start a standby worker on every device slot and wait until each has its imports
         done. Evaluations do this by themselves; call it to have the first one warm too."""
         for gpu in self._gpu_ids:
+            self._judges[gpu].start()
             self._standby[gpu] = await self._take_worker(gpu)
         ready = await asyncio.gather(*(w.wait_ready(timeout_s) for w in self._standby.values()))
         return all(ready)
 
     async def aclose(self) -> None:
-        """Stop the standby workers (an event loop that ends cancels them too)."""
+        """Stop the standby workers (an event loop that ends cancels them too) and the judges."""
         workers, self._standby = list(self._standby.values()), {}
         for worker in workers:
             if worker.loop is asyncio.get_running_loop():
                 await worker.close()
+        for judge in self._judges.values():
+            await asyncio.to_thread(judge.close)
 
     # ------------------------------------------------------------------ reference
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
-        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag()])
+        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag(),
+                           REFERENCE_FORMAT])
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(self, spec: ProblemSpec, seed: int, gate: bool = False) -> tuple[Path, dict[str, Any]]:
@@ -329,6 +350,8 @@ class Harness:
             findings = static_check.check(code)
             if findings:
                 return Verdict("hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings)))
+        for judge in self._judges.values():
+            judge.start()  # its imports overlap with the reference, the build and the run
         ref_dir, ref_meta = await self.reference(spec, seed)
         t_ref = loop.time()
         prebuilt, failure, cache_hit, build_log = await self.build(code)
@@ -337,6 +360,7 @@ class Harness:
             failure.phases_s = {"reference": t_ref - started, "build": t_build - t_ref}
             return failure
         gpu = await self._device_slot()
+        breakdown: dict[str, float] = {}
         try:
             worker = await self._take_worker(gpu)
             warm = worker.ready
@@ -349,8 +373,22 @@ class Harness:
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
                     job["prebuilt"] = str(work / "prebuilt")
+                triton_cache = self._triton_cache(code)
+                if triton_cache is not None:
+                    job["triton_cache"] = str(work / "triton-cache")
+                    if triton_cache.exists():
+                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                handed_over = time.time()
                 result = await worker.run(job, self._eval_deadline_s())
-                verdict = self._judge(spec, code, work, result, ref_dir, ref_meta)
+                t_worker = loop.time()
+                verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
+                outcome = _read_json(work / "result.json") or {}
+                if outcome.get("job_received"):
+                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+                breakdown.update({k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005})
+                breakdown["judge"] = loop.time() - t_worker
+                if triton_cache is not None and verdict.status == "ok":
+                    _keep_tree(work / "triton-cache", triton_cache)
             finally:
                 worker.discard()
             if self.settings.warm_workers:  # started after timing, so it never competes with it
@@ -360,20 +398,27 @@ class Harness:
         verdict.worker_warm = warm
         verdict.build_cache_hit = cache_hit if prebuilt is not None else None
         verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
+        breakdown["other"] = max(0.0, verdict.phases_s["eval"] - sum(
+            v for k, v in breakdown.items() if not k.startswith("judge_")))
+        verdict.breakdown_s = breakdown
         if build_log and self.settings.device == "cuda":
             kernels = compiler_feedback.ptxas_summary(build_log)
             if kernels:
                 verdict.notes.append(compiler_feedback.describe_ptxas(kernels))
         return verdict
 
+    def _triton_cache(self, code: str) -> Path | None:
+        """Where Triton's compiled kernels of exactly this code are kept between evaluations.
+        Keyed by the code (like the extension builds): what a candidate leaves there is only
+        ever read by the same candidate, so no candidate can plant kernels for another."""
+        if self.settings.device != "cuda" or "triton" not in code:
+            return None
+        return self.cache / "triton" / self.build_key(code)
+
     # ------------------------------------------------------------------ judging (outside the candidate)
-    def _judge(self, spec: ProblemSpec, code: str, work: Path, result: SandboxResult | None, ref_dir: Path,
-               ref_meta: dict[str, Any]) -> Verdict:
+    async def _judge(self, spec: ProblemSpec, work: Path, result: SandboxResult | None, ref_dir: Path,
+                     ref_meta: dict[str, Any], gpu: int | None, breakdown: dict[str, float]) -> Verdict:
         """``result`` None: the worker overran the harness's deadline and was killed."""
-        import torch
-
-        from .runtime.compare import check_output
-
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (work / "phase.txt").read_text().strip() if (work / "phase.txt").exists() else "startup"
@@ -389,28 +434,36 @@ class Harness:
             return Verdict("infra_error", "the worker's inputs differ from the reference worker's (nondeterministic get_inputs?)",
                            info=info)
         verdict = Verdict("ok", info=info)
-        # Correctness: every trial, against the float64 reference, compared here.
-        outputs = torch.load(work / "correctness.pt", weights_only=True)
-        worst = 0.0
-        for k, item in enumerate(outputs):
-            ref = torch.load(ref_dir / f"trial_{k}.pt", weights_only=True)
-            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
-            worst = max(worst, check.error_ratio)
-            if not check.ok:
-                return Verdict("mismatch", f"trial {k + 1}/{len(outputs)}: {check.reason}", error_ratio=check.error_ratio,
-                               info=info)
-        verdict.error_ratio = worst
         timing = outcome.get("timing")
+        # Every correctness trial, and the outputs sampled from the timing loop (caching,
+        # correct-only-at-first), against the float64 reference: in the judge.
+        request = {"ref_dir": str(ref_dir), "dtype": ref_meta["output"]["dtype"], "atol": spec.atol, "rtol": spec.rtol,
+                   "correctness": str(work / "correctness.pt"),
+                   "samples": str(work / "timed_samples.pt") if timing else None}
+        try:
+            answer = await self._judges[gpu].ask(request, self.settings.correctness_timeout_s)
+        except JudgeError as exc:
+            return Verdict("infra_error", f"comparing the outputs failed: {exc}", info=info)
+        breakdown.update({f"judge_{k}": v for k, v in answer.get("seconds", {}).items()})
+        if "error" in answer:
+            if answer.get("unreadable"):
+                return Verdict("hack_suspected", f"the worker's output files were changed: {answer['error']}", info=info)
+            return Verdict("infra_error", f"comparing the outputs failed: {answer['error']}", info=info)
+        checked = answer["correctness"]
+        if checked["failure"]:
+            failure = checked["failure"]
+            return Verdict("mismatch", f"trial {failure['index'] + 1}/{self.settings.trials}: {failure['reason']}",
+                           error_ratio=failure["error_ratio"], info=info)
+        if checked["checked"] != self.settings.trials:
+            return Verdict("hack_suspected", f"the worker's output file holds {checked['checked']} of "
+                           f"{self.settings.trials} trials", info=info)
+        verdict.error_ratio = checked["worst"]
         if not timing:
             return verdict
-        # Outputs sampled from the timing loop must be right too (caching, correct-only-at-first).
-        samples = torch.load(work / "timed_samples.pt", weights_only=True) if (work / "timed_samples.pt").exists() else []
-        for item in samples:
-            ref = torch.load(ref_dir / f"trial_{item['set']}.pt", weights_only=True)
-            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
-            if not check.ok:
-                return Verdict("hack_suspected", f"an output produced during timing (call {item['rep'] + 1}) is wrong "
-                               f"although the correctness trials passed: {check.reason}", info=info)
+        sampled = answer["samples"]
+        if sampled["failure"]:
+            return Verdict("hack_suspected", f"an output produced during timing (call {sampled['failure']['rep'] + 1}) "
+                           f"is wrong although the correctness trials passed: {sampled['failure']['reason']}", info=info)
         use_events = self.settings.device == "cuda" and all(v is not None for v in timing["candidate_event_ms"])
         cand = timing["candidate_event_ms"] if use_events else timing["candidate_host_ms"]
         base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
@@ -481,6 +534,23 @@ def _torch_tag() -> str:
         return "unknown"
 
 
+def _keep_tree(source: Path, target: Path) -> None:
+    """Copy a directory into the cache under its final name at once (never half of it)."""
+    if target.exists() or not source.is_dir():
+        return
+    files = [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
+    if not files or sum(p.stat().st_size for p in files) > KEEP_TREE_MAX_BYTES:
+        return
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp, symlinks=True)
+    _take_ownership(tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another evaluation kept the same one first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
@@ -496,8 +566,6 @@ def _tail_errors(log: str, limit: int = 3000) -> str:
 def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     """A worker that died without writing its result: classify from how it ended."""
     text = (result.stderr or "").lower()
-    from .runtime.common import CUDA_FAULT_MARKERS, OOM_MARKERS
-
     if any(m in text for m in OOM_MARKERS) or result.signal == 9 and not result.timed_out:
         status = "oom"
     elif any(m in text for m in CUDA_FAULT_MARKERS):

@@ -74,13 +74,13 @@ def test_relative_tolerance_refuses_zeros_for_tiny_outputs():
 
 def test_check_output_exact_type_shape_dtype():
     ref = torch.randn(3, 4)
-    assert check_output(ref.clone(), ref, ref.double(), 1e-4, 1e-4).ok
-    assert not check_output(ref.double(), ref, ref.double(), 1e-4, 1e-4).ok
-    assert not check_output(ref[:2], ref, ref.double(), 1e-4, 1e-4).ok
+    assert check_output(ref.clone(), ref.double(), ref.dtype, 1e-4, 1e-4).ok
+    assert not check_output(ref.double(), ref.double(), ref.dtype, 1e-4, 1e-4).ok
+    assert not check_output(ref[:2], ref.double(), ref.dtype, 1e-4, 1e-4).ok
 
     class Sub(torch.Tensor):
         pass
-    assert not check_output(ref.as_subclass(Sub), ref, ref.double(), 1e-4, 1e-4).ok
+    assert not check_output(ref.as_subclass(Sub), ref.double(), ref.dtype, 1e-4, 1e-4).ok
     ints = torch.tensor([1, 2, 3])
     assert math.isinf(error_ratio(torch.tensor([1, 2, 4]), ints, 1e-4, 1e-4))
 

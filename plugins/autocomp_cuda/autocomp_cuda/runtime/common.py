@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import sys
 import traceback
 import types
@@ -13,21 +14,17 @@ from typing import Any
 
 import torch
 
-# Statuses kept distinct all the way to the report (see the plugin README).
-COMPILE_ERROR = "compile_error"
-LOAD_ERROR = "load_error"
-RUNTIME_ERROR = "runtime_error"
-CUDA_FAULT = "cuda_fault"
-TIMEOUT = "timeout"
-OOM = "oom"
-MISMATCH = "mismatch"
-HACK = "hack_suspected"
-OK = "ok"
-
-CUDA_FAULT_MARKERS = ("cuda error", "illegal memory access", "device-side assert", "an illegal instruction",
-                      "misaligned address", "unspecified launch failure", "cudaerror", "acceleratorerror")
-OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "std::bad_alloc",
-               "outofmemoryerror")
+from ..statuses import (  # noqa: F401 - the children's names for them
+    CUDA_FAULT,
+    CUDA_FAULT_MARKERS,
+    HACK,
+    LOAD_ERROR,
+    MISMATCH,
+    OK,
+    OOM,
+    OOM_MARKERS,
+    RUNTIME_ERROR,
+)
 
 
 def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
@@ -120,11 +117,26 @@ def device_info(device: torch.device) -> dict[str, Any]:
         info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
                     memory_gb=round(props.total_memory / 2**30, 1),
                     l2_bytes=int(getattr(props, "L2_cache_size", 0)), sm_count=props.multi_processor_count)
-        try:
-            info["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
-        except Exception:
-            info["driver"] = None
+        info.update(driver_versions())
     return info
+
+
+def driver_versions() -> dict[str, str | None]:
+    """The NVIDIA kernel driver's version (e.g. 580.159.04, from the driver's own /proc file)
+    and the CUDA version its driver API supports (e.g. 13.0, asked through torch)."""
+    found: dict[str, str | None] = {"driver": None, "cuda_driver_api": None}
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+        found["driver"] = match.group(1) if match else None
+    except OSError:
+        pass
+    try:
+        api = int(torch._C._cuda_getDriverVersion())  # e.g. 13000
+        found["cuda_driver_api"] = f"{api // 1000}.{api % 1000 // 10}"
+    except Exception:
+        pass
+    return found
 
 
 def cpu_cache_bytes() -> int:

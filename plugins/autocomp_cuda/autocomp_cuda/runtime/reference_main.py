@@ -2,7 +2,7 @@
 
 Run as ``python -m autocomp_cuda.runtime.reference_main JOB.json``. It never sees a candidate.
 Writes into ``out_dir``: ``init.pt`` (init inputs and the reference state_dict),
-``trial_K.pt`` (inputs, native-precision output, float64 output) and ``meta.json``
+``trial_K.pt`` (the expected output: float64, or exact for integer dtypes) and ``meta.json``
 (output shape/dtype, tolerance sanity, and with ``gate`` the problem-quality verdict).
 """
 from __future__ import annotations
@@ -102,7 +102,8 @@ def main(job_path: str) -> int:
             ratios.append(error_ratio(out, out64, atol, rtol) if out.is_floating_point() else
                           (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf))
             checks.append(common.input_checksums(inputs))
-            torch.save({"ref": out.cpu(), "ref64": out64.cpu()}, out_dir / f"trial_{k}.pt")
+            # What the judge compares with: the float64 run (the exact output for integer dtypes).
+            torch.save({"expected": (out64 if out.is_floating_point() else out).cpu()}, out_dir / f"trial_{k}.pt")
             if job.get("gate"):
                 # Same weights and inputs, another RNG state: a sound reference repeats itself.
                 again_model, _ = build_model(module, int(job["init_seed"]))
