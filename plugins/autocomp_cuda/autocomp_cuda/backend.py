@@ -131,9 +131,12 @@ class CudaBackend(Backend):
 
     def _problem(self, spec: ProblemSpec) -> Problem:
         sizes = {**spec.constants, **spec.sizes(self.settings.size)}
-        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny)
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny) or "as in the file"
+        if self.settings.size == "tiny" and not spec.tiny:
+            shown = ("the file's size constants, halved where needed to fit the CPU (each evaluation's feedback "
+                     "says which sizes ran); write kernels that work for any size")
         context = (f"Problem {spec.id}: {spec.description}\n"
-                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown or 'as in the file'}.\n"
+                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown}.\n"
                    f"Tolerance: |out - ref_fp64| <= atol x RMS(ref) + rtol x |ref| element-wise with "
                    f"{describe_tolerance(spec.atol, spec.rtol)}; "
                    "integer outputs must match exactly.\n"

@@ -33,7 +33,7 @@ from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir,
 
 from . import compiler_feedback, static_check
 from .judge import Judge, JudgeError
-from .problemset import ProblemSpec
+from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
 from .workers import Worker
 
@@ -96,6 +96,8 @@ class Verdict:
     breakdown_s: dict[str, float] = field(default_factory=dict)
     build_cache_hit: bool | None = None
     worker_warm: bool | None = None  # the worker had its imports done when the job arrived
+    sizes: dict[str, Any] = field(default_factory=dict)  # module constants overridden ({}: the file's own)
+    sizes_auto: bool = False  # chosen by shrinking the problem to the CPU budget
 
     @property
     def speedup(self) -> float | None:
@@ -120,7 +122,16 @@ class Verdict:
                 "compiled_baseline_ms": self.compiled_baseline_ms, "speedup_vs_compiled": self.speedup_vs_compiled,
                 "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
                 "phases_s": self.phases_s, "breakdown_s": self.breakdown_s, "build_cache_hit": self.build_cache_hit,
-                "worker_warm": self.worker_warm, "scored": self.scored}
+                "worker_warm": self.worker_warm, "sizes": self.sizes, "sizes_auto": self.sizes_auto,
+                "scored": self.scored}
+
+
+def describe_sizes(spec: ProblemSpec, sizes: dict[str, Any]) -> str:
+    """One line: the sizes a problem was shrunk to, next to the file's own."""
+    if not sizes:
+        return "sizes: the file's own (they fit the CPU budget)"
+    shown = ", ".join(f"{k}={v} (file: {spec.constants.get(k, '?')})" for k, v in sizes.items())
+    return f"sizes shrunk automatically to fit the CPU: {shown}"
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -144,6 +155,15 @@ def _take_ownership(root: Path) -> None:
         os.chown(base, 0, 0)
         for name in (*dirs, *names):
             os.lchown(os.path.join(base, name), 0, 0)
+
+
+class ProblemRefused(RuntimeError):
+    """The problem cannot run here (not the candidate's fault); the message is one line.
+    ``reason``: cannot_shrink, too_big, import_error or reference_too_slow."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class Harness:
@@ -233,34 +253,53 @@ class Harness:
             await asyncio.to_thread(judge.close)
 
     # ------------------------------------------------------------------ reference
+    def _shrinks(self, spec: ProblemSpec) -> bool:
+        """A problem with no tiny sizes of its own (an imported one) is shrunk to fit the CPU."""
+        return self.settings.size == "tiny" and not spec.tiny
+
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
         text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag(),
-                           REFERENCE_FORMAT])
+                           REFERENCE_FORMAT, spec.tiny, TINY_BUDGET if self._shrinks(spec) else None])
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(self, spec: ProblemSpec, seed: int, gate: bool = False) -> tuple[Path, dict[str, Any]]:
-        """Reference outputs for (problem, seed): computed once in their own process, then cached."""
-        key = self._ref_key(spec, seed) + ("-gate" if gate else "")
-        target = self.cache / "refs" / key
-        lock = self._ref_locks.setdefault(key, asyncio.Lock())
+        """Reference outputs for (problem, seed): computed once in their own process, then cached.
+        The sizes they were computed at (``meta["sizes"]``) are the sizes every candidate runs at.
+        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why)."""
+        base = self._ref_key(spec, seed)
+        key = base + ("-gate" if gate else "")
+        lock = self._ref_locks.setdefault(base, asyncio.Lock())
         async with lock:
-            meta_path = target / "meta.json"
-            if meta_path.exists():
-                return target, json.loads(meta_path.read_text())
+            for found in ([key] if gate else [key, base + "-gate"]):  # the gate's references hold the same
+                meta_path = self.cache / "refs" / found / "meta.json"
+                if meta_path.exists():
+                    meta = json.loads(meta_path.read_text())
+                    if meta.get("status") == "refused":
+                        raise ProblemRefused(meta["error"], meta["reason"])
+                    return meta_path.parent, meta
+            target = self.cache / "refs" / key
             with private_workdir("autocomp-cuda-ref-") as work:
                 (work / "problem.py").write_text(spec.source)
                 job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
                                    "id": spec.id},
+                       "shrink": TINY_BUDGET if self._shrinks(spec) else None, "held_copies": HELD_COPIES,
                        "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
-                result = await self._run_child("reference_main", job, work,
-                                               wall_s=self.settings.correctness_timeout_s * (3 if gate else 2))
+                wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
+                result = await self._run_child("reference_main", job, work, wall_s=wall_s)
                 meta_file = work / "out" / "meta.json"
                 if not meta_file.exists():
-                    why = "timed out" if result.timed_out else f"exited with {result.returncode}"
-                    raise RuntimeError(f"reference for {spec.id} {why}: {result.stderr[-2000:]}")
+                    if result.timed_out:
+                        raise ProblemRefused(f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
+                                             f"{3 if gate else 2})", "reference_too_slow")
+                    raise RuntimeError(f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}")
                 meta = json.loads(meta_file.read_text())
+                if meta.get("status") == "refused":
+                    if meta["reason"] == "cannot_shrink":  # the same on every run: remembered
+                        _take_ownership(work / "out")
+                        _keep_tree(work / "out", target)
+                    raise ProblemRefused(meta["error"], meta["reason"])
                 if meta.get("status") != "ok":
                     raise RuntimeError(f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}")
                 _take_ownership(work / "out")
@@ -317,7 +356,7 @@ class Harness:
 
     # ------------------------------------------------------------------ evaluation
     def _candidate_job(self, work: Path, mode: str, spec: ProblemSpec | None, seed: int | None,
-                       trials: int) -> dict[str, Any]:
+                       trials: int, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
         s = self.settings
         job: dict[str, Any] = {"mode": mode, "work_dir": str(work), "candidate": str(work / "candidate.py"),
                                "device": "cuda" if s.device == "cuda" else "cpu", "settle_s": s.settle_s,
@@ -325,7 +364,8 @@ class Harness:
         if mode == "build":
             job["phase_timeouts"] = {"setup": s.compile_timeout_s, "load": s.compile_timeout_s}
         if spec is not None:
-            job.update(problem={"path": str(work / "problem.py"), "overrides": spec.sizes(s.size), "id": spec.id},
+            job.update(problem={"path": str(work / "problem.py"), "id": spec.id,
+                                "overrides": spec.sizes(s.size) if sizes is None else sizes},
                        init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
                        in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
                        timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
@@ -352,7 +392,11 @@ class Harness:
                 return Verdict("hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings)))
         for judge in self._judges.values():
             judge.start()  # its imports overlap with the reference, the build and the run
-        ref_dir, ref_meta = await self.reference(spec, seed)
+        try:
+            ref_dir, ref_meta = await self.reference(spec, seed)
+        except ProblemRefused as exc:
+            return Verdict("infra_error", f"the problem cannot run here: {exc}",
+                           phases_s={"reference": loop.time() - started})
         t_ref = loop.time()
         prebuilt, failure, cache_hit, build_log = await self.build(code)
         t_build = loop.time()
@@ -369,7 +413,7 @@ class Harness:
                 (work / "candidate.py").write_text(code)
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials)
+                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"))
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
                     job["prebuilt"] = str(work / "prebuilt")
@@ -396,6 +440,9 @@ class Harness:
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
+        verdict.sizes, verdict.sizes_auto = dict(ref_meta.get("sizes") or {}), bool(ref_meta.get("sizes_auto"))
+        if verdict.sizes_auto:
+            verdict.notes.insert(0, describe_sizes(spec, verdict.sizes))
         verdict.build_cache_hit = cache_hit if prebuilt is not None else None
         verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
         breakdown["other"] = max(0.0, verdict.phases_s["eval"] - sum(

@@ -290,7 +290,10 @@ class Worker:
         self.flags = snapshot_flags()
         self.threads_before = {t.ident for t in threading.enumerate()}
         try:
-            self.module = common.load_module(self.job["candidate"], "candidate")
+            # The problem's size constants hold in the candidate's module too (a forward that
+            # reads a global batch size sees the one the inputs were made with).
+            overrides = (self.job.get("problem") or {}).get("overrides")
+            self.module = common.load_module(self.job["candidate"], "candidate", overrides)
         except Exception as exc:
             status = common.classify_exception(exc, common.LOAD_ERROR)
             raise Failed(status, f"importing the candidate failed: {type(exc).__name__}: {exc}",

@@ -1,6 +1,7 @@
 """Helpers shared by the child processes: loading a reference, seeding, classifying errors."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -73,17 +74,43 @@ def seed_all(seed: int) -> None:
 
 
 def load_module(path: str | Path, name: str, overrides: dict[str, Any] | None = None) -> types.ModuleType:
-    """Import a source file as a fresh module (real file, so Triton can read kernel source)."""
+    """Import a source file as a fresh module (real file, so Triton can read kernel source).
+
+    ``overrides`` set module constants (a size tier): each top-level assignment of an
+    overridden name is followed by one of the new value, so constants computed from it
+    further down (``bias_shape = (out_channels, 1, 1)``) follow; names the file does not
+    assign at top level are set on the module afterwards."""
     spec = importlib.util.spec_from_file_location(name, str(path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
-    # Size tiers override module constants; get_inputs() reads them at call time.
+    if overrides:
+        source = Path(path).read_text()
+        code = compile(_with_overrides(ast.parse(source, str(path)), overrides), str(path), "exec")
+        exec(code, module.__dict__)
+    else:
+        spec.loader.exec_module(module)
+    # get_inputs() reads module globals at call time.
     for key, value in (overrides or {}).items():
         setattr(module, key, value)
     return module
+
+
+def _with_overrides(tree: ast.Module, overrides: dict[str, Any]) -> ast.Module:
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        body.append(node)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        names = [n.id for t in targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
+                 if isinstance(n, ast.Name)]  # a = b = 1 and D, H, W = 16, 32, 32 alike
+        for name in names:
+            if name in overrides:
+                value = ast.parse(repr(overrides[name]), mode="eval").body
+                body.append(ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node))
+    tree.body = body
+    return ast.fix_missing_locations(tree)
 
 
 def to_device(value: Any, device: torch.device) -> Any:

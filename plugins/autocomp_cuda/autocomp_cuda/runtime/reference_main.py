@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from . import common
+from . import common, shrink
 from .compare import error_ratio, tolerance_for
 
 
@@ -38,25 +38,44 @@ def run(model, inputs, device: torch.device):
     return out
 
 
-def memory_estimate(module) -> int | None:
-    """Bytes of inputs, output and parameters at this size, from shapes (meta tensors).
-    A ``get_inputs`` that reads a value (``.item()``, ``float(t)``) cannot run on meta
-    tensors: its inputs are made on the CPU once and only their shapes are used."""
-    try:
-        try:
-            with torch.device("meta"):
-                inputs = module.get_inputs()
-        except (RuntimeError, NotImplementedError):
-            inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
-        with torch.device("meta"):
-            init = module.get_init_inputs()
-            model = module.Model(*init)
-            out = model(*inputs)
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + [out]
-        params = sum(p.numel() * p.element_size() for p in model.state_dict().values())
-        return int(sum(t.numel() * t.element_size() for t in tensors) + params)
-    except Exception:
-        return None
+class Refused(Exception):
+    """The problem cannot run here, said in one line before anything is allocated."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """The module-constant overrides to run at: the job's own, or (``shrink``) a tiny tier
+    found here. Refuses a problem that cannot shrink, or that needs more device memory than
+    is free. Records in ``meta`` the sizes and the measurements they came from."""
+    problem = job["problem"]
+    overrides = dict(problem.get("overrides") or {})
+    budget = job.get("shrink")
+    if budget:
+        found = shrink.shrink(problem["path"], **budget)
+        meta["full_size"] = found.full.describe() if found.full else None
+        if found.error:
+            raise Refused("cannot_shrink", found.error)
+        overrides = found.sizes
+        meta["sizes_auto"] = True
+        meta["measured"] = found.measure.describe() if found.measure else None
+    meta["sizes"] = overrides
+    if job["device"] == "cuda" and torch.cuda.is_available():
+        size = shrink.measure(problem["path"], overrides, max_elements=2**62, max_ops=2_000)
+        needed = size.bytes * job.get("held_copies", 8)
+        free, total = torch.cuda.mem_get_info()
+        meta["memory_needed_bytes"] = needed
+        if needed > free:
+            raise Refused("too_big", f"needs about {_gib(needed)} of GPU memory ({_gib(size.bytes)} of inputs, output "
+                                     f"and weights, held {job.get('held_copies', 8)} times over) but "
+                                     f"{_gib(free)} of {_gib(total)} is free; set smaller sizes with size_overrides")
+    return overrides
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**28 else f"{n / 2**20:.0f} MiB"
 
 
 def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float) -> dict[str, torch.Tensor]:
@@ -82,7 +101,13 @@ def main(job_path: str) -> int:
     meta: dict[str, Any] = {"status": "ok", "info": common.device_info(device)}
     try:
         problem = job["problem"]
-        module = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
+        try:
+            module = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
+        except Exception as exc:
+            raise Refused("import_error", f"importing the problem failed: {type(exc).__name__}: {exc}") from exc
+        overrides = choose_sizes(job, meta)
+        if overrides != (problem.get("overrides") or {}):
+            module = common.load_module(problem["path"], "reference_problem", overrides)
         model, init_inputs = build_model(module, int(job["init_seed"]))
         state = copy.deepcopy(model.state_dict())
         torch.save({"init_inputs": init_inputs, "state_dict": state}, out_dir / "init.pt")
@@ -134,14 +159,26 @@ def main(job_path: str) -> int:
                 "determinism_gap": deterministic_gap,
                 "probes_rejected": probe_fail,
                 "tolerance_sane": max(ratios) <= 0.5,
-                "memory_bytes_full": memory_estimate(common.load_module(problem["path"], "reference_full")),
+                "memory_bytes_full": _full_bytes(problem["path"]),
             }
         common.write_json(out_dir / "meta.json", meta)
         return 0
+    except Refused as exc:
+        meta.update(status="refused", reason=exc.reason, error=str(exc))
+        common.write_json(out_dir / "meta.json", meta)
+        return 1
     except Exception as exc:  # report, do not hide: the parent turns this into an infra error
         meta.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=common.short_traceback(exc))
         common.write_json(out_dir / "meta.json", meta)
         return 1
+
+
+def _full_bytes(path: str) -> int | None:
+    """Inputs, output and weights at the file's own sizes (for the GPU memory check)."""
+    try:
+        return shrink.measure(path, {}, max_elements=2**62, max_ops=2_000).bytes
+    except Exception:
+        return None
 
 
 if __name__ == "__main__":
