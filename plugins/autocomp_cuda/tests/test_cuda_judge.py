@@ -42,3 +42,24 @@ def test_the_engine_process_never_imports_torch(cuda_cache):
     assert seen["ok"] and seen["gate"], seen
     assert seen["bad"] == "status: mismatch" and seen["crash"] == "status: runtime_error", seen
     assert seen["torch"] is False, "the engine process imported torch during an evaluation"
+    # Where the evaluation's time went, phase by phase.
+    assert {"eval_correctness_s", "eval_timing_s", "eval_output_write_s", "eval_judge_compare_s"} <= set(seen["phases"])
+
+
+def test_triton_kernels_are_kept_per_candidate_code_never_shared_between_candidates(make_backend, tmp_path):
+    from autocomp_cuda.harness import _keep_tree
+
+    harness = make_backend("cuda").harness
+    triton_a, triton_b = "import triton\n# a\n", "import triton\n# b\n"
+    assert harness._triton_cache(triton_a) == harness._triton_cache(triton_a)
+    assert harness._triton_cache(triton_a) != harness._triton_cache(triton_b)
+    assert harness._triton_cache("import torch\n") is None and make_backend("cpu").harness._triton_cache(triton_a) is None
+    # What a candidate leaves is copied as it is: a link to a file elsewhere stays a link.
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for candidates")
+    left = tmp_path / "left"
+    left.mkdir()
+    (left / "kernel.cubin").write_bytes(b"\0" * 16)
+    (left / "peek").symlink_to(secret)
+    _keep_tree(left, tmp_path / "kept")
+    assert (tmp_path / "kept" / "kernel.cubin").is_file() and (tmp_path / "kept" / "peek").is_symlink()

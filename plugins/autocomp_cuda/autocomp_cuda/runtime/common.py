@@ -139,7 +139,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def device_info(device: torch.device) -> dict[str, Any]:
     info: dict[str, Any] = {"torch": torch.__version__, "device": str(device),
                             "cuda_runtime": torch.version.cuda, "threads": torch.get_num_threads()}
-    if device.type == "cuda":
+    if device.type == "cuda" and torch.cuda.is_available():  # (a build needs no GPU)
         props = torch.cuda.get_device_properties(device)
         info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
                     memory_gb=round(props.total_memory / 2**30, 1),
