@@ -194,19 +194,19 @@ def suite(include_controls: bool = False) -> list[ProblemSpec]:
 
 
 def baseline_source(spec: ProblemSpec) -> str:
-    """The starting program: the reference with ``Model`` renamed ``ModelNew`` (pure PyTorch)."""
+    """The starting program: the reference with ``Model`` renamed ``ModelNew`` (pure PyTorch),
+    references to it included (``super(Model, self).__init__()``, as KernelBench writes it)."""
     tree = ast.parse(spec.source)
-    renamed = False
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            node.name = "ModelNew"
-            renamed = True
-    if not renamed:
+    if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         raise ValueError(f"{spec.path}: Model is not a top-level class")
-    # Keep the text as written (comments included) where we can: rename the class line only.
+    # Keep the text as written (comments included): rename at each place the name occurs.
+    places = [(node.lineno, node.col_offset, isinstance(node, ast.ClassDef)) for node in ast.walk(tree)
+              if (isinstance(node, ast.ClassDef) and node.name == "Model" and node in tree.body)
+              or (isinstance(node, ast.Name) and node.id == "Model")]
     lines = spec.source.splitlines(keepends=True)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            line = lines[node.lineno - 1]
-            lines[node.lineno - 1] = line.replace("class Model", "class ModelNew", 1)
+    for lineno, col, is_class in sorted(places, reverse=True):  # right to left: earlier columns stay valid
+        line = lines[lineno - 1].encode()  # ast columns count UTF-8 bytes
+        if is_class:  # the class statement: its name follows "class "
+            col = line.index(b"class Model", col) + len(b"class ")
+        lines[lineno - 1] = (line[:col] + b"ModelNew" + line[col + len(b"Model"):]).decode()
     return "".join(lines)

@@ -7,7 +7,7 @@ with a syntax error. The real engine and harness judge each. Prints, per problem
 proposal's first feedback line, the best speedup over the eager baseline and the wall time.
 
     python plugins/autocomp_cuda/kb_check/optimize_kb.py KERNELBENCH_DIR [--device cuda] [--gpu-name H200]
-        [--problem kb/L2/1 --problem kb/L2/9] [--cache DIR]
+        [--problem kb/L2/1 --problem kb/L2/12] [--cache DIR]
 
 KERNELBENCH_DIR is a checkout of the public KernelBench repository (its ``KernelBench/level2``).
 On a GPU the problems run at KernelBench's own sizes; on the CPU device they shrink to the
@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,7 @@ from autocomp_core.testing.llm_server import LLMTestServer
 
 HERE = Path(__file__).parent
 #: Imported problem -> the stem of its hand-written fused candidates in candidates/.
-PROBLEMS = {"kb/L2/1": "L2_1_relu_bias", "kb/L2/9": "L2_9_sub_mul_relu"}
+PROBLEMS = {"kb/L2/1": "L2_1_relu_bias", "kb/L2/12": "L2_12_mul_leaky_relu"}
 FUSE, ZEROS, TYPO = "fuse the elementwise tail into one kernel", "skip the work and return zeros", "rewrite with a typo"
 say = partial(print, flush=True)
 
@@ -43,12 +44,17 @@ def proposals(problem: str, device: str) -> dict[str, str]:
 
 
 def responder(device: str):
+    plans: dict[str | None, int] = {}  # plans handed out per problem: each idea in turn
+    lock = threading.Lock()
+
     def respond(request) -> str:
         prompt = request.prompt
-        if prompt.rstrip().endswith("Plan:"):  # planning: one idea per plan slot, chosen by the seed
-            names = [FUSE, ZEROS, TYPO]
-            return names[(request.params.get("seed") or 0) % len(names)]
         problem = next((p for p in PROBLEMS if f"Problem {p}:" in prompt), None)
+        if prompt.rstrip().endswith("Plan:"):
+            names = [FUSE, ZEROS, TYPO]
+            with lock:
+                plans[problem] = plans.get(problem, -1) + 1
+                return names[plans[problem] % len(names)]
         plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
         options = proposals(problem, device) if problem else {TYPO: proposals("kb/L2/1", device)[TYPO]}
         code = next((code for name, code in options.items() if name in plan), options[TYPO])
