@@ -56,7 +56,10 @@ async def _check(harness: Harness, spec: ProblemSpec, seed: int) -> GateReport:
     passing = sorted(name for name, rejected in gate.get("probes_rejected", {}).items() if not rejected)
     if passing:
         found.append(("degenerate", f"trivial answers pass: {', '.join(passing)}"))
-    if not gate.get("tolerance_sane"):
+    if gate.get("noise_to_signal", 0.0) > 1.0:
+        found.append(("degenerate", f"the output is rounding noise around zero: float32 and float64 runs differ by "
+                                    f"{gate['noise_to_signal']:.3g}x the output's RMS"))
+    elif not gate.get("tolerance_sane"):
         found.append(("tolerance", f"the fp32 reference is {meta.get('reference_error_ratio', 0):.3g}x the tolerance "
                                    "away from float64: the tolerance is too tight for this problem"))
     details = {"gate": gate, "output": meta.get("output"), "reference_error_ratio": meta.get("reference_error_ratio"),

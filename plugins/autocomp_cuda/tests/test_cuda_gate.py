@@ -37,3 +37,30 @@ def test_integer_dtypes_are_preserved(make_backend):
     backend = make_backend("cpu")
     report = asyncio.run(backend.check_problem("L1/argmax_dim1"))
     assert report.details["output"]["dtype"] == "int64"
+
+
+ROUNDING_NOISE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        centred = x - x.mean(dim=1, keepdim=True)
+        return centred.mean(dim=1)  # zero, up to rounding
+
+
+def get_inputs():
+    return [torch.randn(64, 1000) * 3.0 + 5.0]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_output_that_is_rounding_noise_is_degenerate(make_backend, tmp_path):
+    path = tmp_path / "centred_mean.py"
+    path.write_text(ROUNDING_NOISE)
+    report = asyncio.run(make_backend("cpu").check_problem(str(path)))
+    assert not report.passed and report.category == "degenerate", report.reasons
+    assert "rounding noise" in report.reasons[0], report.reasons
