@@ -180,7 +180,7 @@ class Harness:
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
-        self._judges = {gpu: Judge(self._judge_env(gpu), settings.standby_idle_s) for gpu in self._gpu_ids}
+        self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
 
     @property
     def device_slots(self) -> int:
@@ -244,13 +244,12 @@ class Harness:
         return all(ready)
 
     async def aclose(self) -> None:
-        """Stop the standby workers (an event loop that ends cancels them too) and the judges."""
+        """Stop the standby workers (an event loop that ends cancels them too). The judges are
+        shared by the harnesses of this process: they leave when idle or when it exits."""
         workers, self._standby = list(self._standby.values()), {}
         for worker in workers:
             if worker.loop is asyncio.get_running_loop():
                 await worker.close()
-        for judge in self._judges.values():
-            await asyncio.to_thread(judge.close)
 
     # ------------------------------------------------------------------ reference
     def _shrinks(self, spec: ProblemSpec) -> bool:

@@ -22,7 +22,25 @@ class JudgeError(RuntimeError):
     """The judge process died or did not answer in time (the harness's fault, not the candidate's)."""
 
 
+#: A judge with nothing to do leaves after this long (the harness starts it again on need).
+IDLE_S = 120.0
+
+
 class Judge:
+    """One judge process. ``Judge.shared(env)`` gives the one every harness of this process
+    uses for that device (a test session makes many harnesses; each would pay torch's import)."""
+
+    _shared: dict[tuple, Judge] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, env: dict[str, str]) -> Judge:
+        key = tuple(sorted(env.items()))
+        with cls._shared_lock:
+            if key not in cls._shared:
+                cls._shared[key] = cls(env, IDLE_S)
+            return cls._shared[key]
+
     def __init__(self, env: dict[str, str], idle_s: float) -> None:
         self.env = env
         self.idle_s = idle_s

@@ -22,11 +22,11 @@ DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": 
 
 #: The budget one forward must fit on the CPU device when a problem brings no tiny sizes
 #: (imported ones): its size constants are halved until it does (``runtime/shrink.py``).
-#: Per tensor (each input, the output, each weight): 1 M elements, 4 MB in float32; FLOPs
-#: and operators of one forward. The CPU runs a forward in float32 and float64 and compares
-#: outputs in float64 several times per trial, so these bound the time the gate and each
-#: evaluation take (a 250-problem gate on 2 cores).
-TINY_BUDGET = {"max_elements": 2**20, "max_flops": 1e9, "max_ops": 10_000}
+#: Each input and the output: 1 M elements (4 MB in float32); each weight: 64 M elements
+#: (an architecture's own layer widths are not size constants); FLOPs and operators of one
+#: forward. The CPU runs a forward in float32 and float64 and compares outputs in float64
+#: several times per trial, so these bound the time the gate and each evaluation take.
+TINY_BUDGET = {"max_elements": 2**20, "max_weight_elements": 64 * 2**20, "max_flops": 2e9, "max_ops": 10_000}
 #: Device memory one evaluation holds, in multiples of the problem's inputs, output and
 #: weights: the reference worker's float32 and float64 copies, or the candidate worker's
 #: trial inputs, timing buffers and two models, whichever is more (activations come on top).

@@ -64,3 +64,55 @@ def test_an_output_that_is_rounding_noise_is_degenerate(make_backend, tmp_path):
     report = asyncio.run(make_backend("cpu").check_problem(str(path)))
     assert not report.passed and report.category == "degenerate", report.reasons
     assert "rounding noise" in report.reasons[0], report.reasons
+
+
+SELU_ON_NON_NEGATIVE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.selu(x)  # scale * x for every x >= 0: a line on these inputs
+
+
+def get_inputs():
+    return [torch.rand(64, 300) * 4.0]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# Makes a tensor inside forward: in the float64 run it must be float64 too.
+MAKES_ITS_OWN_TENSOR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ torch.linspace(-1.0, 1.0, x.shape[1] * 8).reshape(x.shape[1], 8))
+
+
+def get_inputs():
+    return [torch.randn(32, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_covers_tensors_made_in_forward(
+        make_backend, tmp_path):
+    backend = make_backend("cpu")
+    (tmp_path / "selu.py").write_text(SELU_ON_NON_NEGATIVE)
+    (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
+
+    async def both():
+        return await asyncio.gather(backend.check_problem(str(tmp_path / "selu.py")),
+                                    backend.check_problem(str(tmp_path / "own_tensor.py")))
+
+    selu, own = asyncio.run(both())
+    assert not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0], selu.reasons
+    assert own.passed, own.reasons
+    assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again

@@ -54,7 +54,7 @@ def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     overrides = dict(problem.get("overrides") or {})
     budget = job.get("shrink")
     if budget:
-        found = shrink.shrink(problem["path"], **budget)
+        found = shrink.shrink(problem["path"], shrink.Budget(**budget))
         meta["full_size"] = found.full.describe() if found.full else None
         if found.error:
             raise Refused("cannot_shrink", found.error)
@@ -63,7 +63,7 @@ def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         meta["measured"] = found.measure.describe() if found.measure else None
     meta["sizes"] = overrides
     if job["device"] == "cuda" and torch.cuda.is_available():
-        size = shrink.measure(problem["path"], overrides, max_elements=2**62, max_ops=2_000)
+        size = shrink.measure(problem["path"], overrides, shrink.Budget.unlimited(max_ops=2_000))
         needed = size.bytes * job.get("held_copies", 8)
         free, total = torch.cuda.mem_get_info()
         meta["memory_needed_bytes"] = needed
@@ -78,10 +78,43 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**28 else f"{n / 2**20:.0f} MiB"
 
 
-def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float) -> dict[str, torch.Tensor]:
+def run64(model64, inputs: list[Any], device: torch.device) -> torch.Tensor | None:
+    """The forward in float64, tensors it creates itself included (``torch.randn(...)`` in
+    ``forward``); None when the problem cannot run in float64 (it casts, or keeps modules
+    outside its own, as a closure)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return run(model64, common.to_double(inputs), device)
+    except RuntimeError as exc:
+        if "dtype" in str(exc) or "Double" in str(exc):
+            return None
+        raise
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def fit_affine(inputs: list[Any], out64: torch.Tensor) -> dict[int, tuple[float, float]]:
+    """Per input of the output's shape, the a, b of the least-squares line out = a * x + b."""
+    fits = {}
+    y = out64.double().flatten()
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.shape == out64.shape and x.is_floating_point():
+            x = x.double().flatten()
+            var = float(x.var(correction=0))
+            if var > 0:
+                a = float(((x - x.mean()) * (y - y.mean())).mean()) / var
+                fits[i] = (a, float(y.mean()) - a * float(x.mean()))
+    return fits
+
+
+def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float,
+                   affine: dict[int, tuple[float, float]]) -> dict[str, torch.Tensor]:
     """Answers a broken kernel might return. A sound problem rejects every one of them.
 
-    ``constant`` is the mean output of the first trial: one fixed answer for every input.
+    ``constant`` is the mean output of the first trial: one fixed answer for every input;
+    ``affine`` the line fitted to the first trial per input: one fixed formula a * x + b
+    (an operator that is linear on the inputs' range, as SELU is on non-negative ones).
     """
     probes = {"zeros": torch.zeros_like(out)}
     if out.is_floating_point():
@@ -90,6 +123,9 @@ def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float) -> dic
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.shape == out.shape and x.dtype == out.dtype:
             probes[f"identity_input{i}"] = x.clone()
+        if i in affine and out.is_floating_point():
+            a, b = affine[i]
+            probes[f"affine_input{i}"] = (x.double() * a + b).to(out.dtype)
     return probes
 
 
@@ -123,7 +159,11 @@ def main(job_path: str) -> int:
             out = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
             atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
             model64.load_state_dict(state)
-            out64 = run(model64, common.to_double(inputs), device).to(torch.float64 if out.is_floating_point() else out.dtype)
+            out64 = run64(model64, inputs, device)
+            if out64 is None:  # its own precision is the reference
+                meta["reference_precision"] = str(out.dtype).replace("torch.", "")
+                out64 = out.clone()
+            out64 = out64.to(torch.float64 if out.is_floating_point() else out.dtype)
             ratios.append(error_ratio(out, out64, atol, rtol) if out.is_floating_point() else
                           (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf))
             checks.append(common.input_checksums(inputs))
@@ -146,7 +186,8 @@ def main(job_path: str) -> int:
                 deterministic_gap = max(deterministic_gap, gap)
                 if k == 0:
                     constant = float(out.double().mean()) if out.is_floating_point() and out.numel() else 0.0
-                for name, probe in trivial_probes(out, inputs, constant).items():
+                    affine = fit_affine(inputs, out64) if out.is_floating_point() else {}
+                for name, probe in trivial_probes(out, inputs, constant, affine).items():
                     fails = error_ratio(probe, target, atol, rtol) > 1.0
                     probe_fail[name] = probe_fail.get(name, False) or fails
         assert out is not None
@@ -181,7 +222,7 @@ def main(job_path: str) -> int:
 def _full_bytes(path: str) -> int | None:
     """Inputs, output and weights at the file's own sizes (for the GPU memory check)."""
     try:
-        return shrink.measure(path, {}, max_elements=2**62, max_ops=2_000).bytes
+        return shrink.measure(path, {}, shrink.Budget.unlimited(max_ops=2_000)).bytes
     except Exception:
         return None
 

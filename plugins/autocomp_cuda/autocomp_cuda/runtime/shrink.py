@@ -8,8 +8,8 @@ for the output and the FLOPs (matmuls, convolutions, attention: torch's FLOP cou
 recurrent layers). A forward that needs real values is run on the CPU instead, once its
 inputs and weights are small.
 
-``shrink`` halves a problem's size knobs until one forward fits the budget
-(``problemset.TINY_BUDGET``: elements per tensor, FLOPs and operators of one forward). The knobs are the
+``shrink`` halves a problem's size knobs until one forward fits a ``Budget``
+(``problemset.TINY_BUDGET``: elements per input, output and weight, FLOPs and operators). The knobs are the
 integer module constants of at least ``MIN_KNOB`` (batch sizes: of at least 2), and such
 integers inside constant tuples (``input_shape = (32768,)``); names that are not sizes
 (kernel, stride, padding, dilation, groups, heads, pool, number of layers) are left alone, and no knob
@@ -40,29 +40,51 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..problemset import TINY_BUDGET, top_level_assignments
 from . import common
 
-MAX_ELEMENTS, MAX_FLOPS, MAX_OPS = (TINY_BUDGET[k] for k in ("max_elements", "max_flops", "max_ops"))
 MIN_KNOB = 16
 FLOOR = 8
 NOT_A_SIZE = re.compile(r"kernel|stride|pad|dilation|group|head|pool|^(num_|n_)?layers?$", re.I)
 BATCH = re.compile(r"batch", re.I)
 
 
+@dataclass(frozen=True)
+class Budget:
+    """What one forward may take: elements of each input and of the output, of each weight,
+    FLOPs and operators (``problemset.TINY_BUDGET`` for the CPU's tiny tier)."""
+
+    max_elements: int = TINY_BUDGET["max_elements"]
+    max_weight_elements: int = TINY_BUDGET["max_weight_elements"]
+    max_flops: float = TINY_BUDGET["max_flops"]
+    max_ops: int = TINY_BUDGET["max_ops"]
+
+    @classmethod
+    def unlimited(cls, max_ops: int) -> Budget:
+        """Any size, for measuring only (a GPU's memory check at the file's own sizes)."""
+        return cls(2**62, 2**62, float("inf"), max_ops)
+
+    def describe(self) -> str:
+        return (f"{self.max_elements / 2**20:g} M elements per input and output, {self.max_weight_elements / 2**20:g} M "
+                f"per weight, {self.max_flops / 1e9:g} GFLOP and {self.max_ops} operators per forward")
+
+
 @dataclass
 class Measure:
     """One forward at some sizes. ``flops`` None: the forward was not measured (its inputs or
-    weights are already over the budget, or it has more than ``MAX_OPS`` operators)."""
+    weights are already over the budget, or it has more operators than the budget allows)."""
 
-    elements: int  # of the largest tensor
-    worst: str  # that tensor, for messages
+    data: tuple[str, int]  # the largest input or output: (label with shape, elements)
+    weight: tuple[str, int]  # the largest parameter or buffer
     bytes: int  # inputs + output + parameters and buffers
     flops: float | None = None
     ops: int | None = None
 
-    def fits(self, max_elements: int = MAX_ELEMENTS, max_flops: float = MAX_FLOPS) -> bool:
-        return self.flops is not None and self.elements <= max_elements and self.flops <= max_flops
+    def fits(self, budget: Budget) -> bool:
+        return (self.flops is not None and self.data[1] <= budget.max_elements
+                and self.weight[1] <= budget.max_weight_elements and self.flops <= budget.max_flops)
 
     def describe(self) -> str:
-        text = f"largest tensor {self.worst} ({self.elements / 2**20:.3g} M elements)"
+        text = f"largest input or output {self.data[0]} ({self.data[1] / 2**20:.3g} M elements)"
+        if self.weight[1]:
+            text += f", largest weight {self.weight[0]} ({self.weight[1] / 2**20:.3g} M)"
         if self.flops is not None:
             text += f", {self.flops / 1e9:.3g} GFLOP per forward"
         elif self.ops is not None:
@@ -178,9 +200,13 @@ def _sizes(label: str, tensors: list[torch.Tensor] | dict[str, torch.Tensor]) ->
     return [(f"{name} {tuple(t.shape)}", t.numel(), t.numel() * t.element_size()) for name, t in items]
 
 
-def _summary(sizes: list[tuple[str, int, int]], **known: Any) -> Measure:
+def _largest(sizes: list[tuple[str, int, int]]) -> tuple[str, int]:
     worst = max(sizes, key=lambda s: s[1]) if sizes else ("(none)", 0, 0)
-    return Measure(elements=worst[1], worst=worst[0], bytes=sum(s[2] for s in sizes), **known)
+    return worst[0], worst[1]
+
+
+def _summary(data: list[tuple[str, int, int]], weights: list[tuple[str, int, int]], **known: Any) -> Measure:
+    return Measure(data=_largest(data), weight=_largest(weights), bytes=sum(s[2] for s in data + weights), **known)
 
 
 def _is_meta_limit(exc: BaseException) -> bool:
@@ -244,30 +270,29 @@ def _fake_forward(model: torch.nn.Module, inputs: list[Any], max_ops: int) -> tu
     return _run_counted(lambda: torch.func.functional_call(model, state, args), max_ops, mode)
 
 
-def measure(path: str | Path, overrides: dict[str, Any], max_elements: int = MAX_ELEMENTS,
-            max_ops: int = MAX_OPS) -> Measure:
+def measure(path: str | Path, overrides: dict[str, Any], budget: Budget = Budget()) -> Measure:
     """One forward at these sizes. Raises what the problem raises when a shape does not work."""
     module = common.load_module(path, "problem_sizes", overrides)
     with torch.device("meta"), _meta_values_read_as_one():
         common.seed_all(0)
         inputs = module.get_inputs()
         model = module.Model(*module.get_init_inputs())
-    sizes = _sizes("input", _tensors(inputs)) + _sizes("", model.state_dict())
-    if max(s[1] for s in sizes) > max_elements:
-        return _summary(sizes)  # shrink before running anything
+    data, weights = _sizes("input", _tensors(inputs)), _sizes("", model.state_dict())
+    if _largest(data)[1] > budget.max_elements or _largest(weights)[1] > budget.max_weight_elements:
+        return _summary(data, weights)  # shrink before running anything
     try:
-        ran = _fake_forward(model, inputs, max_ops)
+        ran = _fake_forward(model, inputs, budget.max_ops)
     except Exception:  # fake tensors cannot do everything meta tensors can (plain tensor attributes)
         try:
-            ran = _run_counted(lambda: model(*inputs), max_ops)
+            ran = _run_counted(lambda: model(*inputs), budget.max_ops)
         except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
             if not _is_meta_limit(exc):
                 raise
-            ran = _cpu_forward(module, max_ops)
+            ran = _cpu_forward(module, budget.max_ops)
     if ran is None:
-        return _summary(sizes, ops=max_ops)
+        return _summary(data, weights, ops=budget.max_ops)
     out, flops, ops = ran
-    return _summary(sizes + _sizes("output", _tensors(out)), flops=flops, ops=ops)
+    return _summary(data + _sizes("output", _tensors(out)), weights, flops=flops, ops=ops)
 
 
 def _cpu_forward(module: Any, max_ops: int) -> tuple[Any, float, int] | None:
@@ -278,13 +303,12 @@ def _cpu_forward(module: Any, max_ops: int) -> tuple[Any, float, int] | None:
     return _run_counted(lambda: model(*inputs), max_ops)
 
 
-def shrink(path: str | Path, max_elements: int = MAX_ELEMENTS, max_flops: float = MAX_FLOPS,
-           max_ops: int = MAX_OPS) -> Shrunk:
+def shrink(path: str | Path, budget: Budget = Budget()) -> Shrunk:
     """Sizes at which one forward fits the budget (see the module doc for how they are found)."""
     source = Path(path).read_text()
     result = Shrunk()
     try:
-        result.full = measure(path, {}, max_elements, max_ops)
+        result.full = measure(path, {}, budget)
     except Exception as exc:
         result.error = f"the problem does not run at its own sizes: {type(exc).__name__}: {exc}"
         return result
@@ -293,19 +317,18 @@ def shrink(path: str | Path, max_elements: int = MAX_ELEMENTS, max_flops: float 
     floors = {k.label: k.floor for k in all_knobs}
     values, stuck = dict(original), set()
     current = result.full
-    while not current.fits(max_elements, max_flops):
+    while not current.fits(budget):
         movable = [k for k in values if k not in stuck and values[k] // 2 >= floors[k]]
         if not movable:
             shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no size constants"
             result.error = (f"cannot shrink: at the smallest sizes its constants allow ({shown}) the "
-                            f"{current.describe()}; the budget is {max_elements / 2**20:g} M elements per tensor, "
-                            f"{max_flops / 1e9:g} GFLOP and {max_ops} operators")
+                            f"{current.describe()}; the budget is {budget.describe()}")
             return result
         # All together first; if that breaks the problem, one at a time, largest first.
         for group in [movable] + [[k] for k in sorted(movable, key=lambda k: (-values[k], k))]:
             trial = {**values, **{k: values[k] // 2 for k in group}}
             try:
-                current = measure(path, overrides_for(source, trial), max_elements, max_ops)
+                current = measure(path, overrides_for(source, trial), budget)
             except Exception:
                 if len(group) == 1:
                     stuck.add(group[0])  # the problem needs this one as it is
