@@ -22,8 +22,7 @@ import click
 from autocomp_core.cli import backend_from_assignments
 from autocomp_core.config import ConfigError
 
-from . import gate
-from . import suite as suite_results
+from . import gate, suite as suite_results
 from .harness import Verdict
 from .problemset import baseline_source
 

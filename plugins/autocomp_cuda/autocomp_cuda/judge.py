@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 
 class JudgeError(RuntimeError):
@@ -30,7 +30,7 @@ class Judge:
     """One judge process. ``Judge.shared(env)`` gives the one every harness of this process
     uses for that device (a test session makes many harnesses; each would pay torch's import)."""
 
-    _shared: dict[tuple, Judge] = {}
+    _shared: ClassVar[dict[tuple, Judge]] = {}
     _shared_lock = threading.Lock()
 
     @classmethod
@@ -96,7 +96,7 @@ class Judge:
         """Send one request and wait for its answer; on timeout the judge is killed."""
         try:
             return await asyncio.wait_for(asyncio.to_thread(self._ask, request), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.close(graceful=False)  # unblocks the thread still reading
             raise JudgeError(f"the judge did not answer within {timeout_s:g} s") from None
 

@@ -1,6 +1,5 @@
 # problem: kb/L2/12 (KernelBench level 2, Gemm_Multiply_LeakyReLU)
 # what: the GEMM from PyTorch, then the scaling and LeakyReLU in one C++ loop (CPU device)
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
