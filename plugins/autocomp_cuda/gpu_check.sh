@@ -19,7 +19,8 @@
 #                 LLM test server at full size (kb_check/optimize_kb.py); needs KB too
 #
 # Rehearsal without a GPU: DEVICE=cpu runs the same parts on the CPU device (tiny sizes, C++
-# instead of CUDA candidates; the builds still use nvcc, which compiles without a GPU).
+# instead of CUDA candidates; the builds still use nvcc, which compiles without a GPU);
+# LIMIT_SCALE=4 multiplies every limit (a small, busy CPU machine).
 #
 # With the project installed, it uses that. Otherwise it runs from this checkout on the
 # machine's own python3 and torch (nothing is installed over them); the few pure-Python
@@ -52,7 +53,7 @@ cd "$ROOT" || exit 1
 
 # part NAME LIMIT_S COMMAND...: a header, the command under its limit, how it ended.
 part() {
-  local name=$1 limit=$2 start=$SECONDS rc
+  local name=$1 limit=$(( $2 * ${LIMIT_SCALE:-1} )) start=$SECONDS rc
   shift 2
   echo "== $name (limit ${limit} s) $(date -u +%T)"
   timeout --kill-after=5 "$limit" bash -c "$*"

@@ -421,6 +421,7 @@ class Harness:
                     job["triton_cache"] = str(work / "triton-cache")
                     if triton_cache.exists():
                         shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
                 handed_over = time.time()
                 result = await worker.run(job, self._eval_deadline_s())
                 t_worker = loop.time()
