@@ -83,6 +83,9 @@ def get_init_inputs():
     return []
 '''
 
+# A line on every input, not only on these: computing it is the problem, not a trick.
+TIMES_A_SCALAR = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "x * 3.5")
+
 # Makes a tensor inside forward: in the float64 run it must be float64 too.
 MAKES_ITS_OWN_TENSOR = '''import torch
 import torch.nn as nn
@@ -107,12 +110,14 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     backend = make_backend("cpu")
     (tmp_path / "selu.py").write_text(SELU_ON_NON_NEGATIVE)
     (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
+    (tmp_path / "scalar.py").write_text(TIMES_A_SCALAR)
 
-    async def both():
-        return await asyncio.gather(backend.check_problem(str(tmp_path / "selu.py")),
-                                    backend.check_problem(str(tmp_path / "own_tensor.py")))
+    async def checks():
+        return await asyncio.gather(*(backend.check_problem(str(tmp_path / name))
+                                      for name in ("selu.py", "own_tensor.py", "scalar.py")))
 
-    selu, own = asyncio.run(both())
+    selu, own, scalar = asyncio.run(checks())
     assert not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0], selu.reasons
+    assert scalar.passed, scalar.reasons
     assert own.passed, own.reasons
     assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again

@@ -94,38 +94,45 @@ def run64(model64, inputs: list[Any], device: torch.device) -> torch.Tensor | No
         torch.set_default_dtype(previous)
 
 
-def fit_affine(inputs: list[Any], out64: torch.Tensor) -> dict[int, tuple[float, float]]:
-    """Per input of the output's shape, the a, b of the least-squares line out = a * x + b."""
-    fits = {}
+def input_lines(model64, inputs: list[Any], out64: torch.Tensor, state: dict, device: torch.device, atol: float,
+                rtol: float) -> dict[str, tuple[int, float, float]]:
+    """Fixed formulas of one input a broken kernel might return: the input itself and the
+    least-squares line ``a * x + b`` fitted to this trial, per input of the output's shape.
+    A formula is kept only where the reference departs from it on the mirrored input (-x):
+    then it matches only because of the inputs' range (ReLU or SELU on non-negative inputs),
+    not because the operator is that line (a matrix times a scalar)."""
+    lines: dict[str, tuple[int, float, float]] = {}
     y = out64.double().flatten()
     for i, x in enumerate(inputs):
-        if isinstance(x, torch.Tensor) and x.shape == out64.shape and x.is_floating_point():
-            x = x.double().flatten()
-            var = float(x.var(correction=0))
-            if var > 0:
-                a = float(((x - x.mean()) * (y - y.mean())).mean()) / var
-                fits[i] = (a, float(y.mean()) - a * float(x.mean()))
-    return fits
+        if not (isinstance(x, torch.Tensor) and x.shape == out64.shape and x.is_floating_point()):
+            continue
+        flat = x.double().flatten()
+        found = {f"identity_input{i}": (1.0, 0.0)}
+        var = float(flat.var(correction=0))
+        if var > 0:
+            a = float(((flat - flat.mean()) * (y - y.mean())).mean()) / var
+            found[f"affine_input{i}"] = (a, float(y.mean()) - a * float(flat.mean()))
+        model64.load_state_dict(state)
+        mirrored = run64(model64, [-v if j == i else v for j, v in enumerate(inputs)], device)
+        for name, (a, b) in found.items():
+            if mirrored is None or error_ratio(-x.double() * a + b, mirrored.double(), atol, rtol) > 1.0:
+                lines[name] = (i, a, b)
+    return lines
 
 
 def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float,
-                   affine: dict[int, tuple[float, float]]) -> dict[str, torch.Tensor]:
+                   lines: dict[str, tuple[int, float, float]]) -> dict[str, torch.Tensor]:
     """Answers a broken kernel might return. A sound problem rejects every one of them.
 
     ``constant`` is the mean output of the first trial: one fixed answer for every input;
-    ``affine`` the line fitted to the first trial per input: one fixed formula a * x + b
-    (an operator that is linear on the inputs' range, as SELU is on non-negative ones).
+    ``lines`` the fixed formulas of one input (see ``input_lines``), from the first trial.
     """
     probes = {"zeros": torch.zeros_like(out)}
     if out.is_floating_point():
         probes["constant_mean"] = torch.full_like(out, constant)
         probes["ones"] = torch.ones_like(out)
-    for i, x in enumerate(inputs):
-        if isinstance(x, torch.Tensor) and x.shape == out.shape and x.dtype == out.dtype:
-            probes[f"identity_input{i}"] = x.clone()
-        if i in affine and out.is_floating_point():
-            a, b = affine[i]
-            probes[f"affine_input{i}"] = (x.double() * a + b).to(out.dtype)
+        for name, (i, a, b) in lines.items():
+            probes[name] = (inputs[i].double() * a + b).to(out.dtype)
     return probes
 
 
@@ -186,8 +193,9 @@ def main(job_path: str) -> int:
                 deterministic_gap = max(deterministic_gap, gap)
                 if k == 0:
                     constant = float(out.double().mean()) if out.is_floating_point() and out.numel() else 0.0
-                    affine = fit_affine(inputs, out64) if out.is_floating_point() else {}
-                for name, probe in trivial_probes(out, inputs, constant, affine).items():
+                    lines = input_lines(model64, inputs, out64, state, device, atol, rtol) \
+                        if out.is_floating_point() else {}
+                for name, probe in trivial_probes(out, inputs, constant, lines).items():
                     fails = error_ratio(probe, target, atol, rtol) > 1.0
                     probe_fail[name] = probe_fail.get(name, False) or fails
         assert out is not None
