@@ -1,21 +1,54 @@
-"""autocomp-core: an LLM-driven code optimizer for tensor accelerators."""
-from .backend import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, Example,
-                      FailureKind, HardwareConfig, KnowledgePack, Problem, Resources)
+"""autocomp-core: an LLM-driven code optimizer for tensor accelerators.
+
+Everything a plugin needs is importable from here: the backend contract, the sandbox,
+the hook marker, the run configuration, the errors and the pieces of a static screen.
+"""
+from .backend import (
+    Backend,
+    BackendOptions,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    Example,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    bound_text,
+)
+from .config import ConfigError, RunConfig, parse_assignments
 from .hookspecs import hookimpl
+from .resources import Resources
+from .sandbox import (
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    private_workdir,
+    remove_tree,
+    run_sandboxed,
+)
+from .screening import Finding, attribute_root
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Backend", "Capability", "DoctorCheck", "EvalContext", "EvalResult", "Example", "FailureKind",
-    "HardwareConfig", "KnowledgePack", "Problem", "Resources", "hookimpl", "optimize",
-    "optimize_async",
+    "Backend", "BackendOptions", "Capability", "ConfigError", "DoctorCheck", "EvalContext",
+    "EvalResult", "Example", "FailureKind", "Finding", "HardwareConfig", "KnowledgePack",
+    "Problem", "Resources", "RunConfig", "RunError", "RunSummary", "SandboxError",
+    "SandboxLimits", "SandboxResult", "attribute_root", "bound_text", "hookimpl",
+    "make_backend", "optimize", "optimize_async", "parse_assignments", "private_workdir",
+    "remove_tree", "run_sandboxed",
 ]
 
+#: names whose modules pull in the engine and the LLM stack: imported on first use
+_LAZY = {"optimize": "api", "optimize_async": "api", "RunSummary": "runner",
+         "make_backend": "runner", "RunError": "search"}
 
-def __getattr__(name: str):
-    # The engine pulls in the LLM stack; import it only when the API is used.
-    if name in ("optimize", "optimize_async"):
-        from . import api
 
-        return getattr(api, name)
-    raise AttributeError(name)
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

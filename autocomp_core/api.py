@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig, load_config
-from .runner import RunSummary, replay_async, resume_async
-from .runner import optimize as _optimize
-from .runner import optimize_async as _optimize_async
+from .runner import (
+    RunSummary,
+    optimize as _optimize,
+    optimize_async as _optimize_async,
+    replay_async,
+    resume_async,
+)
 
 __all__ = ["RunSummary", "optimize", "optimize_async", "replay_async", "resume_async"]
 

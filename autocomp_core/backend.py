@@ -1,19 +1,36 @@
 """The backend contract: what a target plugin supplies to the engine.
 
 A backend knows one accelerator (or CPU ISA, or GPU). The engine knows none: it asks
-the backend for problems, for the knowledge pack that goes into prompts, for a
-validated hardware config, and to evaluate candidate programs.
+the backend for problems, for the knowledge pack that goes into prompts, and to evaluate
+candidate programs on the hardware config and options the backend was built with.
+
+The engine's side of the contract, in the order of a run:
+
+1. ``Backend(hardware, options)``: both validated through the backend's pydantic models
+   (``hardware_config_type``, ``options_type``); unknown or ill-typed keys are bad input.
+   Construction is cheap and holds no resources (``backends`` and ``doctor`` build every
+   installed backend).
+2. ``async with backend:`` around every evaluation of a run; ``aclose()`` at the end,
+   even after an error or Ctrl-C, releases what the backend started (warm workers,
+   connections, simulators).
+3. ``await backend.evaluate(problem, code, ctx)``, as many at once as ``resources()``
+   allows. A failed candidate is a failed ``EvalResult``; an exception means the
+   evaluator itself broke and becomes an ``INFRA_ERROR`` result (see ``evaluate``).
 """
 from __future__ import annotations
 
 import abc
 import enum
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
+import anyio
 from pydantic import BaseModel, ConfigDict
+
+from .resources import Resources
 
 #: Bound applied to captured stdout/stderr kept in an EvalResult (characters).
 OUTPUT_LIMIT = 16_000
@@ -181,7 +198,8 @@ class KnowledgePack:
 
 
 class HardwareConfig(BaseModel):
-    """Base for a backend's hardware description. Subclass with typed, validated fields."""
+    """Base for a backend's hardware description (``[hardware]``). Subclass with typed,
+    validated fields; unknown keys are refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -189,13 +207,12 @@ class HardwareConfig(BaseModel):
         return ", ".join(f"{k}={v}" for k, v in self.model_dump().items())
 
 
-@dataclass
-class Resources:
-    """How many evaluations a backend can run at once, and what each needs."""
+class BackendOptions(BaseModel):
+    """Base for a backend's ``[backend_options]``: how to evaluate, as opposed to what the
+    hardware is (a simulator mode, a cache folder, timing repetitions). Subclass with typed,
+    validated fields; unknown keys are refused. They take part in the evaluation cache key."""
 
-    max_parallel: int = 1
-    gpus_per_eval: int = 0
-    memory_mb_per_eval: int = 2048
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass
@@ -206,25 +223,27 @@ class DoctorCheck:
     ok: bool
     detail: str = ""
     fix: str = ""  # the command that installs what is missing
+    required: bool = True  # False: the backend works without it (an optional extra)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalContext:
-    """Per-evaluation settings handed to ``Backend.evaluate``."""
+    """What changes from one evaluation to the next. The hardware config and the options
+    are not here: they are the backend's own (``self.hardware``, ``self.options``)."""
 
-    hardware: HardwareConfig
     seed: int = 0
     timeout_s: float = 120.0
     want_feedback: bool = True  # compute hardware feedback text (utilization, stalls)
-    options: dict[str, Any] = field(default_factory=dict)  # backend-specific [backend_options] config
 
 
 class Capability(str, enum.Enum):
-    """Optional features. The engine refuses an option that needs one a backend lacks."""
+    """Optional features. The engine refuses a setting that needs one a backend lacks.
+
+    Whether a backend translates (a translation menu) and whether it has a lower bound
+    (``metric_lower_bound`` returns a number) are read from the backend itself, not declared.
+    """
 
     HW_FEEDBACK = "hw_feedback"  # evaluate() fills EvalResult.feedback with hardware detail
-    TRANSLATION = "translation"  # knowledge pack has a translation menu, baselines are untranslated
-    LOWER_BOUND = "lower_bound"  # metric_lower_bound() returns a value
 
 
 class Backend(abc.ABC):
@@ -242,22 +261,22 @@ class Backend(abc.ABC):
     code_anchor: ClassVar[str | None] = None
     #: unit of the metric (``cycles``, ``ms``)
     metric_unit: ClassVar[str] = ""
-    #: pydantic model of the hardware config
+    #: pydantic model of the hardware config (``[hardware]``)
     hardware_config_type: ClassVar[type[HardwareConfig]] = HardwareConfig
+    #: pydantic model of the options (``[backend_options]``); the base takes none
+    options_type: ClassVar[type[BackendOptions]] = BackendOptions
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
-    #: the ``[backend_options]`` it reads; any other is refused as a typo. None: not checked.
-    option_names: ClassVar[frozenset[str] | None] = None
 
-    def __init__(self, hardware: HardwareConfig | dict[str, Any] | None = None,
-                 options: dict[str, Any] | None = None) -> None:
-        if not isinstance(hardware, HardwareConfig):
-            hardware = self.hardware_config_type(**(hardware or {}))
-        self.hardware = hardware
-        self.options = dict(options or {})
-        unknown = sorted(set(self.options) - self.option_names) if self.option_names is not None else []
-        if unknown:
-            known = ", ".join(sorted(self.option_names or ())) or "none"
-            raise ValueError(f"unknown [backend_options] option {unknown[0]!r} (known: {known})")
+    def __init__(self, hardware: HardwareConfig | Mapping[str, Any] | None = None,
+                 options: BackendOptions | Mapping[str, Any] | None = None) -> None:
+        """Validate the hardware config and options (pydantic ``ValidationError`` when bad).
+        Override to derive settings from them; acquire nothing here (see ``__aenter__``)."""
+        self.hardware: HardwareConfig = (
+            hardware if isinstance(hardware, self.hardware_config_type)
+            else self.hardware_config_type.model_validate(dict(hardware or {})))
+        self.options: BackendOptions = (
+            options if isinstance(options, self.options_type)
+            else self.options_type.model_validate(dict(options or {})))
 
     @property
     def version(self) -> str:
@@ -269,6 +288,22 @@ class Backend(abc.ABC):
         except PackageNotFoundError:
             return "unknown"
 
+    # -- lifecycle ----------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        """The engine enters the backend before its first evaluation. Override to start
+        what every evaluation shares (a simulator server, a connection to a board)."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        with anyio.CancelScope(shield=True):  # a Ctrl-C must not leave workers behind
+            await self.aclose()
+
+    async def aclose(self) -> None:  # noqa: B027 - a default that holds nothing to release
+        """Release everything the backend started (warm workers, servers, connections).
+        Called once the run's evaluations are over, also after an error or cancellation;
+        must be safe to call twice."""
+
+    # -- problems and prompts -----------------------------------------------------------
     @abc.abstractmethod
     def problems(self) -> list[Problem]:
         """Every problem this backend ships."""
@@ -285,10 +320,21 @@ class Backend(abc.ABC):
     def knowledge(self, problem: Problem) -> KnowledgePack:
         """The prompt knowledge for a problem (may depend on the problem family)."""
 
+    def rules(self, problem: Problem) -> list[str]:
+        """Extra rules derived from the hardware config or problem (added to the pack's)."""
+        return []
+
+    # -- evaluation ---------------------------------------------------------------------
     @abc.abstractmethod
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        """Build, check and measure one candidate. Must never raise for a bad candidate:
-        return a failed EvalResult instead. Runs untrusted code only through the sandbox."""
+        """Build, check and measure one candidate on ``self.hardware`` with ``self.options``.
+
+        A bad candidate (it does not compile, computes the wrong answer, runs too long,
+        crashes, cheats) is a failed ``EvalResult`` with its ``FailureKind``. Raise only
+        when the evaluator itself fails (a missing tool, a bug): the engine turns the
+        exception into an ``INFRA_ERROR`` result, which is not cached and not repaired, and
+        the run goes on, so do not catch every exception yourself. Untrusted code runs only
+        through the sandbox (``autocomp_core.run_sandboxed``)."""
 
     def hardware_for(self, problem: Problem) -> HardwareConfig:
         """The hardware a problem actually runs on (a problem may pin its own, e.g. an fp32
@@ -296,15 +342,14 @@ class Backend(abc.ABC):
         return self.hardware
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
-        """Speed-of-light bound on the metric for this problem and hardware, if known."""
+        """Speed-of-light bound on the metric for this problem and hardware, if known.
+        Reports show the best result as a fraction of it and flag a result below it."""
         return None
 
     def resources(self) -> Resources:
+        """What one evaluation holds while it runs; the engine runs as many at once as fit."""
         return Resources()
 
     def doctor(self) -> list[DoctorCheck]:
-        return []
-
-    def rules(self, problem: Problem) -> list[str]:
-        """Extra rules derived from the hardware config or problem (added to the pack's)."""
+        """Every tool ``evaluate`` needs: present or not, and the command that installs it."""
         return []

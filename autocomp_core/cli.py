@@ -8,24 +8,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import click
 
-from .config import ConfigError, apply_override, load_config
+from .config import ConfigError, load_config, parse_assignments
 from .logs import configure
+
+if TYPE_CHECKING:
+    from .plugins import PluginRegistry
 
 EXIT_BAD_INPUT = 2
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
+
+
+def loaded_plugins() -> PluginRegistry:
+    """The registry ``main`` loaded (a fresh one when the CLI is driven another way)."""
+    from .plugins import build_registry
+
+    root = click.get_current_context().find_root()
+    if root.obj is None:
+        root.obj = build_registry()
+    return root.obj
 
 
 class Group(click.Group):
@@ -143,17 +156,30 @@ def replay(run_dir: str, into: str | None, reevaluate: bool, quiet: bool, as_jso
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
-def report(run_dir: str) -> None:
+@click.option("--html", is_flag=True,
+              help="Write a self-contained HTML report (plots, beam tree, diffs); RUN_DIR may "
+                   "also be a folder or suite of runs (one page across them).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where the HTML report goes (default: RUN_DIR/report.html).")
+def report(run_dir: str, html: bool, output: str | None) -> None:
     """Rebuild a run's exports from its journal and print report.md."""
+    if html:
+        from .report.page import write_html_report
+
+        click.echo(write_html_report(Path(run_dir), Path(output) if output else None))
+        return
+    if output:
+        fail("--output: only with --html")
+    from .accounting import Ledger
     from .exports import write_exports
-    from .runner import _ledger_from_store, load_backend, load_run_config
+    from .runner import load_backend, load_run_config
     from .store import RunStore
 
     config = load_run_config(Path(run_dir))
     backend, problem, _ = load_backend(config)
     store = RunStore(run_dir)
     try:
-        ledger = _ledger_from_store(store)
+        ledger = Ledger.from_store(store)
         write_exports(Path(run_dir), store, backend, problem, ledger,
                       stop_reason=store.get_meta("stop_reason", "unknown"),
                       drop_root=config.translation.iterations > 0 and
@@ -164,19 +190,39 @@ def report(run_dir: str) -> None:
 
 
 @cli.command()
+@click.argument("runs_dir", required=False, default="runs", type=click.Path(file_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any but 127.0.0.1 needs a token.")
+@click.option("--port", type=int, default=8750, show_default=True, help="0: any free port.")
+@click.option("--token", envvar="AUTOCOMP_SERVE_TOKEN",
+              help="Required of every request (env AUTOCOMP_SERVE_TOKEN).")
+def serve(runs_dir: str, host: str, port: int, token: str | None) -> None:
+    """A live dashboard of the runs in RUNS_DIR (default: runs); it never writes to a run."""
+    from .report.server import ServeError, serve as serve_runs
+
+    try:
+        anyio.run(lambda: serve_runs(Path(runs_dir), host, port, token,
+                                     ready=lambda line: click.echo(line, err=True)))
+    except ServeError as exc:
+        fail(str(exc))
+    except OSError as exc:  # the port is taken, the address is not ours, ...
+        fail(f"serve: cannot listen on {host}:{port}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        pass
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True)
 def backends(as_json: bool) -> None:
     """List installed backends with versions and a health check."""
-    from .plugins import registry
-
-    reg = registry()
-    rows = []
+    reg = loaded_plugins()
+    rows: list[dict[str, Any]] = []
     for name, cls in sorted(reg.backends().items()):
         try:
             backend = cls()
             checks = backend.doctor()
             row = {"name": name, "version": backend.version, "description": cls.description,
-                   "healthy": all(c.ok for c in checks),
+                   "healthy": all(c.ok for c in checks if c.required),
                    "missing": [c.name for c in checks if not c.ok],
                    "problems": len(backend.problems())}
         except Exception as exc:  # a broken backend is reported, not fatal
@@ -197,17 +243,49 @@ def backends(as_json: bool) -> None:
         click.echo(f"plugin {f['plugin']} failed to load: {f['error']}", err=True)
 
 
-def backend_from_assignments(name: str, hardware: tuple[str, ...] = (), options: tuple[str, ...] = ()):
-    """A backend from `--hw KEY=VALUE` and `--option KEY=VALUE` assignments (plugin commands use it too)."""
-    from .runner import make_backend
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def plugins(as_json: bool) -> None:
+    """List loaded plugins: version, the hooks each implements and what it registered; and
+    every plugin that failed to load, with the reason."""
+    reg = loaded_plugins()
+    rows = reg.describe()
+    failures = [{"plugin": f.name, "error": f.error} for f in reg.failures]
+    if as_json:
+        emit_json({"plugins": rows, "failures": failures})
+        return
+    for r in rows:
+        what = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in r["registered"].items()
+                         if names)
+        click.echo(f"{r['distribution'] or r['name']} {r['version'] or ''} ({r['source']}: "
+                   f"{r['module']})\n  hooks: {', '.join(r['hooks'])}"
+                   + (f"\n  registered {what}" if what else ""))
+    for f in failures:
+        click.echo(f"FAILED {f['plugin']}: {f['error']}")
 
-    hw: dict[str, Any] = {}
-    opts: dict[str, Any] = {}
-    for item in hardware:
-        apply_override(hw, item)
-    for item in options:
-        apply_override(opts, item)
-    return make_backend(name, hw, opts)
+
+@cli.command(name="new-backend")
+@click.argument("name")
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=".",
+              show_default=True, help="Folder to create the package folder in.")
+@click.option("--pack", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Start from this knowledge pack (a `build-pack --out` folder).")
+@click.option("--language", default="python", show_default=True,
+              help="Language of the target's programs, as in a code fence (c, cpp, ...).")
+@click.option("--extension", default=None,
+              help="File extension of programs [default: from --language].")
+def new_backend(name: str, parent: Path, pack: Path | None, language: str,
+                extension: str | None) -> None:
+    """Write a complete backend plugin package for NAME: pyproject.toml with the entry
+    point, a backend with typed hardware config and options, a knowledge pack (or the one
+    given with --pack), a problem with its baseline and reference, a README and tests that
+    pass as generated."""
+    from .scaffold import write_backend_plugin
+
+    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends(), pack=pack,
+                                language=language, extension=extension)
+    click.echo(f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
+               f"  pytest {root}\n  autocomp-core backends")
 
 
 @cli.command()
@@ -215,7 +293,9 @@ def backend_from_assignments(name: str, hardware: tuple[str, ...] = (), options:
 @click.option("--json", "as_json", is_flag=True)
 def problems(backend: str, as_json: bool) -> None:
     """List a backend's problems."""
-    b = backend_from_assignments(backend)
+    from .runner import make_backend
+
+    b = make_backend(backend, plugins=loaded_plugins())
     rows = [{"id": p.id, "description": p.description,
              "baseline": str(p.baseline_path) if p.baseline_path else None} for p in b.problems()]
     if as_json:
@@ -238,14 +318,19 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
           options: tuple[str, ...], timeout: float, seed: int, as_json: bool) -> None:
     """Evaluate one program (for plugin authors): correctness and metric."""
     from .backend import EvalContext
+    from .journal import evaluate_guarded
+    from .runner import load_problem, make_backend
 
-    from .runner import load_problem
-
-    b = backend_from_assignments(backend, hardware, options)
+    b = make_backend(backend, parse_assignments(hardware), parse_assignments(options),
+                     loaded_plugins())
     prob = load_problem(b, problem)
     code = Path(file).read_text()
-    ctx = EvalContext(hardware=b.hardware, seed=seed, timeout_s=timeout, options=b.options)
-    result = anyio.run(b.evaluate, prob, code, ctx)
+
+    async def run() -> Any:
+        async with b:
+            return await evaluate_guarded(b, prob, code, EvalContext(seed=seed, timeout_s=timeout))
+
+    result = anyio.run(run)
     data = result.to_dict()
     data["lower_bound"] = b.metric_lower_bound(prob)
     if as_json:
@@ -266,12 +351,14 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
     """List configured LLM providers and models, and whether each answers."""
     from .llm.client import check_models
     from .llm.settings import LLMSettings
+    from .plugins import build_registry
 
     data = load_config(config_file).model_dump() if config_file else {}
     settings = LLMSettings(**data.get("llm", {})) if data else LLMSettings()
     wanted = list(models) or [*data.get("models", {}).get("plan", []),
                               *data.get("models", {}).get("code", [])]
-    rows = anyio.run(check_models, settings, wanted or None)
+    plugins = build_registry(data["plugins"]) if data.get("plugins") else loaded_plugins()
+    rows = anyio.run(check_models, settings, wanted or None, plugins.llm_providers())
     if as_json:
         emit_json(rows)
         return
@@ -283,20 +370,20 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 @click.argument("backend", required=False)
 def doctor(backend: str | None) -> None:
     """Check every tool the installed backends need; name what is missing and how to install it."""
-    from .plugins import registry
+    from .runner import make_backend
 
-    reg = registry()
+    reg = loaded_plugins()
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
     for name in names:
-        b = backend_from_assignments(name)
+        b = make_backend(name, plugins=reg)
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:
-            mark = "ok " if c.ok else "MISSING"
+            mark = "ok " if c.ok else "MISSING" if c.required else "absent (optional)"
             fix = f"  -> {c.fix}" if (not c.ok and c.fix) else ""
             click.echo(f"  [{mark}] {c.name} {c.detail}{fix}")
-            missing += not c.ok
+            missing += not c.ok and c.required
         if not checks:
             click.echo("  (no checks)")
     for f in reg.failures:
@@ -305,14 +392,21 @@ def doctor(backend: str | None) -> None:
     sys.exit(1 if missing else 0)
 
 
-def main() -> None:
-    from .plugins import registry
+from .packbuilder.cli import build_pack  # noqa: E402  (the knowledge builder)
 
-    try:
-        registry().hook.autocomp_cli_commands(cli=cli)
-    except Exception as exc:  # a plugin's command must not break the CLI
-        click.echo(f"warning: a plugin failed to add commands: {exc}", err=True)
-    cli(prog_name="autocomp-core")
+cli.add_command(build_pack)
+
+
+def main() -> None:
+    from .plugins import build_registry
+
+    plugins = build_registry()
+    before = len(plugins.failures)
+    plugins.call("autocomp_cli_commands", cli=cli)  # a plugin that raises is left out
+    for failure in plugins.failures[before:]:
+        click.echo(f"warning: plugin {failure.name} could not add commands: {failure.error}",
+                   err=True)
+    cli(prog_name="autocomp-core", obj=plugins)
 
 
 if __name__ == "__main__":

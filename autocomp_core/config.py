@@ -8,12 +8,15 @@ from __future__ import annotations
 import ast
 import math
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .llm.settings import LLMSettings
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class ConfigError(ValueError):
@@ -75,6 +78,11 @@ class SearchConfig(_Section):
     schedule: Literal["pipelined", "barrier"] = "pipelined"
     #: run directory whose final beam seeds this run
     continue_from: str | None = None
+    #: static: the pack's menu; generated: an LLM proposes strategies for each parent each
+    #: iteration (journaled), used instead of the pack's menu; mixed: the pack's menu plus those
+    menu_strategy: Literal["static", "generated", "mixed"] = "static"
+    #: how many new strategies a generated menu asks for
+    generated_menu_size: int = Field(10, ge=1, le=50)
 
 
 class TranslationConfig(_Section):
@@ -88,6 +96,17 @@ class TranslationConfig(_Section):
     complete_threshold: float = Field(9.0, ge=0.0, le=10.0)
     #: after the last translation iteration, drop the untranslated original from the beam
     drop_original: bool = True
+
+
+class PromptConfig(_Section):
+    #: a knowledge pack folder (knowledge.toml) used instead of the backend's own
+    pack: str | None = None
+    #: an ISA text longer than this is narrowed to the sections an LLM picks for the problem
+    isa_select_above_chars: int = Field(30_000, ge=0)
+    #: with ISA selection, also pick subsections inside the chosen sections
+    fine_grained: bool = False
+    #: examples longer than this in total are narrowed the same way
+    examples_select_above_chars: int = Field(30_000, ge=0)
 
 
 class EvaluationConfig(_Section):
@@ -117,6 +136,7 @@ class RunConfig(_Section):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     translation: TranslationConfig = Field(default_factory=TranslationConfig)
+    prompt: PromptConfig = Field(default_factory=PromptConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -136,16 +156,29 @@ class RunConfig(_Section):
         return data
 
 
-def _format_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, section: str = "",
+                              model: type[BaseModel] | None = None) -> str:
+    """One line naming the first bad field (``search.beam_size: ...``). With ``model``, an
+    unknown top-level key also lists the keys ``model`` knows."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "config"
+    where = ".".join(str(p) for p in (section, *err["loc"]) if p != "") or "config"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
+        if model is not None and len(err["loc"]) == 1:
+            msg += f" (known: {', '.join(model.model_fields) or 'none'})"
     elif err["type"] == "missing":
         msg = "required"
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"config: {where}: {msg}{more}"
+    return f"{where}: {msg}{more}"
+
+
+def validated(model: type[ModelT], data: Any, section: str) -> ModelT:
+    """``data`` validated as ``model``; a ``ConfigError`` naming ``section.key`` if not."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, section, model)) from None
 
 
 def parse_value(text: str) -> Any:
@@ -173,6 +206,14 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {path}: {k} is not a table")
     node[keys[-1]] = parse_value(value.strip())
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, Any]:
+    """``["key=value", "a.b=2"]`` as nested data (``--hw`` and ``--option`` flags)."""
+    data: dict[str, Any] = {}
+    for item in items:
+        apply_override(data, item)
+    return data
 
 
 def read_toml(path: Path | str) -> dict[str, Any]:
@@ -211,4 +252,4 @@ def validate(data: dict[str, Any] | RunConfig) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_error(exc)) from None
+        raise ConfigError(f"config: {describe_validation_error(exc)}") from None

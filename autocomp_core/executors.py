@@ -1,8 +1,10 @@
-"""Executors: where a backend's sandboxed commands run. Built-in: ``local``.
+"""Executors: where sandboxed commands run. Built-in: ``local``, this machine.
 
-A plugin adds one (a remote board over SSH, a cluster) by returning an ``ExecutorSpec``
-from ``autocomp_register_executors``. Backends ask for an executor by name and call its
-``run``, which has the signature and result of ``autocomp_core.sandbox.run_sandboxed``.
+A plugin adds one (a cluster, a remote board) by returning an ``ExecutorSpec`` from
+``autocomp_register_executors``. An executor's ``run`` has the signature and result of
+``autocomp_core.run_sandboxed``. The consumer of this extension point is the engine's
+scale-out executor, which asks its cluster for each evaluation's ``Resources``; until it
+lands, the engine evaluates on this machine and backends call the sandbox directly.
 """
 from __future__ import annotations
 

@@ -1,13 +1,18 @@
 """Readable exports of a run directory, rebuilt from the journal at any time.
 
 ``best<ext>``, ``candidates/iter-<i>/`` (every program and an index), ``summary.json``
-and ``report.md``. The journal (``run.sqlite``) stays the source of truth.
+and ``report.md``. The engine writes them at the end of every iteration and at the end
+of the run; each file is written whole and then renamed into place, so a reader (or a
+machine that dies mid-write) never sees half a file. The journal (``run.sqlite``) stays
+the source of truth.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,29 @@ def _num(x: float | None) -> float | None:
     return None if x is None or math.isinf(x) else x
 
 
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that the path holds the old or the new file, never
+    a mix: write a temporary file beside it, flush it to disk, rename it over."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def target_info(backend: Backend, problem: Problem) -> dict[str, Any]:
+    """What a report needs to know of the target, recorded in the journal at the start."""
+    return {"backend": backend.name, "problem": problem.id, "unit": backend.metric_unit,
+            "language": backend.language, "file_extension": backend.file_extension,
+            "metric_lower_bound": backend.metric_lower_bound(problem),
+            "hardware": backend.hardware_for(problem).model_dump(mode="json")}
+
+
 def best_candidate(cands: list[Candidate], drop_root: bool) -> Candidate | None:
     correct = [c for c in cands if c.correct]
     if drop_root and any(c.origin != "root" for c in correct):
@@ -28,7 +56,12 @@ def best_candidate(cands: list[Candidate], drop_root: bool) -> Candidate | None:
 
 
 def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Problem,
-                  ledger: Ledger, stop_reason: str, drop_root: bool = False) -> dict[str, Any]:
+                  ledger: Ledger, stop_reason: str | None, drop_root: bool = False,
+                  iterations: Iterable[int] | None = None) -> dict[str, Any]:
+    """Write the exports; ``stop_reason`` None means the run is still going.
+
+    ``iterations`` limits the rewritten ``candidates/iter-<i>/`` folders to those (the
+    engine passes the iteration that just finished); None rewrites them all."""
     cands = store.candidates()
     ext = backend.file_extension
     root = next((c for c in cands if c.origin == "root"), None)
@@ -36,28 +69,20 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
     initial = min((c.score for c in cands if c.id in initial_beam), default=math.inf)
     best = best_candidate(cands, drop_root)
     if best is not None:
-        (run_dir / f"best{ext}").write_text(best.code or "")
+        atomic_write(run_dir / f"best{ext}", best.code or "")
     by_iter: dict[int, list[Candidate]] = defaultdict(list)
     for c in cands:
         by_iter[c.iteration].append(c)
-    for i, group in by_iter.items():
-        folder = run_dir / "candidates" / f"iter-{i}"
-        folder.mkdir(parents=True, exist_ok=True)
-        index = []
-        for c in sorted(group, key=lambda c: c.id):
-            if c.code is not None:
-                (folder / f"{c.id}{ext}").write_text(c.code)
-            index.append({"id": c.id, "parents": c.parents, "origin": c.origin, "plan": c.plan,
-                          "score": _num(c.score), "correct": c.correct,
-                          "plan_model": c.plan_model, "code_model": c.code_model,
-                          "translation_score": c.translation_score})
-        (folder / "index.json").write_text(json.dumps(index, indent=2))
+    wanted = set(by_iter) if iterations is None else set(iterations) & set(by_iter)
+    for i in sorted(wanted):
+        _write_iteration(run_dir / "candidates" / f"iter-{i}", by_iter[i], store, ext)
     bound = backend.metric_lower_bound(problem)
     best_score = best.score if best else math.inf
     last = store.last_iteration()
     summary = {
         "backend": backend.name, "problem": problem.id, "unit": backend.metric_unit,
         "hardware": backend.hardware_for(problem).model_dump(mode="json"),
+        "status": "running" if stop_reason is None else "stopped",
         "stop_reason": stop_reason, "iterations_completed": last or 0,
         "initial_score": _num(initial), "best_score": _num(best_score),
         "speedup": (initial / best_score) if best and best_score > 0 and not math.isinf(initial)
@@ -71,19 +96,83 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
         "iteration_wall_s": {i: s.get("wall_s") for i, s in store.iteration_stats().items()
                              if i > 0},
         "models": store.get_meta("models"),
+        "context_selection": store.get_meta("context_selection") or {},
+        "prompt_context": prompt_context(store),
+        "generated_menus": len(store.events("generated_menu")),
         **ledger.to_dict(),
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    (run_dir / "report.md").write_text(render_report(summary, best, root, backend))
+    atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
+    atomic_write(run_dir / "report.md", render_report(summary, best, root, backend))
     return summary
+
+
+def prompt_context(store: RunStore) -> list[dict[str, Any]]:
+    """Which ISA sections and examples the prompts used: one row per distinct combination
+    and phase, with the number of prompts that used it."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for call in store.llm_calls():
+        context = call["request"].get("context") or {}
+        if context:
+            isa = context.get("isa", "all")
+            key = (call["phase"], json.dumps(isa), tuple(context.get("examples", [])))
+            counts[key] += 1
+    return [{"phase": phase, "isa": json.loads(isa), "examples": list(examples), "prompts": n}
+            for (phase, isa, examples), n in sorted(counts.items())]
+
+
+def _context_lines(s: dict[str, Any]) -> list[str]:
+    def titles(isa: Any) -> str:
+        if isa == "all":
+            return "whole ISA"
+        return "; ".join(t if isinstance(t, str) else f"{t['section']} ({', '.join(t['subsections'])})"
+                         for t in isa)
+
+    chosen = s["context_selection"]
+    lines = ["", "## Prompt context", ""]
+    if "isa" in chosen:
+        c = chosen["isa"]
+        lines.append(f"- ISA selection: {c['chars_before']} -> {c['chars_after']} characters; "
+                     f"kept: {titles(c['sections'])}" + (f" ({c['reason']})" if "reason" in c else ""))
+    if "examples" in chosen:
+        c = chosen["examples"]
+        kept = c["examples"] if c["examples"] == "all" else ", ".join(c["examples"]) or "none"
+        lines.append(f"- example selection: {c['total']} examples, kept: {kept}")
+    if s["generated_menus"]:
+        lines.append(f"- generated menus: {s['generated_menus']} (one per parent and iteration)")
+    lines += ["", "| phase | ISA sections | examples | prompts |", "|---|---|---|---|"]
+    lines += [f"| {r['phase']} | {titles(r['isa'])} | {', '.join(r['examples']) or '-'} | "
+              f"{r['prompts']} |" for r in s["prompt_context"]]
+    return lines
+
+
+def _write_iteration(folder: Path, group: list[Candidate], store: RunStore, ext: str) -> None:
+    """One iteration's programs and an index of them (lineage, plan, score, outcome)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    beam = set(store.beam(group[0].iteration) or [])  # selected when the iteration ended
+    index = []
+    for c in sorted(group, key=lambda c: c.id):
+        if c.code is not None:
+            atomic_write(folder / f"{c.id}{ext}", c.code)
+        result = store.evaluation(c.eval_key) if c.eval_key else None
+        failure = (result or {}).get("failure") or (None if c.code is not None else "no_program")
+        index.append({"id": c.id, "parents": c.parents, "origin": c.origin, "plan": c.plan,
+                      "score": _num(c.score), "correct": c.correct, "failure": failure,
+                      "in_beam": c.id in beam,
+                      "plan_model": c.plan_model, "code_model": c.code_model,
+                      "translation_score": c.translation_score})
+    atomic_write(folder / "index.json", json.dumps(index, indent=2))
 
 
 def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | None,
                   backend: Backend) -> str:
     unit = s["unit"]
-    fmt = (lambda v: f"{v:g} {unit}" if v is not None else "n/a")
+
+    def fmt(v: float | None) -> str:
+        return f"{v:g} {unit}" if v is not None else "n/a"
+
     lines = [f"# autocomp run: {s['backend']} / {s['problem']}", "",
-             f"- stop reason: **{s['stop_reason']}** after {s['iterations_completed']} iterations",
+             (f"- stop reason: **{s['stop_reason']}**" if s["stop_reason"] else "- **still running**")
+             + f" after {s['iterations_completed']} iterations",
              f"- initial: {fmt(s['initial_score'])}; best: {fmt(s['best_score'])}"
              + (f" (**{s['speedup']:.2f}x**)" if s["speedup"] else ""),
              f"- candidates: {s['candidates']} ({s['correct_candidates']} correct)",
@@ -107,6 +196,8 @@ def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | N
             lines.append(f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
                          f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
                          f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |")
+    if s["prompt_context"]:
+        lines += _context_lines(s)
     if best is not None:
         lines += ["", f"## Best program ({best.id})", "", f"Plan: {best.plan or '(original)'}", "",
                   f"```{backend.language}", (best.code or "").rstrip(), "```"]

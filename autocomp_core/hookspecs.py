@@ -6,9 +6,13 @@ A plugin is a normal package whose ``pyproject.toml`` declares::
     mytarget = "my_package.plugin"
 
 and whose ``my_package.plugin`` module defines functions decorated with
-``autocomp_core.hookimpl`` named after the specs below. Each hook returns a list;
-the engine concatenates the lists of all plugins.
+``autocomp_core.hookimpl`` named after the specs below. Each registration hook returns a
+list; the engine concatenates the lists of all plugins. A function named like a hook that
+does not exist here is an error naming the module and the hook (``autocomp-core plugins``
+shows it). ``docs/writing-a-backend.md`` walks through writing one.
 """
+# mypy: disable-error-code="empty-body"
+# (a hookspec has a docstring for a body: pluggy calls the implementations, never the spec)
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -28,7 +32,8 @@ def autocomp_register_backends() -> list[type]:
     """Return ``Backend`` subclasses (see ``autocomp_core.backend.Backend``).
 
     Each class has a unique ``name``; the engine instantiates it with the run's
-    hardware config and backend options.
+    ``[hardware]`` and ``[backend_options]``, validated through the class's
+    ``hardware_config_type`` and ``options_type``.
     """
 
 
@@ -45,8 +50,10 @@ def autocomp_register_llm_providers() -> list[Any]:
 def autocomp_register_executors() -> list[Any]:
     """Return ``ExecutorSpec`` objects (see ``autocomp_core.executors``).
 
-    An executor decides where a backend's sandboxed commands run: the local machine
-    (default), a remote board over SSH, a cluster. Backends ask for one by name.
+    An executor decides where evaluations run: this machine (``local``, built in) or a
+    cluster. Its consumer is the engine's scale-out executor, which places each evaluation
+    with the backend's ``Resources`` as its resource request (Ray: ``num_cpus``,
+    ``num_gpus``, ``memory``, custom ``resources``); until it lands only ``local`` exists.
     """
 
 

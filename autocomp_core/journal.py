@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from typing import Any, Protocol
 
 import anyio
@@ -35,7 +36,7 @@ def request_record(req: LLMRequest) -> dict[str, Any]:
             "reasoning_effort": req.reasoning_effort,
             "response_format": req.response_format.value,
             "system": req.prompt.system, "static": req.prompt.static,
-            "dynamic": req.prompt.dynamic}
+            "dynamic": req.prompt.dynamic, "context": req.prompt.context}
 
 
 class JournaledLLM:
@@ -52,6 +53,7 @@ class JournaledLLM:
         self.budget = budget
         self.replay_source = replay_source
         self._in_flight: dict[str, anyio.Event] = {}
+        self.asking: Counter[str] = Counter()  # requests sent to the LLM and not answered, by phase
 
     async def complete(self, req: LLMRequest) -> LLMResponse:
         key = req.key()
@@ -80,13 +82,17 @@ class JournaledLLM:
             return resp
         self.budget.check_llm()
         assert self.client is not None
-        resp = await self.client.complete(req)
+        self.asking[req.phase] += 1
+        try:
+            resp = await self.client.complete(req)
+        finally:
+            self.asking[req.phase] -= 1
         if resp.ok and not resp.text.strip():
             resp.error = LLMError(ErrorKind.EMPTY, "the model returned no text")
         self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
                               resp.to_dict())
         self.ledger.add_llm(req.phase, req.model, resp, replayed=False)
-        if not resp.ok:
+        if resp.error is not None:
             self.store.event("llm_error", model=req.model, phase=req.phase,
                              kind=resp.error.kind.value, message=resp.error.message[:500])
         return resp
@@ -94,8 +100,27 @@ class JournaledLLM:
 
 def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
     blob = json.dumps([backend.name, problem.id, backend.hardware.model_dump(mode="json"),
-                       backend.options, code], sort_keys=True, default=str)
+                       backend.options.model_dump(mode="json"), code],
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
+                           ctx: EvalContext) -> EvalResult:
+    """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
+    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, and
+    a backend that overruns its own limits by far is stopped."""
+    limit = ctx.timeout_s * 3 + 60  # the backend enforces its limits; this is the last line
+    try:
+        with anyio.fail_after(limit):
+            return await backend.evaluate(problem, code, ctx)
+    except TimeoutError:
+        return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
+                          feedback=f"evaluation exceeded {limit:.0f} s")
+    except Exception as exc:  # a backend bug or a missing tool must not end the run
+        log.exception("backend evaluate raised", backend=backend.name)
+        return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
+                          feedback=f"evaluator error: {type(exc).__name__}: {exc}")
 
 
 class Evaluator:
@@ -117,10 +142,17 @@ class Evaluator:
         self.recorded = recorded  # replay: another run's evaluations, reused as measured
         self._in_flight: dict[str, anyio.Event] = {}
 
+    @property
+    def running(self) -> int:
+        return int(self.limiter.borrowed_tokens)
+
+    @property
+    def queued(self) -> int:
+        return self.limiter.statistics().tasks_waiting
+
     def context(self) -> EvalContext:
-        return EvalContext(hardware=self.backend.hardware, seed=self.seed,
-                           timeout_s=self.timeout_s, want_feedback=self.want_feedback,
-                           options=self.backend.options)
+        return EvalContext(seed=self.seed, timeout_s=self.timeout_s,
+                           want_feedback=self.want_feedback)
 
     async def evaluate(self, code: str, use_cache: bool = True) -> tuple[str, EvalResult]:
         key = evaluation_key(self.backend, self.problem, code)
@@ -140,7 +172,8 @@ class Evaluator:
             self.ledger.evaluations += 1
             async with self.limiter:
                 started = time.monotonic()
-                result = await self._run(code)
+                result = await evaluate_guarded(self.backend, self.problem, code,
+                                                self.context())
                 # the whole evaluation as the engine waited for it, whatever the backend counts
                 result.duration_s = time.monotonic() - started
                 self.ledger.eval_seconds += result.duration_s
@@ -150,16 +183,3 @@ class Evaluator:
         finally:
             self._in_flight.pop(key, None)
             done.set()
-
-    async def _run(self, code: str) -> EvalResult:
-        try:
-            # the backend enforces its own limits; this is the last line of defence
-            with anyio.fail_after(self.timeout_s * 3 + 60):
-                return await self.backend.evaluate(self.problem, code, self.context())
-        except TimeoutError:
-            return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
-                              feedback=f"evaluation exceeded {self.timeout_s * 3 + 60:.0f} s")
-        except Exception as exc:  # a backend bug must not end the run
-            log.exception("backend evaluate raised", backend=self.backend.name)
-            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                              feedback=f"evaluator error: {type(exc).__name__}: {exc}")

@@ -1,84 +1,153 @@
-"""Discovering plugins: entry points in group ``autocomp`` plus the built-in ones.
+"""Loading plugins into one pluggy ``PluginManager``: the built-in plugins, the modules a
+run names (``RunConfig.plugins``, ``AUTOCOMP_PLUGINS``) and the ``autocomp`` entry points.
 
-A plugin that fails to import is recorded by name with its error and skipped; the
-others still load.
+Every hook is called through ``manager.hook.<name>(...)``, so ``tryfirst``/``trylast``,
+wrappers and hook-call monitoring work as in any pluggy host. A plugin that fails to
+import, implements a hook that does not exist (``check_pending``), or raises from a hook
+is recorded with a one-line reason and left out; the others still load.
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import traceback
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib.metadata import entry_points
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from . import hookspecs
 
+if TYPE_CHECKING:
+    from .backend import Backend
+
 BUILTIN_PLUGINS = ("autocomp_core.llm.builtin_providers", "autocomp_core.executors")
+#: the registration hooks, and what ``plugins`` calls what each registers
+REGISTRATIONS = {"autocomp_register_backends": "backends",
+                 "autocomp_register_llm_providers": "llm_providers",
+                 "autocomp_register_executors": "executors"}
+
+
+@dataclass
+class PluginInfo:
+    name: str  # the name it is registered under: entry-point name, or module name
+    module: str
+    source: str  # "builtin", "entry point", or "named" (RunConfig.plugins / AUTOCOMP_PLUGINS)
+    distribution: str | None = None
+    version: str | None = None
 
 
 @dataclass
 class PluginFailure:
     name: str
-    error: str
-    detail: str = ""
+    error: str  # one line
+    detail: str = ""  # the traceback, for --verbose
 
 
 @dataclass
 class PluginRegistry:
     manager: pluggy.PluginManager
-    loaded: dict[str, str] = field(default_factory=dict)  # entry-point name -> distribution version
+    loaded: list[PluginInfo] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
 
     @property
-    def hook(self):
+    def hook(self) -> pluggy.HookRelay:
         return self.manager.hook
 
-    def collect(self, hook_name: str) -> list:
-        """Call one registration hook plugin by plugin; a plugin whose hook raises is
-        recorded as failed and the others still count."""
-        items: list = []
-        for impl in getattr(self.hook, hook_name).get_hookimpls():
+    # -- calling hooks --------------------------------------------------------------------
+    def call(self, hook_name: str, **kwargs: Any) -> list[Any]:
+        """Call a hook and concatenate the lists its implementations return. A plugin whose
+        implementation raises is unregistered and recorded as failed, and the hook is
+        called again without it."""
+        caller = getattr(self.manager.hook, hook_name)
+        while True:
             try:
-                items.extend(impl.function() or [])
+                return [item for result in caller(**kwargs) for item in (result or [])]
             except Exception as exc:
-                name = impl.plugin_name
-                if not any(f.name == name for f in self.failures):
-                    self.failures.append(PluginFailure(name, f"{type(exc).__name__}: {exc}",
-                                                       traceback.format_exc()))
-        return items
+                plugin = _raising_plugin(caller, exc.__traceback__)
+                if plugin is None:  # not raised by a plugin: a bug of ours
+                    raise
+                name = self.manager.get_name(plugin) or repr(plugin)
+                self.manager.unregister(plugin)
+                self._fail(name, f"{hook_name} raised {type(exc).__name__}: {exc}")
 
-    def backends(self) -> dict[str, type]:
-        found: dict[str, type] = {}
-        for cls in self.collect("autocomp_register_backends"):
+    def backends(self) -> dict[str, type[Backend]]:
+        found: dict[str, type[Backend]] = {}
+        for cls in self.call("autocomp_register_backends"):
             found.setdefault(cls.name, cls)
         return found
 
-    def backend_class(self, name: str) -> type:
+    def backend_class(self, name: str) -> type[Backend]:
         backends = self.backends()
         if name not in backends:
             known = ", ".join(sorted(backends)) or "none installed"
-            hint = ""
-            for failure in self.failures:
-                if failure.name == name:
-                    hint = f"; plugin {name!r} failed to load: {failure.error}"
-            raise KeyError(f"unknown backend {name!r} (installed: {known}){hint}")
+            broken = "".join(f"; plugin {f.name} failed to load: {f.error}" for f in self.failures)
+            raise KeyError(f"unknown backend {name!r} (installed: {known}){broken}")
         return backends[name]
 
-    def llm_providers(self) -> dict[str, object]:
-        found: dict[str, object] = {}
-        for spec in self.collect("autocomp_register_llm_providers"):
+    def llm_providers(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for spec in self.call("autocomp_register_llm_providers"):
             for prefix in (spec.name, *getattr(spec, "aliases", ())):
                 found.setdefault(prefix, spec)
         return found
 
-    def executors(self) -> dict[str, object]:
-        found: dict[str, object] = {}
-        for spec in self.collect("autocomp_register_executors"):
+    def executors(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for spec in self.call("autocomp_register_executors"):
             found.setdefault(spec.name, spec)
         return found
+
+    # -- describing -----------------------------------------------------------------------
+    def describe(self) -> list[dict[str, Any]]:
+        """Per loaded plugin: where it came from, its version, the hooks it implements and
+        what it registered (for ``autocomp-core plugins``)."""
+        for hook_name in REGISTRATIONS:  # leaves out, and records, a plugin whose hook raises
+            self.call(hook_name)
+        rows = []
+        for info in self.loaded:
+            plugin = self.manager.get_plugin(info.name)
+            if plugin is None:  # unregistered after loading: listed with the failures
+                continue
+            callers = self.manager.get_hookcallers(plugin) or []
+            others = [p for p in self.manager.get_plugins() if p is not plugin]
+            registered: dict[str, list[str]] = {}
+            for caller in callers:
+                if caller.name in REGISTRATIONS:
+                    only = self.manager.subset_hook_caller(caller.name, remove_plugins=others)
+                    items = [i for result in only() for i in (result or [])]
+                    registered[REGISTRATIONS[caller.name]] = [i.name for i in items]
+            rows.append({"name": info.name, "module": info.module, "source": info.source,
+                         "distribution": info.distribution, "version": info.version,
+                         "hooks": sorted(c.name for c in callers), "registered": registered})
+        return rows
+
+    # -- loading --------------------------------------------------------------------------
+    def _fail(self, name: str, error: str, detail: str = "") -> None:
+        if not any(f.name == name for f in self.failures):
+            self.failures.append(PluginFailure(name, error.splitlines()[0] if error else "", detail))
+
+    def _add(self, info: PluginInfo, load: Any) -> None:
+        """Import (``load()``), register and check one plugin; record why it failed."""
+        try:
+            module = load()
+        except Exception as exc:
+            self._fail(info.name, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            return
+        try:
+            self.manager.register(module, name=info.name)
+        except Exception as exc:  # pluggy.PluginValidationError: a hook with wrong arguments
+            self._fail(info.name, f"{info.module}: {exc}", traceback.format_exc())
+            return
+        unknown = _unknown_hooks(self.manager, module)
+        if unknown:
+            self.manager.unregister(module)
+            self._fail(info.name, f"{info.module} implements {_unknown_hook_message(unknown)}")
+            return
+        self.loaded.append(info)
 
 
 def extra_plugin_modules() -> tuple[str, ...]:
@@ -90,31 +159,60 @@ def extra_plugin_modules() -> tuple[str, ...]:
     return tuple(m.strip() for m in raw.split(",") if m.strip())
 
 
-def build_registry(extra_modules: tuple[str, ...] = ()) -> PluginRegistry:
-    extra_modules = (*extra_modules, *extra_plugin_modules())
+def build_registry(modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
+    """A fresh registry: the built-ins, ``modules`` and ``AUTOCOMP_PLUGINS``, then every
+    installed ``autocomp`` entry point. Build one per run and pass it along."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     registry = PluginRegistry(manager)
-    for module_name in (*BUILTIN_PLUGINS, *extra_modules):
-        try:
-            manager.register(importlib.import_module(module_name), name=module_name)
-        except Exception as exc:  # a broken built-in is reported like any plugin
-            registry.failures.append(PluginFailure(module_name, f"{type(exc).__name__}: {exc}",
-                                                   traceback.format_exc()))
+    for name in BUILTIN_PLUGINS:
+        registry._add(PluginInfo(name, name, "builtin", "autocomp-core", _version("autocomp-core")),
+                      lambda name=name: importlib.import_module(name))
+    for name in dict.fromkeys((*modules, *extra_plugin_modules())):
+        if not manager.has_plugin(name):
+            registry._add(PluginInfo(name, name, "named"),
+                          lambda name=name: importlib.import_module(name))
     for ep in entry_points(group=hookspecs.PROJECT):
-        if manager.has_plugin(ep.name):
+        if manager.has_plugin(ep.name) or any(f.name == ep.name for f in registry.failures):
             continue
-        try:
-            module = ep.load()
-            manager.register(module, name=ep.name)
-            registry.loaded[ep.name] = ep.dist.version if ep.dist else "unknown"
-        except Exception as exc:
-            registry.failures.append(PluginFailure(ep.name, f"{type(exc).__name__}: {exc}",
-                                                   traceback.format_exc()))
+        registry._add(PluginInfo(ep.name, ep.value, "entry point",
+                                 ep.dist.name if ep.dist else None,
+                                 ep.dist.version if ep.dist else None), ep.load)
+    manager.check_pending()  # every plugin with an unknown hook was left out above
     return registry
 
 
-@lru_cache(maxsize=1)
-def registry() -> PluginRegistry:
-    """The process-wide registry, built once."""
-    return build_registry()
+def _unknown_hooks(manager: pluggy.PluginManager, plugin: ModuleType) -> list[str]:
+    """Hooks a plugin implements that no hookspec declares (a misspelled name)."""
+    return sorted(caller.name for caller in manager.get_hookcallers(plugin) or []
+                  if not caller.has_spec()
+                  and any(not impl.optionalhook for impl in caller.get_hookimpls()))
+
+
+def _unknown_hook_message(unknown: list[str]) -> str:
+    known = [name for name in dir(hookspecs) if name.startswith(f"{hookspecs.PROJECT}_")]
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"unknown hook {', '.join(parts)}"
+
+
+def _raising_plugin(caller: pluggy.HookCaller, tb: TracebackType | None) -> object | None:
+    """The plugin whose hook implementation raised, from the traceback's innermost frame
+    that belongs to one."""
+    owners = {impl.function.__code__: impl.plugin for impl in caller.get_hookimpls()}
+    found = None
+    while tb is not None:
+        found = owners.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    return found
+
+
+def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None

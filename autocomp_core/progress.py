@@ -1,16 +1,48 @@
 """Progress a person can read: a live panel on a terminal, plain lines otherwise.
 
-The search calls these hooks; counts live here so the display and the summary agree.
+The search calls the hooks below; the counts live here so the display and the summary
+agree. Three ways to show them (``Progress.for_terminal`` picks one):
+
+- ``live``: a rich panel on stderr, redrawn a few times a second (iteration, plans, codes
+  and evaluations done and in flight, best score and speedup, tokens, cost, budget used);
+  log lines printed meanwhile scroll above it;
+- ``lines``: one plain ``[autocomp] ...`` line per event worth a line (not a terminal);
+- ``off``: nothing (``--quiet``, or ``--log-json`` where stderr carries JSON lines only).
 """
 from __future__ import annotations
 
+import math
 import sys
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Literal, Protocol, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
 
 from .accounting import Ledger
+from .config import BudgetConfig
+from .logs import json_lines_enabled
 from .store import Candidate
+
+Mode = Literal["live", "lines", "off"]
+REFRESH_PER_S = 4
+
+
+class LLMWork(Protocol):
+    @property
+    def asking(self) -> Mapping[str, int]: ...  # LLM requests in flight, by phase
+
+
+class EvaluationWork(Protocol):
+    @property
+    def running(self) -> int: ...
+    @property
+    def queued(self) -> int: ...
 
 
 @dataclass
@@ -25,24 +57,53 @@ class Counters:
 
 @dataclass
 class Progress:
-    """Receives events from the search; renders them if ``stream`` is given."""
+    """Receives events from the search and shows them (see the module docstring)."""
 
     ledger: Ledger
     unit: str = ""
+    mode: Mode = "off"
     stream: TextIO | None = None
-    live: bool = False  # redraw one status line instead of printing lines
     total_iterations: int = 0
+    budget: BudgetConfig | None = None
+    title: str = ""
     iteration: int = 0
+    iterations_done: int = 0
+    iteration_note: str = ""
     initial_score: float | None = None
     best_score: float | None = None
     counters: Counters = field(default_factory=Counters)
-    _last_draw: float = 0.0
+    _llm: LLMWork | None = None
+    _evaluations: EvaluationWork | None = None
+    _live: Live | None = None
 
     @classmethod
-    def for_terminal(cls, ledger: Ledger, unit: str, total: int, quiet: bool = False) -> Progress:
-        stream = None if quiet else sys.stderr
-        return cls(ledger=ledger, unit=unit, stream=stream, total_iterations=total,
-                   live=bool(stream and stream.isatty()))
+    def for_terminal(cls, ledger: Ledger, unit: str, total: int, quiet: bool = False,
+                     budget: BudgetConfig | None = None, title: str = "") -> Progress:
+        stream = sys.stderr
+        if quiet or json_lines_enabled():
+            mode: Mode = "off"
+        else:
+            mode = "live" if stream.isatty() else "lines"
+        return cls(ledger=ledger, unit=unit, mode=mode, stream=stream, total_iterations=total,
+                   budget=budget, title=title)
+
+    def watch(self, llm: LLMWork, evaluations: EvaluationWork) -> None:
+        """Where the in-flight counts come from: the LLM door and the evaluator."""
+        self._llm, self._evaluations = llm, evaluations
+
+    # -- lifetime -----------------------------------------------------------------------
+    def __enter__(self) -> Progress:
+        if self.mode == "live" and self._live is None:
+            console = Console(file=self.stream, stderr=self.stream is sys.stderr)
+            self._live = Live(self, console=console, refresh_per_second=REFRESH_PER_S,
+                              transient=False, redirect_stdout=False, redirect_stderr=True)
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()  # leaves the last panel on the screen
+            self._live = None
 
     # -- hooks --------------------------------------------------------------------------
     def initial(self, beam: list[Candidate]) -> None:
@@ -52,8 +113,10 @@ class Progress:
 
     def iteration_start(self, i: int, translate: bool, exhaustive: bool) -> None:
         self.iteration = i
-        mode = " (translation)" if translate else " (exhaustive menu sweep)" if exhaustive else ""
-        self._line(f"iteration {i}/{self.total_iterations}{mode} started")
+        self.iteration_note = ("translation" if translate else
+                               "exhaustive menu sweep" if exhaustive else "")
+        note = f" ({self.iteration_note})" if self.iteration_note else ""
+        self._line(f"iteration {i}/{self.total_iterations}{note} started")
 
     def llm_done(self, phase: str, ok: bool) -> None:
         c = self.counters
@@ -63,52 +126,92 @@ class Progress:
         else:
             c.codes += ok
             c.codes_failed += not ok
-        self._redraw()
 
     def evaluated(self, cand: Candidate) -> None:
         self.counters.evaluations += 1
         self.counters.correct += cand.correct
         if cand.correct and (self.best_score is None or cand.score < self.best_score):
             self.best_score = cand.score
-        self._redraw()
 
     def iteration_done(self, i: int, beam: list[Candidate], resumed: bool = False) -> None:
-        self.iteration = i
+        self.iteration = self.iterations_done = i
         best = min(c.score for c in beam)
         if self.best_score is None or best < self.best_score:
             self.best_score = best
         note = " (from the journal)" if resumed else ""
         self._line(f"iteration {i}/{self.total_iterations} done{note}: {self.status()}")
 
-    # -- rendering ----------------------------------------------------------------------
+    # -- what is shown ------------------------------------------------------------------
     @property
     def speedup(self) -> float | None:
-        if self.initial_score and self.best_score and self.best_score not in (0, float("inf")):
+        if self.initial_score and self.best_score and self.best_score not in (0, math.inf):
             return self.initial_score / self.best_score
         return None
 
+    def in_flight(self) -> dict[str, int]:
+        asking = dict(self._llm.asking) if self._llm else {}
+        ev = self._evaluations
+        return {"plans": asking.get("plan", 0),
+                "codes": sum(n for phase, n in asking.items() if phase != "plan"),
+                "evaluations": ev.running if ev else 0, "queued": ev.queued if ev else 0}
+
+    def best_text(self) -> str:
+        if self.best_score is None or math.isinf(self.best_score):
+            return "-"
+        speed = f" ({self.speedup:.2f}x)" if self.speedup else ""
+        return f"{self.best_score:g} {self.unit}{speed}"
+
     def status(self) -> str:
         c = self.counters
-        best = f"{self.best_score:g} {self.unit}" if self.best_score is not None else "-"
-        speed = f" ({self.speedup:.2f}x)" if self.speedup else ""
         return (f"plans {c.plans} (+{c.plans_failed} failed), codes {c.codes} "
                 f"(+{c.codes_failed} failed), evaluations {c.evaluations} ({c.correct} correct), "
-                f"best {best}{speed}, tokens {self.ledger.tokens}, ${self.ledger.cost_usd:.4f}")
+                f"best {self.best_text()}, tokens {self.ledger.tokens}, "
+                f"${self.ledger.cost_usd:.4f}")
+
+    def budget_used(self) -> list[str]:
+        """Each budget that is set, as "used of limit (percent)"."""
+        b, led = self.budget, self.ledger
+        if b is None:
+            return []
+        pairs = [("$", led.cost_usd, b.usd if math.isfinite(b.usd) else None, ".2f"),
+                 ("tokens", led.tokens, b.tokens, ",d"),
+                 ("LLM calls", led.llm_calls, b.llm_calls, ",d"),
+                 ("evaluations", led.evaluations, b.evaluations, ",d"),
+                 ("wall s", led.wall_s, b.wall_s, ".0f")]
+        return [f"{name} {used:{fmt}} of {limit:{fmt}} ({100 * used / limit:.0f}%)"
+                for name, used, limit, fmt in pairs if limit]
+
+    def __rich__(self) -> Panel:
+        """The live panel (rich calls this on every refresh)."""
+        c, flight, led = self.counters, self.in_flight(), self.ledger
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold cyan", no_wrap=True)
+        grid.add_column()
+        bar = ProgressBar(total=max(1, self.total_iterations), completed=self.iterations_done,
+                          width=30)
+        note = f"  ({self.iteration_note})" if self.iteration_note else ""
+        grid.add_row("iteration", Group(Text(f"{self.iteration} of {self.total_iterations}{note}"),
+                                        bar))
+        grid.add_row("plans", f"{c.plans} done, {c.plans_failed} failed, "
+                              f"{flight['plans']} in flight")
+        grid.add_row("codes", f"{c.codes} done, {c.codes_failed} failed, "
+                              f"{flight['codes']} in flight")
+        grid.add_row("evaluations", f"{c.evaluations} done ({c.correct} correct), "
+                                    f"{flight['evaluations']} running, {flight['queued']} queued")
+        grid.add_row("best", self.best_text())
+        grid.add_row("LLM", f"{led.tokens:,} tokens, ${led.cost_usd:.4f}, {led.llm_calls} calls")
+        grid.add_row("elapsed", f"{led.wall_s:.0f} s")
+        budget = self.budget_used()
+        if budget:
+            grid.add_row("budget", "; ".join(budget))
+        return Panel(grid, title=f"autocomp {self.title}".strip(), title_align="left",
+                     expand=False)
 
     def _line(self, text: str) -> None:
-        if not self.stream:
+        if self.mode == "off" or self.stream is None:
             return
-        if self.live:
-            self.stream.write("\r\033[K")
+        if self._live is not None:
+            self._live.console.print(f"[autocomp] {text}", markup=False, highlight=False)
+            return
         self.stream.write(f"[autocomp] {text}\n")
-        self.stream.flush()
-
-    def _redraw(self) -> None:
-        if not (self.stream and self.live):
-            return
-        now = time.monotonic()
-        if now - self._last_draw < 0.1:
-            return
-        self._last_draw = now
-        self.stream.write(f"\r\033[K[autocomp] iteration {self.iteration}: {self.status()}"[:400])
         self.stream.flush()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import random
 import string
-from functools import lru_cache
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
-from .backend import Backend, KnowledgePack, Problem
+from .backend import Backend, Example, KnowledgePack, Problem
 from .config import SearchConfig
 from .llm.types import Prompt
 from .store import Candidate
@@ -23,7 +24,7 @@ def prompts_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).parent.parent / "prompts"
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str) -> string.Template:
     return string.Template((prompts_dir() / f"{name}.md").read_text())
 
@@ -48,8 +49,10 @@ class PromptBuilder:
     """Builds every prompt of a run. All randomness comes from the RNG passed in."""
 
     def __init__(self, backend: Backend, problem: Problem, pack: KnowledgePack,
-                 search: SearchConfig, total_iterations: int, translation_iterations: int) -> None:
+                 search: SearchConfig, total_iterations: int, translation_iterations: int,
+                 isa_sections: list | str = "all") -> None:
         self.backend = backend
+        self.isa_sections = isa_sections  # what context selection kept ("all": the whole ISA)
         self.problem = problem
         self.pack = pack
         self.search = search
@@ -86,8 +89,12 @@ class PromptBuilder:
             blocks.append(self._program_block(c, f"{title}: program", rng))
         return "\n\n".join(blocks)
 
-    def menu(self, rng: random.Random, translate: bool, forced: int | None = None) -> str:
-        items = self.pack.translation_menu if translate else self.pack.menu
+    def menu(self, rng: random.Random, translate: bool, forced: int | None = None,
+             items: list[str] | None = None) -> str:
+        """The numbered menu after dropout; ``items`` replaces the pack's optimization menu
+        (a generated menu)."""
+        if items is None or translate or forced is not None:
+            items = self.pack.translation_menu if translate else self.pack.menu
         if forced is not None:
             return numbered([items[forced]]) + "\nApply exactly this optimization."
         if translate:  # the translation menu is short and never dropped out
@@ -97,11 +104,15 @@ class PromptBuilder:
             kept = [rng.choice(items)]
         return numbered(kept)
 
-    def examples(self, text: str, phase: str) -> str:
+    def examples(self, text: str, phase: str) -> list[Example]:
+        """The pack's examples of this phase whose trigger words occur in ``text``."""
         if not self.search.examples:
-            return ""
-        chosen = [e for e in self.pack.examples if e.phase == phase and e.triggered_by(text)]
-        return "".join(f"\n## Example: {e.name}\n{e.text.strip()}\n" for e in chosen)
+            return []
+        return [e for e in self.pack.examples if e.phase == phase and e.triggered_by(text)]
+
+    @staticmethod
+    def examples_text(examples: list[Example]) -> str:
+        return "".join(f"\n## Example: {e.name}\n{e.text.strip()}\n" for e in examples)
 
     def _iteration_note(self, iteration: int, translate: bool) -> str:
         if translate:
@@ -116,34 +127,45 @@ class PromptBuilder:
     def _output(self) -> str:
         return render("output_edits" if self.search.edits else "output_full", language=self.language)
 
-    def _prompt(self, dynamic: str) -> Prompt:
-        return Prompt(system=self.system, static=self.static, dynamic=dynamic.strip())
+    def _prompt(self, dynamic: str, examples: Sequence[Example] = ()) -> Prompt:
+        context = {"isa": self.isa_sections, "examples": [e.name for e in examples]}
+        return Prompt(system=self.system, static=self.static, dynamic=dynamic.strip(),
+                      context=context)
 
     # -- prompts ------------------------------------------------------------------------
     def plan(self, chain: list[Candidate], rng: random.Random, iteration: int, translate: bool,
-             forced_option: int | None = None) -> Prompt:
+             forced_option: int | None = None, menu: list[str] | None = None) -> Prompt:
+        examples = self.examples(chain[-1].code or "", "plan")
         return self._prompt(render(
             "plan", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
             planning_rules=bullets(self.pack.rules_planning),
-            menu=self.menu(rng, translate, forced_option),
-            examples=self.examples(chain[-1].code or "", "plan"),
-            iteration_note=self._iteration_note(iteration, translate)))
+            menu=self.menu(rng, translate, forced_option, menu),
+            examples=self.examples_text(examples),
+            iteration_note=self._iteration_note(iteration, translate)), examples)
 
     def implement(self, chain: list[Candidate], plan: str, rng: random.Random, iteration: int,
                   translate: bool) -> Prompt:
+        examples = self.examples(plan, "code")
         return self._prompt(render(
             "implement", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            plan=plan, examples=self.examples(plan, "code"),
+            plan=plan, examples=self.examples_text(examples),
             coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
-            iteration_note=self._iteration_note(iteration, translate)))
+            iteration_note=self._iteration_note(iteration, translate)), examples)
 
     def direct(self, chain: list[Candidate], rng: random.Random, iteration: int,
-               translate: bool) -> Prompt:
+               translate: bool, menu: list[str] | None = None) -> Prompt:
+        examples = self.examples(chain[-1].code or "", "plan")
         return self._prompt(render(
             "direct", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            menu=self.menu(rng, translate), examples=self.examples(chain[-1].code or "", "plan"),
+            menu=self.menu(rng, translate, items=menu), examples=self.examples_text(examples),
             coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
-            iteration_note=self._iteration_note(iteration, translate)))
+            iteration_note=self._iteration_note(iteration, translate)), examples)
+
+    def new_menu(self, chain: list[Candidate], rng: random.Random, count: int) -> Prompt:
+        """Ask for ``count`` optimization strategies for the parent beyond the pack's menu."""
+        return self._prompt(render(
+            "menu", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
+            menu=bullets(self.pack.menu) or "(nothing yet)", count=count))
 
     def repair(self, failed: Candidate, failure: str, errors: str) -> Prompt:
         lines = [line[:400] for line in errors.splitlines()[-80:]]

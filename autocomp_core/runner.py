@@ -7,27 +7,29 @@ input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 from __future__ import annotations
 
 import os
+import socket
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 import structlog
 import tomli_w
-from pydantic import ValidationError
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
-from .config import ConfigError, RunConfig, apply_override, validate
-from .exports import write_exports
+from .config import ConfigError, RunConfig, apply_override, validate, validated
+from .exports import target_info, write_exports
 from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
-from .llm.types import LLMResponse
-from .plugins import build_registry
+from .packbuilder.packfiles import PackError, read_pack
+from .plugins import PluginRegistry, build_registry
 from .progress import Progress
+from .resources import local_slots
 from .search import RunError, Search
 from .store import RunStore
 
@@ -45,22 +47,23 @@ class Prepared:
     client: LLMClient | None
 
 
-def make_backend(name: str, hardware: dict[str, Any], options: dict[str, Any],
-                 plugins: tuple[str, ...] = ()) -> Backend:
-    """A backend by name, its hardware config validated (errors name the field)."""
-    registry = build_registry(plugins)
+def make_backend(name: str, hardware: dict[str, Any] | None = None,
+                 options: dict[str, Any] | None = None,
+                 plugins: PluginRegistry | tuple[str, ...] | list[str] = ()) -> Backend:
+    """A backend by name, with its ``[hardware]`` and ``[backend_options]`` validated.
+
+    ``plugins`` is the run's registry, or extra plugin modules to load into a new one.
+    Bad input raises ``ConfigError`` naming the key (``backend_options.reps: ...``)."""
+    registry = plugins if isinstance(plugins, PluginRegistry) else build_registry(plugins)
     try:
         cls = registry.backend_class(name)
     except KeyError as exc:
         raise ConfigError(f"backend: {exc.args[0]}") from None
+    hw = validated(cls.hardware_config_type, hardware or {}, "hardware")
+    opts = validated(cls.options_type, options or {}, "backend_options")
     try:
-        return cls(hardware=hardware, options=options)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise ConfigError(f"hardware.{where}: {msg}") from None
-    except (TypeError, ValueError) as exc:
+        return cls(hardware=hw, options=opts)
+    except (TypeError, ValueError) as exc:  # a check across fields, made by the backend
         raise ConfigError(f"backend {name}: {exc}") from None
 
 
@@ -71,11 +74,28 @@ def load_problem(backend: Backend, ref: str) -> Problem:
         raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
 
 
-def load_backend(config: RunConfig) -> tuple[Backend, Problem, KnowledgePack]:
+def load_backend(config: RunConfig, plugins: PluginRegistry | None = None
+                 ) -> tuple[Backend, Problem, KnowledgePack]:
     backend = make_backend(config.backend, config.hardware, config.backend_options,
-                           tuple(config.plugins))
+                           plugins or tuple(config.plugins))
     problem = load_problem(backend, config.problem)
+    if config.prompt.pack:
+        try:
+            return backend, problem, read_pack(config.prompt.pack)
+        except PackError as exc:
+            raise ConfigError(f"prompt.pack: {exc}") from None
     return backend, problem, backend.knowledge(problem)
+
+
+def evaluation_slots(config: RunConfig, backend: Backend) -> int:
+    """Evaluations at once: the config's ``evaluation.parallelism``, else what fits on this
+    machine given the backend's ``Resources``."""
+    if config.evaluation.parallelism:
+        return config.evaluation.parallelism
+    try:
+        return local_slots(backend.resources())
+    except ValueError as exc:
+        raise ConfigError(f"backend {backend.name}: {exc}") from None
 
 
 def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
@@ -105,20 +125,25 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
             raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
     if "examples" in s.model_fields_set and s.examples and not pack.examples:
         raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
+    if "generated_menu_size" in s.model_fields_set and s.menu_strategy == "static":
+        raise ConfigError("search.generated_menu_size: has no effect unless search.menu_strategy "
+                          "is generated or mixed")
     if "keep_factor" in s.model_fields_set and s.keep_factor_iterations == 0:
         raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
 
 
 def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepared:
     config = validate(config)
-    backend, problem, pack = load_backend(config)
+    plugins = build_registry(config.plugins)  # the run's one registry
+    backend, problem, pack = load_backend(config, plugins)
     refuse_dead_switches(config, backend, pack)
+    evaluation_slots(config, backend)  # a resource the machine lacks is bad input, now
     client = None
     plan_models = [config.llm.aliases.get(m, m) for m in config.models.plan] or \
         default_models(config.llm)
     code_models = [config.llm.aliases.get(m, m) for m in config.models.code] or plan_models
     if with_llm:
-        client = LLMClient(config.llm)
+        client = LLMClient(config.llm, providers=plugins.llm_providers())
         try:
             client.validate_models([*plan_models, *code_models])
         except LLMConfigError as exc:
@@ -127,7 +152,7 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepar
 
 
 def default_run_dir(config: RunConfig) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.problem)[-60:]
     return Path("runs") / f"{config.backend}-{safe}-{stamp}"
 
@@ -150,16 +175,6 @@ class RunSummary:
         return self.data["speedup"]
 
 
-def _ledger_from_store(store: RunStore) -> Ledger:
-    """Usage of earlier sessions of this run, so totals and budgets span the whole run."""
-    ledger = Ledger(prior_wall_s=store.get_meta("wall_s", 0.0))
-    for call in store.llm_calls():
-        ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
-                       replayed=False)
-    ledger.evaluations = store.count("evaluations")
-    return ledger
-
-
 async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
                   reevaluate: bool = False, progress_stream: bool = True) -> RunSummary:
     """Run (or continue) the search in ``run_dir`` and write its exports."""
@@ -167,35 +182,48 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     store = RunStore(run_dir)
     store.set_meta("config", cfg.to_toml_dict(only_set=True))
     store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
+    store.set_meta("target", target_info(prep.backend, prep.problem))
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
-    ledger = _ledger_from_store(store)
+    ledger = Ledger.from_store(store)
     budget = Budget(cfg.budget, ledger)
     progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
-                                     quiet=not progress_stream)
-    slots = cfg.evaluation.parallelism or prep.backend.resources().max_parallel
+                                     quiet=not progress_stream, budget=cfg.budget,
+                                     title=f"{prep.backend.name} / {prep.problem.id}")
+    slots = evaluation_slots(cfg, prep.backend)
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
                           want_feedback=cfg.search.hw_feedback_probability > 0,
                           recorded=None if reevaluate else replay_source)
     llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
+    progress.watch(llm, evaluator)
+    drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
+
+    def export_iteration(i: int) -> None:
+        try:
+            write_exports(run_dir, store, prep.backend, prep.problem, ledger, stop_reason=None,
+                          drop_root=drop_root, iterations=(0, i))
+        except OSError as exc:  # a full disk must not end the run: the journal has it all
+            log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
+
     search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
-                    prep.plan_models, prep.code_models, progress)
-    store.event("session_start", pid=os.getpid())
+                    prep.plan_models, prep.code_models, progress, on_iteration=export_iteration)
+    store.event("session_start", pid=os.getpid(), host=socket.gethostname())
     beam = None
     stop_reason = "interrupted"
     try:
         wall_left = None
         if cfg.budget.wall_s is not None:
             wall_left = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s)
-        with anyio.move_on_after(wall_left) as scope:
-            if prep.client is not None:
-                async with prep.client:
-                    beam = await search.run()
-            else:
+        with anyio.move_on_after(wall_left) as scope, progress:
+            async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
+                await resources.enter_async_context(prep.backend)
+                if prep.client is not None:
+                    await resources.enter_async_context(prep.client)
                 beam = await search.run()
-        stop_reason = "budget.wall_s" if scope.cancelled_caught else search.stop_reason
+        stop_reason = "budget.wall_s" if scope.cancelled_caught else \
+            search.stop_reason or "completed"
         return finish(store, search, prep, run_dir, stop_reason, ledger)
     finally:
         store.set_meta("wall_s", ledger.wall_s)

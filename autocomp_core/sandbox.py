@@ -44,6 +44,8 @@ the program must then be reachable by other users.
 """
 from __future__ import annotations
 
+# asyncio for one thing anyio lacks: callbacks that read a pipe whenever it is readable
+# (loop.add_reader), so output is drained while the run awaits its deadline.
 import asyncio
 import contextlib
 import ctypes
@@ -63,6 +65,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import anyio
 
 __all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "private_workdir", "remove_tree", "run_sandboxed"]
 
@@ -427,7 +431,7 @@ class _CappedReader:
         self.loop, self.fd, self.cap = loop, fd, cap
         self.kept = bytearray()
         self.total = 0
-        self.done = loop.create_future()
+        self.done = anyio.Event()  # the pipe closed
         os.set_blocking(fd, False)
         with contextlib.suppress(OSError):  # bigger pipe: fewer wake-ups for a flood
             fcntl.fcntl(fd, F_SETPIPE_SZ, 1 << 20)
@@ -453,8 +457,7 @@ class _CappedReader:
             self.loop.remove_reader(self.fd)
             os.close(self.fd)
             self.fd = -1
-        if not self.done.done():
-            self.done.set_result(None)
+        self.done.set()
 
     @property
     def truncated(self) -> bool:
@@ -471,8 +474,7 @@ class _StatusReader:
         self.isolated = self.network_isolated = False
         self.ended: tuple[str, int] | None = None  # ("exit", code) or ("signal", number)
         self.errors: list[str] = []
-        self.pid_known = asyncio.Event()
-        self.finished = asyncio.Event()  # the supervisor exited (the pipe closed)
+        self.finished = anyio.Event()  # the supervisor exited (the pipe closed)
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._on_readable)
 
@@ -490,7 +492,6 @@ class _StatusReader:
             kind, _, value = line.decode(errors="replace").partition(" ")
             if kind == "pid":
                 self.pid = int(value)
-                self.pid_known.set()
             elif kind == "isolated":
                 iso, net = value.split()
                 self.isolated, self.network_isolated = iso == "1", net == "1"
@@ -504,7 +505,6 @@ class _StatusReader:
             self.loop.remove_reader(self.fd)
             os.close(self.fd)
             self.fd = -1
-        self.pid_known.set()
         self.finished.set()
 
 
@@ -558,7 +558,7 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     if limits.wall_s <= 0:
         raise ValueError(f"SandboxLimits.wall_s must be positive, got {limits.wall_s}")
     owned = cwd is None
-    workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if owned else Path(cwd)
+    workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
     is_root = os.geteuid() == 0
     uid = _allocate_uid() if is_root and limits.drop_privileges else None
     try:
@@ -599,7 +599,7 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
         stdin_file.seek(0)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: the fork is the sandbox's
             argv, stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
             stdout=out_w, stderr=err_w, cwd=workdir, env=env, start_new_session=True,
             pass_fds=(status_w,), preexec_fn=lambda: _supervise(plan))
@@ -617,17 +617,17 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
     status = _StatusReader(loop, status_r)
     timed_out = False
     try:
-        deadline = started + limits.wall_s
-        try:
-            await asyncio.wait_for(status.finished.wait(), max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
+        with anyio.move_on_after(max(0.0, started + limits.wall_s - time.monotonic())):
+            await status.finished.wait()
+        if not status.finished.is_set():
             timed_out = True
             await _kill_candidate(status, proc)
         wall = time.monotonic() - started
         supervisor_code = await _reap(proc, KILL_GRACE_S)
         # Output still in flight after the program ended: read it briefly, then stop.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.gather(out.done, err.done), DRAIN_GRACE_S)
+        with anyio.move_on_after(DRAIN_GRACE_S):
+            await out.done.wait()
+            await err.done.wait()
     except BaseException:  # cancelled (or worse): the program must not outlive the call
         _kill_now(status, proc)
         raise
@@ -671,8 +671,8 @@ async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen) -> None
     if status.pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(status.pid, signal.SIGKILL)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(status.finished.wait(), KILL_GRACE_S)
+        with anyio.move_on_after(KILL_GRACE_S):
+            await status.finished.wait()
     if not status.finished.is_set():  # no report: take the supervisor down too
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -695,4 +695,4 @@ async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:
         code = proc.poll()
         if code is not None or time.monotonic() >= deadline:
             return code
-        await asyncio.sleep(0.005)
+        await anyio.sleep(0.005)

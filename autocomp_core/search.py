@@ -24,10 +24,18 @@ import structlog
 from .accounting import BudgetReached, Ledger
 from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
+from .context import ContextSelector
 from .journal import Evaluator, JournaledLLM, ReplayMiss
-from .llm.parsing import (EditApplyError, EditParseError, apply_edits, extract_code,
-                          extract_plan, parse_edits)
+from .llm.parsing import (
+    EditApplyError,
+    EditParseError,
+    apply_edits,
+    extract_code,
+    extract_plan,
+    parse_edits,
+)
 from .llm.types import LLMRequest, Prompt, ResponseFormat
+from .menus import merge_near_duplicates, parse_items
 from .progress import Progress
 from .prompting import PromptBuilder
 from .selection import exhaustive_now, select_beam, should_early_stop
@@ -88,7 +96,8 @@ class Search:
     def __init__(self, config: RunConfig, backend: Backend, problem: Problem,
                  pack: KnowledgePack, store: RunStore, llm: JournaledLLM, evaluator: Evaluator,
                  ledger: Ledger, plan_models: list[str], code_models: list[str],
-                 progress: Progress) -> None:
+                 progress: Progress,
+                 on_iteration: Callable[[int], None] | None = None) -> None:
         self.cfg = config
         self.s = config.search
         self.backend = backend
@@ -101,10 +110,13 @@ class Search:
         self.plan_models = plan_models
         self.code_models = code_models
         self.progress = progress
+        self.on_iteration = on_iteration  # called once each iteration's beam is saved
         self.translation_iterations = config.translation.iterations
         self.prompts = PromptBuilder(backend, problem, pack, config.search,
                                      config.search.iterations, config.translation.iterations)
         self.cache: dict[str, Candidate] = {}
+        self.menus: dict[str, list[str]] = {}  # generated menus by (iteration, parent)
+        self.menu_locks: dict[str, anyio.Lock] = {}
         self.losses: list[float] = []
         self.stop_reason: str | None = None
 
@@ -113,6 +125,13 @@ class Search:
         """Every random choice comes from (seed, iteration, parent, slot), never from timing."""
         digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def saved(self, cid: str) -> Candidate:
+        """A candidate of a saved beam: the journal holds it."""
+        c = self.lookup(cid)
+        if c is None:
+            raise RunError(f"the run's journal lacks candidate {cid} of a saved beam")
+        return c
 
     def lookup(self, cid: str) -> Candidate | None:
         if cid not in self.cache:
@@ -176,6 +195,14 @@ class Search:
     # -- the run ------------------------------------------------------------------------
     async def run(self) -> list[Candidate]:
         beam = await self.initial_beam()
+        try:
+            await self.select_context()
+        except BudgetReached as exc:
+            self.stop_reason = exc.reason
+            self.store.event("budget_reached", iteration=0, budget=exc.reason)
+            return beam
+        except ReplayMiss as exc:
+            raise RunError(str(exc)) from None
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
@@ -186,7 +213,7 @@ class Search:
                 break
             saved = self.store.beam(i)
             if saved is not None:  # finished in an earlier session
-                beam = [self.lookup(cid) for cid in saved]
+                beam = [self.saved(cid) for cid in saved]
                 self.translation_iterations = stats[i].get("translation_iterations",
                                                            self.translation_iterations)
                 self.progress.iteration_done(i, beam, resumed=True)
@@ -194,7 +221,9 @@ class Search:
                 try:
                     beam = await self.iteration(i, beam)
                 except* BudgetReached as group:
-                    self.stop_reason = group.exceptions[0].reason
+                    reached = group.exceptions[0]
+                    assert isinstance(reached, BudgetReached)  # the first is never a group
+                    self.stop_reason = reached.reason
                     self.store.event("budget_reached", iteration=i, budget=self.stop_reason)
                 except* ReplayMiss as group:
                     raise RunError(str(group.exceptions[0])) from None
@@ -205,10 +234,63 @@ class Search:
             self.stop_reason = self.stop_reason or "completed"
         return beam
 
+    async def select_context(self) -> None:
+        """Narrow a large ISA (and example set) to what this problem needs, once per run: a
+        resumed run applies the choice its journal recorded; a replay makes it again from
+        the recorded answers."""
+        async def ask(prompt: Prompt, slot: str) -> str | None:
+            resp = await self.llm.complete(self.request(
+                self.plan_models[0], prompt, "select_context", sample=sample_of(slot),
+                temperature=0.0))
+            return resp.text if resp.ok else None
+
+        selector = ContextSelector(self.pack, self.problem, self.cfg.prompt, self.prompts.system,
+                                   self.backend.language, ask)
+        record = self.store.get_meta("context_selection")
+        if record is not None and record.get("pack") == selector.fingerprint():
+            self.pack = selector.apply(record)
+        else:
+            self.pack, record = await selector.select()
+        self.store.set_meta("context_selection", record)
+        self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
+                                     self.s.iterations, self.cfg.translation.iterations,
+                                     isa_sections=record.get("isa", {}).get("sections", "all"))
+
+    async def menu_for(self, i: int, parent: Candidate, translate: bool,
+                       forced: int | None = None) -> list[str] | None:
+        """The optimization menu for this parent's prompts; None: the pack's own. Generated
+        menus are made once per (iteration, parent) and journaled."""
+        if self.s.menu_strategy == "static" or translate or forced is not None:
+            return None
+        key = f"i{i}-{parent.id}"
+        async with self.menu_locks.setdefault(key, anyio.Lock()):
+            if key not in self.menus:
+                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
+                self.menus[key] = recorded if recorded is not None else \
+                    await self.generate_menu(i, parent, key)
+        new = self.menus[key]
+        if self.s.menu_strategy == "mixed":
+            return [*self.pack.menu, *new]
+        return new or None  # nothing usable was generated: the pack's menu
+
+    async def generate_menu(self, i: int, parent: Candidate, key: str) -> list[str]:
+        prompt = self.prompts.new_menu(self.chain(parent), self.rng(i, parent.id, "menu"),
+                                       self.s.generated_menu_size)
+        sample = sample_of(f"{self.cfg.seed}-menu-{key}")
+        model = self.plan_models[sample % len(self.plan_models)]
+        resp = await self.llm.complete(self.request(model, prompt, "menu", sample=sample))
+        proposed = parse_items(resp.text) if resp.ok else []
+        items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
+        items = items[:self.s.generated_menu_size]
+        self.store.set_meta(f"generated_menu/{key}", items)
+        self.store.event("generated_menu", iteration=i, parent=parent.id, items=items,
+                         repeats=[r for r, _ in repeats], ok=resp.ok)
+        return items
+
     async def initial_beam(self) -> list[Candidate]:
         saved = self.store.beam(0)
         if saved is not None:
-            return [self.lookup(cid) for cid in saved]
+            return [self.saved(cid) for cid in saved]
         if self.s.continue_from:
             beam = await self.continued_beam(self.s.continue_from)
         else:
@@ -343,6 +425,8 @@ class Search:
                  "correct": sum(c.correct for c in children),
                  "translation_iterations": self.translation_iterations}
         self.store.save_beam(i, [c.id for c in new_beam], stats)
+        if self.on_iteration:
+            self.on_iteration(i)
         self.progress.iteration_done(i, new_beam)
         return new_beam
 
@@ -351,7 +435,8 @@ class Search:
                        forced: int | None, model: str, translate: bool,
                        children: list[Candidate]) -> None:
         rng = self.rng(i, parent.id, slot)
-        prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced)
+        menu = await self.menu_for(i, parent, translate, forced)
+        prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced, menu)
         resp = await self.llm.complete(self.request(model, prompt, "plan",
                                                     sample=sample_of(f"i{i}-{parent.id}-{slot}")))
         self.progress.llm_done("plan", resp.ok)
@@ -386,9 +471,10 @@ class Search:
     async def direct_job(self, sched: Scheduler, i: int, pi: int, parent: Candidate, slot: int,
                          model: str, translate: bool, children: list[Candidate]) -> None:
         # P distinct prompts per parent, C samples of each (the upstream shape)
-        prompt_slot, sample = divmod(slot, self.s.codes_per_plan)
+        prompt_slot = slot // self.s.codes_per_plan
         rng = self.rng(i, parent.id, f"d{prompt_slot}")
-        prompt = self.prompts.direct(self.chain(parent), rng, i, translate)
+        menu = await self.menu_for(i, parent, translate)
+        prompt = self.prompts.direct(self.chain(parent), rng, i, translate, menu)
         cid = f"i{i}-b{pi}-d{slot}"
         resp = await self.llm.complete(self.request(model, prompt, "direct",
                                                     sample=sample_of(cid), edits=self.s.edits))

@@ -12,9 +12,12 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from urllib.parse import quote
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,11 +70,14 @@ class Candidate:
 class RunStore:
     """Thread-safe, autocommitting access to one run's SQLite journal."""
 
-    def __init__(self, run_dir: Path | str) -> None:
+    def __init__(self, run_dir: Path | str, readonly: bool = False) -> None:
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / DB_NAME
         self._lock = threading.Lock()
+        if readonly:
+            self._db = _connect_readonly(self.path)
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -88,6 +94,16 @@ class RunStore:
     def _exec(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads inside this block see one consistent state of the journal (a readonly
+        store's readers use it while the run goes on writing)."""
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
 
     # -- meta ---------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
@@ -114,6 +130,14 @@ class RunStore:
                 "SELECT * FROM llm_calls ORDER BY created"):
             yield {"key": key, "model": model, "phase": phase, "ok": bool(ok),
                    "request": json.loads(req), "response": json.loads(resp), "created": created}
+
+    def llm_usage(self) -> Iterator[dict[str, Any]]:
+        """Every journaled call without its prompt and its answer's text (for accounting)."""
+        for model, phase, resp, created in self._exec(
+                "SELECT model, phase, json_remove(response, '$.text'), created FROM llm_calls "
+                "ORDER BY created"):
+            yield {"model": model, "phase": phase, "response": json.loads(resp),
+                   "created": created}
 
     # -- candidates ---------------------------------------------------------------------
     def save_candidate(self, c: Candidate) -> None:
@@ -150,6 +174,11 @@ class RunStore:
     def evaluation(self, key: str) -> dict[str, Any] | None:
         rows = self._exec("SELECT result FROM evaluations WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
+
+    def evaluations(self) -> dict[str, tuple[dict[str, Any], float]]:
+        """Every evaluation by key, with the time it was recorded (it had just finished)."""
+        return {key: (json.loads(result), created)
+                for key, result, created in self._exec("SELECT * FROM evaluations")}
 
     def count(self, table: str) -> int:
         assert table in {"llm_calls", "candidates", "evaluations", "events", "iterations"}
@@ -190,8 +219,30 @@ class RunStore:
                    (time.time(), event, json.dumps(data, default=str)))
 
     def events(self, event: str | None = None) -> list[dict[str, Any]]:
-        sql, args = "SELECT ts, kind, data FROM events", ()
+        sql, args = "SELECT ts, kind, data FROM events", tuple[str, ...]()
         if event:
             sql, args = sql + " WHERE kind = ?", (event,)
         return [{"ts": ts, "event": k, **json.loads(d)}
                 for ts, k, d in self._exec(sql + " ORDER BY id", args)]
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A connection that cannot change the run. While a writer is (or was, before a crash)
+    active, the write-ahead log holds the newest state and is read through ``mode=ro``;
+    a cleanly closed journal has no log and is opened ``immutable``, so that reading it
+    creates no files beside it."""
+    if not path.exists():
+        raise FileNotFoundError(f"no run journal at {path}")
+
+    def connect(mode: str) -> sqlite3.Connection:
+        db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True,
+                             isolation_level=None, check_same_thread=False)
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+        return db
+
+    if path.with_name(path.name + "-wal").exists():
+        try:
+            return connect("mode=ro")
+        except sqlite3.OperationalError:  # a log left by a crash in a folder we cannot write
+            pass
+    return connect("immutable=1")

@@ -32,7 +32,7 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="warm evaluations of each candidate")
     args = parser.parse_args()
     backend = RvvBackend(hardware={"core": args.core})
-    ctx = EvalContext(hardware=backend.hardware)
+    ctx = EvalContext()
     print(f"rvv evaluation time on {os.cpu_count()} CPUs, core={args.core}, check VLENs "
           f"{backend.hardware.all_check_vlens}, target {TARGET_S:.1f} s per candidate\n")
     header = (f"{'problem':<20} {'program':<9} {'run':<5} {'build s':>8} {'qemu s':>7} {'spike s':>8} "
@@ -44,7 +44,7 @@ async def main() -> None:
         base_cycles = None
         for label, code in (("baseline", problem.baseline_code),
                             ("vector", (CANDIDATES / f"{problem.id}_rvv.c").read_text())):
-            for run in range(1 + args.repeat if label == "vector" else 1):
+            for _ in range(1 + args.repeat if label == "vector" else 1):
                 started = time.perf_counter()
                 result = await backend.evaluate(problem, code, ctx)
                 total = time.perf_counter() - started

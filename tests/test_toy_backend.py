@@ -6,7 +6,7 @@ import time
 
 import pydantic
 import pytest
-from toy_plugin import ToyBackend, ToyHardware
+from toy_plugin import ToyBackend, ToyHardware, ToyOptions
 
 from autocomp_core import Capability, EvalContext, EvalResult, FailureKind
 from autocomp_core.plugins import build_registry
@@ -43,7 +43,7 @@ def backend() -> ToyBackend:
 
 async def evaluate(backend: ToyBackend, problem_id: str, code: str, **ctx_args) -> EvalResult:
     ctx_args.setdefault("timeout_s", 30.0)
-    ctx = EvalContext(hardware=ctx_args.pop("hardware", backend.hardware), **ctx_args)
+    ctx = EvalContext(**ctx_args)
     return await backend.evaluate(backend.load_problem(problem_id), textwrap.dedent(code), ctx)
 
 
@@ -70,21 +70,24 @@ def test_problems_knowledge_and_capabilities(backend: ToyBackend) -> None:
                                                "counting with a dictionary"]
     assert pack.examples[1].triggered_by("Count complements with a hash map")
     assert not pack.examples[1].triggered_by("unroll the loop")
-    assert backend.capabilities == {Capability.HW_FEEDBACK, Capability.TRANSLATION,
-                                    Capability.LOWER_BOUND}
+    assert backend.capabilities == {Capability.HW_FEEDBACK}
     assert (backend.file_extension, backend.language, backend.metric_unit) == (".py", "python", "lines")
-    assert backend.resources().max_parallel >= 1
+    assert backend.resources().cpus == 1
     assert all(check.ok for check in backend.doctor())
     with pytest.raises(KeyError, match="unknown problem"):
         backend.load_problem("no_such_problem")
 
 
-def test_hardware_config_is_validated() -> None:
+def test_hardware_config_and_options_are_validated() -> None:
     assert ToyBackend({"line_cost": 2}).hardware == ToyHardware(line_cost=2, call_cost=3)
     with pytest.raises(pydantic.ValidationError):
         ToyHardware(line_cost=0)
     with pytest.raises(pydantic.ValidationError):
         ToyHardware(pe_dim=16)
+    assert ToyBackend(options={"delay_s": 0.5}).options == ToyOptions(delay_s=0.5)
+    for bad in ({"delay": 1}, {"delay_s": "soon"}, {"delay_s": -1}):
+        with pytest.raises(pydantic.ValidationError):
+            ToyBackend(options=bad)
 
 
 @pytest.mark.asyncio
@@ -109,8 +112,8 @@ async def test_metric_is_deterministic_and_follows_the_cost_model(backend: ToyBa
     again = await evaluate(backend, "sum_squares", code, seed=7)  # other check inputs, same workload
     assert first.metric == again.metric
     assert first.extra == again.extra
-    pricier = await evaluate(backend, "sum_squares", code,
-                             hardware=ToyHardware(line_cost=2, call_cost=10))
+    pricier = await evaluate(ToyBackend(ToyHardware(line_cost=2, call_cost=10)), "sum_squares",
+                             code)
     lines, calls = first.extra["line_events"], first.extra["call_events"]
     assert first.metric == lines + 3 * calls
     assert pricier.metric == 2 * lines + 10 * calls
@@ -173,10 +176,6 @@ async def test_candidate_cannot_forge_the_report(backend: ToyBackend) -> None:
 @pytest.mark.asyncio
 async def test_delay_option_stretches_the_evaluation(backend: ToyBackend) -> None:
     code = FASTER["sum_squares"]
-    started = time.monotonic()
-    result = await evaluate(backend, "sum_squares", code, options={"delay_s": 0.3})
-    assert time.monotonic() - started >= 0.3
-    assert result.correct
     slow_backend = ToyBackend(options={"delay_s": 0.2})
     started = time.monotonic()
     await evaluate(slow_backend, "sum_squares", code)

@@ -33,17 +33,16 @@ ERROR_MESSAGE_LIMIT = 2000
 PLAN_PHASES = {"plan", "menu"}  # phases that get plan_reasoning_effort; others code's
 
 
-def _registry_providers() -> dict:
-    from ..plugins import registry
-
-    return registry().llm_providers()
-
-
 class LLMClient:
     def __init__(self, settings: LLMSettings, providers: dict | None = None):
+        """``providers``: the run's registered LLM providers (``PluginRegistry.llm_providers``);
+        None loads the installed plugins."""
+        if providers is None:
+            from ..plugins import build_registry
+
+            providers = build_registry().llm_providers()
         self.settings = settings
-        self.providers: dict[str, ProviderSpec] = (providers if providers is not None
-                                                   else _registry_providers())
+        self.providers: dict[str, ProviderSpec] = providers
         self.prices = PriceBook(load_prices(settings.prices_file))
         self.usage = UsageLedger()
         self._keys: KeyStore | None = None
@@ -212,7 +211,7 @@ class LLMClient:
         names = (ref.provider, spec.name)
         params = self._params(request)
         estimate = self._estimate_tokens(request.prompt, params)
-        usage, cost, errors = Usage(), 0.0, []
+        usage, cost, errors = Usage(), 0.0, list[LLMError]()
         attempts = retries = learned = 0
 
         while True:
@@ -334,9 +333,9 @@ async def check_models(settings: LLMSettings, models: list[str] | None = None,
                 model=model, prompt=Prompt("", "", "Reply with the single word: OK"),
                 phase="check", temperature=None, max_tokens=16, reasoning_effort="low"))
             # A truncated or empty answer still proves the model is reachable.
-            row["answers"] = response.ok or response.error.kind in (ErrorKind.TRUNCATED,
-                                                                    ErrorKind.EMPTY)
+            error = response.error
+            row["answers"] = error is None or error.kind in (ErrorKind.TRUNCATED, ErrorKind.EMPTY)
             row["latency_s"] = round(response.duration_s, 3)
-            if not row["answers"]:
-                row["error"] = f"{response.error.kind.value}: {response.error.message[:300]}"
+            if error is not None and not row["answers"]:
+                row["error"] = f"{error.kind.value}: {error.message[:300]}"
     return rows

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-import time
 
 from .types import ErrorKind, LLMError
 

@@ -17,9 +17,13 @@ import stat
 import tomllib
 from pathlib import Path
 
+import platformdirs
+
 from .errors import LLMConfigError
 
-DEFAULT_KEY_FILE = "~/.config/autocomp/keys.toml"
+#: the key file when none is configured: keys.toml in the user's config dir
+#: (``~/.config/autocomp`` on Linux, or ``$XDG_CONFIG_HOME/autocomp``)
+KEY_FILE_NAME = "keys.toml"
 REDACTED = "[REDACTED]"
 
 # Everything ever loaded as a key in this process, so any message can be scrubbed.
@@ -49,7 +53,9 @@ def redact_processor(logger, method_name, event_dict):
 
 
 def key_file_path(configured: str | None) -> Path:
-    return Path(os.path.expanduser(configured or DEFAULT_KEY_FILE))
+    if configured:
+        return Path(os.path.expanduser(configured))
+    return platformdirs.user_config_path("autocomp") / KEY_FILE_NAME
 
 
 def load_key_file(configured: str | None) -> dict[str, str]:

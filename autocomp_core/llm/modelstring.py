@@ -52,7 +52,7 @@ def _split_endpoint(rest: str, text: str) -> tuple[str, str]:
 def parse_model_string(text: str, aliases: dict[str, str] | None = None) -> ModelRef:
     """Resolve aliases (chains allowed, cycles refused) and split the string."""
     aliases = aliases or {}
-    seen = []
+    seen: list[str] = []
     original = text
     while text in aliases:
         if text in seen:

@@ -105,7 +105,7 @@ def _canonical(tag: str) -> str:
 def fenced_blocks(text: str) -> list[FencedBlock]:
     blocks: list[FencedBlock] = []
     opener: str | None = None
-    language, lines = "", []
+    language, lines = "", list[str]()
     for line in text.split("\n"):
         match = _FENCE.match(line)
         if opener is None:

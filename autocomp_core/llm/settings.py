@@ -21,7 +21,7 @@ class LLMSettings(BaseModel):
     rate_burst_s: float = Field(10.0, gt=0, description="a per-minute limit allows bursts "
                                 "of this many seconds' worth of requests or tokens")
     aliases: dict[str, str] = {}  # alias -> model string
-    key_file: str | None = None  # default ~/.config/autocomp/keys.toml
+    key_file: str | None = None  # default keys.toml in the user config dir (~/.config/autocomp)
     prices_file: str | None = None  # merged over the shipped price table
     base_urls: dict[str, str] = {}  # provider -> base URL override
     max_tokens: int | None = None
@@ -31,3 +31,6 @@ class LLMSettings(BaseModel):
     local_startup_timeout_s: float = Field(120, gt=0)
     local_threads: int | None = None  # llama.cpp threads (default: all cores)
     local_context_tokens: int = Field(8192, ge=512)
+    # more llama-cpp-python server options, after (and so over) autocomp's own, e.g.
+    # ["--flash_attn", "true"]; `python -m llama_cpp.server --help` lists them
+    local_server_args: list[str] = []

@@ -19,6 +19,8 @@ class Prompt:
     system: str
     static: str
     dynamic: str
+    #: what the prompt was built from (ISA sections, examples): journaled, never sent
+    context: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def messages(self) -> list[dict[str, str]]:
         """OpenAI-style messages: one system message, one user message (static + dynamic)."""

@@ -15,6 +15,9 @@ least ``cache_min_tokens`` tokens.
 """
 from __future__ import annotations
 
+# asyncio for the server thread only: aiohttp's server runs on an asyncio loop, and the
+# loop lives in a daemon thread, so a test that forgets stop_thread cannot hang the
+# interpreter's exit (anyio's blocking portal uses a thread the interpreter waits for).
 import asyncio
 import enum
 import hashlib
@@ -24,9 +27,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+import anyio
 from aiohttp import web
 
 CHARS_PER_TOKEN = 4
@@ -130,7 +135,7 @@ class LLMTestServer:
         self._rng = random.Random(seed)
         self._cache_seen: set[str] = set()
         self._runner: web.AppRunner | None = None
-        self._closing: asyncio.Event | None = None
+        self._closing: anyio.Event | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -156,7 +161,7 @@ class LLMTestServer:
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post("/v1/messages", self._anthropic_messages)
-        self._closing = asyncio.Event()
+        self._closing = anyio.Event()
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                      handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -245,10 +250,8 @@ class LLMTestServer:
         if seconds <= 0:
             return
         assert self._closing is not None
-        try:
-            await asyncio.wait_for(self._closing.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
+        with anyio.move_on_after(seconds):
+            await self._closing.wait()
 
     async def _prelude(self, request: web.Request, scripted: ScriptedRequest,
                        api: str) -> web.StreamResponse | None:
@@ -296,6 +299,7 @@ class LLMTestServer:
     @staticmethod
     def _error(api: str, status: int, message: str, error_type: str, param: str | None = None,
                headers: dict[str, str] | None = None) -> web.Response:
+        body: dict[str, Any]
         if api == "openai":
             code = "unsupported_parameter" if param else None
             body = {"error": {"message": message, "type": error_type, "param": param,
@@ -330,7 +334,7 @@ class LLMTestServer:
             {"id": "test-model", "object": "model", "created": 0, "owned_by": "autocomp"}]})
 
     async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
-        scripted, body = await self._receive(request, "openai")
+        scripted, _ = await self._receive(request, "openai")
         early = await self._prelude(request, scripted, "openai")
         if early is not None:
             return early

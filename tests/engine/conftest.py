@@ -9,9 +9,9 @@ import pytest_asyncio
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scripted_llm import reply  # noqa: E402
+from scripted_llm import reply
 
-from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
+from autocomp_core.testing.llm_server import LLMTestServer
 
 
 @pytest_asyncio.fixture

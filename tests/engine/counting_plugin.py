@@ -2,17 +2,21 @@
 so tests can count evaluations across processes (kill and resume)."""
 from __future__ import annotations
 
-from toy_plugin import ToyBackend
+from toy_plugin import ToyBackend, ToyOptions
 
 from autocomp_core import hookimpl
 
 
+class CountingOptions(ToyOptions):
+    count_file: str | None = None
+
+
 class CountingToyBackend(ToyBackend):
     name = "toycount"
-    option_names = ToyBackend.option_names | {"count_file"}
+    options_type = CountingOptions
 
     async def evaluate(self, problem, code, ctx):
-        path = self.options.get("count_file")
+        path = self.options.count_file
         if path:
             with open(path, "a") as fh:
                 fh.write(f"{len(code)}\n")

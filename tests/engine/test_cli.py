@@ -31,7 +31,9 @@ def config(tmp_path, thread_server):
     (["--problem", "nosuch"], "unknown problem 'nosuch'"),
     (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
     (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
-    (["--set", "backend_options.delay=1"], "unknown [backend_options] option 'delay'"),
+    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s)"),
+    (["--set", "backend_options.delay_s='soon'"], "backend_options.delay_s: Input should be a "
+                                                 "valid number"),
     (["--model", "nosuchprovider::m"], "models:"),
     (["--model", "anthropic::claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
     (["--set", "search.hw_feedback_probability=0.5", "--set", "search.direct=true",

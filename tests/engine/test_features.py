@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import toy_config
 from scripted_llm import VARIANTS
 
 from autocomp_core.api import optimize_async
 from autocomp_core.config import ConfigError
 from autocomp_core.store import RunStore
+from conftest import toy_config
 
 pytestmark = pytest.mark.asyncio
 
@@ -31,7 +31,7 @@ def prompt(call):
 
 
 async def test_call_volume_follows_beam_plans_and_codes(llm_server, tmp_path):
-    summary, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=3,
+    _, store = await run(llm_server, tmp_path, iterations=1, plans_per_candidate=3,
                                codes_per_plan=2)
     assert len(calls(store, "plan")) == 3 and len(calls(store, "code")) == 6
     assert len(store.candidates(1)) == 6

@@ -63,7 +63,7 @@ def test_dedup_level_1_one_per_non_root_parent():
 def test_dedup_level_2_no_shared_ancestor():
     p, q = make("p", 50), make("q", 60, plan="other")
     c = make("c", 30, parents=["p"], plan="x")
-    root, look = world(p, q, c)
+    _, look = world(p, q, c)
     beam = select_beam([p, q], [c], beam_size=4, keep_factor=1, lookup=look, dedup_level=2)
     assert [x.id for x in beam] == ["c", "q"]  # c displaces its parent p
     assert lineage(c, look) == {"c", "p"}

@@ -21,6 +21,7 @@ def isolated_keys(monkeypatch, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     for name in _ENV:
         monkeypatch.delenv(name, raising=False)
     return home

@@ -47,6 +47,14 @@ def test_llm_default_key_file_location(isolated_keys, monkeypatch):
     assert KeyStore().get("OPENAI_API_KEY") == "sk-env-wins-0000000000"
 
 
+def test_llm_default_key_file_follows_the_platform_config_dir(isolated_keys, monkeypatch,
+                                                              tmp_path):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    _write_keys(tmp_path / "xdg" / "autocomp" / "keys.toml",
+                'OPENAI_API_KEY = "sk-xdg-file-000000000000"\n', 0o600)
+    assert KeyStore().get("OPENAI_API_KEY") == "sk-xdg-file-000000000000"
+
+
 def test_llm_missing_configured_key_file_is_an_error(tmp_path):
     with pytest.raises(LLMConfigError, match="does not exist"):
         KeyStore(str(tmp_path / "nope.toml"))

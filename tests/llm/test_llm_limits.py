@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from autocomp_core.llm.client import LLMClient
-from autocomp_core.llm.errors import classify_status, parse_retry_after, _rejected_param
+from autocomp_core.llm.errors import _rejected_param, classify_status, parse_retry_after
 from autocomp_core.llm.limits import Limits, TokenBucket
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind

@@ -5,9 +5,18 @@ import json
 
 import pytest
 
-from autocomp_core.llm.parsing import (EDITS_JSON_SCHEMA, Edit, EditApplyError, EditParseError,
-                                       apply_edits, extract_code, extract_plan, fenced_blocks,
-                                       parse_edit_response, parse_edits)
+from autocomp_core.llm.parsing import (
+    EDITS_JSON_SCHEMA,
+    Edit,
+    EditApplyError,
+    EditParseError,
+    apply_edits,
+    extract_code,
+    extract_plan,
+    fenced_blocks,
+    parse_edit_response,
+    parse_edits,
+)
 
 GEMMINI_ANSWER = '''I'll apply loop tiling so that each tile of A stays in the scratchpad.
 

@@ -8,19 +8,31 @@ Python path (``tests/conftest.py`` does both).
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import secrets
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 from pydantic import Field
 
-from autocomp_core import (Backend, Capability, DoctorCheck, EvalContext, EvalResult, FailureKind,
-                           HardwareConfig, KnowledgePack, Problem, Resources, hookimpl)
-from autocomp_core.sandbox import SandboxLimits, run_sandboxed
+from autocomp_core import (
+    Backend,
+    BackendOptions,
+    Capability,
+    DoctorCheck,
+    EvalContext,
+    EvalResult,
+    FailureKind,
+    HardwareConfig,
+    KnowledgePack,
+    Problem,
+    Resources,
+    SandboxLimits,
+    hookimpl,
+    run_sandboxed,
+)
 
 HERE = Path(__file__).parent
 HARNESS = (HERE / "toy_harness.py").read_text()
@@ -39,6 +51,11 @@ class ToyHardware(HardwareConfig):
     call_cost: int = Field(3, ge=0, description="cost of one call into the program's functions")
 
 
+class ToyOptions(BackendOptions):
+    delay_s: float = Field(0.0, ge=0, description="sleep before each evaluation (a slow "
+                                                  "compiler or simulator, for benchmarks)")
+
+
 class ToyBackend(Backend):
     name = "toy"
     description = "Python functions scored by executed lines (test backend)"
@@ -46,9 +63,11 @@ class ToyBackend(Backend):
     language = "python"
     metric_unit = "lines"
     hardware_config_type = ToyHardware
-    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION,
-                              Capability.LOWER_BOUND})
-    option_names = frozenset({"delay_s"})
+    options_type = ToyOptions
+    capabilities = frozenset({Capability.HW_FEEDBACK})
+
+    hardware: ToyHardware
+    options: ToyOptions
 
     def problems(self) -> list[Problem]:
         found = []
@@ -70,7 +89,7 @@ class ToyBackend(Backend):
         return float(WORKLOAD_RUNS * (hw.line_cost + hw.call_cost))
 
     def resources(self) -> Resources:
-        return Resources(max_parallel=os.cpu_count() or 1, memory_mb_per_eval=1024)
+        return Resources(cpus=1, memory_mb=1024)
 
     def doctor(self) -> list[DoctorCheck]:
         try:
@@ -85,10 +104,9 @@ class ToyBackend(Backend):
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         if problem.id not in PROBLEMS:
             raise KeyError(f"unknown toy problem {problem.id!r}")
-        hw = ctx.hardware if isinstance(ctx.hardware, ToyHardware) else self.hardware
-        delay = float(ctx.options.get("delay_s", self.options.get("delay_s", 0.0)))
-        if delay > 0:  # stands in for a slow compiler or simulator in benchmarks
-            await asyncio.sleep(delay)
+        hw = self.hardware
+        if self.options.delay_s > 0:
+            await anyio.sleep(self.options.delay_s)
         nonce = secrets.token_hex(16)
         run = await run_sandboxed(
             [sys.executable, "-I", "-B", "toy_harness.py", problem.id, str(ctx.seed)],

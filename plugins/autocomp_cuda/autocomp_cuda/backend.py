@@ -4,12 +4,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import typing
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from autocomp_core.backend import (
+import platformdirs
+from autocomp_core import (
     Backend,
+    BackendOptions,
     Capability,
     DoctorCheck,
     EvalContext,
@@ -20,7 +23,7 @@ from autocomp_core.backend import (
     Problem,
     Resources,
 )
-from pydantic import Field
+from pydantic import Field, create_model
 
 from . import gate, importer
 from .harness import Harness, Settings, Verdict
@@ -53,6 +56,32 @@ class CudaHardware(HardwareConfig):
     bandwidth_gbs: float | None = Field(None, gt=0, description="override: memory bandwidth GB/s")
 
 
+#: Settings fields that come from [hardware] (the device, the roofline peaks) or whose default
+#: depends on it (the size tier): every other Settings field is a [backend_options] key.
+NOT_OPTIONS = ("device", "size", "peak_gflops", "bandwidth_gbs")
+HARNESS_OPTIONS = [f for f in dataclasses.fields(Settings) if f.name not in NOT_OPTIONS]
+
+
+class _CudaOptions(BackendOptions):
+    size: Literal["tiny", "full"] | None = Field(
+        None, description="problem size tier; default full on a GPU, tiny on the CPU")
+    cache_dir: Path | None = Field(None, description="references and builds; default "
+                                                     "$AUTOCOMP_CUDA_CACHE or the user cache dir")
+    compile_workers: int | None = Field(None, ge=1, description="candidates built at once; "
+                                                                "default half the CPUs")
+    kernelbench_path: Path | None = Field(None, description="a KernelBench checkout to import")
+    kernelbench_levels: tuple[int, ...] = (1, 2, 3, 4)
+    size_overrides: dict[str, dict[str, Any]] | None = None
+    include_controls: bool = Field(False, description="list the gate's control problems too")
+
+
+#: ``[backend_options]``: the fields above, and one per harness setting (``trials``,
+#: ``reps``, ``warm_workers``...) typed and defaulted as in ``harness.Settings``.
+CudaOptions = create_model(
+    "CudaOptions", __base__=_CudaOptions, __module__=__name__,
+    **{f.name: (typing.get_type_hints(Settings)[f.name], f.default) for f in HARNESS_OPTIONS})
+
+
 class CudaBackend(Backend):
     name = "cuda"
     description = "NVIDIA GPUs (and CPU for CI): KernelBench-format PyTorch problems, CUDA/C++/Triton candidates"
@@ -61,57 +90,46 @@ class CudaBackend(Backend):
     code_anchor = "class ModelNew"
     metric_unit = "ms"
     hardware_config_type = CudaHardware
-    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
+    options_type = CudaOptions
+    capabilities = frozenset({Capability.HW_FEEDBACK})
 
-    #: [backend_options] that set the harness Settings field of the same name (the device and
-    #: the roofline peaks come from [hardware], the size tier is checked on its own)
-    SETTING_OPTIONS = tuple(f.name for f in dataclasses.fields(Settings)
-                            if f.name not in ("device", "size", "peak_gflops", "bandwidth_gbs"))
-    option_names = frozenset({*SETTING_OPTIONS, "size", "cache_dir", "compile_workers", "kernelbench_path",
-                              "kernelbench_levels", "size_overrides", "include_controls"})
-
-    def __init__(self, hardware: HardwareConfig | dict[str, Any] | None = None,
-                 options: dict[str, Any] | None = None) -> None:
-        super().__init__(hardware, options)
-        self.settings  # noqa: B018 - checks the option values now, before anything runs
+    hardware: CudaHardware
+    options: _CudaOptions  # a CudaOptions: these fields, and the harness settings
 
     # ------------------------------------------------------------------ configuration
     @cached_property
     def settings(self) -> Settings:
-        hw: CudaHardware = self.hardware  # type: ignore[assignment]
-        o = self.options
+        hw, o = self.hardware, self.options
         peaks = next((v for k, v in GPU_PEAKS.items() if k.lower() in hw.gpu_name.lower()), (None, None)) \
             if hw.device == "cuda" else (None, None)
-        s = Settings(device=hw.device, size=o.get("size", "full" if hw.device == "cuda" else "tiny"),
-                     peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1])
-        for key in self.SETTING_OPTIONS:
-            if key in o:
-                setattr(s, key, _coerce(key, getattr(s, key), o[key]))
-        if s.size not in ("tiny", "full"):
-            raise ValueError(f"[backend_options] size must be 'tiny' or 'full', got {s.size!r}")
-        return s
+        return Settings(device=hw.device, size=o.size or ("full" if hw.device == "cuda" else "tiny"),
+                        peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1],
+                        **o.model_dump(include={f.name for f in HARNESS_OPTIONS}))
 
     @cached_property
     def harness(self) -> Harness:
-        cache = self.options.get("cache_dir") or os.environ.get("AUTOCOMP_CUDA_CACHE") \
-            or Path.home() / ".cache" / "autocomp-cuda"
-        hw: CudaHardware = self.hardware  # type: ignore[assignment]
-        return Harness(Path(cache).expanduser(), self.settings, gpu_ids=hw.gpus,
+        cache = self.options.cache_dir or os.environ.get("AUTOCOMP_CUDA_CACHE") \
+            or platformdirs.user_cache_path("autocomp-cuda")
+        return Harness(Path(cache).expanduser(), self.settings, gpu_ids=self.hardware.gpus,
                        compile_workers=self.compile_workers)
 
     @property
     def compile_workers(self) -> int:
         """Candidates compiled at once (each build itself runs MAX_JOBS compiler processes)."""
-        return int(self.options.get("compile_workers") or max(1, (os.cpu_count() or 1) // 2))
+        return self.options.compile_workers or max(1, (os.cpu_count() or 1) // 2)
+
+    async def aclose(self) -> None:
+        """Stop the harness's warm workers (the engine calls this when a run ends)."""
+        if "harness" in self.__dict__:
+            await self.harness.aclose()
 
     # ------------------------------------------------------------------ problems
     @cached_property
     def _specs(self) -> dict[str, ProblemSpec]:
-        specs = {s.id: s for s in suite(include_controls=bool(self.options.get("include_controls", False)))}
-        if self.options.get("kernelbench_path"):
-            levels = tuple(self.options.get("kernelbench_levels", (1, 2, 3, 4)))
-            for spec in importer.import_kernelbench(Path(self.options["kernelbench_path"]), levels,
-                                                    self.options.get("size_overrides")):
+        o = self.options
+        specs = {s.id: s for s in suite(include_controls=o.include_controls)}
+        if o.kernelbench_path:
+            for spec in importer.import_kernelbench(o.kernelbench_path, o.kernelbench_levels, o.size_overrides):
                 specs[spec.id] = spec
         return specs
 
@@ -168,7 +186,7 @@ class CudaBackend(Backend):
         torch_version, cuda_version = _torch_versions()
         versions = (f"PyTorch {torch_version}, CUDA {cuda_version or 'none (CPU build)'}" if torch_version
                     else "PyTorch (not installed)")
-        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        hw = self.hardware
         if hw.device == "cuda":
             where = f"The target is an NVIDIA {hw.gpu_name or 'GPU'} with {versions}."
         else:
@@ -178,12 +196,7 @@ class CudaBackend(Backend):
 
     # ------------------------------------------------------------------ evaluation
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        try:
-            spec = self.spec(problem.id)
-            verdict = await self.harness.evaluate(spec, code, seed=ctx.seed)
-        except Exception as exc:  # our fault, not the candidate's
-            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, unit="ms",
-                              feedback=f"status: infra_error\nthe evaluator failed: {type(exc).__name__}: {exc}")
+        verdict = await self.harness.evaluate(self.spec(problem.id), code, seed=ctx.seed)
         return to_eval_result(verdict, ctx.want_feedback)
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
@@ -197,13 +210,12 @@ class CudaBackend(Backend):
         return flops / (self.settings.peak_gflops * 1e9) * 1e3
 
     def resources(self) -> Resources:
-        hw: CudaHardware = self.hardware  # type: ignore[assignment]
+        hw = self.hardware
         if hw.device == "cuda":
             # Candidates compile while others time: the harness still times one at a time per GPU.
-            return Resources(max_parallel=len(hw.gpus) + self.compile_workers, gpus_per_eval=1,
-                             memory_mb_per_eval=16384)
+            return Resources(cpus=1, gpus=1, memory_mb=16384, parallel=len(hw.gpus) + self.compile_workers)
         # On the CPU a build beside a timing loop would disturb it: one evaluation at a time.
-        return Resources(max_parallel=1, gpus_per_eval=0, memory_mb_per_eval=self.settings.memory_mb or 8192)
+        return Resources(cpus=1, memory_mb=self.settings.memory_mb or 8192, parallel=1)
 
     def doctor(self) -> list[DoctorCheck]:
         checks = []
@@ -225,8 +237,8 @@ class CudaBackend(Backend):
         checks.append(DoctorCheck("nvcc", bool(nvcc) or self.settings.device == "cpu",
                                   nvcc or "not found (needed for CUDA candidates on a GPU)",
                                   "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)"))
-        checks.append(DoctorCheck("triton (optional)", _has_module("triton"), "for Triton candidates",
-                                  "pip install 'autocomp-cuda[triton]'"))
+        checks.append(DoctorCheck("triton", _has_module("triton"), "for Triton candidates",
+                                  "pip install 'autocomp-cuda[triton]'", required=False))
         return checks
 
 
@@ -254,20 +266,6 @@ def _has_module(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
-
-
-def _coerce(key: str, current: Any, value: Any) -> Any:
-    """An option's value in the type of the setting's default (None: taken as given)."""
-    if current is None:
-        return value
-    wanted = type(current)
-    # bool("false") is True: a switch takes only a real boolean.
-    if wanted is not bool or isinstance(value, bool):
-        try:
-            return wanted(value)
-        except (TypeError, ValueError):
-            pass
-    raise ValueError(f"[backend_options] {key} must be a {wanted.__name__}, got {value!r}")
 
 
 def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import click
-from autocomp_core.cli import backend_from_assignments
-from autocomp_core.config import ConfigError
+from autocomp_core import ConfigError, make_backend, parse_assignments
 
 from . import gate, suite as suite_results
 from .harness import Verdict
@@ -79,10 +78,8 @@ async def _run_suite(backend, problems: list[str], sources: dict[str, str | None
         if not quiet:
             _progress(done, len(problems), problem, verdict)
 
-    try:
+    async with backend:  # its warm workers end with the suite
         await asyncio.gather(*(one(p) for p in problems))
-    finally:
-        await harness.aclose()
     return {p: verdicts[p] for p in problems}
 
 
@@ -106,7 +103,7 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
     """Evaluate one candidate per problem; print fast_p (ours and KernelBench-compatible)."""
     if (candidates is None) == (not eager):
         raise ConfigError("give a CANDIDATES directory or --eager (not both)")
-    backend = backend_from_assignments("cuda", hardware, options)
+    backend = make_backend("cuda", parse_assignments(hardware), parse_assignments(options))
     problems = _selected(backend, patterns)
     sources: dict[str, str | None] = {}
     for problem in problems:
@@ -149,7 +146,7 @@ def gate_command(problems: tuple[str, ...], patterns: tuple[str, ...], hardware:
     """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
     if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # the workers share the cores
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
-    backend = backend_from_assignments("cuda", hardware, options)
+    backend = make_backend("cuda", parse_assignments(hardware), parse_assignments(options))
     ids = list(problems) or _selected(backend, patterns)
     for ref in ids:
         try:
@@ -171,10 +168,8 @@ def gate_command(problems: tuple[str, ...], patterns: tuple[str, ...], hardware:
                 click.echo(f"[{done}/{len(ids)}] {_gate_line(result)}", err=True)
             return result
 
-        try:
+        async with backend:  # its warm workers end with the gate
             return list(await asyncio.gather(*(one(ref) for ref in ids)))
-        finally:
-            await backend.harness.aclose()
 
     reports = asyncio.run(run())
     wall = time.perf_counter() - started

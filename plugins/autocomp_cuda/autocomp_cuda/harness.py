@@ -176,6 +176,9 @@ class Harness:
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
+        # reference children (each imports torch and runs on every core): one per core at a
+        # time, however many problems are checked at once
+        self._reference_slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
         # One evaluation slot per GPU (timing is serialized per device); one for the CPU.
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
@@ -286,7 +289,8 @@ class Harness:
                        "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
                 wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
-                result = await self._run_child("reference_main", job, work, wall_s=wall_s)
+                async with self._reference_slots:
+                    result = await self._run_child("reference_main", job, work, wall_s=wall_s)
                 meta_file = work / "out" / "meta.json"
                 if not meta_file.exists():
                     if result.timed_out:
@@ -613,7 +617,7 @@ def _tail_errors(log: str, limit: int = 3000) -> str:
 def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     """A worker that died without writing its result: classify from how it ended."""
     text = (result.stderr or "").lower()
-    if any(m in text for m in OOM_MARKERS) or result.signal == 9 and not result.timed_out:
+    if any(m in text for m in OOM_MARKERS) or (result.signal == 9 and not result.timed_out):
         status = "oom"
     elif any(m in text for m in CUDA_FAULT_MARKERS):
         status = "cuda_fault"

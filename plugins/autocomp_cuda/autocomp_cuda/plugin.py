@@ -1,7 +1,7 @@
 """Entry point: registers the ``cuda`` backend with autocomp."""
 from __future__ import annotations
 
-from autocomp_core.hookspecs import hookimpl
+from autocomp_core import hookimpl
 
 
 @hookimpl

@@ -78,7 +78,7 @@ class Worker:
         os.replace(tmp, self.job_path)  # the worker polls for the final name: never half a file
         try:
             return await asyncio.wait_for(self.task, deadline_s)
-        except asyncio.TimeoutError:  # wait_for has cancelled the run, which killed the worker
+        except TimeoutError:  # wait_for has cancelled the run, which killed the worker
             return None
 
     async def close(self) -> None:

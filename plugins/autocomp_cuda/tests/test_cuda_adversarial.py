@@ -27,7 +27,7 @@ async def _evaluate(make_backend, path: Path, device: str):
         backend.settings.peak_gflops = options["peak_gflops"]
         backend.settings.bandwidth_gbs = options["bandwidth_gbs"]
     problem = backend.load_problem(meta["problem"])
-    result = await backend.evaluate(problem, path.read_text(), EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, path.read_text(), EvalContext())
     return meta, result
 
 

@@ -59,7 +59,7 @@ def test_gate_command_refuses_a_control_and_exits_1(cuda_cache):
     (["suite"], "give a CANDIDATES directory or --eager"),
     (["suite", "--eager", "--problem", "L9/*"], "--problem L9/*: matches none"),
     (["suite", "{empty}"], "no candidate file for any of"),
-    (["suite", "--eager", "--option", "trails=2"], "unknown [backend_options] option 'trails'"),
+    (["suite", "--eager", "--option", "trails=2"], "backend_options.trails: unknown key (known: "),
     (["gate", "L1/nosuch"], "unknown problem 'L1/nosuch'"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):

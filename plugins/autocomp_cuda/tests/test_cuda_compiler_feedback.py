@@ -73,7 +73,7 @@ async def test_the_cpu_device_refuses_cuda_sources_in_one_clear_message(make_bac
     backend = make_backend("cpu")
     problem = backend.load_problem("L2/scale_bias_clamp_mul")
     code = (ADV / "honest" / "fused_scale_bias_clamp_cuda.py").read_text()
-    result = await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, code, EvalContext())
     first, second = result.feedback.splitlines()[:2]
     assert first == "status: load_error"
     assert "has CUDA sources, which the cpu device can neither build nor run" in second

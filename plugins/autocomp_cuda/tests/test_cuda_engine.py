@@ -7,10 +7,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing import LLMTestServer, Proposals
 
 from autocomp_cuda.adversarial import ROOT as ADV
+from autocomp_cuda.harness import Harness
 
 PROPOSALS = {
     "fuse everything into one C++ loop": (ADV / "honest" / "fused_scale_bias_clamp_cpp.py").read_text(),
@@ -23,14 +26,7 @@ PROPOSALS = {
 }
 
 
-def respond(request) -> str:
-    prompt = request.prompt
-    if prompt.rstrip().endswith("Plan:"):  # planning: one idea per plan slot, chosen by the seed
-        names = list(PROPOSALS)
-        return names[(request.params.get("seed") or 0) % len(names)]
-    plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
-    code = next((code for name, code in PROPOSALS.items() if name in plan), PROPOSALS["rewrite with a typo"])
-    return f"```python\n{code}```\n"
+respond = Proposals(PROPOSALS, fallback="rewrite with a typo")
 
 
 def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest(tmp_path, cuda_cache):
@@ -50,16 +46,9 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
         server.stop_thread()
     assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(run_dir)
-    verdicts = {}
-    for cand in store.candidates():
-        if cand.origin == "root":
-            root = cand.code
-            continue
-        name = next(n for n, code in PROPOSALS.items() if code.strip() == cand.code.strip())
-        result = store.evaluation(cand.eval_key)
-        verdicts[name] = (result["correct"], result["feedback"].splitlines()[0])
+    root = next(cand.code for cand in store.candidates() if cand.origin == "root")
     store.close()
-    assert verdicts == {
+    assert respond.verdicts(run_dir) == {
         "fuse everything into one C++ loop": (True, "status: ok"),
         "skip the work and return zeros": (False, "status: mismatch"),
         "rewrite with a typo": (False, "status: compile_error"),
@@ -69,3 +58,35 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
     # The best program is the baseline or the fused kernel, whichever measured faster here.
     best = (run_dir / "best.py").read_text().strip()
     assert best in {PROPOSALS["fuse everything into one C++ loop"].strip(), root.strip()}
+
+
+@pytest.mark.asyncio
+async def test_the_engine_shuts_the_warm_workers_down_when_the_run_ends(tmp_path, cuda_cache, monkeypatch):
+    """Warm workers end with the run, through the backend's lifecycle (``aclose``), not when
+    their idle timeout runs out minutes later."""
+    started = []
+    start_worker = Harness._start_worker
+
+    def record(self, gpu):
+        worker = start_worker(self, gpu)
+        started.append(worker)
+        return worker
+
+    monkeypatch.setattr(Harness, "_start_worker", record)
+    relu = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n" \
+           "    def forward(self, x):\n        return torch.clamp(x, min=0)\n"
+
+    def reply(request) -> str:
+        return "use clamp" if request.prompt.rstrip().endswith("Plan:") else f"```python\n{relu}```\n"
+
+    async with LLMTestServer(reply) as server:
+        summary = await optimize_async({
+            "backend": "cuda", "problem": "L1/relu", "run_dir": str(tmp_path / "run"),
+            "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
+            "search": {"iterations": 1, "beam_size": 1, "plans_per_candidate": 1, "codes_per_plan": 1},
+            "backend_options": {"cache_dir": str(cuda_cache), "reps": 4, "standby_idle_s": 600},
+        })
+    assert summary.data["evaluations"] == 2
+    assert len(started) >= 3  # each evaluation's worker, and a standby one waiting after the last
+    assert all(worker.task.done() for worker in started)
+    assert not any(worker.work.exists() for worker in started if not worker.dispatched)

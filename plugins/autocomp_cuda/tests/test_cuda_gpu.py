@@ -30,7 +30,7 @@ class ModelNew(nn.Module):
 async def test_cuda_fault_is_its_own_status_and_next_worker_is_fresh(make_backend):
     backend = make_backend("cuda")
     problem = backend.load_problem("L1/relu")
-    ctx = EvalContext(hardware=backend.hardware)
+    ctx = EvalContext()
     fault = await backend.evaluate(problem, FAULT, ctx)
     assert fault.feedback.startswith("status: cuda_fault"), fault.feedback
     ok = await backend.evaluate(problem, problem.baseline_code, ctx)
@@ -41,7 +41,7 @@ async def test_cuda_fault_is_its_own_status_and_next_worker_is_fresh(make_backen
 async def test_full_size_baseline_on_gpu(make_backend):
     backend = make_backend("cuda", size="full", reps=10)
     problem = backend.load_problem("L2/scale_bias_clamp_mul")
-    result = await backend.evaluate(problem, problem.baseline_code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
     assert result.correct, result.feedback
     assert 0.5 < result.extra["speedup"] < 2.0
 
@@ -53,7 +53,7 @@ async def test_cuda_kernel_is_accepted_with_ptxas_resources_in_its_feedback(make
     backend = make_backend("cuda", size="full", reps=10)
     problem = backend.load_problem("L2/scale_bias_clamp_mul")
     code = (ADV / "honest" / "fused_scale_bias_clamp_cuda.py").read_text()
-    result = await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, code, EvalContext())
     assert result.correct, result.feedback
     assert "kernel fused_kernel(" in result.feedback and " registers" in result.feedback, result.feedback
     assert result.extra["excluded_from_fast_p"] == 0.0

@@ -8,16 +8,16 @@ import torch
 from autocomp_core.backend import EvalContext, FailureKind
 
 from autocomp_cuda import static_check
+from autocomp_cuda.harness import Verdict
 from autocomp_cuda.runtime.compare import check_output, error_ratio
 from autocomp_cuda.suite import fast_p
-from autocomp_cuda.harness import Verdict
 
 RELU_HEAD = "import torch\nimport torch.nn as nn\n\n"
 
 
 async def _eval(backend, problem_id, code):
     problem = backend.load_problem(problem_id)
-    return await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    return await backend.evaluate(problem, code, EvalContext())
 
 
 def _status(result):

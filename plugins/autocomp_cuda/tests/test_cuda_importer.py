@@ -83,7 +83,7 @@ async def test_imported_problems_pass_the_gate_and_evaluate(make_backend, checko
         report = await backend.check_problem(ref)
         assert report.passed, report.reasons
     problem = backend.load_problem("kb/L1/1")
-    result = await backend.evaluate(problem, HALF_CANDIDATE, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, HALF_CANDIDATE, EvalContext())
     assert result.correct, result.feedback  # within float16's tolerance, not float32's
     # The starting program is the reference renamed, references to Model included.
     problem = backend.load_problem("kb/L2/7")

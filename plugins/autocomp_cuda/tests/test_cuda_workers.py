@@ -99,10 +99,11 @@ def test_static_rules_refuse_disarming_the_watchdog():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"trails": 3}, "unknown [backend_options] option 'trails'"),
-    ({"trials": "many"}, "[backend_options] trials must be a int"),
-    ({"warm_workers": "no"}, "[backend_options] warm_workers must be a bool"),
-    ({"size": "huge"}, "size must be 'tiny' or 'full'"),
+    ({"trails": 3}, "backend_options.trails: unknown key (known: "),
+    ({"trials": "many"}, "backend_options.trials: Input should be a valid integer"),
+    ({"warm_workers": "maybe"}, "backend_options.warm_workers: Input should be a valid boolean"),
+    ({"size": "huge"}, "backend_options.size: Input should be 'tiny' or 'full'"),
+    ({"compile_workers": 0}, "backend_options.compile_workers: Input should be greater than or equal to 1"),
 ])
 def test_bad_backend_options_are_one_line_config_errors(options, message):
     with pytest.raises(ConfigError) as err:
@@ -130,5 +131,5 @@ def test_on_gpus_candidates_compile_while_others_time(make_backend):
     # still times one candidate at a time per GPU (its device-slot queue).
     backend = make_backend("cpu")
     gpus = type(backend)(hardware={"device": "cuda", "gpus": [0, 1]}, options={"compile_workers": 3})
-    assert gpus.resources().max_parallel == 5 and gpus.harness.device_slots == 2
-    assert backend.resources().max_parallel == 1
+    assert gpus.resources().parallel == 5 and gpus.harness.device_slots == 2
+    assert backend.resources().parallel == 1

@@ -9,7 +9,10 @@ from .catalog import fill_elem
 def admm_inputs(p: dict, seed: int) -> dict[str, np.ndarray]:
     nx, nu, n = p["admm_nx"], p["admm_nu"], p["admm_horizon"]
     f32 = np.float32
-    r = lambda s, k: fill_elem(seed * 8 + s, k, True)
+
+    def r(s, k):
+        return fill_elem(seed * 8 + s, k, True)
+
     at = (f32(0.02) * r(1, nx * nx)).reshape(nx, nx)
     at[np.arange(nx), np.arange(nx)] += f32(0.9)
     return {

@@ -1,24 +1,21 @@
 """GemminiBackend: the autocomp Backend for Gemmini (bare-metal RISC-V + our Gemmini model)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import ClassVar
 
-from autocomp_core.backend import (
+from autocomp_core import (
     Backend,
     Capability,
     DoctorCheck,
     EvalContext,
     EvalResult,
-    FailureKind,
     KnowledgePack,
     Problem,
     Resources,
 )
 
 from . import catalog, evaluate, feedback, toolchain
-from .config import GemminiConfig
+from .config import GemminiConfig, GemminiOptions
 
 KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
 
@@ -31,11 +28,11 @@ class GemminiBackend(Backend):
     language: ClassVar[str] = "c"
     metric_unit: ClassVar[str] = "cycles"
     hardware_config_type: ClassVar[type[GemminiConfig]] = GemminiConfig
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
-    option_names: ClassVar[frozenset[str] | None] = frozenset({"mode", "external_command", "timing_toml", "memory_mb"})
+    options_type: ClassVar[type[GemminiOptions]] = GemminiOptions
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HW_FEEDBACK})
 
-    # [backend_options] options: mode = "model" | "external"; external_command = ["spike", ..., "{elf}"];
-    # memory_mb (per simulation); timing_toml (path to a timing parameter file).
+    hardware: GemminiConfig
+    options: GemminiOptions
 
     def problems(self) -> list[Problem]:
         return [catalog.to_problem(spec) for spec in catalog.specs().values()]
@@ -58,13 +55,12 @@ class GemminiBackend(Backend):
             raise KeyError(f"unknown Gemmini problem {problem.id!r}")
         return spec
 
-    def hardware_for(self, problem: Problem, hardware: GemminiConfig | None = None) -> GemminiConfig:
+    def hardware_for(self, problem: Problem) -> GemminiConfig:
         """The config a problem runs on: the run's, with the fields the problem requires (ADMM: fp32, DIM 4)."""
-        base = hardware if isinstance(hardware, GemminiConfig) else self.hardware
         requires = self._spec(problem).requires
         if not requires:
-            return base
-        return GemminiConfig(**{**base.model_dump(), **requires})
+            return self.hardware
+        return GemminiConfig(**{**self.hardware.model_dump(), **requires})
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         family = problem.metadata.get("family", "gemm")
@@ -90,32 +86,23 @@ class GemminiBackend(Backend):
         ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        try:
-            spec = self._spec(problem)
-            hw = self.hardware_for(problem, ctx.hardware if isinstance(ctx.hardware, GemminiConfig) else None)
-            opts = {**self.options, **(ctx.options or {})}
-            memory_mb = int(opts.get("memory_mb", 4096))
-            if opts.get("mode", "model") == "external":
-                command = opts.get("external_command")
-                if not command:
-                    return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                                      feedback="mode = 'external' needs [backend_options] external_command")
-                if isinstance(command, str):
-                    command = command.split()
-                return await evaluate.evaluate_external(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,
-                                                        list(command))
-            timing_toml = Path(opts["timing_toml"]).read_text() if opts.get("timing_toml") else None
-            return await evaluate.evaluate_model(spec, code, hw, ctx.seed, ctx.timeout_s, memory_mb,
-                                                 ctx.want_feedback, timing_toml)
-        except Exception as exc:  # noqa: BLE001 -- never raise for a candidate; a bug here is infra
-            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                              feedback=f"Gemmini evaluator error: {type(exc).__name__}: {exc}")
+        spec = self._spec(problem)
+        hw = self.hardware_for(problem)
+        opts = self.options
+        if opts.mode == "external":
+            assert opts.external_command is not None  # GemminiOptions checks it
+            return await evaluate.evaluate_external(spec, code, hw, ctx.seed, ctx.timeout_s, opts.memory_mb,
+                                                    opts.external_command)
+        timing_toml = opts.timing_toml.read_text() if opts.timing_toml else None
+        return await evaluate.evaluate_model(spec, code, hw, ctx.seed, ctx.timeout_s, opts.memory_mb,
+                                             ctx.want_feedback, timing_toml)
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         return feedback.lower_bound(self._spec(problem), self.hardware_for(problem))
 
     def resources(self) -> Resources:
-        return Resources(max_parallel=max(1, os.cpu_count() or 1), gpus_per_eval=0, memory_mb_per_eval=1024)
+        # one Spike process; the memory limit is a cap, a simulation mostly uses far less
+        return Resources(cpus=1, memory_mb=1024)
 
     def doctor(self) -> list[DoctorCheck]:
         return toolchain.doctor()

@@ -1,11 +1,33 @@
-"""The Gemmini hardware configuration: validated fields and the C parameter header."""
+"""The Gemmini hardware configuration (validated fields and the C parameter header) and the
+backend's options."""
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, FilePath, model_validator
 
-from autocomp_core.backend import HardwareConfig
+from autocomp_core import BackendOptions, HardwareConfig
+
+
+class GemminiOptions(BackendOptions):
+    """``[backend_options]``: how candidates are run."""
+
+    #: ``model``: Spike with our Gemmini functional and timing model; ``external``: a
+    #: simulator of your own (FireSim, a Chipyard Verilator build) run by ``external_command``
+    mode: Literal["model", "external"] = "model"
+    #: the argv that runs one ELF, ``{elf}`` standing for its path
+    external_command: list[str] | None = None
+    #: timing parameters replacing the shipped ``timing.toml``
+    timing_toml: FilePath | None = None
+    #: memory limit of one simulation, in MB
+    memory_mb: int = Field(4096, ge=256)
+
+    @model_validator(mode="after")
+    def _external_needs_a_command(self) -> GemminiOptions:
+        if self.mode == "external" and not self.external_command:
+            raise ValueError("mode = 'external' needs external_command (the argv that runs "
+                             "an ELF, with {elf} for its path)")
+        return self
 
 
 class GemminiConfig(HardwareConfig):

@@ -1,5 +1,5 @@
 """Entry point registered under `[project.entry-points.autocomp] gemmini`."""
-from autocomp_core.hookspecs import hookimpl
+from autocomp_core import hookimpl
 
 
 @hookimpl

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import time
 
-from autocomp_core.backend import (
+from autocomp_core import (
     Backend,
     Capability,
     DoctorCheck,
@@ -21,8 +20,8 @@ from autocomp_core.backend import (
     KnowledgePack,
     Problem,
     Resources,
+    private_workdir,
 )
-from autocomp_core.sandbox import private_workdir
 
 from . import board as board_mode
 from .build import Builder, BuildFailure
@@ -30,7 +29,10 @@ from .config import RvvHardware
 from .costmodel import CORE_PRESETS, CoreParams, model_cycles
 from .problems import DATA, all_problems, spec_for
 from .runner import RunFailure, qemu_check, spike_count
-from .toolchain import ToolMissing, Tools, doctor_checks
+from .toolchain import Tools, doctor_checks
+
+#: the custom resource a board is: its timings are only honest one program at a time
+BOARD = "rvv_board"
 
 
 class RvvBackend(Backend):
@@ -40,10 +42,9 @@ class RvvBackend(Backend):
     language = "c"
     metric_unit = "cycles"
     hardware_config_type = RvvHardware
-    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.LOWER_BOUND})
-    option_names = frozenset()  # everything is in [hardware]
+    capabilities = frozenset({Capability.HW_FEEDBACK})
 
-    hardware: RvvHardware
+    hardware: RvvHardware  # everything is in [hardware]: the backend takes no options
 
     def __init__(self, hardware=None, options=None) -> None:
         super().__init__(hardware, options)
@@ -79,8 +80,11 @@ class RvvBackend(Backend):
         return float(math.ceil(max(compute, memory)))
 
     def resources(self) -> Resources:
-        # each evaluation runs one qemu per check VLEN at once
-        return Resources(max_parallel=max(1, (os.cpu_count() or 1) // 2), memory_mb_per_eval=1024)
+        # each evaluation runs one qemu per check VLEN at once; a board times one at a time
+        cpus = len(self.hardware.all_check_vlens)
+        if self.hardware.board is not None:
+            return Resources(cpus=cpus, memory_mb=1024, custom={BOARD: 1}, available={BOARD: 1})
+        return Resources(cpus=cpus, memory_mb=1024)
 
     def doctor(self) -> list[DoctorCheck]:
         checks = doctor_checks()
@@ -96,13 +100,9 @@ class RvvBackend(Backend):
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         started = time.perf_counter()
-        hw = ctx.hardware if isinstance(ctx.hardware, RvvHardware) else self.hardware
-        try:
-            spec = spec_for(problem)
-            tools = self._tools()
-        except (KeyError, ToolMissing) as exc:
-            return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, feedback=str(exc),
-                              duration_s=time.perf_counter() - started)
+        hw = self.hardware
+        spec = spec_for(problem)  # an unknown problem or a missing tool raises: the engine
+        tools = self._tools()  # records that as the evaluator's failure (INFRA_ERROR)
         extra: dict[str, float] = {}
         with private_workdir("autocomp-rvv-") as workdir:
             workdir.chmod(0o777)

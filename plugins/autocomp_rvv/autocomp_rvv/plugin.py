@@ -1,7 +1,7 @@
 """Entry point of the ``rvv`` plugin (``[project.entry-points.autocomp] rvv``)."""
 from __future__ import annotations
 
-from autocomp_core.hookspecs import hookimpl
+from autocomp_core import hookimpl
 
 
 @hookimpl

@@ -24,7 +24,7 @@ def candidate(name: str) -> str:
 
 async def evaluate(backend: RvvBackend, problem_id: str, code: str, **ctx):
     problem = backend.load_problem(problem_id)
-    return await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware, **ctx))
+    return await backend.evaluate(problem, code, EvalContext(**ctx))
 
 
 @pytest.fixture(scope="module")

@@ -78,7 +78,7 @@ def other_key(tmp_path) -> Path:
 async def _evaluate(board: dict, code: str):
     backend = RvvBackend(hardware={"core": "k230", "board": board})
     problem = backend.load_problem("vadd_f32")
-    return backend, await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    return backend, await backend.evaluate(problem, code, EvalContext())
 
 
 @pytest.mark.asyncio
@@ -114,5 +114,5 @@ async def test_a_kernel_that_fails_on_the_board_is_wrong(sshd):
     backend = RvvBackend(hardware={"check_vlens": [256], "board": board})
     problem = backend.load_problem("vadd_f32")
     code = (CANDIDATES / "vadd_f32_fixed_vlen.c").read_text()
-    result = await backend.evaluate(problem, code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, code, EvalContext())
     assert result.failure is FailureKind.WRONG_ANSWER and result.feedback.startswith("board 127.0.0.1")

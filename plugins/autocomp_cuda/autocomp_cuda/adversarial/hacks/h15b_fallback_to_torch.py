@@ -7,7 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 try:
-    from torch.utils.cpp_extension import load_inline as _build  # noqa: F401
+    from torch.utils.cpp_extension import load_inline as _build
     ext = None  # the custom path is never built
 except Exception:
     ext = None

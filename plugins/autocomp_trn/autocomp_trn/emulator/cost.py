@@ -1,0 +1,231 @@
+"""The cost model: per-instruction engine time and a list schedule over the NeuronCore's engines.
+
+Each instruction runs on one engine (TensorE ``pe``, VectorE ``dve``, ScalarE ``act``, GpSimd
+``pool``) or on the DMA engines. An instruction starts when its operands are ready: a read waits
+for the last write of the region, a write also for the last reads and writes (so a buffer
+declared outside a loop serializes the iterations, while a tile declared inside gets a new
+instance each iteration and overlaps). The compiler schedules independent instructions across
+loop iterations, so an instruction may fill an idle gap of its engine left by earlier ones that
+waited on other engines (within the last ``REORDER_WINDOW`` gaps of that engine). On
+NeuronCore-v2 VectorE and GpSimd share the SBUF port and so one timeline.
+A dependency on another engine adds a semaphore hop. DMA transfers split over the 16 DMA
+engines (8 partitions each) and share this core's HBM bandwidth. Latency = makespan + launch.
+
+Everything here is computed by the trusted side from the replayed trace (nki.md section 5).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .hardware import Generation
+
+ENGINES = ("pe", "act", "dve", "pool")
+ENGINE_OF = {"tensor": "pe", "vector": "dve", "scalar": "act", "gpsimd": "pool"}
+ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "GpSimd", "dma": "DMA"}
+ENGINE_ID = {"pe": 0, "act": 1, "dve": 2, "pool": 3, "dma": 4}
+GRID = 64  # dependency buckets per axis of a tensor
+REORDER_WINDOW = 64  # how many idle gaps back in an engine's schedule an instruction may be placed
+
+
+class Timeline:
+    """An engine's busy intervals, sorted; new work goes into the first gap that fits."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def place(self, ready: float, dur: float) -> float:
+        starts, ends = self.starts, self.ends
+        n = len(starts)
+        lo = max(0, n - REORDER_WINDOW)
+        floor = starts[lo] if n > lo else 0.0
+        t = max(ready, floor)
+        p = bisect.bisect_left(starts, t, lo)
+        if p > lo:
+            t = max(t, ends[p - 1])
+        while p < n and t + dur > starts[p]:
+            t = max(t, ends[p])
+            p += 1
+        end = t + dur
+        joins_prev = p > 0 and ends[p - 1] >= t - 1e-6
+        joins_next = p < n and starts[p] <= end + 1e-6
+        if joins_prev and joins_next:  # busy streaks are kept merged: the scan above visits gaps only
+            ends[p - 1] = ends[p]
+            del starts[p], ends[p]
+        elif joins_prev:
+            ends[p - 1] = end
+        elif joins_next:
+            starts[p] = t
+        else:
+            starts.insert(p, t)
+            ends.insert(p, end)
+        return t
+
+
+class Regions:
+    """Per-tensor grid of last-write / last-read completion times, for dependencies."""
+
+    __slots__ = ("cb", "cols", "r_end", "rb", "rows", "w_end", "w_eng")
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.rows, self.cols = rows, cols
+        self.rb = max(1, math.ceil(rows / GRID))
+        self.cb = max(1, math.ceil(cols / GRID))
+        shape = (math.ceil(rows / self.rb), math.ceil(cols / self.cb))
+        self.w_end = np.zeros(shape)
+        self.r_end = np.zeros(shape)
+        self.w_eng = np.full(shape, -1, dtype=np.int8)
+
+    def box(self, r0: int, r1: int, c0: int, c1: int) -> tuple[slice, slice]:
+        return slice(r0 // self.rb, (r1 - 1) // self.rb + 1), slice(c0 // self.cb, (c1 - 1) // self.cb + 1)
+
+
+@dataclass
+class CostReport:
+    latency_ns: float = 0.0
+    busy_ns: dict[str, float] = field(default_factory=lambda: {e: 0.0 for e in (*ENGINES, "dma")})
+    counts: dict[str, int] = field(default_factory=dict)
+    dma_bytes: int = 0
+    hbm_bytes: int = 0
+    flops: float = 0.0
+    instructions: int = 0
+    peak_sbuf_bytes: int = 0  # per partition
+    peak_psum_bytes: int = 0
+    spill_bytes: int = 0
+    small_dmas: int = 0
+    strided_dmas: int = 0
+
+    @property
+    def latency_us(self) -> float:
+        return self.latency_ns / 1000.0
+
+    def critical_engine(self) -> str:
+        return max(self.busy_ns, key=lambda e: self.busy_ns[e])
+
+    def summary(self) -> str:
+        lat = self.latency_ns
+        lines = [f"modelled latency {self.latency_us:.2f} us (emulator cost model, not a measurement)"]
+        crit = self.critical_engine()
+        parts = []
+        for e in ("pe", "act", "dve", "pool", "dma"):
+            busy = self.busy_ns[e]
+            parts.append(f"{ENGINE_NAMES[e]} {busy / 1000:.1f} us ({100 * busy / lat if lat else 0:.0f}%)")
+        lines.append("engine busy time: " + ", ".join(parts))
+        lines.append(f"critical engine: {ENGINE_NAMES[crit]}")
+        top = sorted(self.counts.items(), key=lambda kv: -kv[1])[:6]
+        lines.append(f"instructions: {self.instructions} (" + ", ".join(f"{k} {v}" for k, v in top) + ")")
+        lines.append(f"DMA: {self.dma_bytes / 2**20:.2f} MiB moved, {self.hbm_bytes / 2**20:.2f} MiB to/from HBM"
+                     + (f", {self.small_dmas} transfers under 512 B per partition" if self.small_dmas else "")
+                     + (f", {self.strided_dmas} element-granular (strided/transposing) transfers"
+                        if self.strided_dmas else ""))
+        lines.append(f"peak SBUF {self.peak_sbuf_bytes / 1024:.1f} KiB/partition, peak PSUM "
+                     f"{self.peak_psum_bytes / 1024:.1f} KiB/partition"
+                     + (f"; {self.spill_bytes / 2**20:.2f} MiB spilled (over capacity)" if self.spill_bytes else ""))
+        return "\n".join(lines)
+
+
+class Scheduler:
+    def __init__(self, gen: Generation) -> None:
+        self.gen = gen
+        self.lines = {e: Timeline() for e in ENGINES}
+        if gen.shared_port_locks:
+            self.lines["pool"] = self.lines["dve"]
+        self.dma_lines = [Timeline() for _ in range(gen.dma_engines)]
+        self.hbm_line = Timeline()
+        self.end = 0.0
+        self.report = CostReport()
+        self.clock = {"pe": gen.pe_ghz, "act": gen.act_ghz, "dve": gen.dve_ghz, "pool": gen.pool_ghz}
+
+    # ------------------------------------------------------------------ dependencies
+    def _ready(self, engine: str, reads, writes) -> float:
+        """reads/writes: lists of (Regions, r0, r1, c0, c1)."""
+        eid = ENGINE_ID[engine]
+        t = 0.0
+        sem = self.gen.sem_ns
+        for regs, r0, r1, c0, c1 in reads:
+            b = regs.box(r0, r1, c0, c1)
+            w = regs.w_end[b]
+            if w.size:
+                m = w.max()
+                if m > 0:
+                    other = regs.w_eng[b] != eid
+                    t = max(t, m + sem if other.any() and w[other].max() >= m else m)
+        for regs, r0, r1, c0, c1 in writes:
+            b = regs.box(r0, r1, c0, c1)
+            m = max(regs.w_end[b].max(initial=0.0), regs.r_end[b].max(initial=0.0))
+            if m > 0:
+                t = max(t, m + sem)
+        return t
+
+    @staticmethod
+    def _commit(end: float, eid: int, reads, writes) -> None:
+        for regs, r0, r1, c0, c1 in reads:
+            b = regs.box(r0, r1, c0, c1)
+            np.maximum(regs.r_end[b], end, out=regs.r_end[b])
+        for regs, r0, r1, c0, c1 in writes:
+            b = regs.box(r0, r1, c0, c1)
+            regs.w_end[b] = end
+            regs.w_eng[b] = eid
+
+    # ------------------------------------------------------------------ issue
+    def compute(self, engine: str, cycles: float, reads, writes, kind: str) -> None:
+        dur = cycles / self.clock[engine]
+        start = self.lines[engine].place(self._ready(engine, reads, writes), dur)
+        end = start + dur
+        self._commit(end, ENGINE_ID[engine], reads, writes)
+        self.report.busy_ns[engine] += dur
+        self._count(kind)
+        self.end = max(self.end, end)
+
+    def dma(self, parts: int, p0: int, nbytes: int, descriptors: int, hbm_bytes: int, reads, writes,
+            kind: str) -> None:
+        """A transfer split over the DMA engines serving its partitions (8 each), each engine's share
+        queued into that engine's first idle gap; HBM traffic also takes its share of this core's
+        HBM bandwidth. Completion adds the DMA's issue-to-completion latency."""
+        g = self.gen
+        ready = self._ready("dma", reads, writes)
+        first = (p0 // 8) % g.dma_engines
+        n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
+        if descriptors > parts:  # many small descriptors: the DMA rings spread them over every engine
+            n_eng, first = g.dma_engines, 0
+        per_bytes = nbytes / n_eng
+        per_desc = math.ceil(descriptors / n_eng)
+        occupancy = g.dma_issue_ns + per_desc * g.dma_desc_ns + per_bytes / g.dma_engine_gbs
+        done = 0.0
+        for k in range(n_eng):
+            line = self.dma_lines[(first + k) % g.dma_engines]
+            done = max(done, line.place(ready, occupancy) + occupancy)
+        if hbm_bytes:
+            share = hbm_bytes / (g.hbm_gbs * g.dma_efficiency)
+            done = max(done, self.hbm_line.place(ready, share) + share)
+        end = done + g.dma_latency_ns
+        self._commit(end, ENGINE_ID["dma"], reads, writes)
+        self.report.busy_ns["dma"] += occupancy * n_eng
+        self.report.dma_bytes += nbytes
+        self.report.hbm_bytes += hbm_bytes
+        if parts and nbytes / parts < 512:
+            self.report.small_dmas += 1
+        self._count(kind)
+        self.end = max(self.end, end)
+
+    def _count(self, kind: str) -> None:
+        self.report.instructions += 1
+        self.report.counts[kind] = self.report.counts.get(kind, 0) + 1
+
+    def finish(self) -> CostReport:
+        g = self.gen
+        spill_ns = 0.0
+        if self.report.spill_bytes:
+            spill_ns = self.report.spill_bytes / (g.dma_engines * g.dma_engine_gbs)
+            self.report.busy_ns["dma"] += spill_ns * g.dma_engines
+        busy_dma = self.report.busy_ns["dma"]
+        # DMA busy is summed over the 16 engines: report it per engine
+        self.report.busy_ns["dma"] = busy_dma / g.dma_engines
+        self.report.latency_ns = self.end + spill_ns + g.launch_ns
+        return self.report

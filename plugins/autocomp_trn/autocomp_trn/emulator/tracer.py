@@ -1,0 +1,291 @@
+"""The candidate side of the emulator: opaque tensor handles that record an instruction trace.
+
+A kernel runs against these objects inside the sandboxed tracing process. They hold shapes,
+dtypes and buffers, never data: converting one to NumPy, truth-testing it or iterating over it
+is an error, so no host-side computing can stand in for NKI instructions. Each NKI call appends
+one event to the trace; the trusted replay (``replay.py``) re-checks every rule, computes the
+outputs from the inputs and costs the schedule. Nothing here is trusted.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import dtypes
+from .indexing import DynSlice, IndexExpr, Mask, NkiError, row_major_strides, subscript
+
+HBM, SBUF, PSUM = "hbm", "sbuf", "psum"
+#: an evaluation refuses traces longer than this (a runaway or hostile kernel)
+MAX_EVENTS = 3_000_000
+
+
+class Tracer:
+    """Records one kernel call. Events are plain lists so the trace serializes as JSON."""
+
+    def __init__(self, filename: str = "", max_events: int = MAX_EVENTS) -> None:
+        self.events: list[list | None] = []
+        self.tensors: list[Tensor] = []
+        self.filename = filename
+        self.max_events = max_events
+        self.loop_depth = 0
+
+    def line(self) -> int:
+        """The candidate's source line that made the current call (0 when not found)."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename:
+                return frame.f_lineno
+            frame = frame.f_back
+        return 0
+
+    def emit(self, event: list) -> int:
+        if len(self.events) >= self.max_events:
+            raise NkiError(f"the kernel emitted more than {self.max_events} instructions and loop events; "
+                           "this emulator refuses traces that long", "err_trace_too_long")
+        self.events.append(event)
+        return len(self.events) - 1
+
+    def new_tensor(self, shape, dtype, buffer: str, par_axis: int | None, name: str = "",
+                   line: int = 0) -> Tensor:
+        shape = tuple(int(n) for n in shape)
+        if any(n <= 0 for n in shape):
+            raise NkiError(f"tensor shape {shape} has an empty dimension")
+        t = Tensor(self, len(self.tensors), shape, dtypes.name_of(dtype), buffer, par_axis, name)
+        self.tensors.append(t)
+        t.alloc_event = self.emit(["alloc", t.tid, list(shape), t.dtype, buffer,
+                                   -1 if par_axis is None else par_axis, line or self.line()])
+        return t
+
+    def to_json(self, returned: list[int], inputs: list[int]) -> dict[str, Any]:
+        return {"version": 1, "inputs": inputs, "outputs": returned,
+                "events": [e for e in self.events if e is not None]}
+
+
+class Tensor:
+    """A memory allocation (HBM tensor or on-chip tile with optional v1 block dims)."""
+
+    __slots__ = (
+        "alloc_event",
+        "buffer",
+        "consumed",
+        "dtype",
+        "fresh_event",
+        "is_input",
+        "name",
+        "par_axis",
+        "shape",
+        "strides",
+        "tid",
+        "tracer",
+    )
+
+    def __init__(self, tracer, tid, shape, dtype, buffer, par_axis, name) -> None:
+        self.tracer, self.tid, self.shape, self.dtype = tracer, tid, shape, dtype
+        self.buffer, self.par_axis, self.name = buffer, par_axis, name
+        self.alloc_event = -1
+        self.fresh_event = -1  # index of the op that made this tile as its result, while unused
+        self.consumed = False
+        self.strides = row_major_strides(shape)
+        self.is_input = False
+
+    def full(self) -> Tile:
+        return Tile(self, 0, list(zip(self.shape, self.strides)))
+
+
+class Tile:
+    """What a kernel holds: a view (access pattern) of a tensor. Opaque: no data inside."""
+
+    __slots__ = ("accumulated", "bounds", "dims", "offset", "tensor")
+    __array_priority__ = 1000  # np.float32(2) * tile -> our __rmul__, not NumPy
+
+    def __init__(self, tensor: Tensor, offset: int, dims: list[tuple[int, int]]) -> None:
+        self.tensor, self.offset, self.dims = tensor, offset, dims
+        self.accumulated = False
+        self.bounds: dict[int, tuple[int, int]] = {}  # axis -> index range inside the tensor (masked access)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for n, _ in self.dims)
+
+    @property
+    def dtype(self):
+        return dtypes.DTYPES[self.tensor.dtype]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.itemsize(self.tensor.dtype)
+
+    @property
+    def buffer(self) -> str:
+        return self.tensor.buffer
+
+    def ap(self) -> list:
+        return [self.tensor.tid, self.offset, [[n, s] for n, s in self.dims]]
+
+    def is_whole(self) -> bool:
+        t = self.tensor
+        return self.offset == 0 and self.dims == list(zip(t.shape, t.strides))
+
+    # ------------------------------------------------------------------ views
+    def __getitem__(self, key) -> Tile:
+        if self.bounds:
+            raise NkiError("index a tile that reaches past its tensor only once, directly in the instruction",
+                           "err_tensor_access_out_of_bound")
+        bounds: dict[int, tuple[int, int]] = {}
+        offset, dims = subscript(self.offset, self.dims, key, bounds)
+        if not dims:
+            raise NkiError("indexing down to a single element gives no tile: keep at least a [1, 1] tile",
+                           "err_insufficient_rank")
+        tile = Tile(self.tensor, offset, dims)
+        tile.bounds = bounds
+        return tile
+
+    def reshape(self, shape) -> Tile:
+        shape = tuple(int(n) for n in shape)
+        size = 1
+        for n in shape:
+            size *= n
+        if size != _prod(self.shape):
+            raise NkiError(f"cannot reshape a tile of shape {self.shape} into {shape}")
+        if not self._contiguous():
+            raise NkiError("reshape needs a contiguous tile (copy it first)")
+        return Tile(self.tensor, self.offset, list(zip(shape, row_major_strides(shape))))
+
+    def _contiguous(self) -> bool:
+        expect = 1
+        for n, s in reversed(self.dims):
+            if n != 1 and s != expect:
+                return False
+            expect *= n
+        return True
+
+    def broadcast_to(self, shape) -> Tile:
+        from . import language
+
+        return language.broadcast_to(self, shape=shape)
+
+    def astype(self, dtype) -> Tile:
+        from . import language
+
+        return language.copy(self, dtype=dtype)
+
+    def expand_dims(self, axis: int) -> Tile:
+        if axis == 0:
+            raise NkiError("expand_dims works on free dims only (axis >= 1)")
+        dims = list(self.dims)
+        dims.insert(axis, (1, 0))
+        return Tile(self.tensor, self.offset, dims)
+
+    # ------------------------------------------------------------------ refusals
+    def __bool__(self):
+        raise NkiError("the truth value of a tile is ambiguous: control flow cannot depend on tensor values",
+                       "err_ambiguous_tensor_truth_value")
+
+    def __array__(self, *args, **kwargs):
+        raise NkiError("NKI tensors are not NumPy arrays: their data lives in device memory. "
+                       "Compute with nki.language / nki.isa instructions", "err_unsupported_memory")
+
+    def __iter__(self):
+        raise NkiError("a tile cannot be iterated over: index it with slices or nl.arange")
+
+    def __len__(self):
+        return self.dims[0][0]
+
+    def __float__(self):
+        raise NkiError("a tile has no Python value: its data lives in device memory",
+                       "err_dynamic_control_flow_not_supported")
+
+    __int__ = __index__ = __complex__ = __float__
+
+    def __repr__(self) -> str:
+        return f"<nki tile {self.shape} {self.tensor.dtype} in {self.tensor.buffer}>"
+
+    __hash__ = object.__hash__
+
+    # ------------------------------------------------------------------ assignment
+    def __setitem__(self, key, value) -> None:
+        from . import language
+
+        dst = self[key] if key is not Ellipsis else Tile(self.tensor, self.offset, list(self.dims))
+        if isinstance(value, Tile) and value.accumulated and value.tensor is dst.tensor \
+                and value.offset == dst.offset and value.dims == dst.dims:
+            return  # the write-back half of `t[i] += x`: already done in place
+        language.assign(dst, value)
+
+    # operators map to nki.language calls (as the real tracer does)
+    def _bin(name, reverse=False):
+        def method(self, other):
+            from . import language
+
+            fn = getattr(language, name)
+            return fn(other, self) if reverse else fn(self, other)
+        return method
+
+    __add__, __radd__ = _bin("add"), _bin("add", True)
+    __sub__, __rsub__ = _bin("subtract"), _bin("subtract", True)
+    __mul__, __rmul__ = _bin("multiply"), _bin("multiply", True)
+    __truediv__, __rtruediv__ = _bin("divide"), _bin("divide", True)
+    __pow__ = _bin("power")
+    __lt__, __le__ = _bin("less"), _bin("less_equal")
+    __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
+    __and__, __or__, __xor__ = _bin("bitwise_and"), _bin("bitwise_or"), _bin("bitwise_xor")
+
+    def __eq__(self, other):  # type: ignore[override]
+        from . import language
+
+        return language.equal(self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        from . import language
+
+        return language.not_equal(self, other)
+
+    def __neg__(self):
+        from . import language
+
+        return language.negative(self)
+
+    def __iadd__(self, other):
+        from . import language
+
+        language.accumulate(self, other, "add")
+        self.accumulated = True
+        return self
+
+    def _inplace(name):
+        def method(self, other):
+            from . import language
+
+            language.assign(self, getattr(language, name)(self, other))
+            self.accumulated = True
+            return self
+        return method
+
+    __isub__, __imul__, __itruediv__ = _inplace("subtract"), _inplace("multiply"), _inplace("divide")
+    del _bin, _inplace
+
+
+def _prod(shape) -> int:
+    out = 1
+    for n in shape:
+        out *= n
+    return out
+
+
+#: the tracer of the kernel call in progress (one at a time per process)
+CURRENT: list[Tracer] = []
+
+
+def tracer() -> Tracer:
+    if not CURRENT:
+        raise NkiError("NKI instructions can only run inside a kernel call")
+    return CURRENT[-1]
+
+
+__all__ = ["HBM", "PSUM", "SBUF", "DynSlice", "IndexExpr", "Mask", "NkiError", "Tensor", "Tile", "Tracer",
+           "tracer"]

@@ -1,0 +1,186 @@
+"""Evaluating one candidate in emulator mode: screen -> trace (sandboxed, untrusted) -> replay
+(sandboxed, trusted) -> verdict.
+
+The tracing process runs the candidate and nothing else; the replay process runs only this
+plugin's code on the trace (data), on inputs drawn from seeds the tracing process never sees.
+Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autocomp_core import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
+
+from . import screen
+from .emulator.hardware import GENERATIONS
+from .emulator.tracer import MAX_EVENTS
+from .problems.spec import ProblemSpec
+
+
+@dataclass
+class Verdict:
+    status: str  # ok | compile_error | wrong_answer | rejected | timeout | crash | infra_error
+    message: str = ""
+    latency_us: float | None = None
+    summary: str = ""
+    line: int = 0
+    code: str = ""
+    details: dict = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Settings:
+    generation: str = "trn1"
+    seeds: int = 3
+    trace_timeout_s: float = 60.0
+    replay_timeout_s: float = 120.0
+    memory_mb: int = 6144
+    max_events: int = MAX_EVENTS
+
+
+def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
+    """Deterministic per (run seed, problem, program), unknown to the kernel (it never sees them)."""
+    digest = hashlib.sha256(f"{base_seed}\0{problem_id}\0{code}".encode()).digest()
+    return [int.from_bytes(digest[4 * i:4 * i + 4], "little") for i in range(count)]
+
+
+def import_path() -> str:
+    """Where this process imports autocomp_core and autocomp_trn from, for the child interpreters."""
+    import autocomp_core
+
+    import autocomp_trn
+
+    roots = [str(Path(m.__file__).resolve().parent.parent) for m in (autocomp_trn, autocomp_core)]
+    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys(roots))
+
+
+def child_env() -> dict[str, str]:
+    return {"PYTHONPATH": import_path(), "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+
+
+def last_json(text: str) -> dict | None:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def _ended_badly(run: SandboxResult, what: str, limit: float) -> Verdict:
+    if run.timed_out:
+        return Verdict("timeout", f"{what} ran past its {limit:.0f} s limit and was killed")
+    tail = (run.stderr or run.stdout or "").strip()[-1500:]
+    if run.signal:
+        return Verdict("crash", f"{what} was killed by signal {run.signal}" + (f":\n{tail}" if tail else ""))
+    return Verdict("crash", f"{what} exited with status {run.returncode}" + (f":\n{tail}" if tail else ""))
+
+
+class EmulatorEvaluator:
+    def __init__(self, settings: Settings) -> None:
+        if settings.generation not in GENERATIONS:
+            raise ValueError(f"unknown generation {settings.generation!r}")
+        self.settings = settings
+
+    def _limits(self, wall_s: float) -> SandboxLimits:
+        return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb, file_size_mb=1024, max_processes=64)
+
+    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, *, full: bool = False,
+                       numeric: bool = True, use_screen: bool = True, timeout_s: float | None = None) -> Verdict:
+        """``timeout_s`` (the run's evaluation limit) caps each stage's own limit."""
+        s, cap = self.settings, timeout_s or float("inf")
+        verdict = await self._evaluate(spec, code, seed, full, numeric, use_screen, min(s.trace_timeout_s, cap),
+                                       min(s.replay_timeout_s, cap))
+        lines = code.splitlines()
+        if verdict.line and 0 < verdict.line <= len(lines) and not verdict.message.startswith("refused before"):
+            verdict.message = f"line {verdict.line}: {lines[verdict.line - 1].strip()}\n{verdict.message}"
+        return verdict
+
+    async def _evaluate(self, spec: ProblemSpec, code: str, seed: int, full: bool, numeric: bool,
+                        use_screen: bool, trace_s: float, replay_s: float) -> Verdict:
+        s = self.settings
+        phases: dict[str, float] = {}
+        seeds = seeds_for(seed, spec.id, code, s.seeds)
+        if spec.language == "pytorch" and code.strip() == spec.baseline_code().strip():
+            return await self._framework(spec, seeds, replay_s)
+        t = time.perf_counter()
+        if use_screen:
+            findings = screen.check(code)
+            if findings:
+                return Verdict("rejected", "refused before running:\n" + "\n".join(map(str, findings)),
+                               line=findings[0].line, code=findings[0].rule,
+                               phases_s={"screen_s": time.perf_counter() - t})
+        phases["screen_s"] = time.perf_counter() - t
+        gen = GENERATIONS[s.generation]
+        inputs, _ = spec.shapes(full)
+        with private_workdir("autocomp-trn-") as work:
+            work.chmod(0o755)
+            (work / "kernel.py").write_text(code)
+            request = {"kernel": "kernel.py", "entry": spec.entry, "generation": gen.name,
+                       "sbuf_bytes": gen.sbuf_bytes_per_partition, "max_events": s.max_events,
+                       "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs], "kwargs": spec.kwargs}
+            (work / "trace_request.json").write_text(json.dumps(request))
+            t = time.perf_counter()
+            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.trace_main",
+                                       str(work / "trace_request.json")], limits=self._limits(trace_s),
+                                      cwd=work, env=child_env())
+            phases["trace_s"] = time.perf_counter() - t
+            status_path = work / "status.json"
+            status = json.loads(status_path.read_text()) if status_path.exists() and not run.timed_out else None
+            if status is None or not isinstance(status, dict):
+                v = _ended_badly(run, "tracing the kernel", trace_s)
+                v.phases_s = phases
+                return v
+            if status.get("status") != "ok":
+                return Verdict(str(status.get("status")), str(status.get("message", "")),
+                               line=int(status.get("line") or 0), code=str(status.get("code", "")), phases_s=phases)
+            (work / "replay_request.json").write_text(json.dumps({
+                "problem": spec.id, "trace": str(work / "trace.json"), "seeds": seeds, "generation": gen.name,
+                "full": full, "numeric": numeric}))
+            t = time.perf_counter()
+            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.replay_main",
+                                       str(work / "replay_request.json")], limits=self._limits(replay_s),
+                                      cwd=work, env=child_env())
+            phases["replay_s"] = time.perf_counter() - t
+        return self._verdict(run, "replaying the trace", replay_s, phases)
+
+    def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
+        out = last_json(run.stdout) if not run.timed_out else None
+        if out is None:
+            v = _ended_badly(run, what, limit)
+            if v.status == "timeout":
+                v.message += " (the kernel's trace is too long or too slow to emulate)"
+            v.phases_s = phases
+            return v
+        for key, secs in (out.get("timings") or {}).items():
+            phases["replay." + key] = float(secs)
+        return Verdict(out["status"], out.get("message", ""), out.get("latency_us"), out.get("summary", ""),
+                       int(out.get("line") or 0), out.get("code", ""), out, phases)
+
+    async def _framework(self, spec: ProblemSpec, seeds: list[int], limit_s: float) -> Verdict:
+        s = self.settings
+        with private_workdir("autocomp-trn-fw-") as work:
+            work.chmod(0o755)
+            (work / "baseline.py").write_text(spec.baseline_code())
+            (work / "request.json").write_text(json.dumps({"problem": spec.id, "source": str(work / "baseline.py"),
+                                                           "seeds": seeds, "generation": s.generation}))
+            t = time.perf_counter()
+            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.framework_main",
+                                       str(work / "request.json")], limits=self._limits(limit_s),
+                                      cwd=work, env={**child_env(), "OMP_NUM_THREADS": "2"})
+            return self._verdict(run, "running the PyTorch baseline", limit_s,
+                                 {"framework_s": time.perf_counter() - t})

@@ -1,0 +1,116 @@
+"""What a problem is: inputs (shape, dtype, distribution), a float64 reference, tolerances,
+the work a lower bound is computed from, and its baseline program."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..emulator import dtypes
+from ..emulator.hardware import Generation
+
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    dist: str = "normal"  # normal | uniform (-1, 1) | unit (0, 1) | negative | positive
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        n = self.shape
+        if self.dist == "normal":
+            x = rng.standard_normal(n, dtype=np.float32)
+        elif self.dist == "uniform":
+            x = rng.uniform(-1, 1, n).astype(np.float32)
+        elif self.dist == "unit":
+            x = rng.random(n, dtype=np.float32)
+        elif self.dist == "negative":
+            x = -rng.uniform(0.1, 1.0, n).astype(np.float32)
+        elif self.dist == "positive":
+            x = rng.uniform(0.5, 2.0, n).astype(np.float32)
+        elif self.dist == "small":
+            x = rng.uniform(0.0, 0.1, n).astype(np.float32)
+        else:
+            raise ValueError(self.dist)
+        return x.astype(dtypes.DTYPES[self.dtype])
+
+
+@dataclass
+class Work:
+    """What any correct kernel must at least do, for the speed-of-light bound."""
+
+    hbm_bytes: float = 0.0    # bytes that must cross HBM (inputs read once, outputs written once)
+    pe_flops: float = 0.0     # matmul FLOPs (bounded at the bf16 TensorE peak)
+    act_elems: float = 0.0    # transcendental elements (ScalarE, 1 per lane-cycle)
+    dve_cycles: float = 0.0   # VectorE lane-cycles that cannot go elsewhere (scans)
+
+    def bound_us(self, gen: Generation) -> float:
+        terms = [self.hbm_bytes / gen.hbm_gbs / 1e3,
+                 self.pe_flops / (gen.pe_tflops_bf16 * 1e12) * 1e6,
+                 self.act_elems / (128 * gen.act_ghz * 1e9) * 1e6,
+                 self.dve_cycles / (128 * gen.dve_ghz * 1e9) * 1e6]
+        return max(terms)
+
+
+@dataclass
+class ProblemSpec:
+    id: str
+    title: str
+    description: str
+    inputs: list[Input]
+    outputs: list[tuple[tuple[int, ...], str]]
+    reference: Callable[..., tuple[np.ndarray, ...]]
+    atol: float
+    rtol: float
+    work: Callable[[list[Input]], Work]
+    baseline: str  # file name under problems/<suite>/
+    full_inputs: list[Input] | None = None  # the original benchmark's shapes, when evaluation uses smaller ones
+    full_outputs: list[tuple[tuple[int, ...], str]] | None = None
+    kwargs: dict = field(default_factory=dict)
+    entry: str = "solution"
+    language: str = "nki"  # "pytorch": the baseline is PyTorch source to translate
+    published_ms: tuple[float, float] | None = None  # (start, best) P99 latency on trn1 (nki.md 6.3)
+    notes: str = ""
+
+    @property
+    def suite(self) -> str:
+        return self.id.split("/")[0]
+
+    @property
+    def baseline_path(self) -> Path:
+        return HERE / self.suite / self.baseline
+
+    def baseline_code(self) -> str:
+        return self.baseline_path.read_text()
+
+    def shapes(self, full: bool = False) -> tuple[list[Input], list[tuple[tuple[int, ...], str]]]:
+        if full and self.full_inputs is not None:
+            return self.full_inputs, self.full_outputs or self.outputs
+        return self.inputs, self.outputs
+
+    def make_inputs(self, seeds: list[int], full: bool = False) -> list[np.ndarray]:
+        """One array per input, each with a leading seed axis."""
+        inputs, _ = self.shapes(full)
+        per_seed = [[i.draw(np.random.default_rng(s)) for i in inputs] for s in seeds]
+        return [np.stack([draws[k] for draws in per_seed]) for k in range(len(inputs))]
+
+    def lower_bound_us(self, gen: Generation, full: bool = False) -> float:
+        inputs, _ = self.shapes(full)
+        return self.work(inputs).bound_us(gen) + gen.launch_ns / 1e3
+
+    def describe_shapes(self, full: bool = False) -> str:
+        inputs, outputs = self.shapes(full)
+        ins = ", ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in inputs)
+        outs = ", ".join(f"{list(s)} {d}" for s, d in outputs)
+        return f"inputs: {ins}; outputs: {outs}"
+
+
+def io_bytes(inputs: list[Input], outputs) -> float:
+    total = sum(math.prod(i.shape) * dtypes.itemsize(i.dtype) for i in inputs)
+    return total + sum(math.prod(s) * dtypes.itemsize(d) for s, d in outputs)

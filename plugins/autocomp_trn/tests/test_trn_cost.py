@@ -1,0 +1,136 @@
+"""The cost model: the per-instruction costs and the schedule behave as nki.md section 5 says."""
+from __future__ import annotations
+
+from trn_testkit import DOUBLE, MATMUL, problem, run
+
+from autocomp_trn.emulator.hardware import TRN1, TRN2
+from autocomp_trn.problems.spec import Input
+
+WIDE = problem([Input("x", (128, 2048))], [((128, 2048), "float32")], lambda x: (2 * x,))
+
+
+def latency(body, spec=DOUBLE, **kw) -> float:
+    result = run(body, spec, numeric=False, **kw)
+    assert result["status"] == "ok", result
+    return result["latency_us"]
+
+
+def busy(body, engine, spec=DOUBLE, **kw) -> float:
+    return run(body, spec, numeric=False, **kw)["busy_us"][engine]
+
+
+def ops(n: int, width: int, parts: int = 128) -> str:
+    return f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    for k in nl.affine_range({n}):
+        t2 = nisa.tensor_scalar(t[0:{parts}, 0:{width}], np.multiply, 1.0)
+    nl.store(out, value=nl.multiply(t, 2.0))
+    return out
+"""
+
+
+def test_tiny_instructions_cost_the_minimum_initiation_interval():
+    # 100 instructions on [128, 3] cost as much as 100 on [128, 8]: the fixed cost dominates
+    assert busy(ops(100, 3), "dve") == busy(ops(100, 8), "dve")
+    per_op = (busy(ops(101, 3), "dve") - busy(ops(1, 3), "dve")) / 100
+    assert abs(per_op * 1000 - TRN1.min_ii / TRN1.dve_ghz) < 1.0  # ns
+
+
+def test_fewer_partitions_do_not_make_an_instruction_cheaper():
+    assert busy(ops(10, 512, parts=16), "dve") == busy(ops(10, 512, parts=128), "dve")
+
+
+def test_wide_instructions_amortize_the_fixed_cost():
+    narrow = busy(ops(64, 8), "dve") - busy(ops(0, 8), "dve")
+    wide = busy(ops(1, 512), "dve") - busy(ops(0, 512), "dve")
+    assert narrow > 5 * wide  # the same 512 elements per partition
+
+
+def test_fp32_matmuls_take_four_times_longer_than_bf16():
+    body = """
+@nki.jit
+def solution(xT, w):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.load(xT, dtype=DT)
+    b = nl.load(w, dtype=DT)
+    for k in nl.affine_range(16):
+        p = nisa.nc_matmul(a, b)
+    nl.store(out, value=nl.copy(nisa.nc_matmul(nl.load(xT), nl.load(w))))
+    return out
+"""
+    bf16 = busy(body.replace("DT", "nl.bfloat16"), "pe", MATMUL)
+    fp32 = busy(body.replace("DT", "nl.float32"), "pe", MATMUL)
+    one = busy(body.replace("DT", "nl.bfloat16").replace("range(16)", "range(0)"), "pe", MATMUL)
+    assert abs((fp32 - one) / (bf16 - one) - 4.0) < 1e-6
+
+
+def test_element_granular_dmas_are_much_slower_than_contiguous_ones():
+    contiguous = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x[:, 0:128])
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+"""
+    transposing = contiguous.replace("nl.load(x[:, 0:128])", "nl.load_transpose2d(x[:, 0:128])")
+    assert busy(transposing, "dma") > 5 * busy(contiguous, "dma")
+
+
+PIPELINE = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    OUTSIDE
+    for j in nl.sequential_range(4):
+        INSIDE
+        buf[...] = nl.load(x[:, j * 512:(j + 1) * 512])
+        y = nl.exp(buf)
+        nl.store(out[:, j * 512:(j + 1) * 512], value=nl.multiply(nl.subtract(buf, y), 2.0))
+    return out
+"""
+
+
+def test_a_buffer_declared_inside_the_loop_lets_iterations_overlap():
+    decl = "buf = nl.ndarray((128, 512), dtype=nl.float32)"
+    inside = PIPELINE.replace("OUTSIDE", "").replace("INSIDE", decl)
+    outside = PIPELINE.replace("OUTSIDE", decl).replace("INSIDE", "")
+    assert latency(inside, WIDE) < 0.9 * latency(outside, WIDE)
+
+
+def test_trn1_and_trn2_presets_differ():
+    assert TRN1.sbuf_bytes_per_partition != TRN2.sbuf_bytes_per_partition
+    body = ops(50, 512)
+    assert busy(body, "dve", generation="trn2") > busy(body, "dve", generation="trn1")  # 0.96 vs 1.12 GHz
+
+
+def test_the_feedback_names_engine_busy_times_and_the_critical_engine():
+    result = run(ops(20, 512), numeric=False)
+    text = result["summary"]
+    assert "modelled latency" in text and "not a measurement" in text
+    assert "critical engine: VectorE" in text and "TensorE" in text and "DMA" in text
+
+
+def test_more_live_sbuf_than_the_core_has_costs_spill_traffic():
+    tiles = "\n".join(f"    t{k} = nl.ndarray((128, 12288), dtype=nl.float32)\n    t{k}[:, 0:512] = nl.load(x)"
+                      for k in range(REPEATS))
+    uses = " + ".join(f"t{k}[:, 0:512]" for k in range(REPEATS))
+    body = f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+{tiles}
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    s = {uses}
+    return out
+"""
+    result = run(body, numeric=False)  # 5 live tiles of 48 KiB per partition: 240 KiB > 192 KiB
+    assert result["status"] == "ok" and "spilled (over capacity)" in result["summary"]
+    fits = run(body.replace("12288", "8192"), numeric=False)  # 160 KiB: fits
+    assert "spilled" not in fits["summary"] and fits["latency_us"] < result["latency_us"]
+
+
+REPEATS = 5

@@ -1,0 +1,89 @@
+"""Exports after every iteration: ``best<ext>``, ``summary.json`` and the iteration's
+candidates appear while the run goes on, always whole, and survive the run being killed."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tomli_w
+from report_helpers import toy_run_config
+
+from autocomp_core import exports
+from autocomp_core.exports import atomic_write
+from autocomp_core.store import RunStore
+
+CLI = [sys.executable, "-m", "autocomp_core.cli"]
+
+
+
+
+def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server):
+    run_dir = tmp_path / "run"
+    config = tmp_path / "run.toml"
+    config.write_text(tomli_w.dumps(toy_run_config(slow_server, run_dir, iterations=4)))
+    proc = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: list[int] = []  # iterations_completed in each summary.json read while running
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            summary_file = run_dir / "summary.json"
+            if summary_file.exists():
+                summary = json.loads(summary_file.read_text())  # never half a file
+                assert summary["status"] == "running" and summary["stop_reason"] is None
+                done = summary["iterations_completed"]
+                if not seen or seen[-1] != done:
+                    seen.append(done)
+                    best = (run_dir / "best.py").read_text()
+                    index = json.loads((run_dir / "candidates" / f"iter-{done}" /
+                                        "index.json").read_text())
+                    assert index and all((run_dir / "candidates" / f"iter-{done}" /
+                                          f"{c['id']}.py").exists()
+                                         for c in index if c["failure"] != "no_program")
+                if done >= 2:
+                    proc.send_signal(signal.SIGKILL)  # the machine dies mid-run
+                    break
+            time.sleep(0.05)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert seen[:2] == [1, 2], seen  # written at the end of iterations 1 and 2
+
+    # what the dead run left is whole and agrees with its journal
+    summary = json.loads((run_dir / "summary.json").read_text())
+    store = RunStore(run_dir)
+    try:
+        assert summary["iterations_completed"] >= 2
+        best = store.candidate(summary["best_candidate"])
+        assert (run_dir / "best.py").read_text() == best.code
+        assert best.iteration <= summary["iterations_completed"]
+        for i in (0, 1, 2):
+            index = json.loads((run_dir / "candidates" / f"iter-{i}" / "index.json").read_text())
+            assert [c["id"] for c in index] == sorted(c.id for c in store.candidates(i))
+            assert {c["id"] for c in index if c["in_beam"]} == set(store.beam(i)) & {
+                c["id"] for c in index}
+    finally:
+        store.close()
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "summary.json"
+    atomic_write(target, "old")
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(exports.os, "fsync", disk_full)
+    with pytest.raises(OSError):
+        atomic_write(target, "new, half written")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+    monkeypatch.undo()
+    atomic_write(target, "new")
+    assert target.read_text() == "new" and os.listdir(tmp_path) == ["summary.json"]

@@ -1,0 +1,79 @@
+"""The core's hygiene: light dependencies, one async style, lint-clean code, and a public
+surface that holds everything the plugins use."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import autocomp_core
+
+ROOT = Path(__file__).parents[1]
+CORE = ROOT / "autocomp_core"
+#: asyncio names with no anyio counterpart: event-loop callbacks on a file descriptor, and
+#: the loop of a server thread (each use says why next to the import)
+ASYNCIO_WITHOUT_ANYIO = {"get_running_loop", "AbstractEventLoop", "new_event_loop",
+                         "run_coroutine_threadsafe"}
+
+
+def core_modules() -> list[Path]:
+    return [p for p in CORE.rglob("*.py") if "scaffold/template" not in p.as_posix()]
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_numpy_is_not_a_core_dependency():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not [d for d in deps if d.lower().startswith("numpy")]
+    importing = [p.name for p in core_modules()
+                 if "numpy" in imported_modules(ast.parse(p.read_text()))]
+    assert not importing
+
+
+def test_the_core_uses_anyio_and_asyncio_only_where_anyio_has_no_equivalent():
+    for path in core_modules():
+        source = path.read_text()
+        tree = ast.parse(source)
+        if "asyncio" not in imported_modules(tree):
+            continue
+        used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id == "asyncio"}
+        assert used <= ASYNCIO_WITHOUT_ANYIO, \
+            f"{path.relative_to(ROOT)} uses asyncio.{sorted(used - ASYNCIO_WITHOUT_ANYIO)}: use anyio"
+        lines = source.splitlines()
+        at = lines.index("import asyncio")
+        assert lines[at - 1].startswith("#"), \
+            f"{path.relative_to(ROOT)}: say in a comment above `import asyncio` why anyio won't do"
+
+
+def test_plugins_import_only_the_public_surface_of_the_core():
+    wrong = []
+    for path in sorted((ROOT / "plugins").glob("*/autocomp_*/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autocomp_core"):
+                for alias in node.names:
+                    if node.module == "autocomp_core.cli" or alias.name.startswith("_") or \
+                            alias.name not in autocomp_core.__all__:
+                        wrong.append(f"{path.relative_to(ROOT)}: from {node.module} "
+                                     f"import {alias.name}")
+    assert not wrong
+
+
+def test_the_package_is_typed():
+    assert (CORE / "py.typed").is_file()
+
+
+def test_ruff_finds_nothing():
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]

@@ -1,0 +1,106 @@
+"""One plugin registry, used the pluggy way: hooks called through ``pm.hook``, misspelled
+hooks refused by ``check_pending``, failures named, and ``autocomp-core plugins``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pluggy
+import pytest
+
+from autocomp_core.plugins import build_registry
+
+CLI = [sys.executable, "-m", "autocomp_core.cli"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_hooks_are_called_through_pluggy_so_monitoring_and_wrappers_apply() -> None:
+    registry = build_registry()
+    seen: list[str] = []
+    undo = registry.manager.add_hookcall_monitoring(
+        lambda name, impls, kwargs: seen.append(name), lambda *args: None)
+    assert "toy" in registry.backends()
+    undo()
+    assert seen == ["autocomp_register_backends"]
+    hidden = build_registry(["hiding_plugin"])
+    assert "toy" not in hidden.backends() and "gemmini" in hidden.backends()
+    assert not hidden.failures
+
+
+def test_a_misspelled_hook_is_refused_naming_the_module_and_the_hook() -> None:
+    registry = build_registry(["typo_plugin"])
+    assert registry.manager.get_plugin("typo_plugin") is None
+    failure = next(f for f in registry.failures if f.name == "typo_plugin")
+    assert failure.error == ("typo_plugin implements unknown hook 'autocomp_register_backend' "
+                             "(did you mean 'autocomp_register_backends'?)")
+    registry.manager.check_pending()  # what is left registered is all known hooks
+
+
+def test_misspelled_hook_on_the_command_line_is_one_line_not_a_silent_unknown_backend(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text('backend = "toyish"\nproblem = "sum_squares"\nplugins = ["typo_plugin"]\n')
+    out = cli("optimize", str(config), "--run-dir", str(tmp_path / "run"))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "unknown backend 'toyish'" in lines[0]
+    assert "typo_plugin implements unknown hook 'autocomp_register_backend'" in lines[0]
+
+
+def test_a_plugin_whose_hook_raises_is_left_out_and_the_others_still_count() -> None:
+    registry = build_registry(["raising_plugin"])
+    backends = registry.backends()
+    assert {"toy", "gemmini"} <= set(backends)
+    failure = next(f for f in registry.failures if f.name == "raising_plugin")
+    assert failure.error == ("autocomp_register_backends raised RuntimeError: "
+                             "licence server unreachable")
+    assert registry.manager.get_plugin("raising_plugin") is None
+
+
+@pytest.mark.filterwarnings("ignore:Argument")
+def test_a_bug_outside_any_plugin_is_not_blamed_on_one() -> None:
+    registry = build_registry()
+    with pytest.raises(pluggy.HookCallError):  # the caller forgot the hook's argument
+        registry.call("autocomp_cli_commands")
+    assert not registry.failures and registry.manager.get_plugin("cuda") is not None
+
+
+def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> None:
+    out = cli("plugins", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    rows = {row["name"]: row for row in data["plugins"]}
+    gemmini = rows["gemmini"]
+    assert (gemmini["distribution"], gemmini["version"], gemmini["source"]) == \
+        ("autocomp-gemmini", "0.1.0", "entry point")
+    assert gemmini["hooks"] == ["autocomp_register_backends"]
+    assert gemmini["registered"] == {"backends": ["gemmini"]}
+    assert rows["cuda"]["hooks"] == ["autocomp_cli_commands", "autocomp_register_backends"]
+    builtin = rows["autocomp_core.llm.builtin_providers"]
+    assert builtin["source"] == "builtin" and builtin["distribution"] == "autocomp-core"
+    assert builtin["registered"] == {"llm_providers": ["openai", "anthropic",
+                                                      "openai-compatible", "local"]}
+    assert rows["autocomp_core.executors"]["registered"] == {"executors": ["local"]}
+    assert rows["toy_plugin"]["registered"] == {"backends": ["toy"]}  # from AUTOCOMP_PLUGINS
+    assert data["failures"] == []
+    text = cli("plugins")
+    assert "autocomp-gemmini 0.1.0 (entry point: autocomp_gemmini.plugin)" in text.stdout
+    assert "registered backends: gemmini" in text.stdout
+
+
+def test_plugins_command_shows_why_a_plugin_failed(monkeypatch) -> None:
+    monkeypatch.setenv("AUTOCOMP_PLUGINS",
+                       "toy_plugin,typo_plugin,no_such_plugin_module,raising_plugin")
+    out = cli("plugins")
+    assert out.returncode == 0, out.stderr
+    assert "toy_plugin  (named: toy_plugin)\n  hooks: autocomp_register_backends" in out.stdout
+    assert ("FAILED raising_plugin: autocomp_register_backends raised RuntimeError: licence "
+            "server unreachable") in out.stdout
+    assert ("FAILED typo_plugin: typo_plugin implements unknown hook "
+            "'autocomp_register_backend'") in out.stdout
+    assert ("FAILED no_such_plugin_module: ModuleNotFoundError: No module named "
+            "'no_such_plugin_module'") in out.stdout
