@@ -46,8 +46,10 @@ async def _check(harness: Harness, spec: ProblemSpec, seed: int) -> GateReport:
         _, meta = await harness.reference(spec, seed, gate=True)
     except ProblemRefused as exc:
         return GateReport(spec.id, False, [str(exc)], category=exc.reason)
-    except Exception as exc:
-        return GateReport(spec.id, False, [f"the reference does not run: {exc}"], category="reference_error")
+    except Exception as exc:  # the first line says what; the traceback stays in the details
+        text = str(exc).strip() or type(exc).__name__
+        return GateReport(spec.id, False, [f"the reference does not run: {text.splitlines()[0]}"],
+                          {"error": text}, category="reference_error")
     gate = meta.get("gate", {})
     found: list[tuple[str, str]] = []
     if not gate.get("deterministic"):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.scripted import fenced, is_planning, plan_of
 
 HERE = Path(__file__).parent
 #: Imported problem -> the stem of its hand-written fused candidates in candidates/.
@@ -48,17 +49,15 @@ def responder(device: str):
     lock = threading.Lock()
 
     def respond(request) -> str:
-        prompt = request.prompt
-        problem = next((p for p in PROBLEMS if f"Problem {p}:" in prompt), None)
-        if prompt.rstrip().endswith("Plan:"):
+        problem = next((p for p in PROBLEMS if f"Problem {p}:" in request.prompt), None)
+        if is_planning(request):
             names = [FUSE, ZEROS, TYPO]
             with lock:
                 plans[problem] = plans.get(problem, -1) + 1
                 return names[plans[problem] % len(names)]
-        plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
+        plan = plan_of(request.prompt)
         options = proposals(problem, device) if problem else {TYPO: proposals("kb/L2/1", device)[TYPO]}
-        code = next((code for name, code in options.items() if name in plan), options[TYPO])
-        return f"```python\n{code}```\n"
+        return fenced(next((code for name, code in options.items() if name in plan), options[TYPO]))
     return respond
 
 

@@ -88,7 +88,7 @@ async def test_imported_problems_pass_the_gate_and_evaluate(make_backend, checko
     # The starting program is the reference renamed, references to Model included.
     problem = backend.load_problem("kb/L2/7")
     assert "super(ModelNew, self)" in problem.baseline_code
-    result = await backend.evaluate(problem, problem.baseline_code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
     assert result.correct, result.feedback
 
 

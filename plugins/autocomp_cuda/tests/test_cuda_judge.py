@@ -18,7 +18,7 @@ wrong = problem.baseline_code.replace("torch.relu(x)", "torch.relu(x) * 1.01")
 
 
 async def main():
-    ctx = EvalContext(hardware=backend.hardware)
+    ctx = EvalContext()
     ok = await backend.evaluate(problem, problem.baseline_code, ctx)
     bad = await backend.evaluate(problem, wrong, ctx)
     crash = await backend.evaluate(problem, "import torch\\nclass ModelNew(torch.nn.Module):\\n"

@@ -90,6 +90,28 @@ def get_init_inputs():
 '''
 
 
+# The forward needs real values (a boolean mask): shape-only tensors cannot run it.
+MASKED_SUM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x[x > 0].sum().reshape(1)
+
+
+size = 2**26
+
+
+def get_inputs():
+    return [torch.randn(size)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
 @pytest.fixture
 def checkout(tmp_path):
     level1 = tmp_path / "KernelBench" / "level1"
@@ -133,7 +155,7 @@ async def test_an_imported_problem_too_big_for_the_cpu_is_shrunk_gated_and_evalu
                                                           {"batch_size": 4096, "in_features": 4096}.items())
     problem = backend.load_problem("kb/L1/1")
     assert "halved where needed" in problem.context
-    result = await backend.evaluate(problem, problem.baseline_code, EvalContext(hardware=backend.hardware))
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
     assert result.correct, result.feedback
     assert "sizes shrunk automatically to fit the CPU: batch_size=" in result.feedback
     # Explicit overrides win over shrinking.
@@ -152,5 +174,15 @@ async def test_a_problem_that_cannot_shrink_is_refused_in_one_line(make_backend,
     assert len(report.reasons) == 1 and "\n" not in report.reasons[0]
     assert "weight w (8192, 16384)" in report.reasons[0] and "batch_size=1" in report.reasons[0], report.reasons
     result = await backend.evaluate(backend.load_problem("kb/L1/2"), FIXED_WEIGHT,
-                                    EvalContext(hardware=backend.hardware))
+                                    EvalContext())
     assert result.feedback.startswith("status: infra_error\nthe problem cannot run here: cannot shrink"), result.feedback
+
+
+def test_a_forward_that_needs_values_runs_for_real_only_once_it_is_small(tmp_path):
+    path = tmp_path / "masked.py"
+    path.write_text(MASKED_SUM)
+    # The GPU's memory check at the file's own sizes: nothing runs for real (256 MB of input).
+    full = shrink.measure(path, {}, shrink.Budget.unlimited(max_ops=2_000))
+    assert full.data[1] == 2**26 and full.flops is None
+    found = shrink.shrink(path)
+    assert found.error is None and found.sizes == {"size": 2**20} and found.measure.flops is not None

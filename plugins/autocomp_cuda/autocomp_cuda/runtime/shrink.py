@@ -55,11 +55,14 @@ class Budget:
     max_weight_elements: int = TINY_BUDGET["max_weight_elements"]
     max_flops: float = TINY_BUDGET["max_flops"]
     max_ops: int = TINY_BUDGET["max_ops"]
+    #: A forward that needs real values may run on the CPU (only sizes within the budget do).
+    cpu_forward: bool = True
 
     @classmethod
     def unlimited(cls, max_ops: int) -> Budget:
-        """Any size, for measuring only (a GPU's memory check at the file's own sizes)."""
-        return cls(2**62, 2**62, float("inf"), max_ops)
+        """Any size, for measuring only (a GPU's memory check at the file's own sizes): nothing
+        runs for real, so a forward that needs real values leaves the output unmeasured."""
+        return cls(2**62, 2**62, float("inf"), max_ops, cpu_forward=False)
 
     def describe(self) -> str:
         return (f"{self.max_elements / 2**20:g} M elements per input and output, {self.max_weight_elements / 2**20:g} M "
@@ -288,6 +291,8 @@ def measure(path: str | Path, overrides: dict[str, Any], budget: Budget = Budget
         except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
             if not _is_meta_limit(exc):
                 raise
+            if not budget.cpu_forward:
+                return _summary(data, weights)
             ran = _cpu_forward(module, budget.max_ops)
     if ran is None:
         return _summary(data, weights, ops=budget.max_ops)
