@@ -83,6 +83,10 @@ def get_init_inputs():
     return []
 '''
 
+# The identity on [-1, 1] (mirrored inputs stay on it too): stretched ones leave it.
+HARDTANH_ON_UNIT = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "torch.nn.functional.hardtanh(x)").replace(
+    "torch.rand(64, 300) * 4.0", "torch.rand(64, 300)")
+
 # A line on every input, not only on these: computing it is the problem, not a trick.
 TIMES_A_SCALAR = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "x * 3.5")
 
@@ -111,13 +115,15 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     (tmp_path / "selu.py").write_text(SELU_ON_NON_NEGATIVE)
     (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
     (tmp_path / "scalar.py").write_text(TIMES_A_SCALAR)
+    (tmp_path / "hardtanh.py").write_text(HARDTANH_ON_UNIT)
 
     async def checks():
         return await asyncio.gather(*(backend.check_problem(str(tmp_path / name))
-                                      for name in ("selu.py", "own_tensor.py", "scalar.py")))
+                                      for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py")))
 
-    selu, own, scalar = asyncio.run(checks())
+    selu, own, scalar, hardtanh = asyncio.run(checks())
     assert not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0], selu.reasons
+    assert not hardtanh.passed and "identity_input0" in hardtanh.reasons[0], hardtanh.reasons
     assert scalar.passed, scalar.reasons
     assert own.passed, own.reasons
     assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again

@@ -98,9 +98,10 @@ def input_lines(model64, inputs: list[Any], out64: torch.Tensor, state: dict, de
                 rtol: float) -> dict[str, tuple[int, float, float]]:
     """Fixed formulas of one input a broken kernel might return: the input itself and the
     least-squares line ``a * x + b`` fitted to this trial, per input of the output's shape.
-    A formula is kept only where the reference departs from it on the mirrored input (-x):
-    then it matches only because of the inputs' range (ReLU or SELU on non-negative inputs),
-    not because the operator is that line (a matrix times a scalar)."""
+    A formula is kept only where the reference departs from it on the mirrored input (-x) or
+    on the input stretched four times (4x): then it matches only because of the inputs' range
+    (ReLU or SELU on non-negative inputs, HardTanh on [0, 1)), not because the operator is
+    that line (a matrix times a scalar)."""
     lines: dict[str, tuple[int, float, float]] = {}
     y = out64.double().flatten()
     for i, x in enumerate(inputs):
@@ -112,11 +113,12 @@ def input_lines(model64, inputs: list[Any], out64: torch.Tensor, state: dict, de
         if var > 0:
             a = float(((flat - flat.mean()) * (y - y.mean())).mean()) / var
             found[f"affine_input{i}"] = (a, float(y.mean()) - a * float(flat.mean()))
-        model64.load_state_dict(state)
-        mirrored = run64(model64, [-v if j == i else v for j, v in enumerate(inputs)], device)
-        for name, (a, b) in found.items():
-            if mirrored is None or error_ratio(-x.double() * a + b, mirrored.double(), atol, rtol) > 1.0:
-                lines[name] = (i, a, b)
+        for factor in (-1.0, 4.0):
+            model64.load_state_dict(state)
+            moved = run64(model64, [v * factor if j == i else v for j, v in enumerate(inputs)], device)
+            for name, (a, b) in found.items():
+                if moved is None or error_ratio(x.double() * factor * a + b, moved.double(), atol, rtol) > 1.0:
+                    lines[name] = (i, a, b)
     return lines
 
 
