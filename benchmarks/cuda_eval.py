@@ -1,15 +1,17 @@
 """autocomp-cuda evaluation overhead and fused-kernel speedups, measured side by side in one run.
 
-Prints, on one device:
+Prints, on one device, each line as soon as it is measured:
   * the reference computation, cold and then cached;
   * per-candidate evaluation overhead with the reference cached and nothing to compile
-    (the problem's own eager program, whose compute is microseconds at the tiny size):
-    a worker started for the candidate against a warm standby worker (torch imported);
-  * for an extension candidate, the cold build against the build-cache hit;
+    (the problem's own eager program): a worker started for the candidate against a warm
+    standby worker (torch imported), and where the warm evaluation's time goes (the
+    worker's phases, writing outputs, the judge loading and comparing them);
+  * for an extension candidate, the cold build (skip with --no-cold-build) against the
+    build-cache hit;
   * hand-written fused candidates (C++ on the CPU, CUDA on a GPU) against the live eager
     baseline on two fusion problems.
 
-    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5] [--cache DIR]
+    python benchmarks/cuda_eval.py [--device cpu|cuda] [--repeat 5] [--cache DIR] [--no-cold-build]
 
 ``--cache`` is where the fused candidates' builds are looked up and kept (default: a fresh
 temporary dir); the cold-build measurement always uses a fresh one.
@@ -21,6 +23,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from autocomp_cuda.adversarial import ROOT as ADV
@@ -36,9 +39,12 @@ FUSED = {
 }
 
 
-async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> list[float]:
-    """Wall time of whole evaluations of the eager program, one after another."""
-    times = []
+say = partial(print, flush=True)
+
+
+async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> tuple[list[float], list[dict[str, float]]]:
+    """Wall time and breakdown of whole evaluations of the eager program, one after another."""
+    times, breakdowns = [], []
     for _ in range(repeat):
         if warm:
             assert await harness.warm_up(), "the standby worker did not get ready"
@@ -47,10 +53,16 @@ async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> list[floa
         times.append(time.perf_counter() - t)
         assert verdict.status == "ok", verdict.message
         assert verdict.worker_warm is warm, "the worker was not in the state this row measures"
-    return times
+        breakdowns.append(verdict.breakdown_s)
+    return times, breakdowns
 
 
-async def main(device: str, repeat: int, cache_dir: str | None) -> None:
+def median_breakdown(breakdowns: list[dict[str, float]]) -> str:
+    keys = list(dict.fromkeys(k for b in breakdowns for k in b))
+    return ", ".join(f"{k} {statistics.median(b.get(k, 0.0) for b in breakdowns):.3f}" for k in keys)
+
+
+async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool) -> None:
     specs = {s.id: s for s in suite()}
     size = "tiny" if device == "cpu" else "full"
     with tempfile.TemporaryDirectory() as cache:
@@ -58,45 +70,46 @@ async def main(device: str, repeat: int, cache_dir: str | None) -> None:
         fresh = Harness(Path(cache), Settings(**base, reps=5, warm_workers=False))
         warm = Harness(Path(cache), Settings(**base, reps=5))
         spec = specs["L2/scale_bias_clamp_mul"]
+        say(f"device={device} size={size} trials=3 problem={spec.id}")
         t = time.perf_counter()
         await fresh.reference(spec, 0)
         cold_ref = time.perf_counter() - t
         t = time.perf_counter()
         await fresh.reference(spec, 0)
-        cached_ref = time.perf_counter() - t
-        fresh_s = await overhead(fresh, spec, repeat, warm=False)
-        warm_s = await overhead(warm, spec, repeat, warm=True)
+        say(f"reference outputs: cold {cold_ref:.2f} s, cached {(time.perf_counter() - t) * 1e3:.2f} ms")
+        say(f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:")
+        fresh_s, fresh_parts = await overhead(fresh, spec, repeat, warm=False)
+        say(f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})")
+        say(f"    where it went (s): {median_breakdown(fresh_parts)}")
+        warm_s, warm_parts = await overhead(warm, spec, repeat, warm=True)
         await warm.aclose()
+        say(f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})")
+        say(f"    where it went (s): {median_breakdown(warm_parts)}")
+        say(f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x")
 
         fused = FUSED[device]
-        cpp = (ADV / "honest" / fused[0][1]).read_text()
-        t = time.perf_counter()
-        v_cold = await fresh.evaluate(spec, cpp)
-        cold_build = time.perf_counter() - t
-        t = time.perf_counter()
-        v_hit = await fresh.evaluate(spec, cpp)
-        hit = time.perf_counter() - t
-
-        print(f"device={device} size={size} trials=3 problem={spec.id}")
-        print(f"reference outputs: cold {cold_ref:.2f} s, cached {cached_ref * 1e3:.2f} ms")
-        print(f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:")
-        print(f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})")
-        print(f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})")
-        print(f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x")
-        print(f"extension candidate ({fused[0][1]}): cold build {v_cold.phases_s.get('build', 0):.2f} s "
-              f"(whole evaluation {cold_build:.2f} s, status {v_cold.status}); "
-              f"build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
-              f"(whole evaluation {hit:.2f} s, hit={v_hit.build_cache_hit})")
+        code = (ADV / "honest" / fused[0][1]).read_text()
+        if cold_build:
+            t = time.perf_counter()
+            v_cold = await fresh.evaluate(spec, code)
+            say(f"extension candidate ({fused[0][1]}): cold build {v_cold.phases_s.get('build', 0):.2f} s "
+                f"(whole evaluation {time.perf_counter() - t:.2f} s, status {v_cold.status})")
+            t = time.perf_counter()
+            v_hit = await fresh.evaluate(spec, code)
+            say(f"  build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
+                f"(whole evaluation {time.perf_counter() - t:.2f} s, hit={v_hit.build_cache_hit})")
+        await fresh.aclose()
 
         timed = Harness(Path(cache_dir or cache), Settings(**base, reps=30))
-        print("fused candidates against the eager baseline, timed interleaved (30 reps):")
+        say("fused candidates against the eager baseline, timed interleaved (30 reps):")
         for problem, name in fused:
+            t = time.perf_counter()
             v = await timed.evaluate(specs[problem], (ADV / "honest" / name).read_text())
             assert v.status == "ok" and v.scored, f"{name}: {v.status} {v.message}"
-            print(f"  {problem:<26} {name:<32} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
-                  f"IQR {v.candidate_iqr_ms:.4f}, eager {v.baseline_ms:.4f} ms)")
+            say(f"  {problem:<26} {name:<32} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
+                f"IQR {v.candidate_iqr_ms:.4f}, eager {v.baseline_ms:.4f} ms; evaluation "
+                f"{time.perf_counter() - t:.1f} s, build cache hit {v.build_cache_hit})")
         await timed.aclose()
-        await fresh.aclose()
 
 
 if __name__ == "__main__":
@@ -104,5 +117,7 @@ if __name__ == "__main__":
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cache", help="build cache for the fused candidates")
+    parser.add_argument("--no-cold-build", dest="cold_build", action="store_false",
+                        help="skip the cold build of an extension and its cache hit (minutes on a GPU machine)")
     args = parser.parse_args()
-    asyncio.run(main(args.device, args.repeat, args.cache))
+    asyncio.run(main(args.device, args.repeat, args.cache, args.cold_build))

@@ -149,9 +149,12 @@ class CudaBackend(Backend):
 
     def _problem(self, spec: ProblemSpec) -> Problem:
         sizes = {**spec.constants, **spec.sizes(self.settings.size)}
-        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny)
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny) or "as in the file"
+        if self.settings.size == "tiny" and not spec.tiny:
+            shown = ("the file's size constants, halved where needed to fit the CPU (each evaluation's feedback "
+                     "says which sizes ran); write kernels that work for any size")
         context = (f"Problem {spec.id}: {spec.description}\n"
-                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown or 'as in the file'}.\n"
+                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown}.\n"
                    f"Tolerance: |out - ref_fp64| <= atol x RMS(ref) + rtol x |ref| element-wise with "
                    f"{describe_tolerance(spec.atol, spec.rtol)}; "
                    "integer outputs must match exactly.\n"
@@ -180,12 +183,9 @@ class CudaBackend(Backend):
         return KnowledgePack.from_dir(KNOWLEDGE_DIR)
 
     def rules(self, problem: Problem) -> list[str]:
-        try:
-            import torch
-
-            versions = f"PyTorch {torch.__version__}, CUDA {torch.version.cuda or 'none (CPU build)'}"
-        except ImportError:
-            versions = "PyTorch (not installed)"
+        torch_version, cuda_version = _torch_versions()
+        versions = (f"PyTorch {torch_version}, CUDA {cuda_version or 'none (CPU build)'}" if torch_version
+                    else "PyTorch (not installed)")
         hw = self.hardware
         if hw.device == "cuda":
             where = f"The target is an NVIDIA {hw.gpu_name or 'GPU'} with {versions}."
@@ -242,6 +242,26 @@ class CudaBackend(Backend):
         return checks
 
 
+def _torch_versions() -> tuple[str | None, str | None]:
+    """torch's version and the CUDA version it was built for, read from its files: the engine's
+    process does not import torch (the workers and the judge do)."""
+    import importlib.util
+    import re
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        return None, None
+    spec = importlib.util.find_spec("torch")
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text()  # type: ignore[union-attr]
+    except (OSError, StopIteration, TypeError, AttributeError):
+        return torch_version, None
+    found = re.search(r"^cuda\b[^=]*=\s*'([^']+)'", text, re.M)
+    return torch_version, found.group(1) if found else None
+
+
 def _has_module(name: str) -> bool:
     import importlib.util
 
@@ -273,6 +293,8 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
         extra["build_cache_hit"] = 1.0 if v.build_cache_hit else 0.0
     for name, secs in v.phases_s.items():
         extra[f"{name}_s"] = float(secs)
+    for name, secs in v.breakdown_s.items():
+        extra[f"eval_{name}_s"] = float(secs)
     ok = v.status == "ok"
     return EvalResult(correct=ok, metric=v.candidate_ms if ok else None, unit="ms",
                       failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),

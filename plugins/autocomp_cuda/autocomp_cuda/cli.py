@@ -2,7 +2,7 @@
 
     autocomp-core cuda suite CANDIDATES_DIR [--problem 'L2/*'] [--json] [--out results.json]
     autocomp-core cuda suite --eager            # each problem's own PyTorch program as the candidate
-    autocomp-core cuda gate [PROBLEM_OR_FILE ...]
+    autocomp-core cuda gate [PROBLEM_OR_FILE ...] [--problem 'kb/*'] [--jobs 2] [--report gate.md]
 
 A candidate for problem ``L2/bias_gelu_sum`` is ``CANDIDATES_DIR/L2/bias_gelu_sum.py`` or
 ``CANDIDATES_DIR/L2_bias_gelu_sum.py``; a problem with no file counts as missing (0 in
@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import click
 from autocomp_core import ConfigError, make_backend, parse_assignments
 
-from . import suite as suite_results
+from . import gate, suite as suite_results
 from .harness import Verdict
 from .problemset import baseline_source
 
@@ -48,6 +50,8 @@ def _progress(done: int, total: int, problem: str, verdict: Verdict | None) -> N
         speed = f" {verdict.speedup:.2f}x" if verdict.speedup else ""
         flags = f" [{', '.join(verdict.flags)}]" if verdict.flags else ""
         what = f"{verdict.status}{speed}{flags}"
+        if verdict.sizes_auto:
+            what += "  (sizes: " + (", ".join(f"{k}={v}" for k, v in verdict.sizes.items()) or "the file's own") + ")"
     click.echo(f"[{done}/{total}] {problem}: {what}", err=True)
 
 
@@ -128,29 +132,62 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
 
 @cuda.command(name="gate")
 @click.argument("problems", nargs=-1)
+@click.option("--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable).")
 @click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Problems checked at once (each in its own reference worker).")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a Markdown report: totals per reason, then one row per problem.")
 @click.option("--json", "as_json", is_flag=True)
-def gate_command(problems: tuple[str, ...], hardware: tuple[str, ...], options: tuple[str, ...],
-                 as_json: bool) -> None:
+@click.option("--quiet", is_flag=True, help="No per-problem progress lines.")
+def gate_command(problems: tuple[str, ...], patterns: tuple[str, ...], hardware: tuple[str, ...],
+                 options: tuple[str, ...], jobs: int, report: Path | None, as_json: bool, quiet: bool) -> None:
     """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
+    if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # the workers share the cores
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
     backend = make_backend("cuda", parse_assignments(hardware), parse_assignments(options))
-    ids = list(problems) or [p.id for p in backend.problems()]
+    ids = list(problems) or _selected(backend, patterns)
     for ref in ids:
         try:
             backend.spec(ref)
         except KeyError as exc:
             raise ConfigError(f"problem: {exc.args[0]}") from None
+    started = time.perf_counter()
 
-    async def run() -> list:
-        async with backend:
-            return [await backend.check_problem(ref) for ref in ids]
+    async def run() -> list[gate.GateReport]:
+        slots = asyncio.Semaphore(jobs)
+        done = 0
+
+        async def one(ref: str) -> gate.GateReport:
+            nonlocal done
+            async with slots:
+                result = await backend.check_problem(ref)
+            done += 1
+            if not quiet:
+                click.echo(f"[{done}/{len(ids)}] {_gate_line(result)}", err=True)
+            return result
+
+        async with backend:  # its warm workers end with the gate
+            return list(await asyncio.gather(*(one(ref) for ref in ids)))
 
     reports = asyncio.run(run())
+    wall = time.perf_counter() - started
+    if report is not None:
+        names = {ref: backend.spec(ref).path.stem for ref in ids}
+        report.write_text(gate.markdown_report(reports, names, wall, jobs, backend.settings.device,
+                                               backend.settings.size))
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:
         for r in reports:
-            click.echo(f"{'pass   ' if r.passed else 'REFUSED'} {r.problem}" +
-                       "".join(f"\n        {reason}" for reason in r.reasons))
+            click.echo(_gate_line(r))
+        click.echo(gate.totals_line(reports, wall))
     sys.exit(0 if all(r.passed for r in reports) else 1)
+
+
+def _gate_line(r: gate.GateReport) -> str:
+    line = f"{'pass   ' if r.passed else 'REFUSED'} {r.problem} ({r.seconds:.1f} s)"
+    if r.details.get("sizes_auto"):
+        line += f"\n        {gate.sizes_text(r)}"
+    return line + "".join(f"\n        {reason}" for reason in r.reasons)

@@ -3,14 +3,21 @@
 Checks, all in the reference worker: the reference repeats itself (same seed, fresh weights
 and inputs), its fp32 output is within tolerance of the float64 one, and every trivial
 answer (zeros, the mean as a constant, ones, any input returned unchanged) is rejected.
+A problem that cannot run here at all is refused with the reason (it cannot shrink to the
+CPU budget, does not fit the GPU, does not import, or its reference is too slow).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .harness import Harness
+from .harness import Harness, ProblemRefused
 from .problemset import ProblemSpec
+
+#: Why a problem is refused, as the report groups them.
+CATEGORIES = ("passed", "degenerate", "nondeterministic", "tolerance", "cannot_shrink", "too_big",
+              "reference_too_slow", "import_error", "reference_error")
 
 
 @dataclass
@@ -19,27 +26,83 @@ class GateReport:
     passed: bool
     reasons: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    category: str = "passed"  # the first reason's kind (see CATEGORIES)
+    seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"problem": self.problem, "passed": self.passed, "reasons": self.reasons, "details": self.details}
+        return {"problem": self.problem, "passed": self.passed, "category": self.category, "reasons": self.reasons,
+                "seconds": self.seconds, "details": self.details}
 
 
 async def check_problem(harness: Harness, spec: ProblemSpec, seed: int = 0) -> GateReport:
+    started = time.perf_counter()
+    report = await _check(harness, spec, seed)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _check(harness: Harness, spec: ProblemSpec, seed: int) -> GateReport:
     try:
         _, meta = await harness.reference(spec, seed, gate=True)
-    except Exception as exc:
-        return GateReport(spec.id, False, [f"the reference does not run: {exc}"])
+    except ProblemRefused as exc:
+        return GateReport(spec.id, False, [str(exc)], category=exc.reason)
+    except Exception as exc:  # the first line says what; the traceback stays in the details
+        text = str(exc).strip() or type(exc).__name__
+        return GateReport(spec.id, False, [f"the reference does not run: {text.splitlines()[0]}"],
+                          {"error": text}, category="reference_error")
     gate = meta.get("gate", {})
-    reasons = []
+    found: list[tuple[str, str]] = []
     if not gate.get("deterministic"):
-        reasons.append(f"the reference is not deterministic (two runs with one seed differ by "
-                       f"{gate.get('determinism_gap', float('nan')):.3g}x the tolerance)")
-    if not gate.get("tolerance_sane"):
-        reasons.append(f"the fp32 reference is {meta.get('reference_error_ratio', 0):.3g}x the tolerance away from "
-                       "float64: the tolerance is too tight for this problem")
+        found.append(("nondeterministic", f"the reference is not deterministic (two runs with one seed differ by "
+                                          f"{gate.get('determinism_gap', float('nan')):.3g}x the tolerance)"))
     passing = sorted(name for name, rejected in gate.get("probes_rejected", {}).items() if not rejected)
     if passing:
-        reasons.append(f"trivial answers pass: {', '.join(passing)}")
+        found.append(("degenerate", f"trivial answers pass: {', '.join(passing)}"))
+    if gate.get("noise_to_signal", 0.0) > 1.0:
+        found.append(("degenerate", f"the output is rounding noise around zero: float32 and float64 runs differ by "
+                                    f"{gate['noise_to_signal']:.3g}x the output's RMS"))
+    elif not gate.get("tolerance_sane"):
+        found.append(("tolerance", f"the fp32 reference is {meta.get('reference_error_ratio', 0):.3g}x the tolerance "
+                                   "away from float64: the tolerance is too tight for this problem"))
     details = {"gate": gate, "output": meta.get("output"), "reference_error_ratio": meta.get("reference_error_ratio"),
-               "memory_bytes_full": gate.get("memory_bytes_full")}
-    return GateReport(spec.id, not reasons, reasons, details)
+               "memory_bytes_full": gate.get("memory_bytes_full"), "sizes": meta.get("sizes") or {},
+               "sizes_auto": bool(meta.get("sizes_auto")), "measured": meta.get("measured"),
+               "full_size": meta.get("full_size"), "reference_s": meta.get("reference_s")}
+    return GateReport(spec.id, not found, [text for _, text in found], details,
+                      category=found[0][0] if found else "passed")
+
+
+def sizes_text(report: GateReport) -> str:
+    sizes = report.details.get("sizes") or {}
+    shown = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the file's own"
+    return f"sizes (chosen automatically): {shown}"
+
+
+def totals(reports: list[GateReport]) -> dict[str, int]:
+    counts = {category: 0 for category in CATEGORIES}
+    for r in reports:
+        counts[r.category] = counts.get(r.category, 0) + 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def totals_line(reports: list[GateReport], wall_s: float) -> str:
+    counts = totals(reports)
+    refused = ", ".join(f"{k} {v}" for k, v in counts.items() if k != "passed") or "none"
+    return (f"{counts.get('passed', 0)} of {len(reports)} problems pass; refused: {refused}; "
+            f"wall time {wall_s:.0f} s")
+
+
+def markdown_report(reports: list[GateReport], names: dict[str, str], wall_s: float, jobs: int, device: str,
+                    size: str) -> str:
+    """Totals per reason, then one row per problem (reason, time, the sizes that ran)."""
+    lines = [f"# Quality gate: {len(reports)} problems (device {device}, size tier {size})", "",
+             f"Wall time {wall_s:.0f} s with {jobs} problem(s) at once; sum of per-problem times "
+             f"{sum(r.seconds for r in reports):.0f} s.", "", "| result | problems |", "|---|---:|"]
+    lines += [f"| {category} | {count} |" for category, count in totals(reports).items()]
+    lines += ["", "| problem | name | result | seconds | sizes | reason |", "|---|---|---|---:|---|---|"]
+    for r in reports:
+        sizes = ", ".join(f"{k}={v}" for k, v in (r.details.get("sizes") or {}).items())
+        reason = "; ".join(r.reasons).replace("|", "/").replace("\n", " ")
+        lines.append(f"| {r.problem} | {names.get(r.problem, '')} | {r.category} | {r.seconds:.1f} | {sizes} | "
+                     f"{reason} |")
+    return "\n".join(lines) + "\n"

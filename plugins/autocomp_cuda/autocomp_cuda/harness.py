@@ -3,13 +3,15 @@
     static AST rules ─► reference outputs (own process, cached per problem+seed)
                     ─► build (own process, parallel on CPU cores, content-hashed cache)
                     ─► load / correctness / timing (own sandboxed process, one per device slot)
-                    ─► comparison here, against the float64 reference; roofline; verdict
+                    ─► comparison against the float64 reference (the judge: a trusted process
+                       per device slot, kept) ─► roofline, verdict (here)
 
-Every child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work dir that
-holds only what it needs: the candidate never sees reference outputs. Each candidate gets
-its own process, which ends with it: a watchdog, a CUDA fault or an allocation failure
-takes nothing else down. The next candidate's process is started ahead of need
-(``workers.Worker``), so it finds torch already imported.
+Every candidate child runs through ``autocomp_core.sandbox.run_sandboxed`` in a private work
+dir that holds only what it needs: the candidate never sees reference outputs. Each
+candidate gets its own process, which ends with it: a watchdog, a CUDA fault or an
+allocation failure takes nothing else down. The next candidate's process is started ahead
+of need (``workers.Worker``), so it finds torch already imported. This process never
+imports torch: tensors are only touched by the children and the judge.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import random
 import shutil
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +32,15 @@ from typing import Any
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
 
 from . import compiler_feedback, static_check
-from .problemset import ProblemSpec
+from .judge import Judge, JudgeError
+from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
+from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
 from .workers import Worker
 
-STATUSES = ("ok", "compile_error", "load_error", "runtime_error", "cuda_fault", "timeout", "oom",
-            "mismatch", "hack_suspected", "infra_error")
+#: Bumped when the reference files change layout (older cached references are not read).
+REFERENCE_FORMAT = 2
+#: A Triton cache larger than this is not kept (a normal one holds a few MB).
+KEEP_TREE_MAX_BYTES = 256 * 2**20
 USES_EXTENSION = ("load_inline", "cpp_extension")
 
 
@@ -82,9 +89,15 @@ class Verdict:
     flags: list[str] = field(default_factory=list)  # reasons to exclude from fast_p
     notes: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-    phases_s: dict[str, float] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)  # reference, build, eval: they add up
+    #: where the eval phase went: startup (job handed over until the worker began), the
+    #: worker's own phases (setup, load, correctness, timing, output_write), the judge's
+    #: (judge_load, judge_compare) and the rest (process exit, files)
+    breakdown_s: dict[str, float] = field(default_factory=dict)
     build_cache_hit: bool | None = None
     worker_warm: bool | None = None  # the worker had its imports done when the job arrived
+    sizes: dict[str, Any] = field(default_factory=dict)  # module constants overridden ({}: the file's own)
+    sizes_auto: bool = False  # chosen by shrinking the problem to the CPU budget
 
     @property
     def speedup(self) -> float | None:
@@ -108,8 +121,28 @@ class Verdict:
                 "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
                 "compiled_baseline_ms": self.compiled_baseline_ms, "speedup_vs_compiled": self.speedup_vs_compiled,
                 "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
-                "phases_s": self.phases_s, "build_cache_hit": self.build_cache_hit,
-                "worker_warm": self.worker_warm, "scored": self.scored}
+                "phases_s": self.phases_s, "breakdown_s": self.breakdown_s, "build_cache_hit": self.build_cache_hit,
+                "worker_warm": self.worker_warm, "sizes": self.sizes, "sizes_auto": self.sizes_auto,
+                "scored": self.scored}
+
+
+def describe_sizes(spec: ProblemSpec, sizes: dict[str, Any]) -> str:
+    """One line: the sizes a problem was shrunk to, next to the file's own."""
+    if not sizes:
+        return "sizes: the file's own (they fit the CPU budget)"
+    shown = ", ".join(f"{k}={v} (file: {spec.constants.get(k, '?')})" for k, v in sizes.items())
+    return f"sizes shrunk automatically to fit the CPU: {shown}"
+
+
+def checksums_match(ours: Any, theirs: Any) -> bool:
+    """Input checksums from two processes agree. Float64 sums of one tensor differ in their
+    last bits when the processes sum in another order (another thread count: a gate run with
+    ``--jobs``); inputs drawn differently differ in every digit."""
+    if isinstance(ours, list) and isinstance(theirs, list):
+        return len(ours) == len(theirs) and all(map(checksums_match, ours, theirs))
+    if isinstance(ours, float) and isinstance(theirs, float):
+        return math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
+    return ours == theirs
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -135,6 +168,15 @@ def _take_ownership(root: Path) -> None:
             os.lchown(os.path.join(base, name), 0, 0)
 
 
+class ProblemRefused(RuntimeError):
+    """The problem cannot run here (not the candidate's fault); the message is one line.
+    ``reason``: cannot_shrink, too_big, import_error or reference_too_slow."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class Harness:
     def __init__(self, cache_dir: Path, settings: Settings, gpu_ids: list[int] | None = None,
                  compile_workers: int | None = None):
@@ -152,6 +194,7 @@ class Harness:
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
+        self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
 
     @property
     def device_slots(self) -> int:
@@ -174,6 +217,11 @@ class Harness:
             if os.environ.get(key):
                 env[key] = os.environ[key]
         return env
+
+    def _judge_env(self, gpu: int | None) -> dict[str, str]:
+        """The judge is ours (not sandboxed), but it still gets only what it needs."""
+        env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+        return {**env, **self._env(gpu)}
 
     def _limits(self, wall_s: float) -> SandboxLimits:
         return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
@@ -204,46 +252,68 @@ class Harness:
         """Start a standby worker on every device slot and wait until each has its imports
         done. Evaluations do this by themselves; call it to have the first one warm too."""
         for gpu in self._gpu_ids:
+            self._judges[gpu].start()
             self._standby[gpu] = await self._take_worker(gpu)
         ready = await asyncio.gather(*(w.wait_ready(timeout_s) for w in self._standby.values()))
         return all(ready)
 
     async def aclose(self) -> None:
-        """Stop the standby workers (an event loop that ends cancels them too)."""
+        """Stop the standby workers (an event loop that ends cancels them too). The judges are
+        shared by the harnesses of this process: they leave when idle or when it exits."""
         workers, self._standby = list(self._standby.values()), {}
         for worker in workers:
             if worker.loop is asyncio.get_running_loop():
                 await worker.close()
 
     # ------------------------------------------------------------------ reference
+    def _shrinks(self, spec: ProblemSpec) -> bool:
+        """A problem with no tiny sizes of its own (an imported one) is shrunk to fit the CPU."""
+        return self.settings.size == "tiny" and not spec.tiny
+
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
-        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag()])
+        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag(),
+                           REFERENCE_FORMAT, spec.tiny, TINY_BUDGET if self._shrinks(spec) else None])
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(self, spec: ProblemSpec, seed: int, gate: bool = False) -> tuple[Path, dict[str, Any]]:
-        """Reference outputs for (problem, seed): computed once in their own process, then cached."""
-        key = self._ref_key(spec, seed) + ("-gate" if gate else "")
-        target = self.cache / "refs" / key
-        lock = self._ref_locks.setdefault(key, asyncio.Lock())
+        """Reference outputs for (problem, seed): computed once in their own process, then cached.
+        The sizes they were computed at (``meta["sizes"]``) are the sizes every candidate runs at.
+        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why)."""
+        base = self._ref_key(spec, seed)
+        key = base + ("-gate" if gate else "")
+        lock = self._ref_locks.setdefault(base, asyncio.Lock())
         async with lock:
-            meta_path = target / "meta.json"
-            if meta_path.exists():
-                return target, json.loads(meta_path.read_text())
+            for found in ([key] if gate else [key, base + "-gate"]):  # the gate's references hold the same
+                meta_path = self.cache / "refs" / found / "meta.json"
+                if meta_path.exists():
+                    meta = json.loads(meta_path.read_text())
+                    if meta.get("status") == "refused":
+                        raise ProblemRefused(meta["error"], meta["reason"])
+                    return meta_path.parent, meta
+            target = self.cache / "refs" / key
             with private_workdir("autocomp-cuda-ref-") as work:
                 (work / "problem.py").write_text(spec.source)
                 job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
                                    "id": spec.id},
+                       "shrink": TINY_BUDGET if self._shrinks(spec) else None, "held_copies": HELD_COPIES,
                        "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
+                wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
                 async with self._reference_slots:
-                    result = await self._run_child("reference_main", job, work,
-                                                   wall_s=self.settings.correctness_timeout_s * (3 if gate else 2))
+                    result = await self._run_child("reference_main", job, work, wall_s=wall_s)
                 meta_file = work / "out" / "meta.json"
                 if not meta_file.exists():
-                    why = "timed out" if result.timed_out else f"exited with {result.returncode}"
-                    raise RuntimeError(f"reference for {spec.id} {why}: {result.stderr[-2000:]}")
+                    if result.timed_out:
+                        raise ProblemRefused(f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
+                                             f"{3 if gate else 2})", "reference_too_slow")
+                    raise RuntimeError(f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}")
                 meta = json.loads(meta_file.read_text())
+                if meta.get("status") == "refused":
+                    if meta["reason"] == "cannot_shrink":  # the same on every run: remembered
+                        _take_ownership(work / "out")
+                        _keep_tree(work / "out", target)
+                    raise ProblemRefused(meta["error"], meta["reason"])
                 if meta.get("status") != "ok":
                     raise RuntimeError(f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}")
                 _take_ownership(work / "out")
@@ -300,7 +370,7 @@ class Harness:
 
     # ------------------------------------------------------------------ evaluation
     def _candidate_job(self, work: Path, mode: str, spec: ProblemSpec | None, seed: int | None,
-                       trials: int) -> dict[str, Any]:
+                       trials: int, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
         s = self.settings
         job: dict[str, Any] = {"mode": mode, "work_dir": str(work), "candidate": str(work / "candidate.py"),
                                "device": "cuda" if s.device == "cuda" else "cpu", "settle_s": s.settle_s,
@@ -308,7 +378,8 @@ class Harness:
         if mode == "build":
             job["phase_timeouts"] = {"setup": s.compile_timeout_s, "load": s.compile_timeout_s}
         if spec is not None:
-            job.update(problem={"path": str(work / "problem.py"), "overrides": spec.sizes(s.size), "id": spec.id},
+            job.update(problem={"path": str(work / "problem.py"), "id": spec.id,
+                                "overrides": spec.sizes(s.size) if sizes is None else sizes},
                        init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
                        in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
                        timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
@@ -333,7 +404,13 @@ class Harness:
             findings = static_check.check(code)
             if findings:
                 return Verdict("hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings)))
-        ref_dir, ref_meta = await self.reference(spec, seed)
+        for judge in self._judges.values():
+            judge.start()  # its imports overlap with the reference, the build and the run
+        try:
+            ref_dir, ref_meta = await self.reference(spec, seed)
+        except ProblemRefused as exc:
+            return Verdict("infra_error", f"the problem cannot run here: {exc}",
+                           phases_s={"reference": loop.time() - started})
         t_ref = loop.time()
         prebuilt, failure, cache_hit, build_log = await self.build(code)
         t_build = loop.time()
@@ -341,6 +418,7 @@ class Harness:
             failure.phases_s = {"reference": t_ref - started, "build": t_build - t_ref}
             return failure
         gpu = await self._device_slot()
+        breakdown: dict[str, float] = {}
         try:
             worker = await self._take_worker(gpu)
             warm = worker.ready
@@ -349,12 +427,27 @@ class Harness:
                 (work / "candidate.py").write_text(code)
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials)
+                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"))
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
                     job["prebuilt"] = str(work / "prebuilt")
+                triton_cache = self._triton_cache(code)
+                if triton_cache is not None:
+                    job["triton_cache"] = str(work / "triton-cache")
+                    if triton_cache.exists():
+                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
+                handed_over = time.time()
                 result = await worker.run(job, self._eval_deadline_s())
-                verdict = self._judge(spec, code, work, result, ref_dir, ref_meta)
+                t_worker = loop.time()
+                verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
+                outcome = _read_json(work / "result.json") or {}
+                if outcome.get("job_received"):
+                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+                breakdown.update({k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005})
+                breakdown["judge"] = loop.time() - t_worker
+                if triton_cache is not None and verdict.status == "ok":
+                    _keep_tree(work / "triton-cache", triton_cache)
             finally:
                 worker.discard()
             if self.settings.warm_workers:  # started after timing, so it never competes with it
@@ -362,22 +455,32 @@ class Harness:
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
+        verdict.sizes, verdict.sizes_auto = dict(ref_meta.get("sizes") or {}), bool(ref_meta.get("sizes_auto"))
+        if verdict.sizes_auto:
+            verdict.notes.insert(0, describe_sizes(spec, verdict.sizes))
         verdict.build_cache_hit = cache_hit if prebuilt is not None else None
         verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
+        breakdown["other"] = max(0.0, verdict.phases_s["eval"] - sum(
+            v for k, v in breakdown.items() if not k.startswith("judge_")))
+        verdict.breakdown_s = breakdown
         if build_log and self.settings.device == "cuda":
             kernels = compiler_feedback.ptxas_summary(build_log)
             if kernels:
                 verdict.notes.append(compiler_feedback.describe_ptxas(kernels))
         return verdict
 
+    def _triton_cache(self, code: str) -> Path | None:
+        """Where Triton's compiled kernels of exactly this code are kept between evaluations.
+        Keyed by the code (like the extension builds): what a candidate leaves there is only
+        ever read by the same candidate, so no candidate can plant kernels for another."""
+        if self.settings.device != "cuda" or "triton" not in code:
+            return None
+        return self.cache / "triton" / self.build_key(code)
+
     # ------------------------------------------------------------------ judging (outside the candidate)
-    def _judge(self, spec: ProblemSpec, code: str, work: Path, result: SandboxResult | None, ref_dir: Path,
-               ref_meta: dict[str, Any]) -> Verdict:
+    async def _judge(self, spec: ProblemSpec, work: Path, result: SandboxResult | None, ref_dir: Path,
+                     ref_meta: dict[str, Any], gpu: int | None, breakdown: dict[str, float]) -> Verdict:
         """``result`` None: the worker overran the harness's deadline and was killed."""
-        import torch
-
-        from .runtime.compare import check_output
-
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (work / "phase.txt").read_text().strip() if (work / "phase.txt").exists() else "startup"
@@ -389,32 +492,40 @@ class Harness:
         info = outcome.get("info", {})
         if outcome["status"] != "ok":
             return Verdict(outcome["status"], outcome.get("message", ""), detail=outcome.get("detail", ""), info=info)
-        if outcome.get("input_checksums") != ref_meta.get("input_checksums"):
+        if not checksums_match(outcome.get("input_checksums"), ref_meta.get("input_checksums")):
             return Verdict("infra_error", "the worker's inputs differ from the reference worker's (nondeterministic get_inputs?)",
                            info=info)
         verdict = Verdict("ok", info=info)
-        # Correctness: every trial, against the float64 reference, compared here.
-        outputs = torch.load(work / "correctness.pt", weights_only=True)
-        worst = 0.0
-        for k, item in enumerate(outputs):
-            ref = torch.load(ref_dir / f"trial_{k}.pt", weights_only=True)
-            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
-            worst = max(worst, check.error_ratio)
-            if not check.ok:
-                return Verdict("mismatch", f"trial {k + 1}/{len(outputs)}: {check.reason}", error_ratio=check.error_ratio,
-                               info=info)
-        verdict.error_ratio = worst
         timing = outcome.get("timing")
+        # Every correctness trial, and the outputs sampled from the timing loop (caching,
+        # correct-only-at-first), against the float64 reference: in the judge.
+        request = {"ref_dir": str(ref_dir), "dtype": ref_meta["output"]["dtype"], "atol": spec.atol, "rtol": spec.rtol,
+                   "correctness": str(work / "correctness.pt"),
+                   "samples": str(work / "timed_samples.pt") if timing else None}
+        try:
+            answer = await self._judges[gpu].ask(request, self.settings.correctness_timeout_s)
+        except JudgeError as exc:
+            return Verdict("infra_error", f"comparing the outputs failed: {exc}", info=info)
+        breakdown.update({f"judge_{k}": v for k, v in answer.get("seconds", {}).items()})
+        if "error" in answer:
+            if answer.get("unreadable"):
+                return Verdict("hack_suspected", f"the worker's output files were changed: {answer['error']}", info=info)
+            return Verdict("infra_error", f"comparing the outputs failed: {answer['error']}", info=info)
+        checked = answer["correctness"]
+        if checked["failure"]:
+            failure = checked["failure"]
+            return Verdict("mismatch", f"trial {failure['index'] + 1}/{self.settings.trials}: {failure['reason']}",
+                           error_ratio=failure["error_ratio"], info=info)
+        if checked["checked"] != self.settings.trials:
+            return Verdict("hack_suspected", f"the worker's output file holds {checked['checked']} of "
+                           f"{self.settings.trials} trials", info=info)
+        verdict.error_ratio = checked["worst"]
         if not timing:
             return verdict
-        # Outputs sampled from the timing loop must be right too (caching, correct-only-at-first).
-        samples = torch.load(work / "timed_samples.pt", weights_only=True) if (work / "timed_samples.pt").exists() else []
-        for item in samples:
-            ref = torch.load(ref_dir / f"trial_{item['set']}.pt", weights_only=True)
-            check = check_output(item["out"], ref["ref"], ref["ref64"], spec.atol, spec.rtol)
-            if not check.ok:
-                return Verdict("hack_suspected", f"an output produced during timing (call {item['rep'] + 1}) is wrong "
-                               f"although the correctness trials passed: {check.reason}", info=info)
+        sampled = answer["samples"]
+        if sampled["failure"]:
+            return Verdict("hack_suspected", f"an output produced during timing (call {sampled['failure']['rep'] + 1}) "
+                           f"is wrong although the correctness trials passed: {sampled['failure']['reason']}", info=info)
         use_events = self.settings.device == "cuda" and all(v is not None for v in timing["candidate_event_ms"])
         cand = timing["candidate_event_ms"] if use_events else timing["candidate_host_ms"]
         base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
@@ -485,6 +596,23 @@ def _torch_tag() -> str:
         return "unknown"
 
 
+def _keep_tree(source: Path, target: Path) -> None:
+    """Copy a directory into the cache under its final name at once (never half of it)."""
+    if target.exists() or not source.is_dir():
+        return
+    files = [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
+    if not files or sum(p.stat().st_size for p in files) > KEEP_TREE_MAX_BYTES:
+        return
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp, symlinks=True)
+    _take_ownership(tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another evaluation kept the same one first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
@@ -500,8 +628,6 @@ def _tail_errors(log: str, limit: int = 3000) -> str:
 def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     """A worker that died without writing its result: classify from how it ended."""
     text = (result.stderr or "").lower()
-    from .runtime.common import CUDA_FAULT_MARKERS, OOM_MARKERS
-
     if any(m in text for m in OOM_MARKERS) or (result.signal == 9 and not result.timed_out):
         status = "oom"
     elif any(m in text for m in CUDA_FAULT_MARKERS):

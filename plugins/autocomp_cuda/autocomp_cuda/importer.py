@@ -3,8 +3,9 @@
 A KernelBench checkout keeps its problems in ``KernelBench/level{1..4}/{id}_{Name}.py``
 (or ``level{N}/`` directly when the path points inside it). Imported ids are ``kb/L{N}/{id}``;
 a single file gets ``file:{path}``. Imported problems pass the same quality gate as ours
-(see ``gate.py``); they run at their own sizes (no tiny variant is known for them) unless the
-config gives constant overrides.
+(see ``gate.py``). On a GPU (size tier ``full``) they run at their own sizes; on the CPU
+device (tier ``tiny``) their size constants are halved until one forward fits a budget
+(``runtime/shrink.py``), unless the config gives ``size_overrides`` for them.
 """
 from __future__ import annotations
 

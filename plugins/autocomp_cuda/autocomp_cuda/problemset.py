@@ -20,6 +20,18 @@ LEVEL_DIRS = {"level1": "L1", "level2": "L2", "level3": "L3", "controls": "ctrl"
 DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
                    "bfloat16": (2e-2, 2e-2)}
 
+#: The budget one forward must fit on the CPU device when a problem brings no tiny sizes
+#: (imported ones): its size constants are halved until it does (``runtime/shrink.py``).
+#: Each input and the output: 1 M elements (4 MB in float32); each weight: 64 M elements
+#: (an architecture's own layer widths are not size constants); FLOPs and operators of one
+#: forward. The CPU runs a forward in float32 and float64 and compares outputs in float64
+#: several times per trial, so these bound the time the gate and each evaluation take.
+TINY_BUDGET = {"max_elements": 2**20, "max_weight_elements": 64 * 2**20, "max_flops": 2e9, "max_ops": 10_000}
+#: Device memory one evaluation holds, in multiples of the problem's inputs, output and
+#: weights: the reference worker's float32 and float64 copies, or the candidate worker's
+#: trial inputs, timing buffers and two models, whichever is more (activations come on top).
+HELD_COPIES = 8
+
 
 def tolerance_for(dtype: str, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
     """The problem's tolerances where it sets them, else the defaults of ``dtype`` (a torch name)."""
@@ -88,7 +100,44 @@ def _literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError):
+        pass
+    if isinstance(node, (ast.Tuple, ast.List)):  # (8192 * 2,)
+        items = [_literal(e) for e in node.elts]
+        return None if any(i is None for i in items) else (tuple(items) if isinstance(node, ast.Tuple) else items)
+    return const_int(node)
+
+
+def top_level_assignments(tree: ast.Module) -> list[tuple[str, Any]]:
+    """(name, value) for every module-level assignment, in order; value is the literal it
+    is set to, or None when it is computed (``bias_shape = (out_channels, 1, 1)``).
+    Handles ``a = b = 1``, ``D, H, W = 16, 32, 32`` and ``x: int = 1``."""
+    found: list[tuple[str, Any]] = []
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            found.append((node.target.id, _literal(node.value)))
+        if not isinstance(node, ast.Assign):
+            continue
+        value = _literal(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                found.append((target.id, value))
+            elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+                parts = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else []
+                for i, t in enumerate(target.elts):
+                    found.append((t.id, _literal(parts[i]) if len(parts) == len(target.elts) else None))
+    return found
+
+
+def const_int(node: ast.AST) -> int | None:
+    """An int written with literals only (``4096``, ``8192 * 2``, ``2**14``), else None."""
+    if not all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+               for n in ast.walk(node)):
         return None
+    try:
+        value = eval(compile(ast.Expression(node), "<size>", "eval"), {"__builtins__": {}})  # literals only
+    except Exception:
+        return None
+    return value if type(value) is int else None
 
 
 def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> ProblemSpec:
@@ -98,20 +147,17 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise ValueError(f"{path}: not valid Python: {exc}") from exc
-    names = set()
     constants: dict[str, Any] = {}
     meta: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            target = node.targets[0].id
-            names.add(target)
-            value = _literal(node.value)
-            if target == "AUTOCOMP" and isinstance(value, dict):
-                meta = value
-            elif isinstance(value, (int, float, tuple, str)):
-                constants[target] = value
+    names = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    for target, value in top_level_assignments(tree):
+        names.add(target)
+        if target == "AUTOCOMP" and isinstance(value, dict):
+            meta = value
+        elif isinstance(value, (int, float, tuple, list, str)):
+            constants[target] = value
+        else:
+            constants.pop(target, None)  # reassigned to something computed
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
     if missing:
         raise ValueError(f"{path}: not a KernelBench-format reference (missing {', '.join(missing)})")
@@ -148,19 +194,19 @@ def suite(include_controls: bool = False) -> list[ProblemSpec]:
 
 
 def baseline_source(spec: ProblemSpec) -> str:
-    """The starting program: the reference with ``Model`` renamed ``ModelNew`` (pure PyTorch)."""
+    """The starting program: the reference with ``Model`` renamed ``ModelNew`` (pure PyTorch),
+    references to it included (``super(Model, self).__init__()``, as KernelBench writes it)."""
     tree = ast.parse(spec.source)
-    renamed = False
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            node.name = "ModelNew"
-            renamed = True
-    if not renamed:
+    if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         raise ValueError(f"{spec.path}: Model is not a top-level class")
-    # Keep the text as written (comments included) where we can: rename the class line only.
+    # Keep the text as written (comments included): rename at each place the name occurs.
+    places = [(node.lineno, node.col_offset, isinstance(node, ast.ClassDef)) for node in ast.walk(tree)
+              if (isinstance(node, ast.ClassDef) and node.name == "Model" and node in tree.body)
+              or (isinstance(node, ast.Name) and node.id == "Model")]
     lines = spec.source.splitlines(keepends=True)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            line = lines[node.lineno - 1]
-            lines[node.lineno - 1] = line.replace("class Model", "class ModelNew", 1)
+    for lineno, col, is_class in sorted(places, reverse=True):  # right to left: earlier columns stay valid
+        line = lines[lineno - 1].encode()  # ast columns count UTF-8 bytes
+        if is_class:  # the class statement: its name follows "class "
+            col = line.index(b"class Model", col) + len(b"class ")
+        lines[lineno - 1] = (line[:col] + b"ModelNew" + line[col + len(b"Model"):]).decode()
     return "".join(lines)

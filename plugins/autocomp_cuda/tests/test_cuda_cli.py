@@ -45,14 +45,17 @@ def test_eager_programs_count_only_in_the_kernelbench_compatible_column(cuda_cac
     assert "KernelBench-compatible: fast_0=1.00" in done.stdout
 
 
-def test_gate_command_refuses_a_control_and_exits_1(cuda_cache):
+def test_gate_command_refuses_a_control_and_exits_1(cuda_cache, tmp_path):
     done = cli("cuda", "gate", "L1/relu", "ctrl/stochastic_dropout", "--option",
-               f"cache_dir={json.dumps(str(cuda_cache))}", "--json")
+               f"cache_dir={json.dumps(str(cuda_cache))}", "--json", "--report", str(tmp_path / "gate.md"))
     assert done.returncode == 1, done.stderr
     reports = {r["problem"]: r for r in json.loads(done.stdout)}
     assert reports["L1/relu"]["passed"] is True
     assert reports["ctrl/stochastic_dropout"]["passed"] is False
     assert "not deterministic" in reports["ctrl/stochastic_dropout"]["reasons"][0]
+    table = (tmp_path / "gate.md").read_text()
+    assert "| passed | 1 |" in table and "| nondeterministic | 1 |" in table, table
+    assert "| ctrl/stochastic_dropout | stochastic_dropout | nondeterministic |" in table, table
 
 
 @pytest.mark.parametrize("args, message", [

@@ -37,3 +37,93 @@ def test_integer_dtypes_are_preserved(make_backend):
     backend = make_backend("cpu")
     report = asyncio.run(backend.check_problem("L1/argmax_dim1"))
     assert report.details["output"]["dtype"] == "int64"
+
+
+ROUNDING_NOISE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        centred = x - x.mean(dim=1, keepdim=True)
+        return centred.mean(dim=1)  # zero, up to rounding
+
+
+def get_inputs():
+    return [torch.randn(64, 1000) * 3.0 + 5.0]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_output_that_is_rounding_noise_is_degenerate(make_backend, tmp_path):
+    path = tmp_path / "centred_mean.py"
+    path.write_text(ROUNDING_NOISE)
+    report = asyncio.run(make_backend("cpu").check_problem(str(path)))
+    assert not report.passed and report.category == "degenerate", report.reasons
+    assert "rounding noise" in report.reasons[0], report.reasons
+
+
+SELU_ON_NON_NEGATIVE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.selu(x)  # scale * x for every x >= 0: a line on these inputs
+
+
+def get_inputs():
+    return [torch.rand(64, 300) * 4.0]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# The identity on [-1, 1] (mirrored inputs stay on it too): stretched ones leave it.
+HARDTANH_ON_UNIT = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "torch.nn.functional.hardtanh(x)").replace(
+    "torch.rand(64, 300) * 4.0", "torch.rand(64, 300)")
+
+# A line on every input, not only on these: computing it is the problem, not a trick.
+TIMES_A_SCALAR = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "x * 3.5")
+
+# Makes a tensor inside forward: in the float64 run it must be float64 too.
+MAKES_ITS_OWN_TENSOR = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ torch.linspace(-1.0, 1.0, x.shape[1] * 8).reshape(x.shape[1], 8))
+
+
+def get_inputs():
+    return [torch.randn(32, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_covers_tensors_made_in_forward(
+        make_backend, tmp_path):
+    backend = make_backend("cpu")
+    (tmp_path / "selu.py").write_text(SELU_ON_NON_NEGATIVE)
+    (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
+    (tmp_path / "scalar.py").write_text(TIMES_A_SCALAR)
+    (tmp_path / "hardtanh.py").write_text(HARDTANH_ON_UNIT)
+
+    async def checks():
+        return await asyncio.gather(*(backend.check_problem(str(tmp_path / name))
+                                      for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py")))
+
+    selu, own, scalar, hardtanh = asyncio.run(checks())
+    assert not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0], selu.reasons
+    assert not hardtanh.passed and "identity_input0" in hardtanh.reasons[0], hardtanh.reasons
+    assert scalar.passed, scalar.reasons
+    assert own.passed, own.reasons
+    assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 from autocomp_core.backend import EvalContext
 
+from autocomp_cuda.problemset import baseline_source
+
 pytestmark = pytest.mark.gpu
 
 FAULT = '''
@@ -55,3 +57,45 @@ async def test_cuda_kernel_is_accepted_with_ptxas_resources_in_its_feedback(make
     assert result.correct, result.feedback
     assert "kernel fused_kernel(" in result.feedback and " registers" in result.feedback, result.feedback
     assert result.extra["excluded_from_fast_p"] == 0.0
+
+
+HUGE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2.0
+
+
+rows = 1 << 20
+cols = 1 << 20  # 4 TiB of float32
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.asyncio
+async def test_a_problem_too_big_for_the_gpu_is_refused_in_one_line_before_allocating(make_backend, tmp_path):
+    path = tmp_path / "huge.py"
+    path.write_text(HUGE)
+    report = await make_backend("cuda", size="full").check_problem(str(path))
+    assert not report.passed and report.category == "too_big", report.reasons
+    assert "of GPU memory" in report.reasons[0] and "\n" not in report.reasons[0], report.reasons
+
+
+@pytest.mark.asyncio
+async def test_verdicts_name_the_driver_and_where_the_time_went(make_backend):
+    backend = make_backend("cuda", size="full", reps=5)
+    spec = backend.spec("L2/scale_bias_clamp_mul")
+    verdict = await backend.harness.evaluate(spec, baseline_source(spec))
+    assert verdict.status == "ok", verdict.message
+    assert verdict.info.get("driver") and verdict.info.get("cuda_driver_api"), verdict.info
+    for phase in ("correctness", "timing", "judge_load", "judge_compare"):
+        assert phase in verdict.breakdown_s, verdict.breakdown_s

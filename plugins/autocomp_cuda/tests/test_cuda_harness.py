@@ -8,7 +8,7 @@ import torch
 from autocomp_core.backend import EvalContext, FailureKind
 
 from autocomp_cuda import static_check
-from autocomp_cuda.harness import Verdict
+from autocomp_cuda.harness import Verdict, checksums_match
 from autocomp_cuda.runtime.compare import check_output, error_ratio
 from autocomp_cuda.suite import fast_p
 
@@ -74,13 +74,13 @@ def test_relative_tolerance_refuses_zeros_for_tiny_outputs():
 
 def test_check_output_exact_type_shape_dtype():
     ref = torch.randn(3, 4)
-    assert check_output(ref.clone(), ref, ref.double(), 1e-4, 1e-4).ok
-    assert not check_output(ref.double(), ref, ref.double(), 1e-4, 1e-4).ok
-    assert not check_output(ref[:2], ref, ref.double(), 1e-4, 1e-4).ok
+    assert check_output(ref.clone(), ref.double(), ref.dtype, 1e-4, 1e-4).ok
+    assert not check_output(ref.double(), ref.double(), ref.dtype, 1e-4, 1e-4).ok
+    assert not check_output(ref[:2], ref.double(), ref.dtype, 1e-4, 1e-4).ok
 
     class Sub(torch.Tensor):
         pass
-    assert not check_output(ref.as_subclass(Sub), ref, ref.double(), 1e-4, 1e-4).ok
+    assert not check_output(ref.as_subclass(Sub), ref.double(), ref.dtype, 1e-4, 1e-4).ok
     ints = torch.tensor([1, 2, 3])
     assert math.isinf(error_ratio(torch.tensor([1, 2, 4]), ints, 1e-4, 1e-4))
 
@@ -132,3 +132,13 @@ async def test_tracebacks_show_the_candidates_frames_not_the_harness(make_backen
     assert 'File "candidate.py", line 9, in forward' in result.feedback
     assert 'File "candidate.py", line 5, in helper' in result.feedback and "ValueError: boom" in result.feedback
     assert "candidate_main.py" not in result.feedback and "harness or library frame" in result.feedback
+
+
+def test_input_checksums_from_two_processes_agree_up_to_summation_order():
+    # Seen: a gate run with --jobs 2 (one thread) and an evaluation (two threads) summed the
+    # same input's squares to 131366.3208035507 and 131366.32080355068.
+    ref = [[[196841.10869449377, 131366.32080355068, 974537078.182555]], [None]]
+    assert checksums_match([[[196841.10869449377, 131366.3208035507, 974537078.182555]], [None]], ref)
+    assert not checksums_match([[[196841.10869449377, 131402.7, 974537078.182555]], [None]], ref)  # drawn anew
+    assert not checksums_match([[[196841.10869449377, 131366.32080355068, 974537078.182555]]], ref)  # a trial short
+    assert not checksums_match(None, ref)

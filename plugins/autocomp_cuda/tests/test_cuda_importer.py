@@ -30,7 +30,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def __init__(self, scale):
-        super().__init__()
+        super(Model, self).__init__()  # as KernelBench writes it
         self.scale = scale
 
     def forward(self, x):
@@ -85,6 +85,11 @@ async def test_imported_problems_pass_the_gate_and_evaluate(make_backend, checko
     problem = backend.load_problem("kb/L1/1")
     result = await backend.evaluate(problem, HALF_CANDIDATE, EvalContext())
     assert result.correct, result.feedback  # within float16's tolerance, not float32's
+    # The starting program is the reference renamed, references to Model included.
+    problem = backend.load_problem("kb/L2/7")
+    assert "super(ModelNew, self)" in problem.baseline_code
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
+    assert result.correct, result.feedback
 
 
 @pytest.mark.asyncio

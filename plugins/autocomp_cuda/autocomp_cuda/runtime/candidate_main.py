@@ -214,17 +214,35 @@ class Worker:
         self.job = job
         self.work = Path(job["work_dir"])
         self.device = torch.device(job["device"])
-        self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup"}
+        self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup", "phase_s": {}}
         self.counter = KernelCounter(job.get("prebuilt") or "")
+        self.phase_started = _perf()
 
     # -- bookkeeping
     def phase(self, name: str) -> None:
+        """Enter a phase: its watchdog is armed and the previous phase's duration recorded."""
+        self.end_phase()
         self.result["phase"] = name
         (self.work / "phase.txt").write_text(name)
         faulthandler.cancel_dump_traceback_later()
         limit = float(self.job["phase_timeouts"].get(name, 0) or 0)
         if limit > 0:
             faulthandler.dump_traceback_later(limit, exit=True)
+
+    def end_phase(self) -> None:
+        now = _perf()
+        spent = self.result["phase_s"]
+        spent[self.result["phase"]] = spent.get(self.result["phase"], 0.0) + now - self.phase_started
+        self.phase_started = now
+
+    def save(self, value: Any, name: str) -> None:
+        """Write outputs for the judge; the time it takes is reported on its own."""
+        t0 = _perf()
+        torch.save(value, self.work / name)
+        took = _perf() - t0
+        spent = self.result["phase_s"]
+        spent["output_write"] = spent.get("output_write", 0.0) + took
+        self.phase_started += took  # not counted in the phase too
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -272,7 +290,10 @@ class Worker:
         self.flags = snapshot_flags()
         self.threads_before = {t.ident for t in threading.enumerate()}
         try:
-            self.module = common.load_module(self.job["candidate"], "candidate")
+            # The problem's size constants hold in the candidate's module too (a forward that
+            # reads a global batch size sees the one the inputs were made with).
+            overrides = (self.job.get("problem") or {}).get("overrides")
+            self.module = common.load_module(self.job["candidate"], "candidate", overrides)
         except Exception as exc:
             status = common.classify_exception(exc, common.LOAD_ERROR)
             raise Failed(status, f"importing the candidate failed: {type(exc).__name__}: {exc}",
@@ -356,9 +377,9 @@ class Worker:
             calls = self.counter.calls
             out = self.call(inputs)
             snap = self.vet_output(out, before, inputs, state)
-            outputs.append({"out": snap.cpu(), "kernel_calls": self.counter.calls - calls})
+            outputs.append({"trial": k, "out": snap.cpu(), "kernel_calls": self.counter.calls - calls})
             self.check_guards(f"correctness trial {k}")
-        torch.save(outputs, self.work / "correctness.pt")
+        self.save(outputs, "correctness.pt")
 
     def flush(self) -> None:
         self.flush_buf.add_(1)  # touches every byte of a buffer larger than the last-level cache
@@ -439,7 +460,7 @@ class Worker:
         if changed and not self.job.get("buffers_mutate"):
             raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
         self.check_guards("after timing")
-        torch.save(samples, self.work / "timed_samples.pt")
+        self.save(samples, "timed_samples.pt")
         self.result["timing"] = {"candidate_host_ms": cand_host, "candidate_event_ms": cand_dev,
                                  "baseline_host_ms": ref_host["base"], "baseline_event_ms": ref_dev["base"],
                                  "compiled_host_ms": ref_host["compiled"], "compiled_event_ms": ref_dev["compiled"],
@@ -469,6 +490,7 @@ class Worker:
             self.result.update(status=common.classify_exception(exc, default),
                                message=f"{type(exc).__name__}: {exc}", detail=common.short_traceback(exc))
         faulthandler.cancel_dump_traceback_later()
+        self.end_phase()
         common.write_json(self.work / "result.json", self.result)
         return 0
 
@@ -501,9 +523,14 @@ def main(job_path: str, wait_s: float | None = None) -> int:
     if wait_s is not None and not wait_for_job(Path(job_path), wait_s):
         os._exit(0)  # nobody came: leave quietly, the engine starts a new worker when needed
     job = json.loads(Path(job_path).read_text())
+    received = time.time()  # against the engine's clock: how long the job waited for this process
     if job.get("build_dir"):
         os.environ["TORCH_EXTENSIONS_DIR"] = job["build_dir"]
-    code = Worker(job).run()
+    if job.get("triton_cache"):
+        os.environ["TRITON_CACHE_DIR"] = job["triton_cache"]
+    worker = Worker(job)
+    worker.result["job_received"] = received
+    code = worker.run()
     sys.stdout.flush()
     # Skip interpreter teardown: a candidate's atexit hooks and stray threads get no say.
     os._exit(code)

@@ -1,10 +1,12 @@
 """Helpers shared by the child processes: loading a reference, seeding, classifying errors."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
 import random
+import re
 import sys
 import traceback
 import types
@@ -13,21 +15,17 @@ from typing import Any
 
 import torch
 
-# Statuses kept distinct all the way to the report (see the plugin README).
-COMPILE_ERROR = "compile_error"
-LOAD_ERROR = "load_error"
-RUNTIME_ERROR = "runtime_error"
-CUDA_FAULT = "cuda_fault"
-TIMEOUT = "timeout"
-OOM = "oom"
-MISMATCH = "mismatch"
-HACK = "hack_suspected"
-OK = "ok"
-
-CUDA_FAULT_MARKERS = ("cuda error", "illegal memory access", "device-side assert", "an illegal instruction",
-                      "misaligned address", "unspecified launch failure", "cudaerror", "acceleratorerror")
-OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "std::bad_alloc",
-               "outofmemoryerror")
+from ..statuses import (  # noqa: F401 - the children's names for them
+    CUDA_FAULT,
+    CUDA_FAULT_MARKERS,
+    HACK,
+    LOAD_ERROR,
+    MISMATCH,
+    OK,
+    OOM,
+    OOM_MARKERS,
+    RUNTIME_ERROR,
+)
 
 
 def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
@@ -76,17 +74,43 @@ def seed_all(seed: int) -> None:
 
 
 def load_module(path: str | Path, name: str, overrides: dict[str, Any] | None = None) -> types.ModuleType:
-    """Import a source file as a fresh module (real file, so Triton can read kernel source)."""
+    """Import a source file as a fresh module (real file, so Triton can read kernel source).
+
+    ``overrides`` set module constants (a size tier): each top-level assignment of an
+    overridden name is followed by one of the new value, so constants computed from it
+    further down (``bias_shape = (out_channels, 1, 1)``) follow; names the file does not
+    assign at top level are set on the module afterwards."""
     spec = importlib.util.spec_from_file_location(name, str(path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
-    # Size tiers override module constants; get_inputs() reads them at call time.
+    if overrides:
+        source = Path(path).read_text()
+        code = compile(_with_overrides(ast.parse(source, str(path)), overrides), str(path), "exec")
+        exec(code, module.__dict__)
+    else:
+        spec.loader.exec_module(module)
+    # get_inputs() reads module globals at call time.
     for key, value in (overrides or {}).items():
         setattr(module, key, value)
     return module
+
+
+def _with_overrides(tree: ast.Module, overrides: dict[str, Any]) -> ast.Module:
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        body.append(node)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        names = [n.id for t in targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
+                 if isinstance(n, ast.Name)]  # a = b = 1 and D, H, W = 16, 32, 32 alike
+        for name in names:
+            if name in overrides:
+                value = ast.parse(repr(overrides[name]), mode="eval").body
+                body.append(ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node))
+    tree.body = body
+    return ast.fix_missing_locations(tree)
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -115,16 +139,31 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def device_info(device: torch.device) -> dict[str, Any]:
     info: dict[str, Any] = {"torch": torch.__version__, "device": str(device),
                             "cuda_runtime": torch.version.cuda, "threads": torch.get_num_threads()}
-    if device.type == "cuda":
+    if device.type == "cuda" and torch.cuda.is_available():  # (a build needs no GPU)
         props = torch.cuda.get_device_properties(device)
         info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
                     memory_gb=round(props.total_memory / 2**30, 1),
                     l2_bytes=int(getattr(props, "L2_cache_size", 0)), sm_count=props.multi_processor_count)
-        try:
-            info["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
-        except Exception:
-            info["driver"] = None
+        info.update(driver_versions())
     return info
+
+
+def driver_versions() -> dict[str, str | None]:
+    """The NVIDIA kernel driver's version (e.g. 580.159.04, from the driver's own /proc file)
+    and the CUDA version its driver API supports (e.g. 13.0, asked through torch)."""
+    found: dict[str, str | None] = {"driver": None, "cuda_driver_api": None}
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+        found["driver"] = match.group(1) if match else None
+    except OSError:
+        pass
+    try:
+        api = int(torch._C._cuda_getDriverVersion())  # e.g. 13000
+        found["cuda_driver_api"] = f"{api // 1000}.{api % 1000 // 10}"
+    except Exception:
+        pass
+    return found
 
 
 def cpu_cache_bytes() -> int:

@@ -1,4 +1,4 @@
-"""Output comparison. Runs only in trusted processes (the parent, the reference worker).
+"""Output comparison. Runs only in trusted processes (the judge, the reference worker).
 
 The error of one output is the largest element-wise ratio
 ``|out - ref64| / (atol * scale + rtol * |ref64|)``, where ``ref64`` is the reference run in
@@ -60,24 +60,24 @@ def error_ratio(out: torch.Tensor, ref64: torch.Tensor, atol: float, rtol: float
     return float(((cand - ref).abs() / allowed).max())
 
 
-def check_output(out: torch.Tensor, ref_native: torch.Tensor, ref64: torch.Tensor,
+def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
                  atol: float | None, rtol: float | None) -> Verdict:
-    """Exact type, shape and dtype first, then values against the float64 reference."""
-    atol, rtol = tolerance_for(ref_native.dtype, atol, rtol)
+    """Exact type, shape and ``dtype`` (the reference's own output dtype) first, then values
+    against ``expected``: the float64 reference for floating outputs, the exact one otherwise."""
+    atol, rtol = tolerance_for(dtype, atol, rtol)
     if type(out) is not torch.Tensor:
         return Verdict(False, math.inf, f"output is {type(out).__name__}, not a plain torch.Tensor")
-    if tuple(out.shape) != tuple(ref_native.shape):
-        return Verdict(False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(ref_native.shape)}")
-    if out.dtype != ref_native.dtype:
-        return Verdict(False, math.inf, f"output dtype {out.dtype} != expected {ref_native.dtype}")
-    target = ref64 if ref_native.is_floating_point() else ref_native
-    ratio = error_ratio(out, target, atol, rtol)
+    if tuple(out.shape) != tuple(expected.shape):
+        return Verdict(False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(expected.shape)}")
+    if out.dtype != dtype:
+        return Verdict(False, math.inf, f"output dtype {out.dtype} != expected {dtype}")
+    ratio = error_ratio(out, expected, atol, rtol)
     if ratio <= 1.0:
         return Verdict(True, ratio)
     if math.isinf(ratio):
         reason = "values differ (non-finite values or integer mismatch)"
     else:
-        diff = (out.double() - target.double()).abs()
+        diff = (out.double() - expected.double()).abs()
         reason = (f"max |diff| {float(diff.max()):.3g}, mean |diff| {float(diff.mean()):.3g}; "
                   f"error is {ratio:.3g}x the tolerance (atol={atol:g} x output RMS, rtol={rtol:g})")
     return Verdict(False, ratio, reason)

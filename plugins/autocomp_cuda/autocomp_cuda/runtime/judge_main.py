@@ -1,0 +1,137 @@
+"""Judge: compares a candidate's outputs with the reference, in a trusted process of its own.
+
+Run as ``python -m autocomp_cuda.runtime.judge_main IDLE_S`` by the harness (one per device
+slot, kept between candidates, outside the sandbox: it reads the reference files, which the
+candidate's worker never sees, and the output files that worker left behind after it ended).
+So the engine's own process never imports torch.
+
+Protocol: one JSON request per line on stdin, one JSON answer per line on stdout. A request
+names the reference dir, the tolerances and the worker's output files::
+
+    {"ref_dir": ..., "dtype": "float32", "atol": null, "rtol": null,
+     "correctness": ".../correctness.pt", "samples": ".../timed_samples.pt" or null}
+
+and the answer holds, for each list, the first failing output (or none) and the worst error::
+
+    {"correctness": {"checked": 5, "worst": 0.02, "failure": null},
+     "samples": {"checked": 4, "worst": 0.01, "failure": {"index": 2, "rep": 17, "reason": ...}},
+     "seconds": {"load": ..., "compare": ...}}
+
+or ``{"error": ..., "unreadable": true}`` when an output file is not what the worker writes.
+Comparisons run on the device (a GPU compares a 100 M-element output in milliseconds, where
+the host took seconds). The reference of the last problems judged stays in host memory.
+The judge leaves after ``IDLE_S`` seconds without a request (or when stdin closes); the
+harness starts a new one when it needs one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .compare import check_output
+
+#: Reference dirs whose outputs stay loaded (each holds one output per trial).
+KEEP_REFERENCES = 2
+
+
+class Unreadable(Exception):
+    """An output file that is not what the worker writes (another program touched it)."""
+
+
+class References:
+    """Expected outputs per reference dir, loaded once, most recent kept."""
+
+    def __init__(self) -> None:
+        self._dirs: OrderedDict[str, list[torch.Tensor]] = OrderedDict()
+
+    def trial(self, ref_dir: str, k: int) -> torch.Tensor:
+        trials = self._dirs.get(ref_dir)
+        if trials is None:
+            trials = []
+            while (Path(ref_dir) / f"trial_{len(trials)}.pt").exists():
+                trials.append(torch.load(Path(ref_dir) / f"trial_{len(trials)}.pt", weights_only=True)["expected"])
+            self._dirs[ref_dir] = trials
+            while len(self._dirs) > KEEP_REFERENCES:
+                self._dirs.popitem(last=False)
+        self._dirs.move_to_end(ref_dir)
+        if not 0 <= k < len(trials):
+            raise Unreadable(f"an output for trial {k}, which does not exist")
+        return trials[k]
+
+
+def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
+    if not path or not os.path.exists(path):
+        return []
+    try:
+        items = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        raise Unreadable(f"{os.path.basename(path)}: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get(key), int) for i in items):
+        raise Unreadable(f"{os.path.basename(path)} does not hold the worker's list of outputs")
+    if key == "trial" and [i["trial"] for i in items] != list(range(len(items))):
+        raise Unreadable(f"{os.path.basename(path)} does not hold one output per trial, in order")
+    return items
+
+
+def judge(request: dict[str, Any], refs: References, device: torch.device) -> dict[str, Any]:
+    started = time.perf_counter()
+    dtype = getattr(torch, request["dtype"])
+    lists = {"correctness": _outputs(request.get("correctness"), "trial"),
+             "samples": _outputs(request.get("samples"), "set")}
+    loaded = time.perf_counter()
+    answer: dict[str, Any] = {}
+    for name, items in lists.items():
+        worst, failure = 0.0, None
+        for index, item in enumerate(items):
+            k = item["trial"] if name == "correctness" else item["set"]
+            out = item.get("out")
+            expected = refs.trial(request["ref_dir"], k).to(device)
+            check = check_output(out.to(device) if type(out) is torch.Tensor else out, expected, dtype,
+                                 request.get("atol"), request.get("rtol"))
+            worst = max(worst, check.error_ratio)
+            if not check.ok:
+                failure = {"index": index, "rep": item.get("rep"), "reason": check.reason,
+                           "error_ratio": check.error_ratio}
+                break
+        answer[name] = {"checked": len(items), "worst": worst, "failure": failure}
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the next candidate on this GPU gets all of its memory
+    answer["seconds"] = {"load": loaded - started, "compare": time.perf_counter() - loaded}
+    return answer
+
+
+def main(idle_s: float) -> int:
+    protocol = sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers goes to the protocol stream
+    use_gpu = bool(os.environ.get("CUDA_VISIBLE_DEVICES")) and torch.cuda.is_available()
+    device = torch.device("cuda" if use_gpu else "cpu")
+    refs = References()
+    protocol.write(json.dumps({"ready": True, "device": str(device)}) + "\n")
+    protocol.flush()
+    while True:
+        readable, _, _ = select.select([sys.stdin], [], [], idle_s)
+        if not readable:
+            return 0  # idle: leave; the harness starts another judge when it needs one
+        line = sys.stdin.readline()
+        if not line:
+            return 0  # the engine is gone
+        try:
+            answer = judge(json.loads(line), refs, device)
+        except Unreadable as exc:
+            answer = {"error": str(exc), "unreadable": True}
+        except Exception as exc:  # ours to report: the harness turns it into infra_error
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        protocol.write(json.dumps(answer) + "\n")
+        protocol.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main(float(sys.argv[1]) if len(sys.argv) > 1 else 300.0))
