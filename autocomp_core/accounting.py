@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .config import BudgetConfig
 from .llm.types import LLMResponse
@@ -68,10 +68,23 @@ class Ledger:
         }
 
 
+class Spending(Protocol):
+    """What budgets are checked against: a run's ledger, or the runs of a suite together."""
+
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def llm_calls(self) -> int: ...
+    @property
+    def evaluations(self) -> int: ...
+
+
 class Budget:
     """Checks the run's budgets against the ledger before anything is spent."""
 
-    def __init__(self, config: BudgetConfig, ledger: Ledger) -> None:
+    def __init__(self, config: BudgetConfig, ledger: Spending) -> None:
         self.config = config
         self.ledger = ledger
 
