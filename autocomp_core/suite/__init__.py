@@ -206,7 +206,8 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
     budget = Budget(first.config.budget, spending)
     display = SuiteProgress.for_terminal(list(dirs), spending, quiet=not show,
                                          title=f"{first.backend.name}: {suite_dir.name}")
-    errors: dict[str, str] = {}
+    notes: dict[str, str] = {}  # problems that did not run: why (their journal cannot say)
+    stops: list[str] = []  # how each run of this session ended
     prior_wall = _read_summary(suite_dir).get("wall_s", 0.0)
     wall_budget = validate({**plan["config"], "problem": "?"}).budget.wall_s
     started = time.monotonic()
@@ -219,11 +220,14 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
                 budget.check_llm()
                 budget.check_evaluation()
                 result = await execute(prep, dirs[problem], suite=share)
+                stops.append(result.stop_reason)
                 display.finished(problem, result.stop_reason)
             except BudgetReached as exc:  # the suite's budget was spent before this one ran
-                display.finished(problem, exc.reason)
+                stops.append(exc.reason)
+                notes[problem] = f"{exc.reason} (not started)"
+                display.finished(problem, notes[problem])
             except RunError as exc:  # this problem cannot run (a wrong baseline): the others go on
-                errors[problem] = str(exc)
+                notes[problem] = f"error: {exc}"
                 display.finished(problem, "error")
 
     try:
@@ -242,10 +246,11 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
                     async with anyio.create_task_group() as tg:
                         for prep in preps:
                             tg.start_soon(one, prep, at_once, share)
+        budgets = [reason for reason in stops if reason.startswith("budget.")]
         stop_reason = "budget.wall_s" if scope.cancelled_caught else \
-            "errors" if errors else "completed"
+            budgets[0] if budgets else "completed"
     finally:
-        result = _write_summary(suite_dir, dirs, errors, stop_reason,
+        result = _write_summary(suite_dir, dirs, notes, stop_reason,
                                 prior_wall + time.monotonic() - started)
     return result
 
@@ -265,9 +270,9 @@ def _read_summary(suite_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _write_summary(suite_dir: Path, dirs: dict[str, Path], errors: dict[str, str],
+def _write_summary(suite_dir: Path, dirs: dict[str, Path], notes: dict[str, str],
                    stop_reason: str, wall_s: float) -> SuiteResult:
-    rows = [problem_row(problem, run_dir, errors.get(problem))
+    rows = [problem_row(problem, run_dir, notes.get(problem))
             for problem, run_dir in dirs.items()]
     data = summarize(rows, stop_reason)
     data["wall_s"] = round(wall_s, 3)

@@ -28,8 +28,9 @@ FAST_P = (1.0, 1.5, 2.0)
 OTHER_BASELINE = "speedup_vs_"
 
 
-def problem_row(problem: str, run_dir: Path, error: str | None = None) -> dict[str, Any]:
-    """One problem of the suite, from its run directory (which may not exist yet)."""
+def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[str, Any]:
+    """One problem of the suite, from its run directory (which may not exist yet); ``note``:
+    why it did not run, when its journal cannot say (an error, a budget already spent)."""
     row: dict[str, Any] = {"problem": problem, "run_dir": run_dir.name, "stop_reason": "waiting",
                            "baseline": None, "best": None, "unit": "", "speedup": None,
                            "correct": False, "llm_calls": 0, "tokens": 0, "cost_usd": 0.0,
@@ -48,8 +49,8 @@ def problem_row(problem: str, run_dir: Path, error: str | None = None) -> dict[s
                    evaluations=s["evaluations"],
                    other_speedups={k.removeprefix(OTHER_BASELINE): v for k, v in extra.items()
                                    if k.startswith(OTHER_BASELINE) and v})
-    if error:
-        row["stop_reason"] = f"error: {error}"
+    if note:
+        row["stop_reason"] = note
     return row
 
 
