@@ -150,7 +150,6 @@ class RayExecutor:
                               f"{address}: {_first_line(exc)}") from None
         _cluster_messages_to_log()
 
-
     # -- capacity -----------------------------------------------------------------------
     def nodes(self) -> list[dict[str, Any]]:
         import ray
@@ -222,11 +221,10 @@ class RayExecutor:
     # -- description --------------------------------------------------------------------
     async def describe(self) -> dict[str, Any]:
         """The live nodes: address, resources, and the backends each has installed."""
+        import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from .ray_worker import installed_backends
-
-        import ray
 
         probe = ray.remote(installed_backends)
         rows = []
