@@ -24,7 +24,7 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
 [ -x .venv/bin/python ] || python3 -m venv .venv
 PIP=".venv/bin/pip"
 $PIP install -q --upgrade pip
-$PIP install -q -e '.[test,pack]'
+$PIP install -q -e '.[test,pack,ray]'
 # The CUDA plugin needs torch: take the 2.13.0 build first (CPU-only where the machine
 # provides it), so no range resolution pulls a multi-gigabyte CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || $PIP install -q 'torch==2.13.0'
