@@ -40,7 +40,8 @@ def cli(cluster, *args: str, timeout: float = 300) -> subprocess.CompletedProces
                           text=True, timeout=timeout)
 
 
-def run_config(cluster, llm, tmp: Path, name: str, **options: Any) -> tuple[Path, dict]:
+def run_config(cluster, llm, tmp: Path, name: str, address: str | None = None,
+               **options: Any) -> tuple[Path, dict]:
     """A small toyplaced run on the cluster; ``options`` go to the backend."""
     config = {
         "backend": "toyplaced", "problem": "sum_squares", "seed": 5,
@@ -49,7 +50,7 @@ def run_config(cluster, llm, tmp: Path, name: str, **options: Any) -> tuple[Path
         "models": {"plan": [f"openai-compatible@{llm.openai_base_url}::scripted"]},
         "search": {"iterations": 2, "beam_size": 2, "plans_per_candidate": 2,
                    "codes_per_plan": 2},
-        "executor": {"kind": "ray", "address": cluster.address},
+        "executor": {"kind": "ray", "address": address or cluster.address},
         "llm": {"max_concurrency": 2, "max_retries": 1, "timeout_s": 30},
     }
     path = tmp / f"{name}.toml"
@@ -61,6 +62,18 @@ def evaluations_logged(log: Path) -> list[tuple[str, str]]:
     """(node, program digest) of every evaluation started, in order."""
     lines = log.read_text().splitlines() if log.exists() else []
     return [(words[0], words[3]) for words in map(str.split, lines) if words[2] == "eval"]
+
+
+def wait_for(condition, engine: subprocess.Popen, what: str, timeout_s: float = 300) -> None:
+    """Poll ``condition`` while the engine runs; a timeout or an engine that exits first
+    fails the test with the engine's stderr, and leaves no engine behind."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if engine.poll() is not None or time.monotonic() > deadline:
+            engine.kill()
+            _, err = engine.communicate()
+            pytest.fail(f"waiting for {what}: engine exited {engine.returncode}: {err}")
+        time.sleep(0.02)
 
 
 def journal(run_dir: Path) -> tuple[list, dict]:
@@ -93,11 +106,35 @@ def test_doctor_shows_nodes_their_resources_and_backends(cluster, nodes):
     assert "backends: " in text.stdout and "toy (toy_plugin)" in text.stdout
 
 
+def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
+    """Evaluations at once come from the cluster's resources, not this machine's CPUs."""
+    import anyio
+
+    from autocomp_core.executors.ray_executor import RayExecutor, RayOptions
+    from autocomp_core.resources import Resources
+
+    for key, value in cluster.driver_env().items():
+        monkeypatch.setenv(key, value)
+
+    async def slots() -> list[int]:
+        async with RayExecutor(RayOptions(address=cluster.address)) as executor:
+            counts = [executor.slots(Resources(cpus=1, memory_mb=512)),
+                      executor.slots(Resources(cpus=0.5, memory_mb=512)),
+                      executor.slots(Resources(cpus=1, custom={"lane": 1}))]
+            with pytest.raises(ValueError, match="needs 1 cpus, 1024 memory_mb, 1 gpus"):
+                executor.slots(Resources(cpus=1, gpus=1))
+            return counts
+
+    assert anyio.run(slots) == [2, 4, 1]  # a CPU on each node; half CPUs; lane on b only
+
+
 def test_evaluations_land_on_the_node_that_has_their_resource(cluster, llm, nodes, tmp_path):
-    config, data = run_config(cluster, llm, tmp_path, "placed", resource="node_b")
+    """Through the Ray Client (``ray://``), as from a machine outside the cluster."""
+    config, data = run_config(cluster, llm, tmp_path, "placed", cluster.client_address,
+                              resource="node_b")
     out = cli(cluster, "optimize", str(config), "--quiet", "--json")
     assert out.returncode == 0, out.stderr
-    cands, evals = journal(Path(data["run_dir"]))
+    _, evals = journal(Path(data["run_dir"]))
     assert len(evals) > 4
     b = nodes[cluster.ip(1)]["node_id"]
     for result in evals.values():  # journaled with where it ran
@@ -128,17 +165,16 @@ def test_a_resource_no_node_offers_is_refused_before_anything_is_spent(cluster, 
 def test_a_node_killed_mid_evaluation_costs_a_retry_not_the_run(cluster, llm, nodes,
                                                                 tmp_path):
     cluster.add_node("c", num_cpus=1, resources={"lane": 1.0}, env={"AUTOCOMP_TEST_NODE": "c"})
-    config, data = run_config(cluster, llm, tmp_path, "killed", resource="lane", delay_s=1.5)
+    config, data = run_config(cluster, llm, tmp_path, "killed", resource="lane",
+                              stall_on="c")
     log = Path(data["backend_options"]["log_file"])
     engine = subprocess.Popen([*CLI, "optimize", str(config), "--quiet", "--json"],
                               env=engine_env(cluster), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 180
-        while not any(node == "c" for node, _ in evaluations_logged(log)):
-            assert engine.poll() is None and time.monotonic() < deadline, engine.stderr.read()
-            time.sleep(0.05)
-        cluster.kill_node("c")  # while its evaluation sleeps: mid-way
+        wait_for(lambda: any(node == "c" for node, _ in evaluations_logged(log)), engine,
+                 "an evaluation on node c")
+        cluster.kill_node("c")  # while its evaluation stalls: mid-way
         out, err = engine.communicate(timeout=300)
     finally:
         engine.kill()
@@ -172,9 +208,8 @@ def test_the_engine_killed_and_resumed_repeats_no_finished_evaluation(cluster, l
                                   env=engine_env(cluster), stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         log = Path(data["backend_options"]["log_file"])
-        deadline = time.monotonic() + 120
-        while not evaluations_logged(log) and time.monotonic() < deadline:
-            time.sleep(0.02)  # the run evaluates on the cluster: the driver is connected
+        # the run evaluates on the cluster: the driver is connected
+        wait_for(lambda log=log: evaluations_logged(log), engine, "a first evaluation")
         time.sleep(rng.uniform(0.0, seconds * 0.5))
         engine.send_signal(signal.SIGKILL)
         engine.wait()
@@ -203,10 +238,7 @@ def test_a_suite_on_the_cluster_completes_resumes_after_sigkill_and_summarizes(
             "--set", "backend_options.delay_s=0.3", "--concurrency", "2", "--quiet"]
     engine = subprocess.Popen([*CLI, *args], env=engine_env(cluster),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while len(evaluations_logged(log)) < 3:  # some problems under way
-        assert engine.poll() is None and time.monotonic() < deadline, engine.stderr.read()
-        time.sleep(0.02)
+    wait_for(lambda: len(evaluations_logged(log)) >= 3, engine, "some problems under way")
     engine.send_signal(signal.SIGKILL)
     engine.wait()
     assert not (suite / SUMMARY_JSON).exists()
