@@ -1,7 +1,7 @@
 """autocomp-core: an LLM-driven code optimizer for tensor accelerators.
 
 Everything a plugin needs is importable from here: the backend contract, the sandbox,
-the hook marker, the run configuration and the errors.
+the hook marker, the run configuration, the errors and the pieces of a static screen.
 """
 from .backend import (
     Backend,
@@ -28,15 +28,17 @@ from .sandbox import (
     remove_tree,
     run_sandboxed,
 )
+from .screening import Finding, attribute_root
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Backend", "BackendOptions", "Capability", "ConfigError", "DoctorCheck", "EvalContext",
-    "EvalResult", "Example", "FailureKind", "HardwareConfig", "KnowledgePack", "Problem",
-    "Resources", "RunConfig", "RunError", "RunSummary", "SandboxError", "SandboxLimits",
-    "SandboxResult", "bound_text", "hookimpl", "make_backend", "optimize", "optimize_async",
-    "parse_assignments", "private_workdir", "remove_tree", "run_sandboxed",
+    "EvalResult", "Example", "FailureKind", "Finding", "HardwareConfig", "KnowledgePack",
+    "Problem", "Resources", "RunConfig", "RunError", "RunSummary", "SandboxError",
+    "SandboxLimits", "SandboxResult", "attribute_root", "bound_text", "hookimpl",
+    "make_backend", "optimize", "optimize_async", "parse_assignments", "private_workdir",
+    "remove_tree", "run_sandboxed",
 ]
 
 #: names whose modules pull in the engine and the LLM stack: imported on first use

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import BudgetConfig
 from .llm.types import LLMResponse
 from .llm.usage import UsageLedger
+
+if TYPE_CHECKING:
+    from .store import RunStore
 
 
 class BudgetReached(Exception):
@@ -33,6 +36,17 @@ class Ledger:
     eval_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
     prior_wall_s: float = 0.0  # wall time of earlier sessions of a resumed run
+
+    @classmethod
+    def from_store(cls, store: RunStore) -> Ledger:
+        """The usage of the earlier sessions of a journaled run (a run directory, a pack
+        build), so totals and budgets span the whole run."""
+        ledger = cls(prior_wall_s=store.get_meta("wall_s", 0.0))
+        for call in store.llm_calls():
+            ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
+                           replayed=False)
+        ledger.evaluations = store.count("evaluations")
+        return ledger
 
     def add_llm(self, phase: str, model: str, resp: LLMResponse, replayed: bool) -> None:
         self.llm.record(phase, model, resp)

@@ -227,6 +227,7 @@ class DoctorCheck:
     ok: bool
     detail: str = ""
     fix: str = ""  # the command that installs what is missing
+    required: bool = True  # False: the backend works without it (an optional extra)
 
 
 @dataclass(frozen=True)

@@ -235,15 +235,16 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
         return
     if output:
         fail("--output: only with --html")
+    from .accounting import Ledger
     from .exports import write_exports
-    from .runner import _ledger_from_store, load_backend, load_run_config
+    from .runner import load_backend, load_run_config
     from .store import RunStore
 
     config = load_run_config(Path(run_dir))
     backend, problem, _ = load_backend(config)
     store = RunStore(run_dir)
     try:
-        ledger = _ledger_from_store(store)
+        ledger = Ledger.from_store(store)
         write_exports(Path(run_dir), store, backend, problem, ledger,
                       stop_reason=store.get_meta("stop_reason", "unknown"),
                       drop_root=config.translation.iterations > 0 and
@@ -286,7 +287,7 @@ def backends(as_json: bool) -> None:
             backend = cls()
             checks = backend.doctor()
             row = {"name": name, "version": backend.version, "description": cls.description,
-                   "healthy": all(c.ok for c in checks),
+                   "healthy": all(c.ok for c in checks if c.required),
                    "missing": [c.name for c in checks if not c.ok],
                    "problems": len(backend.problems())}
         except Exception as exc:  # a broken backend is reported, not fatal
@@ -332,13 +333,22 @@ def plugins(as_json: bool) -> None:
 @click.argument("name")
 @click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=".",
               show_default=True, help="Folder to create the package folder in.")
-def new_backend(name: str, parent: Path) -> None:
+@click.option("--pack", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Start from this knowledge pack (a `build-pack --out` folder).")
+@click.option("--language", default="python", show_default=True,
+              help="Language of the target's programs, as in a code fence (c, cpp, ...).")
+@click.option("--extension", default=None,
+              help="File extension of programs [default: from --language].")
+def new_backend(name: str, parent: Path, pack: Path | None, language: str,
+                extension: str | None) -> None:
     """Write a complete backend plugin package for NAME: pyproject.toml with the entry
-    point, a backend with typed hardware config and options, a knowledge pack, a problem
-    with its baseline and reference, a README and tests that pass as generated."""
+    point, a backend with typed hardware config and options, a knowledge pack (or the one
+    given with --pack), a problem with its baseline and reference, a README and tests that
+    pass as generated."""
     from .scaffold import write_backend_plugin
 
-    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends())
+    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends(), pack=pack,
+                                language=language, extension=extension)
     click.echo(f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
                f"  pytest {root}\n  autocomp-core backends")
 
@@ -447,10 +457,10 @@ def doctor(backend: str | None, executor: str | None, address: str | None,
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:
-            mark = "ok " if c.ok else "MISSING"
+            mark = "ok " if c.ok else "MISSING" if c.required else "absent (optional)"
             fix = f"  -> {c.fix}" if (not c.ok and c.fix) else ""
             click.echo(f"  [{mark}] {c.name} {c.detail}{fix}")
-            missing += not c.ok
+            missing += not c.ok and c.required
         if not checks:
             click.echo("  (no checks)")
     for f in reg.failures:

@@ -72,7 +72,8 @@ def body_of(section: MdSection) -> str:
 
 def blocks(text: str) -> list[str]:
     """Paragraphs: ``text`` cut at blank lines, a fenced code block always kept whole."""
-    out, current = [], []
+    out: list[str] = []
+    current: list[str] = []
     for line, code in _code_flags(text):
         if not code and not line.strip():
             if current:

@@ -8,6 +8,7 @@ dropping filler words and crude stemming, their word sets mostly coincide
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from difflib import SequenceMatcher
 
 from .llm.parsing import extract_plan
@@ -50,8 +51,8 @@ def near_duplicate(a: str, b: str) -> bool:
     return SequenceMatcher(None, na, nb).ratio() >= SAME_TEXT
 
 
-def merge_near_duplicates(items: list[str], existing: list[str] = ()) -> tuple[list[str],
-                                                                            list[tuple[str, str]]]:
+def merge_near_duplicates(items: Iterable[str], existing: Iterable[str] = ()
+                          ) -> tuple[list[str], list[tuple[str, str]]]:
     """``items`` without those that repeat an earlier item or one of ``existing``.
 
     Returns (kept, dropped) where dropped pairs each item left out with the one it repeats.

@@ -34,7 +34,8 @@ REFRESH_PER_S = 4
 
 
 class LLMWork(Protocol):
-    asking: Mapping[str, int]  # LLM requests in flight, by phase
+    @property
+    def asking(self) -> Mapping[str, int]: ...  # LLM requests in flight, by phase
 
 
 class EvaluationWork(Protocol):

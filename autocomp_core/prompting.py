@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -126,7 +127,7 @@ class PromptBuilder:
     def _output(self) -> str:
         return render("output_edits" if self.search.edits else "output_full", language=self.language)
 
-    def _prompt(self, dynamic: str, examples: list[Example] = ()) -> Prompt:
+    def _prompt(self, dynamic: str, examples: Sequence[Example] = ()) -> Prompt:
         context = {"isa": self.isa_sections, "examples": [e.name for e in examples]}
         return Prompt(system=self.system, static=self.static, dynamic=dynamic.strip(),
                       context=context)

@@ -27,7 +27,6 @@ from .exports import target_info, write_exports
 from .journal import Evaluator, JournaledLLM
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
-from .llm.types import LLMResponse
 from .packbuilder.packfiles import PackError, read_pack
 from .plugins import PluginRegistry, build_registry
 from .progress import Progress
@@ -185,16 +184,6 @@ class RunSummary:
         return self.data["speedup"]
 
 
-def _ledger_from_store(store: RunStore) -> Ledger:
-    """Usage of earlier sessions of this run, so totals and budgets span the whole run."""
-    ledger = Ledger(prior_wall_s=store.get_meta("wall_s", 0.0))
-    for call in store.llm_calls():
-        ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
-                       replayed=False)
-    ledger.evaluations = store.count("evaluations")
-    return ledger
-
-
 async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
                   reevaluate: bool = False, progress_stream: bool = True,
                   suite: SuiteShare | None = None) -> RunSummary:
@@ -210,7 +199,7 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
-    ledger = _ledger_from_store(store)
+    ledger = Ledger.from_store(store)
     if suite is not None:  # the suite's budget counts every run; its display shows this one
         spending, progress = suite.join(run_dir, prep, ledger)
     else:

@@ -3,5 +3,5 @@
 # (Formatting is checked once the tree has been formatted: `ruff format --check`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/python -m ruff check .
+.venv/bin/python -m ruff check --no-cache .
 .venv/bin/python -m mypy

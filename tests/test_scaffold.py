@@ -45,8 +45,9 @@ def plugin(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(plugin, tmp_path_factory) -> dict[str, str]:
-    """A fresh virtual environment with the core and the plugin installed, and the
-    environment to run its commands with (nothing of this process's plugin setup)."""
+    """A fresh virtual environment with the core installed and the plugin installed editable,
+    as its README says, and the environment to run its commands with (nothing of this
+    process's plugin setup)."""
     root = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
@@ -56,7 +57,7 @@ def venv(plugin, tmp_path_factory) -> dict[str, str]:
     env = {"PATH": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "HOME": str(tmp_path_factory.mktemp("home")), "LANG": "C.UTF-8"}
     done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           "--no-build-isolation", str(ROOT), str(plugin)],
+                           "--no-build-isolation", str(ROOT), "-e", str(plugin)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return env
@@ -69,7 +70,7 @@ def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.
 
 def test_the_generated_package_is_complete(plugin):
     package = plugin / "autocomp_my_npu"
-    for path in ("pyproject.toml", "README.md", "tests/test_backend.py"):
+    for path in ("pyproject.toml", "README.md", "tests/test_my_npu_backend.py"):
         assert (plugin / path).is_file(), path
     for path in ("plugin.py", "backend.py", "harness.py", "knowledge/knowledge.toml",
                  "knowledge/architecture.md", "knowledge/isa.md",

@@ -230,7 +230,7 @@ class RayExecutor:
         rows = []
         for node in self.nodes():
             ref = probe.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote(self.plugins)
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote(list(self.plugins))
             try:
                 with anyio.fail_after(QUESTION_TIMEOUT_S):
                     backends = await ref

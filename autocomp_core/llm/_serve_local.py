@@ -19,6 +19,12 @@ def _exit_with_parent(parent: int) -> None:
 
 
 if __name__ == "__main__":
+    # llama.cpp's threads meet at an OpenMP barrier after every operation. Spinning there
+    # (libgomp's default) is fast on an idle machine and ruinous on a busy one: a waiting
+    # thread holds the core that its descheduled partner needs, and generation drops from
+    # ~10 to under 1 token/s with one other busy process per core (an evaluation, a compile).
+    # Set before llama_cpp loads libgomp; an explicit value in the environment wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     sys.argv = ["llama_cpp.server", *sys.argv[1:]]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

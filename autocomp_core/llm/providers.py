@@ -272,7 +272,8 @@ class LocalModelClient:
         server = EmbeddedLlamaServer(local_model_file(model, settings), alias=model,
                                      threads=settings.local_threads,
                                      context_tokens=settings.local_context_tokens,
-                                     startup_timeout_s=settings.local_startup_timeout_s)
+                                     startup_timeout_s=settings.local_startup_timeout_s,
+                                     extra_args=settings.local_server_args)
         self._servers[model] = server
         await server.start()
         self._clients[model] = OpenAIChatClient(replace(self._ctx, base_url=server.base_url),

@@ -31,3 +31,6 @@ class LLMSettings(BaseModel):
     local_startup_timeout_s: float = Field(120, gt=0)
     local_threads: int | None = None  # llama.cpp threads (default: all cores)
     local_context_tokens: int = Field(8192, ge=512)
+    # more llama-cpp-python server options, after (and so over) autocomp's own, e.g.
+    # ["--flash_attn", "true"]; `python -m llama_cpp.server --help` lists them
+    local_server_args: list[str] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting import BudgetReached
-from ..backend import Example, KnowledgePack
+from ..backend import Backend, Example, KnowledgePack, Problem
 from ..config import BudgetConfig
 from ..journal import Evaluator
 from ..llm.client import LLMClient, default_models
@@ -79,7 +79,8 @@ class PackBuilder:
         self.o = options
         self.target = options.target_name
         self._source_inputs()  # a missing or unreadable file is reported before anything else
-        self.backend = self.problem = None
+        self.backend: Backend | None = None
+        self.problem: Problem | None = None
         if options.backend:
             from ..runner import load_problem, make_backend
 
@@ -124,7 +125,9 @@ class PackBuilder:
         for item in inputs:
             if item[0] == "file":
                 path = Path(item[1])
-                add(item[1], kind_of_path(path), path.read_bytes())
+                kind = kind_of_path(path)
+                assert kind is not None, path  # source_files lists files of known kinds only
+                add(item[1], kind, path.read_bytes())
                 continue
             result = await crawl(item[1], self.o.crawl,
                                  on_page=lambda url: journal.say(f"sources: fetched {url}"))
@@ -203,12 +206,12 @@ class PackBuilder:
             lambda: self.synthesize(journal, parts, isa_sections, extracted["entries"]))
         examples = synth["examples"]
         checked = None
-        if self.backend is not None:
+        if self.backend is not None and self.problem is not None:
+            backend, problem = self.backend, self.problem
             checked = await self.stage(
                 journal, "check",
-                [examples, self.backend.name, self.problem.id,
-                 self.backend.hardware.model_dump(mode="json")],
-                lambda: self.check(journal, examples))
+                [examples, backend.name, problem.id, backend.hardware.model_dump(mode="json")],
+                lambda: self.check(journal, examples, backend, problem))
             examples = checked["examples"]
         pack = KnowledgePack(
             architecture=synth["architecture"]["text"], isa=isa_markdown(extracted["entries"],
@@ -230,7 +233,7 @@ class PackBuilder:
                          entries: list[dict[str, str]]) -> dict[str, Any]:
         arch = parts["architecture"]
         summary = synthesis.target_summary("\n\n".join(s.text for s in arch), entries)
-        results = await gather([
+        results: list[Any] = await gather([
             lambda: synthesis.architecture(arch, journal, self.target),
             # without optimization advice, strategies are drawn from the hardware description
             lambda: synthesis.menus(parts["optimization"] or arch + isa_sections, journal,
@@ -242,13 +245,14 @@ class PackBuilder:
                     f"{len(results[3])} examples")
         return dict(zip(("architecture", "menus", "rules", "examples"), results, strict=True))
 
-    async def check(self, journal: BuildJournal, examples: list[dict[str, Any]]) -> dict[str, Any]:
-        evaluator = Evaluator(self.backend, self.problem, journal.store, journal.ledger,
-                              journal.budget, slots=local_slots(self.backend.resources()),
-                              timeout_s=120.0, seed=0, want_feedback=False)
-        async with self.backend:  # the backend's lifecycle: opened and closed around its work
-            return await check_examples(examples, self.backend, self.problem, evaluator,
-                                        journal, self.target)
+    async def check(self, journal: BuildJournal, examples: list[dict[str, Any]],
+                    backend: Backend, problem: Problem) -> dict[str, Any]:
+        evaluator = Evaluator(backend, problem, journal.store, journal.ledger, journal.budget,
+                              slots=local_slots(backend.resources()), timeout_s=120.0, seed=0,
+                              want_feedback=False)
+        async with backend:  # the backend's lifecycle: opened and closed around its work
+            return await check_examples(examples, backend, problem, evaluator, journal,
+                                        self.target)
 
     # -- numbers ------------------------------------------------------------------------
     def summary(self, read, sections, routed, extracted, synth, checked, journal,

@@ -6,6 +6,7 @@ reason. Evaluations go through the journal's evaluator, so a resumed build repea
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..backend import Backend, EvalResult, FailureKind, Problem
@@ -23,10 +24,16 @@ def builds(result: EvalResult) -> bool:
     return result.correct or result.failure not in NOT_BUILT
 
 
+def failure_of(result: EvalResult) -> str:
+    """The failure kind of a result that is not correct (an EvalResult always names one)."""
+    assert result.failure is not None, "a correct result has no failure"
+    return result.failure.value
+
+
 def outcome(result: EvalResult) -> str:
     if result.correct:
         return f"builds and is correct ({result.metric:g} {result.unit})"
-    return f"{'builds, then ' if builds(result) else ''}{result.failure.value}"
+    return f"{'builds, then ' if builds(result) else ''}{failure_of(result)}"
 
 
 def first_line(result: EvalResult) -> str:
@@ -70,17 +77,17 @@ async def check_examples(examples: list[dict[str, Any]], backend: Backend, probl
         if not resp.ok:
             raise failed("check", f"the repair of example {example['name']!r}", resp)
         repaired = extract_code(resp.text, language, backend.code_anchor)
-        why = f"{result.failure.value}: {first_line(result)}"
+        why = f"{failure_of(result)}: {first_line(result)}"
         if not repaired:
             return {**example, "dropped": f"does not build ({why}); the repair held no program"}
         _, again = await evaluator.evaluate(repaired)
         journal.say(f"check: repaired example {example['name']!r}: {outcome(again)}")
         if not builds(again):
             return {**example, "dropped": f"does not build ({why}); repaired once, still "
-                                          f"{again.failure.value}: {first_line(again)}"}
+                                          f"{failure_of(again)}: {first_line(again)}"}
         return {**example, "text": with_code(example["text"], code, repaired, language),
                 "check": f"repaired ({why}); the repair {outcome(again)}"}
 
-    verdicts = await gather([lambda e=e: check(e) for e in examples])
+    verdicts = await gather([partial(check, e) for e in examples])
     return {"examples": [v for v in verdicts if "dropped" not in v],
             "dropped": [v for v in verdicts if "dropped" in v]}

@@ -17,6 +17,8 @@ import aiohttp
 from .sources import SourceError, html_links, kind_of_content_type
 
 USER_AGENT = "autocomp-build-pack"
+#: robots.txt rules that refuse every path (a site that hides its rules)
+DISALLOW_ALL = ["User-agent: *", "Disallow: /"]
 
 
 @dataclass
@@ -55,11 +57,11 @@ async def _robots(session: aiohttp.ClientSession, start: str) -> RobotFileParser
             if resp.status == 200:
                 parser.parse((await resp.text(errors="replace")).splitlines())
             elif resp.status in (401, 403) or resp.status >= 500:
-                parser.disallow_all = True  # the site does not let us read its rules
+                parser.parse(DISALLOW_ALL)  # the site does not let us read its rules
             else:
-                parser.allow_all = True  # no robots.txt: nothing is disallowed
+                parser.parse([])  # no robots.txt: nothing is disallowed
     except (aiohttp.ClientError, TimeoutError):
-        parser.allow_all = True
+        parser.parse([])
     return parser
 
 

@@ -18,11 +18,10 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..accounting import Budget, BudgetReached
+from ..accounting import Budget, BudgetReached, Ledger
 from ..config import BudgetConfig
 from ..journal import Completer, JournaledLLM
 from ..llm.types import LLMRequest, LLMResponse, Prompt
-from ..runner import _ledger_from_store
 from ..store import RunStore
 
 T = TypeVar("T")
@@ -35,7 +34,7 @@ class BuildJournal:
     def __init__(self, build_dir: Path, client: Completer | None, budget: BudgetConfig,
                  model: str, max_tokens: int | None = None, quiet: bool = False) -> None:
         self.store = RunStore(build_dir)
-        self.ledger = _ledger_from_store(self.store)
+        self.ledger = Ledger.from_store(self.store)
         self.budget = Budget(budget, self.ledger)
         self.llm = JournaledLLM(client, self.store, self.ledger, self.budget)
         self.model = model

@@ -201,7 +201,10 @@ def pdf_to_markdown(data: bytes, origin: str = "PDF") -> str:
 
 
 def _join_lines(pieces: list[tuple[str, float, bool]]) -> list[tuple[str, float, bool]]:
-    lines, text, sizes, mono = [], [], [], []
+    lines: list[tuple[str, float, bool]] = []
+    text: list[str] = []
+    sizes: list[float] = []
+    mono: list[bool] = []
     for piece, size, is_mono in [*pieces, ("\n", 0.0, False)]:
         if piece == "\n":
             line = "".join(text).rstrip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -172,13 +173,13 @@ async def route(sections: list[Section], journal: BuildJournal, target: str) -> 
         return parse_routes(resp.text, set(ids))
 
     routes: dict[str, list[str]] = {}
-    for found in await gather([lambda b=b: ask(b, "first") for b in batches]):
+    for found in await gather([partial(ask, b, "first") for b in batches]):
         routes.update(found)
     missing = [s for s in sections if s.id not in routes]
     if missing:
         retry = route_batches(missing)
         batches += retry
-        for found in await gather([lambda b=b: ask(b, "again") for b in retry]):
+        for found in await gather([partial(ask, b, "again") for b in retry]):
             routes.update(found)
     unrouted = [s.id for s in sections if s.id not in routes]
     for sid in unrouted:
@@ -207,7 +208,7 @@ async def extract(sections: list[Section], journal: BuildJournal, target: str,
     refused: list[dict[str, str]] = []
     unreadable: list[str] = []
     seen: set[str] = set()
-    for sec, answer in await gather([lambda s=s: ask(s) for s in sections]):
+    for sec, answer in await gather([partial(ask, s) for s in sections]):
         data = json_object(answer)
         if data is None or not isinstance(data.get("entries"), list):
             unreadable.append(sec.id)

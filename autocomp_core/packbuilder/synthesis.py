@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..menus import merge_near_duplicates, parse_items, words
@@ -74,8 +75,7 @@ def target_summary(architecture_text: str, entries: list[dict[str, str]]) -> str
 async def menus(sections: list[Section], journal: BuildJournal, target: str, summary: str,
                 min_items: int) -> dict[str, Any]:
     batches = passage_batches(sections)
-    answers = await gather([lambda k=k, b=b: _ask_json(journal, f"menu-{k}", target, "pack_menu",
-                                                       passages=b)
+    answers = await gather([partial(_ask_json, journal, f"menu-{k}", target, "pack_menu", passages=b)
                             for k, b in enumerate(batches)])
     proposed = [item for a in answers for item in strings(a.get("optimizations"))]
     translations = [item for a in answers for item in strings(a.get("translations"))]
@@ -104,8 +104,7 @@ async def menus(sections: list[Section], journal: BuildJournal, target: str, sum
 
 async def rules(sections: list[Section], journal: BuildJournal, target: str) -> dict[str, Any]:
     batches = passage_batches(sections)
-    answers = await gather([lambda k=k, b=b: _ask_json(journal, f"rules-{k}", target,
-                                                       "pack_rules", passages=b)
+    answers = await gather([partial(_ask_json, journal, f"rules-{k}", target, "pack_rules", passages=b)
                             for k, b in enumerate(batches)])
     out: dict[str, Any] = {}
     for kind in RULE_KINDS:
@@ -121,8 +120,7 @@ async def examples(sections: list[Section], journal: BuildJournal,
                    target: str) -> list[dict[str, Any]]:
     """Every example section, named; an example the answer skipped is named from its title."""
     batches = passage_batches(sections, with_ids=True)
-    answers = await gather([lambda k=k, b=b: _ask_json(journal, f"examples-{k}", target,
-                                                       "pack_examples", passages=b)
+    answers = await gather([partial(_ask_json, journal, f"examples-{k}", target, "pack_examples", passages=b)
                             for k, b in enumerate(batches)])
     named: dict[str, dict[str, Any]] = {}
     for answer in answers:

@@ -90,8 +90,8 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
         if beam is not None:
             beams[i] = beam
     events = store.events()
-    rejected = {e.get("candidate"): e.get("reason", "") for e in events
-                if e["event"] == "candidate_rejected"}
+    rejected = {e["candidate"]: e.get("reason", "") for e in events
+                if e["event"] == "candidate_rejected" and e.get("candidate")}
     settings = _settings(config)
     status = _status(events, settings.search.iterations, beams)
     nodes, codes = _candidates(cands, evals, beams, rejected, status["iterations_done"])

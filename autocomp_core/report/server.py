@@ -17,7 +17,6 @@ Access: it binds 127.0.0.1 by default. Any other address needs a token (``--toke
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gzip
 import hashlib
@@ -30,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from aiohttp import web
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ..store import DB_NAME
 from .data import find_runs, is_run, run_data, run_row
@@ -56,7 +57,7 @@ class Unreadable(Exception):
 
 def journal_signature(run_dir: Path) -> tuple:
     """Changes whenever the run commits anything (the log grows or is rewritten)."""
-    sig = []
+    sig: list[tuple[int, int] | None] = []
     for name in (DB_NAME, DB_NAME + "-wal"):
         try:
             st = (run_dir / name).stat()
@@ -77,7 +78,7 @@ class WatchedRun:
     body: bytes = b""  # gzip-compressed JSON of the run's data
     etag: str = ""
     row: dict[str, Any] = field(default_factory=dict)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
 
 
 class Dashboard:
@@ -86,7 +87,7 @@ class Dashboard:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.runs: dict[str, WatchedRun] = {}
-        self.subscribers: set[asyncio.Queue[str | None]] = set()
+        self.subscribers: set[MemoryObjectSendStream[str | None]] = set()  # open pages
         self._last_scan = 0.0
         self.scan()
 
@@ -126,13 +127,13 @@ class Dashboard:
             if run.built_signature is None or (signature != run.built_signature
                                                and now - run.built_at >= REBUILD_S):
                 try:
-                    data = await asyncio.to_thread(run_data, run.path, run.name)
+                    data = await anyio.to_thread.run_sync(run_data, run.path, run.name)
                 except (sqlite3.Error, OSError) as exc:  # e.g. a journal being created
                     if run.built_signature is None:
                         raise Unreadable(f"{run.name}: {exc}") from None
                     return run  # keep showing what was last read
                 raw = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
-                run.body = await asyncio.to_thread(gzip.compress, raw, 6)
+                run.body = await anyio.to_thread.run_sync(gzip.compress, raw, 6)
                 run.etag = '"' + hashlib.sha256(run.body).hexdigest()[:20] + '"'
                 run.row = run_row(data)
                 run.built_signature, run.built_at = signature, time.monotonic()
@@ -141,21 +142,21 @@ class Dashboard:
     def broadcast(self, changed: list[str]) -> None:
         """Tell every open page which runs changed."""
         message = json.dumps({"changed": changed, "at": time.time()})
-        for queue in self.subscribers:
-            queue.put_nowait(message)
+        for stream in self.subscribers:
+            stream.send_nowait(message)  # (unbounded: never blocks)
 
     async def watch(self) -> None:
+        """Look for changes until cancelled."""
         while True:
-            await asyncio.sleep(POLL_S)
+            await anyio.sleep(POLL_S)
             changed = self.changed_runs()  # a few stat calls: no need for a thread
             if changed:
                 self.broadcast(changed)
 
 
 # -- HTTP ------------------------------------------------------------------------------
-def make_app(root: Path, token: str | None = None) -> web.Application:
-    dashboard = Dashboard(root)
-    page = render_page(f"autocomp: {root.resolve().name}").encode()
+def make_app(dashboard: Dashboard, token: str | None = None) -> web.Application:
+    page = render_page(f"autocomp: {dashboard.root.resolve().name}").encode()
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -214,14 +215,14 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "Cache-Control": "no-store"})
         await response.prepare(request)
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
-        dashboard.subscribers.add(queue)
+        send, receive = anyio.create_memory_object_stream[str | None](math.inf)
+        dashboard.subscribers.add(send)
         try:
             await response.write(b"retry: 2000\n\n")
             while True:
-                try:
-                    message = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
-                except TimeoutError:
+                with anyio.move_on_after(HEARTBEAT_S) as idle:
+                    message = await receive.receive()
+                if idle.cancelled_caught:
                     await response.write(b": keep-alive\n\n")
                     continue
                 if message is None:  # the server is shutting down
@@ -230,17 +231,14 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
         except ConnectionResetError:  # the page went away
             pass
         finally:
-            dashboard.subscribers.discard(queue)
+            dashboard.subscribers.discard(send)
+            send.close()
+            receive.close()
         return response
 
-    async def start_watching(app: web.Application) -> Any:
-        task = asyncio.create_task(dashboard.watch())
-        yield
-        task.cancel()
-
     async def close_streams(app: web.Application) -> None:
-        for queue in dashboard.subscribers:
-            queue.put_nowait(None)
+        for stream in dashboard.subscribers:
+            stream.send_nowait(None)
 
     app = web.Application(middlewares=[guard])
     app["dashboard"] = dashboard
@@ -248,7 +246,6 @@ def make_app(root: Path, token: str | None = None) -> web.Application:
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/runs/{name:.+}", one_run)
     app.router.add_get("/api/events", events)
-    app.cleanup_ctx.append(start_watching)
     app.on_shutdown.append(close_streams)
     return app
 
@@ -271,7 +268,8 @@ async def serve(root: Path, host: str = "127.0.0.1", port: int = 8750,
     if not root.is_dir():
         raise ServeError(f"serve: {root} is not a directory")
     check_binding(host, token)
-    runner = web.AppRunner(make_app(root, token), access_log=None, handle_signals=False,
+    dashboard = Dashboard(root)
+    runner = web.AppRunner(make_app(dashboard, token), access_log=None, handle_signals=False,
                            shutdown_timeout=2.0)
     await runner.setup()
     try:
@@ -281,6 +279,7 @@ async def serve(root: Path, host: str = "127.0.0.1", port: int = 8750,
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         ready(f"serving the runs in {root} at http://{shown}:{bound_port}/"
               + ("  (pass ?token=... once)" if token else ""))
-        await asyncio.Event().wait()
+        await dashboard.watch()
     finally:
-        await runner.cleanup()
+        with anyio.CancelScope(shield=True):  # close the open pages' streams even when cancelled
+            await runner.cleanup()

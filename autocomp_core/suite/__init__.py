@@ -30,7 +30,6 @@ from ..exports import atomic_write
 from ..progress import Progress
 from ..runner import (
     RESUME_OVERRIDABLE,
-    _ledger_from_store,
     evaluation_slots,
     execute,
     make_backend,
@@ -258,7 +257,7 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
 def _recorded_ledger(run_dir: Path) -> Ledger:
     store = RunStore(run_dir)
     try:
-        return _ledger_from_store(store)
+        return Ledger.from_store(store)
     finally:
         store.close()
 

@@ -67,8 +67,8 @@ class SuiteProgress:
                 f"{self.spending.tokens:,} tokens, ${self.spending.cost_usd:.4f}")
 
     def best_speedups(self) -> list[tuple[str, float]]:
-        found = [(p, r.speedup) for p, r in self.runs.items() if r.speedup]
-        return sorted(found, key=lambda x: -x[1])  # type: ignore[arg-type,operator]
+        found = [(p, speedup) for p, r in self.runs.items() if (speedup := r.speedup)]
+        return sorted(found, key=lambda x: -x[1])
 
     def __enter__(self) -> SuiteProgress:
         if self.mode == "live" and self._live is None:

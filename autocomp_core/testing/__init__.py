@@ -1,11 +1,13 @@
 """Helpers for testing autocomp and its plugins without paid APIs.
 
 ``LLMTestServer`` speaks the OpenAI and Anthropic wire protocols on 127.0.0.1 with
-scripted replies, configurable latency and injected faults. ``check_backend`` checks that
-a backend keeps the contract of ``autocomp_core.Backend``.
+scripted replies, configurable latency and injected faults; ``Proposals`` scripts it as a
+model that proposes named programs. ``check_backend`` checks that a backend keeps the
+contract of ``autocomp_core.Backend``.
 """
 from .contract import check_backend
 from .llm_server import Fault, FaultPlan, LLMTestServer, Reply, ScriptedRequest, count_tokens
+from .scripted import Proposals, fenced, is_planning, plan_of
 
-__all__ = ["Fault", "FaultPlan", "LLMTestServer", "Reply", "ScriptedRequest", "check_backend",
-           "count_tokens"]
+__all__ = ["Fault", "FaultPlan", "LLMTestServer", "Proposals", "Reply", "ScriptedRequest",
+           "check_backend", "count_tokens", "fenced", "is_planning", "plan_of"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async
 from autocomp_core.runner import resume_async
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import FaultPlan, LLMTestServer
+from conftest import toy_config
 
 pytestmark = pytest.mark.asyncio
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from conftest import toy_config
 from scripted_llm import digest, reply
 
 from autocomp_core.api import optimize_async, replay_async, resume_async
@@ -18,6 +17,7 @@ from autocomp_core.config import ConfigError
 from autocomp_core.packbuilder.packfiles import write_pack
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
+from conftest import toy_config
 
 pytestmark = pytest.mark.asyncio
 
@@ -214,5 +214,5 @@ async def test_mixed_menu_and_resume(server, tmp_path):
 
 
 async def test_generated_menu_size_needs_a_generated_menu(server, tmp_path):
-    with pytest.raises(ConfigError, match="search.generated_menu_size"):
+    with pytest.raises(ConfigError, match=re.escape("search.generated_menu_size")):
         await optimize_async(config(server, tmp_path, generated_menu_size=5))

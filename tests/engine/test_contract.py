@@ -7,11 +7,11 @@ import dataclasses
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import anyio
 import pytest
-from conftest import toy_config
 from toy_plugin import ToyBackend
 
 from autocomp_core import (
@@ -31,9 +31,11 @@ from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
 from autocomp_core.runner import evaluation_slots
 from autocomp_core.testing import check_backend
+from conftest import toy_config
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
-TOY_PROBLEMS = Path(__file__).parents[1] / "toybackend" / "problems"
+ROOT = Path(__file__).parents[2]
+TOY_PROBLEMS = ROOT / "tests" / "toybackend" / "problems"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -227,11 +229,19 @@ async def test_an_exception_from_evaluate_becomes_an_infra_error():
     assert result.feedback == "evaluator error: FileNotFoundError: simulator binary missing"
 
 
-@pytest.mark.parametrize("name", sorted(build_registry().backends()))
+#: this repository's plugins by backend name (their entry points), installed or not
+REPO_PLUGINS = {name: module for pyproject in sorted(ROOT.glob("plugins/*/pyproject.toml"))
+                for name, module in tomllib.loads(pyproject.read_text())["project"]
+                .get("entry-points", {}).get("autocomp", {}).items()}
+
+
+@pytest.mark.parametrize("name", sorted(set(build_registry().backends()) | set(REPO_PLUGINS)))
 def test_every_installed_backend_keeps_the_contract(name):
     """Declarations, problems, knowledge, resources, lifecycle, and no catch-all in
-    ``evaluate`` (an unknown problem raises instead of coming back as a result)."""
-    backend: Backend = make_backend(name, {}, {})
+    ``evaluate`` (an unknown problem raises instead of coming back as a result). The
+    plugins of this repository are loaded by module name where they are not installed."""
+    backend: Backend = make_backend(name, {}, {}, plugins=[REPO_PLUGINS[name]]
+                                    if name in REPO_PLUGINS else [])
     anyio.run(check_backend, backend)
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from conftest import toy_config
 
 from autocomp_core import ConfigError, EvalContext, make_backend
 from autocomp_core.api import optimize_async
@@ -21,6 +20,7 @@ from autocomp_core.executors.ray_executor import RayExecutor, RayOptions, fits, 
 from autocomp_core.plugins import build_registry
 from autocomp_core.resources import Resources
 from autocomp_core.store import RunStore
+from conftest import toy_config
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 

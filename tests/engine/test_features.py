@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import toy_config
 from scripted_llm import VARIANTS
 
 from autocomp_core.api import optimize_async
 from autocomp_core.config import ConfigError
 from autocomp_core.store import RunStore
+from conftest import toy_config
 
 pytestmark = pytest.mark.asyncio
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import toy_config
 
 from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
+from conftest import toy_config
 
 
 @pytest.mark.asyncio

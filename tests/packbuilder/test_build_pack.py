@@ -163,12 +163,12 @@ def test_dry_run_lists_sections_and_estimates_without_llm(pack_server, tmp_path)
 def test_budgets_stop_the_build_and_a_rerun_finishes_it(pack_server, tmp_path):
     sources = [DOCS / "vecto-guide.md", make_pdf(tmp_path / "rules.pdf")]
     before = pack_server.request_count
-    with pytest.raises(BuildStopped, match="budget.llm_calls reached"):
+    with pytest.raises(BuildStopped, match=re.escape("budget.llm_calls reached")):
         build(pack_server, tmp_path / "pack", sources, budget=_budget(llm_calls=2))
     assert pack_server.request_count - before == 2
     spent = sum(c["response"]["usage"]["input_tokens"] + c["response"]["usage"]["output_tokens"]
                 for c in journal(tmp_path / "pack").llm_calls())
-    with pytest.raises(BuildStopped, match="budget.tokens reached"):
+    with pytest.raises(BuildStopped, match=re.escape("budget.tokens reached")):
         build(pack_server, tmp_path / "pack", sources, budget=_budget(tokens=spent + 100))
     assert 2 < pack_server.request_count - before < 6
     summary = build(pack_server, tmp_path / "pack", sources)
@@ -177,7 +177,7 @@ def test_budgets_stop_the_build_and_a_rerun_finishes_it(pack_server, tmp_path):
     prices.write_text('[openai-compatible]\nscripted = { input = 100.0, output = 100.0 }\n')
     opts = options(pack_server, tmp_path / "priced", sources, budget=_budget(usd=0.05))
     opts.llm = LLMSettings(max_retries=0, timeout_s=30, prices_file=str(prices))
-    with pytest.raises(BuildStopped, match="budget.usd reached"):
+    with pytest.raises(BuildStopped, match=re.escape("budget.usd reached")):
         anyio.run(PackBuilder(opts).build)
     priced = journal(tmp_path / "priced")
     spent = sum(c["response"]["cost_usd"] for c in priced.llm_calls())
@@ -237,7 +237,7 @@ def test_pack_folder_errors(tmp_path):
     with pytest.raises(PackError, match="unknown key 'menus'"):
         read_pack(tmp_path)
     (tmp_path / "knowledge.toml").write_text('isa = "isa.md"\n')
-    with pytest.raises(PackError, match="isa names 'isa.md', which is not a file"):
+    with pytest.raises(PackError, match=re.escape("isa names 'isa.md', which is not a file")):
         read_pack(tmp_path)
     (tmp_path / "knowledge.toml").write_text('[[examples]]\nname = "x"\nfile = "x.md"\n'
                                              'phase = "later"\n')

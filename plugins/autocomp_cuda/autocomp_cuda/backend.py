@@ -237,8 +237,8 @@ class CudaBackend(Backend):
         checks.append(DoctorCheck("nvcc", bool(nvcc) or self.settings.device == "cpu",
                                   nvcc or "not found (needed for CUDA candidates on a GPU)",
                                   "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)"))
-        checks.append(DoctorCheck("triton (optional)", _has_module("triton"), "for Triton candidates",
-                                  "pip install 'autocomp-cuda[triton]'"))
+        checks.append(DoctorCheck("triton", _has_module("triton"), "for Triton candidates",
+                                  "pip install 'autocomp-cuda[triton]'", required=False))
         return checks
 
 

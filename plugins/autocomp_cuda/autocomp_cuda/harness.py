@@ -145,6 +145,9 @@ class Harness:
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
+        # reference children (each imports torch and runs on every core): one per core at a
+        # time, however many problems are checked at once
+        self._reference_slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
         # One evaluation slot per GPU (timing is serialized per device); one for the CPU.
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
@@ -233,8 +236,9 @@ class Harness:
                                    "id": spec.id},
                        "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
-                result = await self._run_child("reference_main", job, work,
-                                               wall_s=self.settings.correctness_timeout_s * (3 if gate else 2))
+                async with self._reference_slots:
+                    result = await self._run_child("reference_main", job, work,
+                                                   wall_s=self.settings.correctness_timeout_s * (3 if gate else 2))
                 meta_file = work / "out" / "meta.json"
                 if not meta_file.exists():
                     why = "timed out" if result.timed_out else f"exited with {result.returncode}"

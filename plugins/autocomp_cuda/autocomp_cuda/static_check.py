@@ -9,7 +9,8 @@ are. The runtime checks in the worker back every rule up, so these are a first l
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+
+from autocomp_core import Finding, attribute_root
 
 FORBIDDEN_MODULES = {
     "threading": "background threads (work finishing after forward returns)",
@@ -41,22 +42,6 @@ FORBIDDEN_ATTRS = {
     "set_default_dtype": "global dtype switch", "elapsed_time": "timer access",
 }
 TORCH_ROOTS = {"torch", "time", "math", "F", "nn", "triton", "tl"}
-
-
-@dataclass
-class Finding:
-    rule: str
-    message: str
-    line: int
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message} [{self.rule}]"
-
-
-def _root_name(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.value if not isinstance(node, ast.Call) else node.func
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _module_path_root(node: ast.AST) -> str | None:
@@ -112,7 +97,7 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
             findings.append(Finding("dynamic-code", f"calls {node.func.id}(): not needed by a kernel", line))
         elif isinstance(node, ast.Attribute):
             if node.attr == "modules":
-                if _root_name(node) == "sys":
+                if attribute_root(node) == "sys":
                     findings.append(Finding("introspection", "reads sys.modules", line))
             elif FORBIDDEN_ATTRS.get(node.attr):
                 findings.append(Finding("forbidden-attribute", f"uses .{node.attr}: {FORBIDDEN_ATTRS[node.attr]}", line))
@@ -120,7 +105,7 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and _root_name(sub) in aliases:
+                    if isinstance(sub, ast.Attribute) and attribute_root(sub) in aliases:
                         findings.append(Finding("monkeypatch", f"assigns to {ast.unparse(sub)}", line))
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:

@@ -10,11 +10,11 @@ from autocomp_cuda.backend import CudaBackend
 
 
 @pytest.fixture(scope="session")
-def cuda_cache(tmp_path_factory) -> Path:
+def cuda_cache(shared_cache_dir) -> Path:
     # gpu_check.sh builds the GPU candidates in parallel into $AUTOCOMP_CUDA_CACHE first.
     if os.environ.get("AUTOCOMP_CUDA_CACHE"):
         return Path(os.environ["AUTOCOMP_CUDA_CACHE"])
-    return tmp_path_factory.mktemp("cuda-cache")
+    return shared_cache_dir("cuda")  # one per run, shared by the xdist workers
 
 
 @pytest.fixture(scope="session")

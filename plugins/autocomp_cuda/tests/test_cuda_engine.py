@@ -10,7 +10,7 @@ import sys
 import pytest
 from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing import LLMTestServer, Proposals
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness
@@ -26,14 +26,7 @@ PROPOSALS = {
 }
 
 
-def respond(request) -> str:
-    prompt = request.prompt
-    if prompt.rstrip().endswith("Plan:"):  # planning: one idea per plan slot, chosen by the seed
-        names = list(PROPOSALS)
-        return names[(request.params.get("seed") or 0) % len(names)]
-    plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
-    code = next((code for name, code in PROPOSALS.items() if name in plan), PROPOSALS["rewrite with a typo"])
-    return f"```python\n{code}```\n"
+respond = Proposals(PROPOSALS, fallback="rewrite with a typo")
 
 
 def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest(tmp_path, cuda_cache):
@@ -53,16 +46,9 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
         server.stop_thread()
     assert done.returncode == 0, done.stderr[-3000:]
     store = RunStore(run_dir)
-    verdicts = {}
-    for cand in store.candidates():
-        if cand.origin == "root":
-            root = cand.code
-            continue
-        name = next(n for n, code in PROPOSALS.items() if code.strip() == cand.code.strip())
-        result = store.evaluation(cand.eval_key)
-        verdicts[name] = (result["correct"], result["feedback"].splitlines()[0])
+    root = next(cand.code for cand in store.candidates() if cand.origin == "root")
     store.close()
-    assert verdicts == {
+    assert respond.verdicts(run_dir) == {
         "fuse everything into one C++ loop": (True, "status: ok"),
         "skip the work and return zeros": (False, "status: mismatch"),
         "rewrite with a typo": (False, "status: compile_error"),

@@ -8,11 +8,13 @@ the harness brackets, not from anything the program prints.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from . import feedback, toolchain
 from .catalog import Spec, gold, specs
 from .config import GemminiConfig
 from .elf import symbols
+from .model import native
+from .model.base import ArrayConfig
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
 ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'
@@ -40,6 +44,8 @@ FORBIDDEN = [
 COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 SENTINEL = 0x5A
 GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
+SPIKE_MEMORY_MB = 256  # Spike's -m<MB>: main memory at 0x80000000 (where link.ld places the program)
+SPIKE_MEMORY = (0x80000000, SPIKE_MEMORY_MB << 20)
 
 
 @dataclass
@@ -118,6 +124,14 @@ def _compiler_errors(text: str, limit: int = 6000) -> str:
     return out[:limit]
 
 
+async def compiled_model() -> Path | None:
+    """The compiled model's library (built once, off the event loop), or None for the Python model:
+    where it cannot be built, or where AUTOCOMP_GEMMINI_MODEL=python asks for the Python model."""
+    if os.environ.get("AUTOCOMP_GEMMINI_MODEL", "compiled") == "python":
+        return None
+    return await asyncio.to_thread(native.built)
+
+
 @lru_cache(maxsize=64)
 def _gold_bytes(problem_id: str, seed: int, is_float: bool) -> bytes:
     return np.ascontiguousarray(gold(specs()[problem_id], seed, is_float)).tobytes()
@@ -140,6 +154,7 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
         syms = symbols(built.elf)
         spec_file = {
             "hardware": hw.model_dump(),
+            "array": asdict(ArrayConfig.of(hw)),
             "results": str(work / "results.json"),
             "outputs": str(work / "outputs.bin"),
             "roi_functions": {"begin": list(syms["harness_roi_begin"]), "end": list(syms["harness_roi_end"])},
@@ -148,11 +163,17 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
         spec_file["output_bytes"] = len(want) + 2 * GUARD_BYTES
         if timing_toml:
             spec_file["timing_toml"] = timing_toml
+        spec_file["memory"] = list(SPIKE_MEMORY)
+        library = await compiled_model()
+        if library is not None:  # copied: the sandbox shows Spike the work dir, not our cache
+            shutil.copyfile(library, work / library.name)
+            os.chmod(work / library.name, 0o755)
+            spec_file["native"] = str(work / library.name)
         (work / "spec.json").write_text(json.dumps(spec_file))
         env = {**toolchain.spike_env(), "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         argv = [*toolchain.spike_command(), "--isa=rv64gc", f"--extlib={toolchain.extension_path()}",
-                "--extension=gemmini", "-m256", "prog.elf"]
+                "--extension=gemmini", f"-m{SPIKE_MEMORY_MB}", "prog.elf"]
         t_sim = time.perf_counter()
         run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
         sim_s = time.perf_counter() - t_sim

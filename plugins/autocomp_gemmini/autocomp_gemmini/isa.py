@@ -7,7 +7,7 @@ program built here runs unchanged on a real Spike-with-Gemmini or FireSim.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
 
 CONFIG = 0
 MVIN2 = 1
@@ -64,31 +64,21 @@ def bits(value: int, lo: int, width: int) -> int:
     return (value >> lo) & ((1 << width) - 1)
 
 
-@dataclass(frozen=True)
 class LocalAddr:
-    """A scratchpad or accumulator address (32 bits) with its flag bits decoded."""
+    """A scratchpad or accumulator address (32 bits) with its flag bits decoded once."""
 
-    raw: int
+    __slots__ = ("accumulate", "full", "garbage", "is_acc", "raw", "row")
 
-    @property
-    def garbage(self) -> bool:
-        return self.raw == GARBAGE_ADDR
+    def __init__(self, raw: int) -> None:
+        self.raw = raw
+        self.garbage = raw == GARBAGE_ADDR
+        self.is_acc = bool(raw & ACC_BIT)
+        self.accumulate = bool(raw & ACCUMULATE_BIT)
+        self.full = bool(raw & FULL_BIT)
+        self.row = raw & ROW_MASK
 
-    @property
-    def is_acc(self) -> bool:
-        return bool(self.raw & ACC_BIT)
-
-    @property
-    def accumulate(self) -> bool:
-        return bool(self.raw & ACCUMULATE_BIT)
-
-    @property
-    def full(self) -> bool:
-        return bool(self.raw & FULL_BIT)
-
-    @property
-    def row(self) -> int:
-        return self.raw & ROW_MASK
+    def __repr__(self) -> str:
+        return f"LocalAddr({self.describe()})"
 
     def describe(self) -> str:
         if self.garbage:
@@ -98,6 +88,7 @@ class LocalAddr:
         return f"{where}[{self.row}]{flags}"
 
 
+@lru_cache(maxsize=4096)  # programs reuse a handful of operands; decoding each once matters
 def operand(value: int) -> tuple[LocalAddr, int, int]:
     """Split an rs operand into (local address, cols, rows): rows<<48 | cols<<32 | addr."""
     return LocalAddr(value & 0xFFFFFFFF), bits(value, 32, 16), bits(value, 48, 16)

@@ -7,6 +7,9 @@ region the results (modelled cycles, statistics, the harness's output buffers) a
 written where the evaluator asked (`AUTOCOMP_GEMMINI_SPEC`, a JSON file).
 
 A command the model rejects ends the simulation with exit status 3 after recording why.
+
+Spike calls in once per command, so this path is kept lean: the model's private commands
+go through a small table, and the last command is kept raw and only formatted for an error.
 """
 from __future__ import annotations
 
@@ -18,10 +21,9 @@ import traceback
 import riscv.isa
 
 from autocomp_gemmini import isa
-from autocomp_gemmini.config import GemminiConfig
-from autocomp_gemmini.model.functional import Counters, Gemmini, GemminiError
-from autocomp_gemmini.model.memory import SpikeMemory
-from autocomp_gemmini.model.timing import TimingModel, TimingParams, TimingStats
+from autocomp_gemmini.model import native
+from autocomp_gemmini.model.base import ArrayConfig, Counters, GemminiError
+from autocomp_gemmini.model.timing import TimingModel, TimingParams
 
 MODEL_FENCE = 123
 EXIT_MODEL_ERROR = 3
@@ -38,19 +40,76 @@ class Session:
                 self.spec = json.load(fh)
         else:
             self.spec = {"hardware": json.loads(os.environ.get("AUTOCOMP_GEMMINI_HARDWARE", "{}"))}
-        cfg = GemminiConfig(**self.spec["hardware"])
+        cfg = self._array_config()
         timing_text = self.spec.get("timing_toml")
         params = TimingParams.from_toml(timing_text) if timing_text else TimingParams.from_toml()
-        self.mem = SpikeMemory(proc.mmu)
+        self.compiled = self._compiled()
+        self.mem = self._memory(proc)
         self.xpr = proc.state.XPR  # a live view of the registers; fetching it costs ~10 us
-        self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
-        self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
+        if self.compiled is not None and cfg.dtype == "int8":
+            self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
+            self.g = self.compiled.NativeGemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
+        else:
+            from autocomp_gemmini.model.functional import Gemmini
+
+            self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
+            self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
         self.roi_begin: float | None = None
         self.roi_instret = 0
         self.rocc = 0
         self.issued = 0
         self.done = False
-        self.last_cmd = ""
+        self.last: tuple[int, int, int] | None = None  # (funct, rs1, rs2) of the last Gemmini command
+        self.private = {isa.MODEL_READ_CYCLES: self.read_cycles, MODEL_FENCE: self.fence,
+                        isa.MODEL_ROI_BEGIN: self.begin, isa.MODEL_ROI_END: self.finish}
+
+    def _compiled(self):
+        """The compiled model the evaluator built (`native_model`), or None: the Python model then
+        runs, with the same results."""
+        path = self.spec.get("native")
+        if not path:
+            return None
+        try:
+            return native.load(path)
+        except (ImportError, OSError, native.NativeUnavailable) as exc:
+            print(f"gemmini model: the compiled model did not load ({exc}); using the Python model", file=sys.stderr)
+            return None
+
+    def _memory(self, proc):
+        """Guest memory through the compiled accessors where they read what PySpike's MMU calls
+        read, else through those calls (memory.SpikeMemory)."""
+        region = self.spec.get("memory")
+        if self.compiled is not None and region:
+            try:
+                fast = self.compiled.NativeMemory(proc, *region)
+                load = proc.mmu.load_reserved_64
+                first_words = b"".join((load(region[0] + 8 * i) & (2**64 - 1)).to_bytes(8, "little") for i in range(8))
+                if fast.read(region[0], 64) == first_words:
+                    return fast
+                problem = "it reads different bytes"
+            except RuntimeError as exc:
+                problem = str(exc)
+            print(f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
+                  file=sys.stderr)
+        from autocomp_gemmini.model.memory import SpikeMemory
+
+        return SpikeMemory(proc.mmu)
+
+    def _array_config(self) -> ArrayConfig:
+        sizes = self.spec.get("array")
+        if sizes is not None:
+            return ArrayConfig(**sizes)
+        # only without a spec (external mode): pydantic is slow to import
+        from autocomp_gemmini.config import GemminiConfig
+
+        return ArrayConfig.of(GemminiConfig(**self.spec["hardware"]))
+
+    @property
+    def last_cmd(self) -> str:
+        if self.last is None:
+            return ""
+        funct, rs1, rs2 = self.last
+        return f"{isa.NAMES.get(funct, f'funct {funct}')} rs1={rs1:#x} rs2={rs2:#x}"
 
     def check_pc(self, proc, which: str) -> None:
         lo, size = self.spec["roi_functions"][which]
@@ -70,30 +129,34 @@ class Session:
         instret = rs2 if insn.xd else (self.xpr[insn.rd] if insn.rd else self.timing.instret)
         self.issued += 1
         self.timing.set_instret(instret - self.issued)
-        if funct == isa.MODEL_READ_CYCLES:
-            return int(self.timing.cpu_now())
-        if funct == MODEL_FENCE:
-            self.g.fence()
-            return 0
-        if funct == isa.MODEL_ROI_BEGIN:
-            self.check_pc(proc, "begin")
-            self.g.fence()
-            self.timing.stats = TimingStats()  # statistics cover the measured region only
-            self.g.counters = Counters()
-            self.roi_begin = self.timing.cpu_now()
-            self.roi_instret = self.timing.instret
-            return 0
-        if funct == isa.MODEL_ROI_END:
-            self.check_pc(proc, "end")
-            return self.finish(rs1)
+        private = self.private.get(funct)
+        if private is not None:
+            return private(proc, rs1)
         if self.done:
             raise GemminiError(f"Gemmini command funct={funct} after the measured region ended")
         self.rocc += 1
-        self.last_cmd = f"{isa.NAMES.get(funct, f'funct {funct}')} rs1={rs1:#x} rs2={rs2:#x}"
+        self.last = (funct, rs1, rs2)
         self.g.execute(funct, rs1, rs2)
         return 0
 
-    def finish(self, descriptor: int) -> int:
+    def read_cycles(self, proc, rs1: int) -> int:
+        return int(self.timing.cpu_now())
+
+    def fence(self, proc, rs1: int) -> int:
+        self.g.fence()
+        return 0
+
+    def begin(self, proc, rs1: int) -> int:
+        self.check_pc(proc, "begin")
+        self.g.fence()
+        self.timing.reset_stats()  # statistics cover the measured region only
+        self.g.counters = Counters()
+        self.roi_begin = self.timing.cpu_now()
+        self.roi_instret = self.timing.instret
+        return 0
+
+    def finish(self, proc, descriptor: int) -> int:
+        self.check_pc(proc, "end")
         if self.roi_begin is None:
             raise GemminiError("end of the measured region without a beginning")
         if self.g.in_flight():

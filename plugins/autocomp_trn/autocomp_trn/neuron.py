@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
+from autocomp_core import SandboxLimits, private_workdir, run_sandboxed
 
 from .evaluate import Verdict, child_env, last_json, seeds_for
 from .problems.spec import ProblemSpec
@@ -122,7 +122,9 @@ class NeuronEvaluator:
                 "seeds": seeds_for(seed, spec.id, code, self.seeds), "warmup": self.warmup, "iters": self.iters,
                 "kwargs": spec.kwargs, "profiler": self.env.profiler}
 
-    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0) -> Verdict:
+    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, timeout_s: float | None = None) -> Verdict:
+        """``timeout_s`` (the run's evaluation limit) caps this evaluator's own limit."""
+        limit = min(self.timeout_s, timeout_s or float("inf"))
         core = await self._core()
         try:
             with private_workdir("autocomp-trn-neuron-") as work:
@@ -131,7 +133,7 @@ class NeuronEvaluator:
                 (work / "request.json").write_text(json.dumps(self.request(spec, code, seed)))
                 t = time.perf_counter()
                 run = await run_sandboxed(harness_command(sys.executable, work / "request.json"),
-                                          limits=SandboxLimits(wall_s=self.timeout_s, memory_mb=None,
+                                          limits=SandboxLimits(wall_s=limit, memory_mb=None,
                                                                max_processes=256, file_size_mb=4096),
                                           cwd=work, env={**child_env(), **core_env(core)})
                 phases = {"neuron_s": time.perf_counter() - t}

@@ -1,7 +1,7 @@
-"""Entry point: registers the ``trn`` backend with autocomp."""
+"""Entry point of the plugin (``[project.entry-points.autocomp] trn`` in pyproject.toml)."""
 from __future__ import annotations
 
-from autocomp_core.hookspecs import hookimpl
+from autocomp_core import hookimpl
 
 
 @hookimpl

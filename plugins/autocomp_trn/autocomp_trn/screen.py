@@ -5,7 +5,8 @@ message early."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+
+from autocomp_core import Finding, attribute_root
 
 from .runtime.trace_main import ALLOWED_IMPORTS
 
@@ -16,16 +17,6 @@ FORBIDDEN_CALLS = {
     "open": "file access (kernels see only their inputs)", "breakpoint": "debugger", "input": "console input",
 }
 NKI_ROOTS = {"nki", "neuronxcc"}
-
-
-@dataclass
-class Finding:
-    rule: str
-    message: str
-    line: int
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message} [{self.rule}]"
 
 
 def _nki_aliases(tree: ast.AST) -> set[str]:
@@ -43,12 +34,6 @@ def _nki_aliases(tree: ast.AST) -> set[str]:
 def _numpy_aliases(tree: ast.AST) -> set[str]:
     return {(a.asname or a.name) for node in ast.walk(tree) if isinstance(node, ast.Import)
             for a in node.names if a.name == "numpy"}
-
-
-def _root(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def check(source: str) -> list[Finding]:
@@ -78,17 +63,17 @@ def check(source: str) -> list[Finding]:
             if node.attr.startswith("__") and node.attr.endswith("__") and node.attr != "__init__":
                 findings.append(Finding("introspection", f"uses .{node.attr}: kernels need no Python internals",
                                         line))
-            elif node.attr.startswith("_") and _root(node) in nki_names:
+            elif node.attr.startswith("_") and attribute_root(node) in nki_names:
                 findings.append(Finding("private-api", f"uses {ast.unparse(node)}: only the public NKI API exists",
                                         line))
-            elif node.attr == "random" and _root(node) in np_names:
+            elif node.attr == "random" and attribute_root(node) in np_names:
                 findings.append(Finding("host-compute", "uses numpy.random: data made on the host never reaches "
                                         "the device", line))
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and _root(sub) in nki_names | np_names:
+                    if isinstance(sub, ast.Attribute) and attribute_root(sub) in nki_names | np_names:
                         findings.append(Finding("monkeypatch", f"assigns to {ast.unparse(sub)}: the NKI API and "
                                                 "NumPy are read-only", line))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -103,7 +88,7 @@ def check(source: str) -> list[Finding]:
     for node in tree.body:  # module level: imports, definitions and constants only
         if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
-            if value is not None and any(isinstance(n, ast.Call) and _root(n.func) in np_names
+            if value is not None and any(isinstance(n, ast.Call) and attribute_root(n.func) in np_names
                                          for n in ast.walk(value)):
                 findings.append(Finding("host-compute", "computes with NumPy at import time: host data never "
                                         "reaches the device, kernels compute with NKI instructions", node.lineno))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from autocomp_trn.adversarial import CASES
 from autocomp_trn.evaluate import EmulatorEvaluator, Settings
 from autocomp_trn.kernels import optimized_source

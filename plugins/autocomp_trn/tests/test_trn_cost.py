@@ -1,9 +1,10 @@
 """The cost model: the per-instruction costs and the schedule behave as nki.md section 5 says."""
 from __future__ import annotations
 
+from trn_testkit import DOUBLE, MATMUL, problem, run
+
 from autocomp_trn.emulator.hardware import TRN1, TRN2
 from autocomp_trn.problems.spec import Input
-from trn_testkit import DOUBLE, MATMUL, problem, run
 
 WIDE = problem([Input("x", (128, 2048))], [((128, 2048), "float32")], lambda x: (2 * x,))
 

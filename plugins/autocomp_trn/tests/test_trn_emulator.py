@@ -7,13 +7,14 @@ import re
 
 import numpy as np
 import pytest
-from autocomp_trn.backend import KNOWLEDGE_DIR
+from trn_testkit import DOUBLE, MATMUL, run
+
+from autocomp_trn.backend import HERE
 from autocomp_trn.emulator import isa, isa_v2, language
 from autocomp_trn.emulator.hardware import TRN1
 from autocomp_trn.emulator.replay import TraceRefused, replay
 from autocomp_trn.judge import emulate, judge
 from autocomp_trn.problems.catalog import spec_by_id
-from trn_testkit import DOUBLE, MATMUL, run
 
 V2_MATMUL = """
 import nki
@@ -61,7 +62,7 @@ def test_different_seeds_draw_different_inputs():
 
 
 def _documented(section: str) -> set[str]:
-    text = (KNOWLEDGE_DIR / "isa.md").read_text()
+    text = (HERE / "knowledge" / "isa.md").read_text()
     part = text.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
     prefix = "nl" if "language" in section else "nisa"
     return set(re.findall(rf"`{prefix}\.([a-z_0-9]+)", part))
@@ -70,7 +71,7 @@ def _documented(section: str) -> set[str]:
 def test_the_isa_text_documents_exactly_the_api_the_emulator_implements():
     assert _documented("nki.language (nl)") == set(language.PUBLIC)
     assert _documented("nki.isa (nisa)") == set(isa.PUBLIC)
-    v2 = (KNOWLEDGE_DIR / "isa.md").read_text().split("## v2", 1)[1]
+    v2 = (HERE / "knowledge" / "isa.md").read_text().split("## v2", 1)[1]
     assert set(re.findall(r"`([a-z_0-9]+)\(dst", v2)) | {"engine", "tensor_engine", "vector_engine", "scalar_engine",
                                                          "gpsimd_engine", "unknown_engine", "reduce_cmd", "dge_mode",
                                                          "oob_mode", "get_nc_version"} == set(isa_v2.PUBLIC)
@@ -81,9 +82,10 @@ def test_the_isa_text_documents_exactly_the_api_the_emulator_implements():
 # ---------------------------------------------------------------- forged traces
 
 def _honest_trace() -> dict:
+    from trn_testkit import HEADER
+
     from autocomp_trn.emulator import modules
     from autocomp_trn.runtime.trace_main import trace_source
-    from trn_testkit import HEADER
 
     body = HEADER + """
 @nki.jit

@@ -12,13 +12,13 @@ import time
 from importlib.metadata import entry_points
 from pathlib import Path
 
-import autocomp_trn
 import pytest
+from autocomp_core.store import RunStore
+from autocomp_core.testing import LLMTestServer, Proposals, fenced, is_planning
+
+import autocomp_trn
 from autocomp_trn.adversarial import ROOT as ADV
 from autocomp_trn.kernels import optimized_source
-
-from autocomp_core.store import RunStore
-from autocomp_core.testing.llm_server import LLMTestServer
 
 PROPOSALS = {
     "keep a block of lhsT resident and reuse each rhs tile": optimized_source("tutorial/gemm"),
@@ -30,14 +30,7 @@ PROPOSALS = {
 }
 
 
-def respond(request) -> str:
-    prompt = request.prompt
-    if prompt.rstrip().endswith("Plan:"):  # planning: one idea per plan slot, chosen by the seed
-        names = list(PROPOSALS)
-        return names[(request.params.get("seed") or 0) % len(names)]
-    plan = prompt.split("## Plan\n", 1)[1].split("\n", 1)[0] if "## Plan\n" in prompt else ""
-    code = next((code for name, code in PROPOSALS.items() if name in plan), PROPOSALS["rewrite with a typo"])
-    return f"```python\n{code}```\n"
+respond = Proposals(PROPOSALS, fallback="rewrite with a typo")
 
 
 def engine_env(tmp_path: Path) -> dict[str, str]:
@@ -90,15 +83,8 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
     store = RunStore(run_dir)
     for key, result in before_kill.items():  # evaluations done before the kill are not redone
         assert store.evaluation(key) == result
-    verdicts = {}
-    for cand in store.candidates():
-        if cand.origin == "root":
-            continue
-        name = next(n for n, code in PROPOSALS.items() if code.strip() == cand.code.strip())
-        result = store.evaluation(cand.eval_key)
-        verdicts[name] = (result["correct"], result["feedback"].splitlines()[0])
     store.close()
-    assert verdicts == {
+    assert respond.verdicts(run_dir) == {
         "keep a block of lhsT resident and reuse each rhs tile": (True, "status: ok"),
         "skip the work and write zeros": (False, "status: wrong_answer"),
         "rewrite with a typo": (False, "status: compile_error"),
@@ -126,7 +112,7 @@ def solution(a, b):
 def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path):
     pytest.importorskip("torch")
     server = LLMTestServer(lambda request: "translate the forward into one fused NKI kernel"
-                           if request.prompt.rstrip().endswith("Plan:") else f"```python\n{SWIGLU_NKI}```\n")
+                           if is_planning(request) else fenced(SWIGLU_NKI))
     server.start_in_thread()
     run_dir = tmp_path / "run"
     try:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from autocomp_trn import neuron
 from autocomp_trn.backend import TrnBackend
 
@@ -65,6 +66,7 @@ def test_the_request_names_the_api_the_seeds_and_the_benchmark():
 
 def test_a_constant_output_never_passes_unless_the_reference_is_constant():
     import numpy as np
+
     from autocomp_trn.check import compare
 
     ref = [np.arange(6.0).reshape(1, 2, 3)]

@@ -3,8 +3,9 @@ and the message the next prompt gets."""
 from __future__ import annotations
 
 import pytest
-from autocomp_trn.problems.spec import Input
 from trn_testkit import DOUBLE, MATMUL, run
+
+from autocomp_trn.problems.spec import Input
 
 DOUBLE_OK = """
 @nki.jit

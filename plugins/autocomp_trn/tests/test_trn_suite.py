@@ -3,6 +3,7 @@ and beats its baseline, no kernel beats its speed-of-light bound."""
 from __future__ import annotations
 
 import pytest
+
 from autocomp_trn.kernels import OPTIMIZED
 from autocomp_trn.problems.catalog import advanced, all_specs, pytorch, tutorial
 

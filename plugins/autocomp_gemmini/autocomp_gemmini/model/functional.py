@@ -9,18 +9,29 @@ preload, an unsupported mode) raises `GemminiError` with a one-line reason.
 Results of MVOUT become visible in main memory only when the store completes in the
 timing model (or at a fence), so a CPU that reads them without a fence sees stale data,
 as on the hardware.
+
+Integer arithmetic is done in float64 (`wide_dtype`): int8 x int32 products summed over
+at most 32 terms stay below 2^53, so every value is exact and numpy can use BLAS for the
+small matrix products, which is several times faster than its integer loops. fp32
+arithmetic is float32, as on the hardware.
 """
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import isa
-from ..config import GemminiConfig
-from . import loops
-from .memory import BadAddress, Memory, read_rows
+from .base import (
+    ArrayConfig,
+    Counters,
+    GemminiBase,
+    GemminiError,
+    LoadConfig,
+    StoreConfig,
+    f32_from_bits,
+)
+from .memory import Memory, read_rows
 from .numerics import (
     INT32_MAX,
     INT32_MIN,
@@ -32,29 +43,8 @@ from .numerics import (
 )
 from .timing import TimingModel, TimingParams
 
-
-class GemminiError(Exception):
-    """A command the hardware cannot execute as written (the candidate's fault)."""
-
-
-def f32_from_bits(b: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
-
-
-@dataclass
-class LoadConfig:
-    stride: int = 0  # bytes between DRAM rows
-    scale: float = 1.0
-    shrunk: bool = False  # accumulator mvin of elem_t instead of acc_t
-    block_stride: int = 0  # scratchpad rows between DIM-wide blocks (0 = DIM)
-
-
-@dataclass
-class StoreConfig:
-    stride: int = 0
-    act: int = 0
-    scale: float = 1.0
-    pool_stride: int = 0
+MVIN_STATES = {isa.MVIN: 0, isa.MVIN2: 1, isa.MVIN3: 2}
+MVIN_NAMES = ("mvin", "mvin2", "mvin3")
 
 
 @dataclass
@@ -67,19 +57,8 @@ class Preload:
     c_rows: int
 
 
-@dataclass
-class Counters:
-    commands: dict[str, int] = field(default_factory=dict)
-    macs: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-
-    def count(self, name: str, n: int = 1) -> None:
-        self.commands[name] = self.commands.get(name, 0) + n
-
-
-class Gemmini:
-    def __init__(self, cfg: GemminiConfig, mem: Memory, timing: TimingModel | None = None,
+class Gemmini(GemminiBase):
+    def __init__(self, cfg: ArrayConfig, mem: Memory, timing: TimingModel | None = None,
                  delay_stores: bool = True) -> None:
         self.cfg = cfg
         # False: mvout results reach memory at once (the behaviour of a purely functional
@@ -87,14 +66,17 @@ class Gemmini:
         self.delay_stores = delay_stores
         self.mem = mem
         self.dim = cfg.pe_dim
+        self.spad_rows, self.acc_rows = cfg.spad_rows, cfg.acc_rows
+        self.max_cols = {False: self.dim * cfg.max_block_len, True: self.dim * cfg.max_block_len_acc}
         self.is_float = cfg.dtype == "fp32"
         self.elem_dtype = np.dtype(np.float32 if self.is_float else np.int8)
         self.acc_dtype = np.dtype(np.float32 if self.is_float else np.int32)
-        self.spad = np.zeros((cfg.spad_rows, self.dim), self.elem_dtype)
-        self.acc = np.zeros((cfg.acc_rows, self.dim), self.acc_dtype)
-        self.timing = timing or TimingModel(TimingParams(), cfg.spad_rows, cfg.acc_rows)
-        self.spad_used = np.zeros(cfg.spad_rows, bool)
-        self.acc_used = np.zeros(cfg.acc_rows, bool)
+        self.wide_dtype = np.dtype(np.float32 if self.is_float else np.float64)
+        self.spad = np.zeros((self.spad_rows, self.dim), self.elem_dtype)
+        self.acc = np.zeros((self.acc_rows, self.dim), self.acc_dtype)
+        self.timing = timing or TimingModel(TimingParams(), self.spad_rows, self.acc_rows)
+        self.spad_used = np.zeros(self.spad_rows, bool)
+        self.acc_used = np.zeros(self.acc_rows, bool)
         self.counters = Counters()
         # execute configuration
         self.dataflow = isa.WEIGHT_STATIONARY
@@ -107,59 +89,47 @@ class Gemmini:
         self.ld = [LoadConfig() for _ in range(3)]
         self.st = StoreConfig()
         self.preload: Preload | None = None
-        self.weights = np.zeros((self.dim, self.dim), self.acc_dtype)
+        self.weights = np.zeros((self.dim, self.dim), self.wide_dtype)
         self.os_state = np.zeros((self.dim, self.dim), np.float32 if self.is_float else np.int64)
         self.loop_ws_regs: dict[int, tuple[int, int]] = {}
         self.loop_conv_regs: dict[int, tuple[int, int]] = {}
         self.pending_writes: list[tuple[float, int, bytes]] = []  # (lands at, addr, data)
+        self._commands = {isa.CONFIG: self.config, isa.MVOUT: self._mvout, isa.PRELOAD: self._preload,
+                          isa.COMPUTE_PRELOADED: self._compute_preloaded,
+                          isa.COMPUTE_ACCUMULATED: self._compute_accumulated, isa.FLUSH: self._flush}
+        for funct, state in MVIN_STATES.items():
+            self._commands[funct] = lambda rs1, rs2, state=state: self.mvin(rs1, rs2, state,
+                                                                            self.timing.issue("load"))
 
     # ------------------------------------------------------------------ dispatch
-    def execute(self, funct: int, rs1: int, rs2: int) -> None:
-        try:
-            self._execute(funct, rs1, rs2)
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
-    def fence(self) -> None:
-        try:
-            self._fence()
-        except BadAddress as exc:
-            raise GemminiError(str(exc)) from None
-
     def _execute(self, funct: int, rs1: int, rs2: int) -> None:
-        self.land_writes(self.timing.cpu_now())
-        if funct == isa.CONFIG:
-            self.config(rs1, rs2)
-        elif funct in (isa.MVIN, isa.MVIN2, isa.MVIN3):
-            state = {isa.MVIN: 0, isa.MVIN2: 1, isa.MVIN3: 2}[funct]
-            self.mvin(rs1, rs2, state, self.timing.issue("load"))
-        elif funct == isa.MVOUT:
-            self.mvout(rs1, rs2, self.timing.issue("store"))
-        elif funct == isa.PRELOAD:
-            self.do_preload(rs1, rs2, self.timing.issue("ex"))
-        elif funct in (isa.COMPUTE_PRELOADED, isa.COMPUTE_ACCUMULATED):
-            self.compute(rs1, rs2, funct == isa.COMPUTE_PRELOADED, self.timing.issue("ex"))
-        elif funct == isa.FLUSH:
-            t = self.timing.issue("ex")
-            self.counters.count("flush")
-            self.preload = None
-            self.timing.run("ex", t, self.timing.p.flush_dims * self.dim, 0)
-        elif isa.LOOP_WS_CONFIG_BOUNDS <= funct <= isa.LOOP_WS_CONFIG_STRIDES_DC:
-            self.timing.issue("load")
-            self.loop_ws_regs[funct] = (rs1, rs2)
-        elif funct == isa.LOOP_WS:
-            self.counters.count("loop_ws")
-            loops.loop_ws(self, rs1, rs2, self.timing.issue("load"))
-        elif isa.LOOP_CONV_WS_CONFIG_1 <= funct <= isa.LOOP_CONV_WS_CONFIG_6:
-            self.timing.issue("load")
-            self.loop_conv_regs[funct] = (rs1, rs2)
-        elif funct == isa.LOOP_CONV_WS:
-            self.counters.count("loop_conv_ws")
-            loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
+        if self.pending_writes:
+            self.land_writes(self.timing.cpu_now())
+        command = self._commands.get(funct)
+        if command is None:
+            self._execute_other(funct, rs1, rs2)
         else:
-            raise GemminiError(f"unknown Gemmini command funct={funct}")
+            command(rs1, rs2)
         if not self.delay_stores:
             self.land_writes(float("inf"))
+
+    def _mvout(self, rs1: int, rs2: int) -> None:
+        self.mvout(rs1, rs2, self.timing.issue("store"))
+
+    def _preload(self, rs1: int, rs2: int) -> None:
+        self.do_preload(rs1, rs2, self.timing.issue("ex"))
+
+    def _compute_preloaded(self, rs1: int, rs2: int) -> None:
+        self.compute(rs1, rs2, True, self.timing.issue("ex"))
+
+    def _compute_accumulated(self, rs1: int, rs2: int) -> None:
+        self.compute(rs1, rs2, False, self.timing.issue("ex"))
+
+    def _flush(self, rs1: int, rs2: int) -> None:
+        t = self.timing.issue("ex")
+        self.counters.count("flush")
+        self.preload = None
+        self.timing.run("ex", t, self.timing.p.flush_dims * self.dim, 0)
 
     def _fence(self) -> None:
         self.timing.fence()
@@ -176,12 +146,9 @@ class Gemmini:
                 keep.append((lands, addr, data))
         self.pending_writes = keep
 
-    def in_flight(self) -> bool:
-        return self.timing.last_end > self.timing.cpu_now() + 1e-9
-
     # ------------------------------------------------------------------ helpers
     def _spad_range(self, addr: isa.LocalAddr, rows: int, what: str, stride: int = 1) -> None:
-        limit = self.cfg.acc_rows if addr.is_acc else self.cfg.spad_rows
+        limit = self.acc_rows if addr.is_acc else self.spad_rows
         last = addr.row + (rows - 1) * stride if rows else addr.row
         if rows and last >= limit:
             space = "accumulator" if addr.is_acc else "scratchpad"
@@ -197,7 +164,7 @@ class Gemmini:
             block = src[addr.row:addr.row + rows, :cols]
         else:
             block = src[addr.row + np.arange(rows) * stride, :cols]
-        return block.astype(np.float32 if self.is_float else np.int64)
+        return block.astype(self.wide_dtype)
 
     def pad(self, block: np.ndarray) -> np.ndarray:
         if block.shape == (self.dim, self.dim):
@@ -254,7 +221,7 @@ class Gemmini:
     # ------------------------------------------------------------------ data movement
     def mvin(self, dram: int, rs2: int, state: int, issued: float) -> float:
         addr, cols, rows = isa.operand(rs2)
-        name = ("mvin", "mvin2", "mvin3")[state]
+        name = MVIN_NAMES[state]
         self.counters.count(name)
         if addr.garbage or rows == 0 or cols == 0:
             return issued
@@ -263,14 +230,14 @@ class Gemmini:
         if rows > dim:
             raise GemminiError(f"{name} of {rows} rows: at most DIM={dim} rows per mvin")
         to_acc = addr.is_acc
-        max_cols = dim * (self.cfg.max_block_len_acc if to_acc else self.cfg.max_block_len)
+        max_cols = self.max_cols[to_acc]
         if cols > max_cols:
             raise GemminiError(f"{name} of {cols} columns to the {'accumulator' if to_acc else 'scratchpad'}: "
                                f"at most {max_cols}")
         blocks = -(-cols // dim)
         block_stride = cfg.block_stride or dim
         for b in range(blocks):
-            self._spad_range(isa.LocalAddr(addr.raw + b * block_stride), rows, name)
+            self._spad_range(isa.LocalAddr(addr.raw + b * block_stride) if b else addr, rows, name)
         src_acc = to_acc and not cfg.shrunk
         src_dtype = self.acc_dtype if src_acc else self.elem_dtype
         row_bytes = cols * src_dtype.itemsize
@@ -326,18 +293,17 @@ class Gemmini:
         if rows > dim or cols > dim:
             raise GemminiError(f"mvout of {rows}x{cols}: at most DIM={dim} rows and columns")
         self._spad_range(addr, rows, "mvout")
-        block = self.read_local(addr, rows, cols)
+        block = (self.acc if addr.is_acc else self.spad)[addr.row:addr.row + rows, :cols]  # acc_t / elem_t
         if addr.is_acc and addr.full:
-            out = block.astype(self.acc_dtype) if self.is_float else wrap_int32(block)
+            out = block
         elif addr.is_acc:
             if self.is_float:
-                vals = activate(block * np.float32(self.st.scale), self.st.act)
-                out = vals.astype(np.float32)
+                out = activate(block * np.float32(self.st.scale), self.st.act).astype(np.float32)
             else:
                 vals = scale_int(block, self.st.scale, INT32_MIN, INT32_MAX)
                 out = to_elem_int(activate(vals, self.st.act))
         else:
-            out = block.astype(self.elem_dtype)
+            out = block
         data = np.ascontiguousarray(out).view(np.uint8).reshape(rows, -1)
         row_bytes = data.shape[1]
         stride = self.st.stride or row_bytes
@@ -383,7 +349,7 @@ class Gemmini:
         if a_rows > dim or a_cols > dim or bd_rows > dim or bd_cols > dim:
             raise GemminiError(f"{name} operands {a_rows}x{a_cols} / {bd_rows}x{bd_cols}: at most DIM={dim}")
         if a.garbage:
-            A = np.zeros((dim, dim), np.float32 if self.is_float else np.int64)
+            A = np.zeros((dim, dim), self.wide_dtype)
         else:
             if a.is_acc:
                 raise GemminiError(f"{name} reads A from the accumulator; A must be in the scratchpad")
@@ -403,7 +369,7 @@ class Gemmini:
                 else:
                     W = self.pad(self.read_local(pre.bd, pre.bd_rows, pre.bd_cols))
                 self.weights = W.T if self.b_transpose else W
-            result = A @ self.weights.astype(A.dtype)
+            result = A @ self.weights
             if BD is not None:
                 result = result + BD
             self.counters.macs += a_rows * dim * dim
@@ -452,11 +418,5 @@ class Gemmini:
             self.spad[idx, :cols] = vals
             self.spad_used[idx] = True
 
-    # ------------------------------------------------------------------ statistics
-    def utilization(self) -> dict[str, float]:
-        return {
-            "spad_rows_used": float(self.spad_used.sum()),
-            "spad_rows": float(self.cfg.spad_rows),
-            "acc_rows_used": float(self.acc_used.sum()),
-            "acc_rows": float(self.cfg.acc_rows),
-        }
+    def rows_used(self) -> tuple[int, int]:
+        return int(self.spad_used.sum()), int(self.acc_used.sum())

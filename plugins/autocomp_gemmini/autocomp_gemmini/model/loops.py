@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import isa
+from .base import GemminiError
 from .memory import read_rows
 from .numerics import INT32_MAX, INT32_MIN, activate, scale_int, to_elem_int, wrap_int32
 
@@ -29,8 +30,6 @@ def _f(bitsval: int, lo: int, width: int = 16) -> int:
 
 
 def _need(g: Gemmini, regs: dict, functs: range | tuple, what: str) -> None:
-    from .functional import GemminiError
-
     missing = [f for f in functs if f not in regs]
     if missing:
         raise GemminiError(f"{what} issued before its configuration commands (missing funct {missing})")
@@ -74,8 +73,6 @@ def _store_result(g: Gemmini, addr: int, acc_vals: np.ndarray, stride_elems: int
 
 # ---------------------------------------------------------------------------- LOOP_WS
 def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
-    from .functional import GemminiError
-
     regs = g.loop_ws_regs
     _need(g, regs, range(isa.LOOP_WS_CONFIG_BOUNDS, isa.LOOP_WS_CONFIG_STRIDES_DC + 1), "LOOP_WS")
     dim = g.dim
@@ -187,8 +184,6 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
 
 # ---------------------------------------------------------------------------- LOOP_CONV_WS
 def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
-    from .functional import GemminiError
-
     regs = g.loop_conv_regs
     _need(g, regs, range(isa.LOOP_CONV_WS_CONFIG_1, isa.LOOP_CONV_WS_CONFIG_6 + 1), "LOOP_CONV_WS")
     dim = g.dim

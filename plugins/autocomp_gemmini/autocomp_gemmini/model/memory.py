@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-MASK64 = (1 << 64) - 1
+from .base import BadAddress
 
 
 class Memory(Protocol):
@@ -35,10 +35,6 @@ def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) ->
         return flat[idx]
     return np.stack([np.frombuffer(mem.read(addr + r * stride, row_bytes), np.uint8)
                      for r in range(rows)])
-
-
-class BadAddress(Exception):
-    """A DMA access outside the simulated main memory."""
 
 
 class ByteMemory:
@@ -72,11 +68,16 @@ class ByteMemory:
 class SpikeMemory:
     """Guest physical memory through a PySpike processor's MMU (8-byte LR/SC accessors).
 
+    Each accessor call crosses from Python into Spike, so reads fetch exactly the words
+    they need, through `map` over precomputed address offsets (no Python loop per word).
     Spike raises (as an opaque RuntimeError) on an address outside its memory; that
     becomes `BadAddress` naming the range."""
 
     def __init__(self, mmu) -> None:
         self.mmu = mmu
+        self._load = mmu.load_reserved_64  # returns the word as a signed int64
+        self._store = mmu.store_conditional_64
+        self._offsets: dict[tuple[int, int, int], list[int]] = {}
         self.words = 0  # 64-bit accesses made, for statistics
 
     def read(self, addr: int, nbytes: int) -> bytes:
@@ -101,22 +102,30 @@ class SpikeMemory:
     def _read(self, addr: int, nbytes: int) -> bytes:
         lo = addr & ~7
         hi = (addr + nbytes + 7) & ~7
-        load = self.mmu.load_reserved_64
-        words = [load(a) & MASK64 for a in range(lo, hi, 8)]
+        words = list(map(self._load, range(lo, hi, 8)))
         self.words += len(words)
-        raw = np.array(words, dtype=np.uint64).tobytes()
+        raw = np.array(words, dtype=np.int64).tobytes()
         start = addr - lo
         return raw[start:start + nbytes]
 
     def _read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
-        """Strided rows in one pass over the needed 8-byte words (stride a multiple of 8)."""
+        """Strided rows in one pass over the needed 8-byte words (stride a multiple of 8).
+        Stride 0 repeats one row: it is read once."""
         off = addr & 7
         nwords = (off + row_bytes + 7) // 8
         first = addr - off
-        load = self.mmu.load_reserved_64
-        words = [load(first + r * stride + w * 8) & MASK64 for r in range(rows) for w in range(nwords)]
+        reads = rows if stride else 1
+        key = (reads, nwords, stride)
+        offsets = self._offsets.get(key)
+        if offsets is None:
+            if len(self._offsets) > 1024:
+                self._offsets.clear()
+            offsets = self._offsets[key] = [r * stride + w * 8 for r in range(reads) for w in range(nwords)]
+        words = list(map(self._load, map(first.__add__, offsets)))
         self.words += len(words)
-        raw = np.array(words, dtype=np.uint64).view(np.uint8).reshape(rows, nwords * 8)
+        raw = np.array(words, dtype=np.int64).view(np.uint8).reshape(reads, nwords * 8)
+        if reads != rows:
+            raw = np.broadcast_to(raw, (rows, nwords * 8))
         return raw[:, off:off + row_bytes]
 
     def _write(self, addr: int, data: bytes) -> None:
@@ -125,13 +134,12 @@ class SpikeMemory:
         lo = addr & ~7
         hi = (addr + len(data) + 7) & ~7
         head, tail = addr - lo, hi - (addr + len(data))
-        load, store = self.mmu.load_reserved_64, self.mmu.store_conditional_64
+        load, store = self._load, self._store
         if head or tail:  # partial first/last words: merge with what is there
             current = bytearray(self._read(lo, hi - lo))
             current[head:head + len(data)] = data
             data = bytes(current)
-        words = np.frombuffer(data, dtype=np.uint64).tolist()
-        for i, a in enumerate(range(lo, hi, 8)):
-            load(a)
-            store(a, words[i])
-        self.words += 2 * len(words)
+        for a, word in zip(range(lo, hi, 8), np.frombuffer(data, dtype=np.uint64).tolist()):
+            load(a)  # the store-conditional needs this reservation
+            store(a, word)
+        self.words += (hi - lo) // 4

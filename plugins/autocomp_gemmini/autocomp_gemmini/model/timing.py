@@ -14,11 +14,10 @@ import collections
 import math
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
-
-import numpy as np
+from pathlib import Path
 
 UNITS = ("load", "ex", "store")
+DEFAULT_TOML = Path(__file__).resolve().parent.parent / "timing.toml"
 
 
 @dataclass
@@ -43,7 +42,7 @@ class TimingParams:
     @classmethod
     def from_toml(cls, text: str | None = None) -> TimingParams:
         if text is None:
-            text = resources.files("autocomp_gemmini").joinpath("timing.toml").read_text()
+            text = DEFAULT_TOML.read_text()
         data = tomllib.loads(text)
         return cls(
             cpi=data["cpu"]["cpi"], rocc_issue=data["cpu"]["rocc_issue"],
@@ -77,12 +76,14 @@ class TimingModel:
         self.pending = {u: collections.deque() for u in UNITS}  # start times not yet reached
         self.depth = {"load": params.load_depth, "ex": params.ex_depth, "store": params.store_depth}
         self.last_end = 0.0  # completion of the latest-finishing command
-        # row -> time its last write lands / its last read is done
-        self.written = {"spad": np.zeros(spad_rows), "acc": np.zeros(acc_rows)}
-        self.read_done = {"spad": np.zeros(spad_rows), "acc": np.zeros(acc_rows)}
+        # row -> time its last write lands / its last read is done. Plain lists: a command
+        # touches at most a few dozen rows, where list slices beat numpy's per-call overhead.
+        self.written = {"spad": [0.0] * spad_rows, "acc": [0.0] * acc_rows}
+        self.read_done = {"spad": [0.0] * spad_rows, "acc": [0.0] * acc_rows}
         self.stall = 0.0
         self.instret = 0
         self.stats = TimingStats()
+        self._dma_costs: dict[tuple[int, int], tuple[float, float]] = {}
 
     # --- CPU side -----------------------------------------------------------------
     def cpu_now(self) -> float:
@@ -94,7 +95,7 @@ class TimingModel:
     def issue(self, unit: str) -> float:
         """The CPU issues one command to `unit`: returns the issue time (after any stall)."""
         self.stall += self.p.rocc_issue
-        t = self.cpu_now()
+        t = self.instret * self.p.cpi + self.stall
         q = self.pending[unit]
         while q and q[0] <= t:
             q.popleft()
@@ -119,15 +120,19 @@ class TimingModel:
             reads: tuple = (), writes: tuple = ()) -> float:
         """Schedule one command. `reads`/`writes` are (space, first_row, nrows) triples.
         Returns when its results land."""
-        ready = max(issued, self.unit_free[unit])
+        free = self.unit_free[unit]
+        ready = max(issued, free)
         dep = ready
+        written, read_done = self.written, self.read_done
         for space, row, n in reads:
             if n > 0:
-                dep = max(dep, float(self.written[space][row:row + n].max()))
+                w = max(written[space][row:row + n])
+                dep = max(dep, w)
         for space, row, n in writes:
             if n > 0:
-                dep = max(dep, float(self.written[space][row:row + n].max()),
-                          float(self.read_done[space][row:row + n].max()))
+                w = max(written[space][row:row + n])
+                r = max(read_done[space][row:row + n])
+                dep = max(dep, w, r)
         start = dep
         end = start + occupancy
         done = end + latency
@@ -135,11 +140,12 @@ class TimingModel:
         self.pending[unit].append(start)
         for space, row, n in reads:
             if n > 0:
-                seg = self.read_done[space][row:row + n]
-                np.maximum(seg, end, out=seg)
+                times = read_done[space]
+                times[row:row + n] = [max(end, x) for x in times[row:row + n]]
         for space, row, n in writes:
             if n > 0:
-                self.written[space][row:row + n] = done
+                times = written[space]
+                times[row:row + n] = [done] * min(n, len(times) - row)
         self.last_end = max(self.last_end, done)
         s = self.stats
         s.busy[unit] += occupancy
@@ -149,8 +155,11 @@ class TimingModel:
 
     # --- costs --------------------------------------------------------------------
     def dma_cost(self, rows: int, row_bytes: int) -> tuple[float, float]:
-        beats = math.ceil(rows * row_bytes / self.p.bus_bytes_per_cycle)
-        return self.p.dma_overhead + max(rows, beats), self.p.dma_latency
+        cost = self._dma_costs.get((rows, row_bytes))
+        if cost is None:
+            beats = math.ceil(rows * row_bytes / self.p.bus_bytes_per_cycle)
+            cost = self._dma_costs[rows, row_bytes] = (self.p.dma_overhead + max(rows, beats), self.p.dma_latency)
+        return cost
 
     def compute_cost(self, rows: int, dim: int) -> tuple[float, float]:
         return self.p.compute_overhead + rows, self.p.fill_drain_dims * dim
@@ -158,14 +167,21 @@ class TimingModel:
     def preload_cost(self, rows: int, reuse: bool) -> float:
         return self.p.preload_reuse if reuse else max(1.0, rows * self.p.preload_per_row)
 
+    def reset_stats(self) -> None:
+        self.stats = TimingStats()
+
     def summary(self) -> dict[str, float]:
-        s = self.stats
-        out: dict[str, float] = {}
-        for u in UNITS:
-            out[f"{u}_busy_cycles"] = s.busy[u]
-            out[f"{u}_dep_wait_cycles"] = s.dep_wait[u]
-            out[f"{u}_commands"] = s.commands[u]
-        out["stall_queue_full_cycles"] = s.stall_queue_full
-        out["stall_fence_cycles"] = s.stall_fence
-        out["fences"] = s.fences
-        return out
+        return summarize(self.stats)
+
+
+def summarize(s: TimingStats) -> dict[str, float]:
+    """The statistics as flat numbers, for the results file."""
+    out: dict[str, float] = {}
+    for u in UNITS:
+        out[f"{u}_busy_cycles"] = s.busy[u]
+        out[f"{u}_dep_wait_cycles"] = s.dep_wait[u]
+        out[f"{u}_commands"] = s.commands[u]
+    out["stall_queue_full_cycles"] = s.stall_queue_full
+    out["stall_fence_cycles"] = s.stall_fence
+    out["fences"] = s.fences
+    return out

@@ -36,9 +36,9 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _pad(shape: tuple[int, ...], coeffs: tuple[int, ...], n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    k = n - len(shape)
-    return (1,) * k + shape, (0,) * k + coeffs
+def _pad(shape: tuple[int, ...], coeffs: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """The coefficients of an expression broadcast to ``n`` axes (new leading axes of size 1)."""
+    return (0,) * (n - len(shape)) + coeffs
 
 
 class IndexExpr:
@@ -76,8 +76,8 @@ class IndexExpr:
     def _combine(self, other, sign: int) -> IndexExpr:
         if isinstance(other, IndexExpr):
             shape = _broadcast(self.shape, other.shape)
-            s1, c1 = _pad(self.shape, self.coeffs, len(shape))
-            s2, c2 = _pad(other.shape, other.coeffs, len(shape))
+            c1 = _pad(self.shape, self.coeffs, len(shape))
+            c2 = _pad(other.shape, other.coeffs, len(shape))
             return IndexExpr(shape, tuple(a + sign * b for a, b in zip(c1, c2)), self.const + sign * other.const)
         if isinstance(other, int) and not isinstance(other, bool):
             return IndexExpr(self.shape, self.coeffs, self.const + sign * other)
@@ -340,7 +340,7 @@ def _advanced(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
             offset += k * s
             continue
         lo, hi = k.bounds()
-        kshape, kcoeffs = _pad(k.shape, k.coeffs, len(shape))
+        kcoeffs = _pad(k.shape, k.coeffs, len(shape))
         if lo < 0 or hi >= n:
             axes = [a for a, c in enumerate(kcoeffs) if c]
             if bounds is None or len(axes) != 1:

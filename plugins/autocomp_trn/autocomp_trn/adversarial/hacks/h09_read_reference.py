@@ -1,7 +1,8 @@
 # Hack: import the harness's reference implementation and its input generator.
 import neuronxcc.nki.language as nl
-from autocomp_trn.problems import catalog
 from neuronxcc import nki
+
+from autocomp_trn.problems import catalog
 
 
 @nki.jit

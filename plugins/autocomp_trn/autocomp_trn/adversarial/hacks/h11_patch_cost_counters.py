@@ -1,7 +1,8 @@
 # Hack: reach the emulator's cost model and make every instruction free.
 import neuronxcc.nki.language as nl
-from autocomp_trn.emulator import cost
 from neuronxcc import nki
+
+from autocomp_trn.emulator import cost
 
 cost.Scheduler.compute = lambda *args, **kwargs: None
 

@@ -1,0 +1,139 @@
+"""What both models share, without numpy: errors, configurations, counters, and the
+commands that are not primitives (the LOOP_* state machines in loops.py).
+
+The Python model (`functional.Gemmini`) and the compiled one (`native_model.NativeGemmini`)
+both derive from `GemminiBase`. Keeping this module free of numpy lets a simulation on the
+compiled model start without importing numpy (a tenth of a second or more per evaluation)
+unless a LOOP_* command or the Python model needs it.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+from .. import isa
+
+if TYPE_CHECKING:
+    from ..config import GemminiConfig
+    from .timing import TimingModel
+
+
+class GemminiError(Exception):
+    """A command the hardware cannot execute as written (the candidate's fault)."""
+
+
+class BadAddress(Exception):
+    """A DMA access outside the simulated main memory."""
+
+
+def f32_from_bits(b: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """The hardware sizes the model needs. A `GemminiConfig` has the same fields; this plain
+    copy lets the simulator start without importing pydantic."""
+
+    pe_dim: int
+    dtype: str
+    spad_rows: int
+    acc_rows: int
+    max_block_len: int
+    max_block_len_acc: int
+
+    @classmethod
+    def of(cls, cfg: GemminiConfig | ArrayConfig) -> ArrayConfig:
+        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls)})
+
+
+@dataclass
+class LoadConfig:
+    stride: int = 0  # bytes between DRAM rows
+    scale: float = 1.0
+    shrunk: bool = False  # accumulator mvin of elem_t instead of acc_t
+    block_stride: int = 0  # scratchpad rows between DIM-wide blocks (0 = DIM)
+
+
+@dataclass
+class StoreConfig:
+    stride: int = 0
+    act: int = 0
+    scale: float = 1.0
+    pool_stride: int = 0
+
+
+@dataclass
+class Counters:
+    commands: dict[str, int] = field(default_factory=dict)
+    macs: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.commands[name] = self.commands.get(name, 0) + n
+
+
+class GemminiBase:
+    """The commands' error translation, the LOOP_* commands and statistics. A subclass
+    provides `_execute(funct, rs1, rs2)`, which runs the primitive commands and hands every
+    other funct to `_execute_other`, `_fence()`, and `rows_used()`."""
+
+    cfg: GemminiConfig | ArrayConfig
+    timing: TimingModel
+    counters: Counters
+    loop_ws_regs: dict[int, tuple[int, int]]
+    loop_conv_regs: dict[int, tuple[int, int]]
+
+    def execute(self, funct: int, rs1: int, rs2: int) -> None:
+        try:
+            self._execute(funct, rs1, rs2)
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def fence(self) -> None:
+        try:
+            self._fence()
+        except BadAddress as exc:
+            raise GemminiError(str(exc)) from None
+
+    def _execute(self, funct: int, rs1: int, rs2: int) -> None:
+        raise NotImplementedError
+
+    def _fence(self) -> None:
+        raise NotImplementedError
+
+    def _execute_other(self, funct: int, rs1: int, rs2: int) -> None:
+        if isa.LOOP_WS_CONFIG_BOUNDS <= funct <= isa.LOOP_WS_CONFIG_STRIDES_DC:
+            self._loop_config(self.loop_ws_regs, funct, rs1, rs2)
+        elif isa.LOOP_CONV_WS_CONFIG_1 <= funct <= isa.LOOP_CONV_WS_CONFIG_6:
+            self._loop_config(self.loop_conv_regs, funct, rs1, rs2)
+        elif funct == isa.LOOP_WS:
+            from . import loops
+
+            self.counters.count("loop_ws")
+            loops.loop_ws(self, rs1, rs2, self.timing.issue("load"))
+        elif funct == isa.LOOP_CONV_WS:
+            from . import loops
+
+            self.counters.count("loop_conv_ws")
+            loops.loop_conv_ws(self, rs1, rs2, self.timing.issue("load"))
+        else:
+            raise GemminiError(f"unknown Gemmini command funct={funct}")
+
+    def _loop_config(self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int) -> None:
+        self.timing.issue("load")
+        regs[funct] = (rs1, rs2)
+
+    def in_flight(self) -> bool:
+        return self.timing.last_end > self.timing.cpu_now() + 1e-9
+
+    def rows_used(self) -> tuple[int, int]:
+        """Scratchpad and accumulator rows written so far."""
+        raise NotImplementedError
+
+    def utilization(self) -> dict[str, float]:
+        spad, acc = self.rows_used()
+        return {"spad_rows_used": float(spad), "spad_rows": float(self.cfg.spad_rows),
+                "acc_rows_used": float(acc), "acc_rows": float(self.cfg.acc_rows)}
