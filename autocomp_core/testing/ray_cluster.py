@@ -33,6 +33,7 @@ MARKER = "AUTOCOMP_TEST_RAY_CLUSTER"
 HEALTH = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "4",
           "RAY_health_check_initial_delay_ms": "0"}
 READY = "Ray runtime started"
+STARTUP_TIMED_OUT = "timed out during startup"
 #: Ray replaces 127.0.0.1 (and localhost) by the machine's routable address; other loopback
 #: addresses it leaves alone. The nodes take 127.0.0.2, 127.0.0.3, ... so that every
 #: connection of the cluster stays on the loopback range.
@@ -130,19 +131,25 @@ class LocalRayCluster:
                    f"--dashboard-agent-grpc-port={free_port()}",
                    f"--runtime-env-agent-port={free_port()}",
                    f"--metrics-export-port={free_port()}", *args]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(command, env={**self.env, **env,
-                                                     MARKER: f"{self.marker}/{name}"}, stdout=out,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
-        node = self.nodes[name] = Node(name, process, log)
         deadline = time.monotonic() + timeout_s
-        while READY not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"ray node {name} did not start:\n{tail}")
-            time.sleep(0.2)
-        return node
+        while True:
+            with open(log, "wb") as out:
+                process = subprocess.Popen(command, env={**self.env, **env,
+                                                         MARKER: f"{self.marker}/{name}"},
+                                           stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+            node = self.nodes[name] = Node(name, process, log)
+            while READY not in (text := log.read_text(errors="replace")):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            else:
+                return node
+            # Ray gives a node's raylet a fixed 30 s to register, which a loaded machine
+            # can miss: start the node again while there is time, else fail with its log
+            self.kill_node(name)
+            if STARTUP_TIMED_OUT not in text or time.monotonic() > deadline:
+                raise RuntimeError(f"ray node {name} did not start:\n{text[-3000:]}")
 
     def kill_node(self, name: str) -> None:
         """Kill a node's every process at once, as a machine that dies."""
