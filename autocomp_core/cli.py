@@ -88,6 +88,24 @@ def _flags(**values: Any) -> dict[str, Any]:
     return out
 
 
+#: the models and the search's shape, as flags of both optimize commands
+SEARCH_OPTIONS = (
+    click.option("--model", "models", multiple=True, help="Planning model (repeatable)."),
+    click.option("--code-model", "code_models", multiple=True, help="Implementation model."),
+    click.option("--iterations", type=int),
+    click.option("--beam-size", type=int),
+    click.option("--plans", type=int, help="Plans per beam candidate."),
+    click.option("--codes", type=int, help="Implementations per plan."),
+    click.option("--seed", type=int),
+)
+
+
+def search_options(command: Any) -> Any:
+    for option in reversed(SEARCH_OPTIONS):  # so that --help lists them in this order
+        command = option(command)
+    return command
+
+
 EXECUTOR_OPTION = click.option(
     "--executor", help="Where evaluations run: local (default) or ray (see [executor] for the "
                        "cluster's address).")
@@ -97,13 +115,7 @@ EXECUTOR_OPTION = click.option(
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--backend", help="Backend name (see `autocomp-core backends`).")
 @click.option("--problem", help="Problem id (see `autocomp-core problems BACKEND`).")
-@click.option("--model", "models", multiple=True, help="Planning model (repeatable).")
-@click.option("--code-model", "code_models", multiple=True, help="Implementation model.")
-@click.option("--iterations", type=int)
-@click.option("--beam-size", type=int)
-@click.option("--plans", type=int, help="Plans per beam candidate.")
-@click.option("--codes", type=int, help="Implementations per plan.")
-@click.option("--seed", type=int)
+@search_options
 @click.option("--budget-usd", type=float)
 @click.option("--run-dir", type=click.Path(file_okay=False))
 @EXECUTOR_OPTION
@@ -144,13 +156,7 @@ def _print_summary(summary: Any, as_json: bool) -> None:
               help="Where the suite goes: one run directory per problem, and the summary.")
 @click.option("--concurrency", type=click.IntRange(min=1),
               help="Problems searched at once (default: at least 4, more with more slots).")
-@click.option("--model", "models", multiple=True, help="Planning model (repeatable).")
-@click.option("--code-model", "code_models", multiple=True, help="Implementation model.")
-@click.option("--iterations", type=int)
-@click.option("--beam-size", type=int)
-@click.option("--plans", type=int, help="Plans per beam candidate.")
-@click.option("--codes", type=int, help="Implementations per plan.")
-@click.option("--seed", type=int)
+@search_options
 @click.option("--budget-usd", type=float, help="For the whole suite.")
 @EXECUTOR_OPTION
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",

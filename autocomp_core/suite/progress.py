@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..accounting import Spending
 from ..logs import json_lines_enabled
-from ..progress import REFRESH_PER_S, Mode, Progress
+from ..progress import REFRESH_PER_S, Mode, Progress, write_line
 
 WAITING, RUNNING = "waiting", "running"
 #: problems listed in the live panel: the running ones, then the latest finished
@@ -100,10 +100,5 @@ class SuiteProgress:
                      expand=False)
 
     def _line(self, text: str) -> None:
-        if self.mode == "off" or self.stream is None:
-            return
-        if self._live is not None:
-            self._live.console.print(f"[autocomp] {text}", markup=False, highlight=False)
-            return
-        self.stream.write(f"[autocomp] {text}\n")
-        self.stream.flush()
+        if self.mode != "off":
+            write_line(self.stream, self._live, text)
