@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -141,6 +142,7 @@ def main() -> None:
         iterations = max(1, round((args.evaluations / len(PROBLEMS) - 1) / 32))
         big = run_suite(server, tmp / "big", env, 0.0, iterations, 8, 4, *ray_args)
     server.stop_thread()
+    shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"\nsuite: {len(PROBLEMS)} problems, {local['evaluations']} evaluations of "
           f"{args.delay:g} s each, LLM latencies ~0.2 s (log-normal)")
