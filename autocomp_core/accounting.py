@@ -2,10 +2,18 @@
 
 The ledger counts every LLM answer the run used (including answers read back from the
 journal on resume: they were paid for) and every evaluation, per phase and per model.
+
+Budgets are checked at the two doors where a run spends, before anything is spent.
+``budget.llm_calls`` and ``budget.evaluations`` count what is already in flight, so they
+are never exceeded; ``budget.usd``, ``budget.tokens`` and ``budget.wall_s`` stop the run
+once reached, and the calls and evaluations already under way then finish and are
+journaled (at most ``llm.max_concurrency`` calls and the evaluation slots).
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,12 +25,17 @@ if TYPE_CHECKING:
     from .store import RunStore
 
 
-class BudgetReached(Exception):
-    """Raised inside the search when a budget stops the run; ``reason`` names it."""
+class RunStopped(Exception):
+    """Raised at a door (an LLM call, an evaluation) when the run must spend no more;
+    ``reason`` is the run's stop reason. Work already under way finishes."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class BudgetReached(RunStopped):
+    """A budget stops the run; ``reason`` names it (``budget.usd``)."""
 
 
 @dataclass
@@ -39,10 +52,10 @@ class Ledger:
 
     @classmethod
     def from_store(cls, store: RunStore) -> Ledger:
-        """The usage of the earlier sessions of a journaled run (a run directory, a pack
-        build), so totals and budgets span the whole run."""
+        """What earlier sessions of a run spent, read from its journal (usage only, never
+        the prompts or the answers' texts), so totals and budgets span the whole run."""
         ledger = cls(prior_wall_s=store.get_meta("wall_s", 0.0))
-        for call in store.llm_calls():
+        for call in store.llm_usage():
             ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
                            replayed=False)
         ledger.evaluations = store.count("evaluations")
@@ -93,6 +106,8 @@ class Spending(Protocol):
     def llm_calls(self) -> int: ...
     @property
     def evaluations(self) -> int: ...
+    @property
+    def wall_s(self) -> float: ...
 
 
 class Budget:
@@ -101,6 +116,11 @@ class Budget:
     def __init__(self, config: BudgetConfig, ledger: Spending) -> None:
         self.config = config
         self.ledger = ledger
+        self.llm_in_flight = 0  # calls admitted and not answered yet
+
+    def check_wall(self) -> None:
+        if self.config.wall_s is not None and self.ledger.wall_s >= self.config.wall_s:
+            raise BudgetReached("budget.wall_s")
 
     def check_llm(self) -> None:
         c, led = self.config, self.ledger
@@ -108,9 +128,22 @@ class Budget:
             raise BudgetReached("budget.usd")
         if c.tokens is not None and led.tokens >= c.tokens:
             raise BudgetReached("budget.tokens")
-        if c.llm_calls is not None and led.llm_calls >= c.llm_calls:
+        if c.llm_calls is not None and led.llm_calls + self.llm_in_flight >= c.llm_calls:
             raise BudgetReached("budget.llm_calls")
+        self.check_wall()
+
+    @contextlib.contextmanager
+    def llm_call(self) -> Iterator[None]:
+        """Admit one LLM call (``BudgetReached`` if a budget says no) and hold its place
+        until it is answered and in the ledger."""
+        self.check_llm()
+        self.llm_in_flight += 1
+        try:
+            yield
+        finally:
+            self.llm_in_flight -= 1
 
     def check_evaluation(self) -> None:
         if self.config.evaluations is not None and self.ledger.evaluations >= self.config.evaluations:
             raise BudgetReached("budget.evaluations")
+        self.check_wall()

@@ -70,6 +70,9 @@ class EvalResult:
     feedback: str = ""  # text for the next prompt (compiler errors, utilization, stalls)
     extra: dict[str, float] = field(default_factory=dict)
     status: str = ""  # the backend's own finer verdict (e.g. ``cuda_fault``, ``hack_suspected``)
+    #: what the verdict rests on (``eval --json`` shows it): ``seeds`` (the input seeds used),
+    #: ``shapes`` (the problem shapes run, as text), ``checks`` (the checks that ran, by name)
+    verification: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""
     stderr: str = ""
     duration_s: float = 0.0
@@ -100,6 +103,7 @@ class EvalResult:
             "feedback": self.feedback,
             "extra": dict(self.extra),
             "status": self.status,
+            "verification": dict(self.verification),
             "stdout": self.stdout,
             "stderr": self.stderr,
             "duration_s": self.duration_s,
@@ -116,6 +120,7 @@ class EvalResult:
             feedback=data.get("feedback", ""),
             extra=dict(data.get("extra") or {}),
             status=data.get("status", ""),
+            verification=dict(data.get("verification") or {}),
             stdout=data.get("stdout", ""),
             stderr=data.get("stderr", ""),
             duration_s=float(data.get("duration_s", 0.0)),

@@ -1,7 +1,8 @@
 """The ``autocomp-core`` command line.
 
 Exit status: 0 success, 1 failure, 2 bad input (one line naming what is wrong, printed
-before anything is spent).
+before anything is spent). An exception that is not an ``AutocompError`` is a bug: one
+line saying so, and its traceback under ``-v``.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import anyio
 import click
 
 from .config import ConfigError, load_config, parse_assignments
+from .errors import AutocompError
 from .logs import configure
 
 if TYPE_CHECKING:
@@ -42,22 +44,27 @@ def loaded_plugins() -> PluginRegistry:
 
 
 class Group(click.Group):
-    """Turns bad-input exceptions into exit 2 with one line."""
+    """Bad input exits 2 and any other ``AutocompError`` 1, each with one line; a bug
+    exits 1 with one line, or its traceback under ``-v``."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from .llm.errors import LLMConfigError
-        from .runner import RunError
-
         try:
             return super().invoke(ctx)
-        except (ConfigError, LLMConfigError) as exc:
+        except ConfigError as exc:
             fail(str(exc))
-        except RunError as exc:
+        except AutocompError as exc:
             fail(str(exc), 1)
         except KeyboardInterrupt:
             click.echo("\ninterrupted: the run is saved; continue with `autocomp-core resume`",
                        err=True)
             sys.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("verbose"):
+                raise
+            fail(f"internal error (a bug): {type(exc).__name__}: {exc} (run with -v for the "
+                 "traceback)", 1)
 
 
 @click.group(cls=Group)
@@ -140,7 +147,8 @@ def _print_summary(summary: Any, as_json: bool) -> None:
     d = summary.data
     speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
     click.echo(f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
-               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}")
+               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
+               f"sandbox isolation: {d.get('isolation')}")
     click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 
@@ -404,11 +412,14 @@ def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
     result = anyio.run(run)
     data = result.to_dict()
     data["lower_bound"] = b.metric_lower_bound(prob)
+    data["seed"] = seed  # with the same program, `--seed` replays the same inputs
     if as_json:
         emit_json(data)
     else:
         state = "correct" if result.correct else f"FAILED ({data['failure']})"
         click.echo(f"{state}: {result.metric} {result.unit}")
+        for key, value in result.verification.items():
+            click.echo(f"  {key}: {value}")
         if result.feedback:
             click.echo(result.feedback)
     sys.exit(0 if result.correct else 1)
@@ -448,6 +459,7 @@ def doctor(backend: str | None, executor: str | None, address: str | None,
     it. With --executor: also what the executor runs on (a cluster's nodes, their resources
     and the backends each node has installed)."""
     from .runner import make_backend
+    from .sandbox import NONE, UID_ONLY, isolation_level
 
     reg = loaded_plugins()
     if executor:
@@ -458,6 +470,10 @@ def doctor(backend: str | None, executor: str | None, address: str | None,
         fail("--address and --json go with --executor")
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
+    level = isolation_level()
+    weak = ("  -> candidates run without namespaces: run as root, allow unprivileged user "
+            "namespaces, or install bubblewrap") if level in (NONE, UID_ONLY) else ""
+    click.echo(f"sandbox isolation: {level}{weak}")
     for name in names:
         b = make_backend(name, plugins=reg)
         click.echo(f"{name}:")

@@ -14,13 +14,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .errors import ConfigError
 from .llm.settings import LLMSettings
 
+__all__ = ["ConfigError", "RunConfig", "load_config", "validate", "validated"]
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """Bad input: the message is one line naming what is wrong."""
 
 
 class _Section(BaseModel):

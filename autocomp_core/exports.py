@@ -96,6 +96,7 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
         "iteration_wall_s": {i: s.get("wall_s") for i, s in store.iteration_stats().items()
                              if i > 0},
         "models": store.get_meta("models"),
+        "isolation": store.get_meta("isolation"),  # the sandbox's, for this run's candidates
         "context_selection": store.get_meta("context_selection") or {},
         "prompt_context": prompt_context(store),
         "generated_menus": len(store.events("generated_menu")),
@@ -178,7 +179,8 @@ def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | N
              f"- candidates: {s['candidates']} ({s['correct_candidates']} correct)",
              f"- LLM: {s['llm_calls']} calls, {s['tokens']} tokens "
              f"({s['cached_tokens']} cached), ${s['cost_usd']:.4f}",
-             f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s"]
+             f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s",
+             f"- sandbox isolation: {s['isolation']}"]
     if s["metric_lower_bound"]:
         lines.append(f"- lower bound: {fmt(s['metric_lower_bound'])}; best reaches "
                      f"{100 * (s['fraction_of_bound'] or 0):.1f}% of it")

@@ -1,10 +1,12 @@
 """The two doors through which the search spends: LLM calls and evaluations.
 
 Both consult the run store first, so a resumed run repeats no answered call and no
-finished evaluation, and both check the budgets before spending.
+finished evaluation, and both check the budgets before spending. Every response is
+journaled, failures included, so a replay meets each call as it went.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -14,22 +16,43 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from .accounting import Budget, Ledger
+from .accounting import Budget, Ledger, RunStopped
 from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
+from .errors import RunError
 from .executors import EvalRequest, Executor
 from .executors.local import LocalExecutor
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 from .store import RunStore
+from .validity import refuse_impossible
 
 log = structlog.get_logger("autocomp")
+
+#: how a run that ran to its end stops; any other stop reason ends a replay of it where the
+#: recorded answers run out
+FINISHED = ("completed", "early_stop")
 
 
 class Completer(Protocol):
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
 
 
-class ReplayMiss(Exception):
-    """Replay met a request the recorded run never made."""
+class ReplayMiss(RunError):
+    """Replay met a request the recorded run, which ran to its end, never made."""
+
+
+def recorded_stop(store: RunStore) -> str | None:
+    """Why a recorded run stopped before its end (a budget, an interruption), or None if it
+    ran to its end."""
+    reason = store.get_meta("stop_reason") or "interrupted"
+    return None if reason in FINISHED else reason
+
+
+def billed(resp: LLMResponse) -> bool:
+    """The provider answered, and charged: an answer, or a failure that still cost tokens
+    (a truncated or empty completion). Such a response is never asked for again."""
+    if resp.ok or resp.usage.total > 0 or resp.cost_usd > 0:
+        return True
+    return resp.error is not None and resp.error.kind in (ErrorKind.TRUNCATED, ErrorKind.EMPTY)
 
 
 def request_record(req: LLMRequest) -> dict[str, Any]:
@@ -44,16 +67,27 @@ def request_record(req: LLMRequest) -> dict[str, Any]:
 class JournaledLLM:
     """Answers from the journal when it can; otherwise asks the LLM and records the answer.
 
-    In replay mode (``client`` is None) every answer must come from ``replay_source``.
+    A recorded answer is used again, and so is a recorded failure the provider billed; a
+    failure that cost nothing (a refused connection, a 5xx) is asked again on resume. At
+    most ``max_in_flight`` calls go out at once, and the budgets are checked as each one
+    goes out, so calls queued behind the limit never pass a budget that is reached while
+    they wait.
+
+    In replay mode (``client`` is None) every answer, and every failure, comes from
+    ``replay_source``; where its answers run out, a replay of a run that stopped early
+    stops with the same reason (``RunStopped``), and one of a finished run raises
+    ``ReplayMiss``.
     """
 
     def __init__(self, client: Completer | None, store: RunStore, ledger: Ledger, budget: Budget,
-                 replay_source: RunStore | None = None) -> None:
+                 replay_source: RunStore | None = None, max_in_flight: int | None = None) -> None:
         self.client = client
         self.store = store
         self.ledger = ledger
         self.budget = budget
         self.replay_source = replay_source
+        self.replay_stop = recorded_stop(replay_source) if replay_source is not None else None
+        self._gate = anyio.CapacityLimiter(max_in_flight) if max_in_flight else None
         self._in_flight: dict[str, anyio.Event] = {}
         self.asking: Counter[str] = Counter()  # requests sent to the LLM and not answered, by phase
 
@@ -70,34 +104,44 @@ class JournaledLLM:
 
     async def _complete(self, req: LLMRequest, key: str) -> LLMResponse:
         recorded = self.store.llm_response(key)
-        if recorded is not None:  # answered in an earlier session of this run: already counted
-            return LLMResponse.from_dict(recorded)
-        if self.replay_source is not None:
-            recorded = self.replay_source.llm_response(key)
-            if recorded is None:
-                raise ReplayMiss(f"replay: the recorded run has no answer for a {req.phase} "
-                                 f"request to {req.model}")
+        if recorded is not None:  # from an earlier session of this run: already counted
             resp = LLMResponse.from_dict(recorded)
-            self.store.record_llm(key, req.model, req.phase, True, request_record(req),
-                                  resp.to_dict())
-            self.ledger.add_llm(req.phase, req.model, resp, replayed=True)
-            return resp
-        self.budget.check_llm()
+            if billed(resp):
+                return resp
+        if self.replay_source is not None:
+            return self._replayed(req, key)
         assert self.client is not None
-        self.asking[req.phase] += 1
-        try:
-            resp = await self.client.complete(req)
-        finally:
-            self.asking[req.phase] -= 1
-        if resp.ok and not resp.text.strip():
-            resp.error = LLMError(ErrorKind.EMPTY, "the model returned no text")
+        async with self._gate if self._gate is not None else contextlib.nullcontext():
+            with self.budget.llm_call():
+                self.asking[req.phase] += 1
+                try:
+                    resp = await self.client.complete(req)
+                finally:
+                    self.asking[req.phase] -= 1
+                if resp.ok and not resp.text.strip():
+                    resp.error = LLMError(ErrorKind.EMPTY, "the model returned no text")
+                self._record(req, key, resp, replayed=False)
+        return resp
+
+    def _replayed(self, req: LLMRequest, key: str) -> LLMResponse:
+        assert self.replay_source is not None
+        recorded = self.replay_source.llm_response(key)
+        if recorded is None:
+            if self.replay_stop is not None:
+                raise RunStopped(self.replay_stop)
+            raise ReplayMiss(f"replay: the recorded run has no answer for a {req.phase} "
+                             f"request to {req.model}")
+        resp = LLMResponse.from_dict(recorded)
+        self._record(req, key, resp, replayed=True)
+        return resp
+
+    def _record(self, req: LLMRequest, key: str, resp: LLMResponse, replayed: bool) -> None:
         self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
                               resp.to_dict())
-        self.ledger.add_llm(req.phase, req.model, resp, replayed=False)
+        self.ledger.add_llm(req.phase, req.model, resp, replayed=replayed)
         if resp.error is not None:
             self.store.event("llm_error", model=req.model, phase=req.phase,
                              kind=resp.error.kind.value, message=resp.error.message[:500])
-        return resp
 
 
 def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
@@ -110,12 +154,14 @@ def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
 async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
                            ctx: EvalContext) -> EvalResult:
     """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
-    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, and
-    a backend that overruns its own limits by far is stopped."""
+    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, a
+    backend that overruns its own limits by far is stopped, and a result below the
+    backend's lower bound is refused (``validity.refuse_impossible``)."""
     limit = ctx.timeout_s * 3 + 60  # the backend enforces its limits; this is the last line
     try:
         with anyio.fail_after(limit):
-            return await backend.evaluate(problem, code, ctx)
+            result = await backend.evaluate(problem, code, ctx)
+        return refuse_impossible(result, backend.metric_lower_bound(problem))
     except TimeoutError:
         return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
                           feedback=f"evaluation exceeded {limit:.0f} s")
@@ -133,7 +179,7 @@ class Evaluator:
     def __init__(self, backend: Backend, problem: Problem, store: RunStore, ledger: Ledger,
                  budget: Budget, slots: int, timeout_s: float, seed: int,
                  want_feedback: bool, recorded: RunStore | None = None,
-                 executor: Executor | None = None,
+                 recorded_stop: str | None = None, executor: Executor | None = None,
                  limiter: anyio.CapacityLimiter | None = None) -> None:
         self.backend = backend
         self.problem = problem
@@ -146,6 +192,7 @@ class Evaluator:
         self.seed = seed
         self.want_feedback = want_feedback
         self.recorded = recorded  # replay: another run's evaluations, reused as measured
+        self.recorded_stop = recorded_stop  # ... which stopped early, for this reason
         self._in_flight: dict[str, anyio.Event] = {}
 
     @property
@@ -169,6 +216,8 @@ class Evaluator:
             cached = self.recorded.evaluation(key)
             if cached is not None:
                 self.store.save_evaluation(key, cached)
+            elif self.recorded_stop is not None:  # past where the recorded run stopped
+                raise RunStopped(self.recorded_stop)
         if cached is not None:
             self.ledger.evaluations_cached += 1
             return key, EvalResult.from_dict(cached)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
+from .errors import PluginError
 
 if TYPE_CHECKING:
     from .backend import Backend
@@ -85,7 +86,7 @@ class PluginRegistry:
         if name not in backends:
             known = ", ".join(sorted(backends)) or "none installed"
             broken = "".join(f"; plugin {f.name} failed to load: {f.error}" for f in self.failures)
-            raise KeyError(f"unknown backend {name!r} (installed: {known}){broken}")
+            raise PluginError(f"unknown backend {name!r} (installed: {known}){broken}")
         return backends[name]
 
     def llm_providers(self) -> dict[str, Any]:

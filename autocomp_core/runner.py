@@ -6,11 +6,13 @@ input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 """
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import socket
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,19 +20,23 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 import tomli_w
+from pydantic import BaseModel
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
 from .config import ConfigError, RunConfig, apply_override, validate, validated
+from .errors import PluginError, RunError
 from .executors import Executor, create_executor
+from .executors.local import LocalExecutor
 from .exports import target_info, write_exports
-from .journal import Evaluator, JournaledLLM
+from .journal import Evaluator, JournaledLLM, recorded_stop
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
 from .packbuilder.packfiles import PackError, read_pack
 from .plugins import PluginRegistry, build_registry
 from .progress import Progress
-from .search import RunError, Search
+from .sandbox import isolation_level
+from .search import RunSetup, Search
 from .store import RunStore
 
 if TYPE_CHECKING:
@@ -38,17 +44,16 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("autocomp")
 
+#: ``budget.wall_s`` stops new work at the limit; what is under way may finish for this
+#: long, then it is cancelled
+WALL_GRACE_S = 60.0
+
 
 @dataclass
-class Prepared:
-    config: RunConfig
-    backend: Backend
-    problem: Problem
-    pack: KnowledgePack
-    plan_models: list[str]
-    code_models: list[str]
-    client: LLMClient | None
-    executor: Executor  # not connected yet: ``async with`` it around the run
+class Prepared(RunSetup):
+    client: LLMClient | None = None
+    #: not connected yet: ``async with`` it around the run
+    executor: Executor = field(default_factory=LocalExecutor)
 
 
 def make_backend(name: str, hardware: dict[str, Any] | None = None,
@@ -61,8 +66,8 @@ def make_backend(name: str, hardware: dict[str, Any] | None = None,
     registry = plugins if isinstance(plugins, PluginRegistry) else build_registry(plugins)
     try:
         cls = registry.backend_class(name)
-    except KeyError as exc:
-        raise ConfigError(f"backend: {exc.args[0]}") from None
+    except PluginError as exc:
+        raise ConfigError(f"backend: {exc}") from None
     hw = validated(cls.hardware_config_type, hardware or {}, "hardware")
     opts = validated(cls.options_type, options or {}, "backend_options")
     try:
@@ -102,6 +107,13 @@ def evaluation_slots(config: RunConfig, backend: Backend, executor: Executor) ->
         raise ConfigError(f"backend {backend.name}: {exc}") from None
 
 
+def changed(section: BaseModel, key: str) -> bool:
+    """Whether the user set ``key`` to something other than its default (a key written out
+    with its default value changes nothing, so it is never a dead switch)."""
+    return key in section.model_fields_set and \
+        getattr(section, key) != type(section).model_fields[key].get_default(call_default_factory=True)
+
+
 def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
     """An option that cannot apply is refused up front, never silently ignored."""
     s, t = config.search, config.translation
@@ -111,28 +123,28 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
                           "hardware feedback")
     if t.iterations > 0 and not pack.translation_menu:
         raise ConfigError(f"translation.iterations: backend {backend.name} has no translation menu")
-    if t.iterations == 0 and t.model_fields_set - {"iterations"}:
-        key = sorted(t.model_fields_set - {"iterations"})[0]
-        raise ConfigError(f"translation.{key}: has no effect unless translation.iterations > 0")
+    idle = sorted(k for k in t.model_fields_set - {"iterations"} if changed(t, k))
+    if t.iterations == 0 and idle:
+        raise ConfigError(f"translation.{idle[0]}: has no effect unless translation.iterations > 0")
     exhaustive = s.exhaustive_first_iterations or s.exhaustive_on_stagnation_iterations
     if s.direct and exhaustive:
         raise ConfigError("search.direct: the exhaustive menu sweep needs the planning step")
     if exhaustive and not pack.menu:
         raise ConfigError(f"search.exhaustive_*: backend {backend.name} has no optimization menu")
-    if s.direct and "plan" in config.models.model_fields_set and config.models.code:
+    if s.direct and changed(config.models, "plan") and config.models.code:
         raise ConfigError("models.plan: unused in direct mode (set models.code only)")
     pairs = {"exhaustive_stagnation_ratio": "exhaustive_on_stagnation_iterations",
              "early_stop_threshold": "early_stop_iterations",
              "codes_per_combine": "combine_pairs"}
     for knob, switch in pairs.items():
-        if knob in s.model_fields_set and not getattr(s, switch):
+        if changed(s, knob) and not getattr(s, switch):
             raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
     if "examples" in s.model_fields_set and s.examples and not pack.examples:
         raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
-    if "generated_menu_size" in s.model_fields_set and s.menu_strategy == "static":
+    if changed(s, "generated_menu_size") and s.menu_strategy == "static":
         raise ConfigError("search.generated_menu_size: has no effect unless search.menu_strategy "
                           "is generated or mixed")
-    if "keep_factor" in s.model_fields_set and s.keep_factor_iterations == 0:
+    if changed(s, "keep_factor") and s.keep_factor_iterations == 0:
         raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
 
 
@@ -157,7 +169,22 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True,
             client.validate_models([*plan_models, *code_models])
         except LLMConfigError as exc:
             raise ConfigError(f"models: {exc}") from None
+        refuse_unpriced_usd_budget(config, client, [*plan_models, *code_models])
     return Prepared(config, backend, problem, pack, plan_models, code_models, client, executor)
+
+
+def refuse_unpriced_usd_budget(config: RunConfig, client: LLMClient, models: list[str]) -> None:
+    """A dollar budget over a model without a price would count $0 and never stop the run."""
+    if not math.isfinite(config.budget.usd):
+        return
+    for model in models:
+        unpriced = client.missing_price(model)
+        if unpriced is not None:
+            provider, name = unpriced
+            raise ConfigError(
+                f"budget.usd: model {model} has no price, so its calls would count as $0; give "
+                f"one in [llm] prices_file or inline as [llm.prices.{provider}.\"{name}\"] "
+                f"input = ..., output = ... (USD per million tokens)")
 
 
 def default_run_dir(config: RunConfig) -> Path:
@@ -198,6 +225,7 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     store.set_meta("target", target_info(prep.backend, prep.problem))
     if prep.client is not None:
         store.set_meta("prices", prep.client.price_table())
+    store.set_meta("isolation", isolation_level())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
     ledger = Ledger.from_store(store)
     if suite is not None:  # the suite's budget counts every run; its display shows this one
@@ -207,12 +235,15 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
             ledger, prep.backend.metric_unit, cfg.search.iterations, quiet=not progress_stream,
             budget=cfg.budget, title=f"{prep.backend.name} / {prep.problem.id}")
     budget = Budget(cfg.budget, spending)
+    stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
                           want_feedback=cfg.search.hw_feedback_probability > 0,
                           recorded=None if reevaluate else replay_source,
-                          executor=prep.executor, limiter=suite.limiter if suite else None)
-    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source)
+                          recorded_stop=stop_of_recorded, executor=prep.executor,
+                          limiter=suite.limiter if suite else None)
+    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source,
+                       max_in_flight=cfg.llm.max_concurrency)
     progress.watch(llm, evaluator)
     drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
 
@@ -223,16 +254,15 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
         except OSError as exc:  # a full disk must not end the run: the journal has it all
             log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
 
-    search = Search(cfg, prep.backend, prep.problem, prep.pack, store, llm, evaluator, ledger,
-                    prep.plan_models, prep.code_models, progress, on_iteration=export_iteration)
+    search = Search(prep, store, llm, evaluator, progress, on_iteration=export_iteration)
     store.event("session_start", pid=os.getpid(), host=socket.gethostname())
     beam = None
     stop_reason = "interrupted"
     try:
-        wall_left = None
+        hard_stop = None  # the doors stop new work at budget.wall_s; this ends the rest
         if cfg.budget.wall_s is not None:
-            wall_left = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s)
-        with anyio.move_on_after(wall_left) as scope, progress:
+            hard_stop = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s) + WALL_GRACE_S
+        with anyio.move_on_after(hard_stop) as scope, progress:
             async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
                 await resources.enter_async_context(prep.backend)
                 if prep.client is not None and suite is None:
@@ -310,6 +340,12 @@ async def resume_async(run_dir: str | Path, progress: bool = True,
         return await execute(prep, run_dir, progress_stream=progress)
 
 
+def free_name(path: Path) -> Path:
+    """``path``, or ``path-2``, ``path-3``, ... : the first that does not exist yet."""
+    candidates = (path.with_name(f"{path.name}-{n}") for n in itertools.count(2))
+    return path if not path.exists() else next(p for p in candidates if not p.exists())
+
+
 async def replay_async(run_dir: str | Path, into: str | Path | None = None,
                        progress: bool = True, reevaluate: bool = False) -> RunSummary:
     """Re-run a recorded run from its recorded LLM answers (no LLM is called).
@@ -320,8 +356,8 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
     prep = prepare(config, with_llm=False)
-    target = Path(into) if into else run_dir.with_name(
-        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}")
+    target = Path(into) if into else free_name(run_dir.with_name(
+        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}"))
     if RunStore.exists(target):
         raise ConfigError(f"replay target {target} already holds a run")
     source = RunStore(run_dir)

@@ -7,40 +7,41 @@ rest read and thrown away, so a program printing a gigabyte fills neither memory
 
 How a run is laid out (Linux)::
 
-    engine ─fork─ supervisor ─fork─ init (session leader) ─fork─ program (exec of argv)
+    engine ─exec─ supervisor ─fork─ init (session leader) ─fork─ program (exec of argv)
 
-The supervisor and the init are forked from the engine in ``preexec_fn`` and never exec:
-they are our code. The supervisor waits for the init and writes how the run ended to a
-status pipe the program never holds. The init is PID 1 of the program's PID namespace:
-it sets up mounts, starts the program, reaps every orphan, and reports the program's exit.
-At the wall limit the engine SIGKILLs the init's process group; the init's death makes the
-kernel kill and reap everything left in the namespace, even processes that left the group
-with ``setsid``. Nothing is left as a zombie, which matters where PID 1 of the machine does
-not reap orphans (containers, microVMs) and zombies would keep the process group alive.
+The engine runs no Python in a forked copy of itself (its threads, PyTorch's or the
+event loop's, may hold locks a fork would copy held): it execs ``sandbox_supervisor.py``
+with a fresh interpreter, which sets up the isolation, starts the program and writes how
+the run ended to a status pipe the program never holds. See that module for the layout.
 
-When the engine runs as root (and the OS allows it) the candidate also gets:
+The isolation in force on this machine (``isolation_level()``, probed once per process,
+shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of:
 
-* the PID namespace above, with its own ``/proc``;
-* a fresh network namespace (no interfaces up, not even loopback) unless
-  ``SandboxLimits.network`` is true;
-* a private mount namespace in which ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``
-  are fresh tmpfs (showing only the work dir), so scratch files vanish with the run;
-* with ``drop_privileges`` (default): a fresh unprivileged uid/gid per run that owns only
-  the work dir, so writes elsewhere fail with EACCES and ``RLIMIT_NPROC`` (which the kernel
-  counts per user) bounds exactly this run's processes. If the interpreter lives under a
-  directory other users cannot enter (``/root`` with mode 0700, typical for pyenv), that
-  directory is replaced, inside the sandbox only, by an empty one that shows just the entry
-  leading to the interpreter.
+* ``namespaces+uid`` (the engine runs as root): the program gets its own PID namespace
+  and ``/proc``; a fresh network namespace (no interfaces up, not even loopback) unless
+  ``SandboxLimits.network``; a private mount namespace in which ``/tmp``, ``/var/tmp``,
+  ``/dev/shm`` and ``/run/lock`` are fresh tmpfs (showing only the work dir), so scratch
+  files vanish with the run; and, with ``drop_privileges`` (default), a fresh
+  unprivileged uid/gid per run that owns only the work dir, so writes elsewhere fail with
+  EACCES and ``RLIMIT_NPROC`` (counted per user) bounds exactly this run's processes. If
+  the interpreter lives under a directory other users cannot enter (``/root`` with mode
+  0700, typical for pyenv), that directory is replaced, inside the sandbox only, by an
+  empty one that shows just the entry leading to the interpreter. ``uid``: root where
+  namespaces are refused (the per-run uid only).
+* ``user namespaces`` (no root, and the kernel allows unprivileged user namespaces): the
+  same PID, mount and network namespaces inside a user namespace; the program keeps the
+  user's uid.
+* ``bubblewrap`` (no root, ``bwrap`` installed, e.g. where the kernel refuses user
+  namespaces to other programs): ``bwrap`` builds the same namespaces.
+* ``none``: limits and a process group only; a process that left the group with
+  ``setsid`` can outlive the run.
 
-Without root (or where ``unshare`` is refused) there are no namespaces and no init: the
-supervisor starts the program directly (``network_isolated`` is False in the result).
-Without root the program keeps the engine's uid, and ``RLIMIT_NPROC`` counts all of that
-user's processes, so ``max_processes`` must leave room for them (root is not bound by
-it at all: with ``drop_privileges=False`` a fork bomb is stopped only by the wall limit).
-The supervisor is then a child subreaper that kills the program's process group when the
-program ends and reaps the orphans; a process that left the group with ``setsid`` can
-outlive the run in that mode. Root without namespaces still drops to the per-run uid, so
-the program must then be reachable by other users.
+In the namespace levels a process that called ``setsid`` dies with the run: the kernel
+kills everything left in a PID namespace when its init dies. Without a per-run uid,
+``RLIMIT_NPROC`` counts all of the user's processes, so ``max_processes`` must leave room
+for them (and root is not bound by it: with ``drop_privileges=False`` a fork bomb is
+stopped only by the wall limit). ``AUTOCOMP_SANDBOX_ISOLATION`` may ask for a weaker
+level than the strongest available (``user namespaces``, ``bubblewrap``, ``none``).
 """
 from __future__ import annotations
 
@@ -48,12 +49,13 @@ from __future__ import annotations
 # (loop.add_reader), so output is drained while the run awaits its deadline.
 import asyncio
 import contextlib
-import ctypes
+import errno
 import fcntl
+import functools
+import json
 import math
 import os
 import random
-import resource
 import shutil
 import signal
 import stat
@@ -63,22 +65,23 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "private_workdir", "remove_tree", "run_sandboxed"]
+from . import sandbox_supervisor as supervisor
+from .errors import BackendError
+from .sandbox_supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
 
-# Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h).
-CLONE_NEWNS = 0x00020000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0x8000, 0x4, -100
-SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # same number on x86_64 and arm64
-F_SETPIPE_SZ = 1031
+__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "isolation_level", "private_workdir",
+           "remove_tree", "run_sandboxed"]
+
+F_SETPIPE_SZ = 1031  # linux/fcntl.h
+#: Levels a user without root may ask for, strongest first (see the module doc).
+USER_LEVELS = (USER_NAMESPACES, BUBBLEWRAP, NONE)
+ISOLATION_ENV = "AUTOCOMP_SANDBOX_ISOLATION"
+SUPERVISOR = Path(supervisor.__file__)
 
 #: Seconds to wait for the supervisor to report after the candidate was killed.
 KILL_GRACE_S = 2.0
@@ -88,13 +91,11 @@ DRAIN_GRACE_S = 1.0
 #: and from the usual subordinate-uid ranges of rootless containers.
 UID_BASE, UID_SPAN = 1_500_000_000, 1 << 24
 
-# Loaded once here: the forked supervisor must not dlopen (another thread may hold its lock).
-_libc = ctypes.CDLL(None, use_errno=True)
 _uids_in_use: set[int] = set()
 _uids_lock = threading.Lock()
 
 
-class SandboxError(RuntimeError):
+class SandboxError(BackendError):
     """The sandbox itself could not set up or run the program (not the program's fault)."""
 
 
@@ -122,6 +123,7 @@ class SandboxResult:
     wall_s: float
     workdir: Path
     network_isolated: bool = False  # the program ran in a fresh network namespace
+    isolation: str = NONE  # the isolation level it ran under (see the module doc)
     pid: int | None = None  # the program's pid in the engine's view; also its process group
     uid: int | None = None  # the uid it ran as
     stdout_bytes: int = 0  # bytes the program wrote, kept or not
@@ -154,19 +156,6 @@ def remove_tree(path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the run plan
-
-
-@dataclass
-class _Plan:
-    """Everything the forked supervisor needs, computed before the fork."""
-
-    limits: SandboxLimits
-    status_fd: int
-    namespaces: int  # CLONE_* flags to try (0: none)
-    uid: int | None  # drop to this uid/gid (None: keep ours)
-    engine_pid: int = 0
-    #: (dir, entries kept visible, tmpfs options): mounts made inside the mount namespace
-    covers: list[tuple[str, list[str], str]] = field(default_factory=list)
 
 
 def _allocate_uid() -> int:
@@ -248,177 +237,70 @@ def _executable_paths(argv0: str, env: dict[str, str]) -> list[str]:
     return paths
 
 
-# ---------------------------------------------------------------- in the forked processes
-# Everything below runs after fork in a copy of the engine: only plain system calls, and
-# every path ends in os._exit or in returning to exec.
+# ---------------------------------------------------------------- isolation
 
 
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+def isolation_level() -> str:
+    """The isolation candidates get on this machine: the strongest level that works here
+    (probed once per process), or the weaker one ``AUTOCOMP_SANDBOX_ISOLATION`` asks for."""
+    return _probed(os.environ.get(ISOLATION_ENV, "auto"), os.geteuid() == 0)
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {target}")
+@functools.cache
+def _probed(wanted: str, is_root: bool) -> str:
+    order = [NAMESPACES, UID_ONLY] if is_root else list(USER_LEVELS)
+    if wanted != "auto":
+        if wanted not in order:
+            raise SandboxError(f"{ISOLATION_ENV}={wanted!r}: choose auto or one of "
+                               f"{', '.join(order)} ({'root' if is_root else 'no root'} here)")
+        order = order[order.index(wanted):]
+    for level in order:
+        if level in (UID_ONLY, NONE) or _probe(level):
+            return level
+    raise AssertionError("unreachable: the last level needs no probe")
 
 
-def _status_line(wait_status: int) -> bytes:
-    if os.WIFSIGNALED(wait_status):
-        return f"signal {os.WTERMSIG(wait_status)}\n".encode()
-    return f"exit {os.WEXITSTATUS(wait_status)}\n".encode()
-
-
-def _detach_fds(keep: int) -> None:
-    """Drop everything inherited from the engine (pipes, the exec error pipe) but ``keep``."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
-
-
-def _supervise(plan: _Plan) -> None:
-    """Runs in the forked supervisor. Returns only in the candidate, which then execs."""
-    status = plan.status_fd
+def _probe(level: str) -> bool:
+    bwrap = shutil.which("bwrap") or ""
+    if level == BUBBLEWRAP and not bwrap:
+        return False
     try:
-        isolated = False
-        if plan.namespaces:
-            try:
-                _check(_libc.unshare(plan.namespaces), "unshare")
-                isolated = True
-            except OSError:
-                pass
-        if not isolated:
-            _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != plan.engine_pid:  # the engine is already gone
-            os._exit(70)
-        me = os.getpid()
-        net = isolated and bool(plan.namespaces & CLONE_NEWNET)
-        os.write(status, f"isolated {int(isolated)} {int(net)}\n".encode())
-        child = os.fork()
-        if child == 0:
-            os.setsid()  # the process group the engine kills at the wall limit
-            if isolated:
-                _init_namespace(plan)
-            else:
-                _become_candidate(plan, parent=me)
-            return
-        os.write(status, f"pid {child}\n".encode())
-        _detach_fds(status)
-        _, wait_status = os.waitpid(child, 0)
-        if isolated:
-            # The namespace's init reported the program's end and left with 0; anything
-            # else means it was killed (the wall limit) or failed.
-            if wait_status != 0:
-                os.write(status, _status_line(wait_status))
-        else:  # no PID namespace: kill what is left of the group and reap the orphans
-            with contextlib.suppress(OSError):
-                os.killpg(child, signal.SIGKILL)
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                try:
-                    if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                        time.sleep(0.01)
-                except ChildProcessError:
-                    break
-            os.write(status, _status_line(wait_status))
-        os._exit(0)
-    except BaseException as exc:  # noqa: BLE001 - report and leave, never return into exec
-        with contextlib.suppress(BaseException):
-            os.write(status, f"error supervisor: {exc}\n".encode())
-        os._exit(70)
+        done = subprocess.run([*_supervisor_argv(), "--probe", level, bwrap],
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
-def _init_namespace(plan: _Plan) -> None:
-    """PID 1 of the program's namespaces: set up mounts, start the program, reap, report.
-
-    The program is not PID 1 itself because the kernel drops signals a PID 1 sends itself
-    (``abort``, ``raise``). When this process exits the kernel kills the whole namespace.
-    """
-    status = plan.status_fd
-    try:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared the supervisor's
-        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        with contextlib.suppress(OSError):  # a /proc that shows only this namespace
-            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        _cover(plan.covers)
-        program = os.fork()
-        if program == 0:
-            _become_candidate(plan, parent=1)
-            return
-        _detach_fds(status)
-        while True:  # reap everything; orphans of the namespace land here
-            pid, wait_status = os.wait()
-            if pid == program:
-                break
-        os.write(status, _status_line(wait_status))
-        os._exit(0)
-    except BaseException as exc:  # noqa: BLE001
-        with contextlib.suppress(BaseException):
-            os.write(status, f"error setup: {exc}\n".encode())
-        os._exit(70)
+def _supervisor_argv() -> list[str]:
+    """A fresh interpreter running the supervisor: isolated from the environment
+    (``-I``), no site packages (``-S``), no bytecode written (``-B``)."""
+    return [sys.executable, "-I", "-S", "-B", str(SUPERVISOR)]
 
 
-def _become_candidate(plan: _Plan, parent: int) -> None:
-    """Runs in the program's process before exec: limits, then drop privileges."""
-    status = plan.status_fd
-    try:
-        _set_limits(plan.limits)
-        if plan.uid is not None:
-            os.setgroups([])
-            os.setresgid(plan.uid, plan.uid, plan.uid)
-            os.setresuid(plan.uid, plan.uid, plan.uid)
-        # Changing uid clears the parent-death signal: set it now, and check the parent lives.
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(70)
-        os.close(status)
-    except BaseException as exc:  # noqa: BLE001
-        with contextlib.suppress(BaseException):
-            os.write(status, f"error setup: {exc}\n".encode())
-        os._exit(127)
+def _bwrap_argv(workdir: Path, limits: SandboxLimits) -> list[str]:
+    """``bwrap`` building the namespace levels' sandbox around the program."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxError("bubblewrap was found at start but bwrap is gone")
+    args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc",
+            *([] if limits.network else ["--unshare-net"]),
+            "--dev-bind", "/", "/", "--proc", "/proc"]
+    for folder, keep, _ in _scratch_covers(workdir, limits):
+        args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
+        for path in keep:
+            args += ["--bind", path, path]
+    return [*args, "--chdir", str(workdir), "--"]
 
 
-def _cover(covers: list[tuple[str, list[str], str]]) -> None:
-    """Mount an empty tmpfs over each dir, then put back the entries that must stay visible."""
-    for folder, entries, options in covers:
-        trees = []
-        for entry in entries:
-            fd = _libc.syscall(SYS_OPEN_TREE, AT_FDCWD, entry.encode(),
-                               OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC)
-            _check(0 if fd >= 0 else -1, f"open_tree {entry}")
-            trees.append((entry, fd))
-        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
-        for entry, fd in trees:
-            os.makedirs(os.path.dirname(entry), exist_ok=True)
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.mkdir(entry)
-            else:
-                os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-            _check(_libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, entry.encode(),
-                                 MOVE_MOUNT_F_EMPTY_PATH), f"move_mount {entry}")
-            os.close(fd)
-
-
-def _set_limits(limits: SandboxLimits) -> None:
-    def cap(kind: int, value: int) -> None:
-        _, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(kind, (value, value))
-
-    cpu = max(1, limits.cpu_s if limits.cpu_s is not None else math.ceil(limits.wall_s))
-    cap(resource.RLIMIT_CPU, cpu)  # soft == hard: the kernel sends SIGKILL at the limit
-    if limits.memory_mb is not None:
-        cap(resource.RLIMIT_AS, limits.memory_mb << 20)
-    cap(resource.RLIMIT_FSIZE, limits.file_size_mb << 20)
-    cap(resource.RLIMIT_CORE, 0)
-    if limits.max_processes is not None:
-        cap(resource.RLIMIT_NPROC, limits.max_processes)
+def _find_program(argv0: str, env: dict[str, str], workdir: Path) -> None:
+    """Raise ``FileNotFoundError``/``PermissionError`` now for a program that cannot be
+    started, as ``subprocess`` would (the exec happens far from here)."""
+    path = workdir / argv0 if os.sep in argv0 else shutil.which(argv0, path=env.get("PATH"))
+    if path is None or not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv0)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), argv0)
 
 
 # ---------------------------------------------------------------- in the engine
@@ -471,8 +353,9 @@ class _StatusReader:
         self.loop, self.fd = loop, fd
         self.buffer = b""
         self.pid: int | None = None
-        self.isolated = self.network_isolated = False
+        self.level = NONE  # the isolation the supervisor set up
         self.ended: tuple[str, int] | None = None  # ("exit", code) or ("signal", number)
+        self.exec_errno: int | None = None  # the program could not be executed
         self.errors: list[str] = []
         self.finished = anyio.Event()  # the supervisor exited (the pipe closed)
         os.set_blocking(fd, False)
@@ -492,9 +375,10 @@ class _StatusReader:
             kind, _, value = line.decode(errors="replace").partition(" ")
             if kind == "pid":
                 self.pid = int(value)
-            elif kind == "isolated":
-                iso, net = value.split()
-                self.isolated, self.network_isolated = iso == "1", net == "1"
+            elif kind == "level":
+                self.level = value
+            elif kind == "execfail":
+                self.exec_errno = int(value)
             elif kind in ("exit", "signal"):
                 self.ended = (kind, int(value))
             elif kind == "error":
@@ -557,25 +441,32 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     limits = limits or SandboxLimits()
     if limits.wall_s <= 0:
         raise ValueError(f"SandboxLimits.wall_s must be positive, got {limits.wall_s}")
+    level = await anyio.to_thread.run_sync(isolation_level)
     owned = cwd is None
     workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
-    is_root = os.geteuid() == 0
-    uid = _allocate_uid() if is_root and limits.drop_privileges else None
+    uid = _allocate_uid() if level in (NAMESPACES, UID_ONLY) and limits.drop_privileges \
+        else None
     try:
         _prepare_workdir(workdir, files, uid)
         full_env = {**_base_env(), **(env or {}),
                     "HOME": str(workdir), "TMPDIR": str(workdir / "tmp")}
-        namespaces = 0
-        if is_root:
-            namespaces = CLONE_NEWNS | CLONE_NEWPID | (0 if limits.network else CLONE_NEWNET)
-        plan = _Plan(limits, -1, namespaces, uid, engine_pid=os.getpid())
-        if namespaces:
-            plan.covers = _scratch_covers(workdir, limits)
-            if uid is not None:
-                reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir),
-                         *_engine_paths()]
-                plan.covers += _blocked_covers(reach)
-        return await _run(argv, plan, workdir, full_env, stdin)
+        _find_program(argv[0], full_env, workdir)
+        covers: list[tuple[str, list[str], str]] = []
+        if level in (NAMESPACES, USER_NAMESPACES):
+            covers = _scratch_covers(workdir, limits)
+        if level == NAMESPACES and uid is not None:
+            reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir),
+                     *_engine_paths()]
+            covers += _blocked_covers(reach)
+        if level == BUBBLEWRAP:
+            argv = [*_bwrap_argv(workdir, limits), *argv]
+        plan = {"level": level, "network": limits.network, "uid": uid, "covers": covers,
+                "engine_pid": os.getpid(), "limits": {
+                    "cpu_s": max(1, limits.cpu_s if limits.cpu_s is not None
+                                 else math.ceil(limits.wall_s)),
+                    "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
+                    "max_processes": limits.max_processes}}
+        return await _run(argv, plan, limits, workdir, full_env, stdin)
     finally:
         _release_uid(uid)
         if owned and not keep:
@@ -584,14 +475,13 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
             _chown_tree(workdir, os.geteuid(), os.getegid())
 
 
-async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
-               stdin: bytes | None) -> SandboxResult:
+async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path,
+               env: dict[str, str], stdin: bytes | None) -> SandboxResult:
     loop = asyncio.get_running_loop()
-    limits = plan.limits
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
-    plan.status_fd = status_w
+    plan["status_fd"] = status_w
     stdin_file = None
     if stdin is not None:  # a file, not a pipe: nothing to feed while the program runs
         stdin_file = tempfile.TemporaryFile()
@@ -599,10 +489,11 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
         stdin_file.seek(0)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: the fork is the sandbox's
-            argv, stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+        proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
+            [*_supervisor_argv(), json.dumps(plan), "--", *argv],
+            stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
             stdout=out_w, stderr=err_w, cwd=workdir, env=env, start_new_session=True,
-            pass_fds=(status_w,), preexec_fn=lambda: _supervise(plan))
+            pass_fds=(status_w,))
     except BaseException:
         for fd in (status_r, status_w, out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -637,6 +528,8 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
     if status.errors and any(e.startswith("setup") or e.startswith("supervisor")
                              for e in status.errors):
         raise SandboxError(f"sandbox for {argv[0]!r} failed: {'; '.join(status.errors)}")
+    if status.exec_errno is not None:
+        raise OSError(status.exec_errno, os.strerror(status.exec_errno), argv[0])
     returncode = signum = None
     if status.ended is not None:
         kind, value = status.ended
@@ -646,14 +539,20 @@ async def _run(argv: list[str], plan: _Plan, workdir: Path, env: dict[str, str],
     elif supervisor_code is not None:
         raise SandboxError(f"sandbox supervisor for {argv[0]!r} ended without a report "
                            f"(code {supervisor_code})")
+    level = status.level
+    if level == NAMESPACES and plan["uid"] is None:
+        level = "namespaces"  # root keeping its privileges (drop_privileges=False)
     return SandboxResult(
         returncode=returncode,
         stdout=_relative(bytes(out.kept).decode("utf-8", "replace"), workdir),
         stderr=_relative(bytes(err.kept).decode("utf-8", "replace"), workdir),
         timed_out=timed_out, signal=signum,
         stdout_truncated=out.truncated, stderr_truncated=err.truncated,
-        wall_s=wall, workdir=workdir, network_isolated=status.network_isolated,
-        pid=status.pid, uid=plan.uid if plan.uid is not None else os.geteuid(),
+        wall_s=wall, workdir=workdir,
+        network_isolated=status.level in (NAMESPACES, USER_NAMESPACES, BUBBLEWRAP)
+        and not limits.network,
+        isolation=level, pid=status.pid,
+        uid=plan["uid"] if plan["uid"] is not None else os.geteuid(),
         stdout_bytes=out.total, stderr_bytes=err.total,
     )
 
@@ -696,3 +595,4 @@ async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:
         if code is not None or time.monotonic() >= deadline:
             return code
         await anyio.sleep(0.005)
+

@@ -1,12 +1,22 @@
-"""The pipelined beam search.
+"""The beam search: each iteration plans, implements, evaluates and selects.
 
-One iteration is a task group: every plan starts its implementations the moment it
-arrives, every implementation is evaluated the moment it arrives, repairs and
-translation scores follow their evaluation. The only barrier is beam selection.
-``schedule = "barrier"`` runs the same jobs phase by phase, as the original does.
+An iteration is a task group. Each plan, the moment it arrives, starts its
+implementations; each program, the moment it arrives, is evaluated; a failed one may get
+a repair, a translated one a completeness score. The only barrier is beam selection at
+the end. ``schedule = "barrier"`` runs the same jobs stage by stage, as the original does.
+
+The search spends only through two doors: ``JournaledLLM`` (every LLM call) and
+``Evaluator`` (every evaluation). When a budget is reached a door refuses
+(``RunStopped``): no new job starts, the jobs under way finish (their answers and
+measurements are journaled), and the unfinished iteration is left for ``resume``.
+
+Reading order: ``Search.run`` → ``iteration`` → ``seed_jobs`` → the jobs (``plan_job``,
+``code_job``, ``direct_job``, ``combine_job``, ``repair_job`` all end in
+``write_program``) → ``eval_job`` → ``select``.
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 import itertools
 import random
@@ -21,11 +31,13 @@ from typing import Any
 import anyio
 import structlog
 
-from .accounting import BudgetReached, Ledger
+from .accounting import RunStopped
 from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
 from .context import ContextSelector
-from .journal import Evaluator, JournaledLLM, ReplayMiss
+from .errors import RunError
+from .journal import Evaluator, JournaledLLM
+from .lineage import Lineage
 from .llm.parsing import (
     EditApplyError,
     EditParseError,
@@ -34,21 +46,27 @@ from .llm.parsing import (
     extract_plan,
     parse_edits,
 )
-from .llm.types import LLMRequest, Prompt, ResponseFormat
+from .llm.types import LLMRequest, LLMResponse, Prompt, ResponseFormat
 from .menus import merge_near_duplicates, parse_items
 from .progress import Progress
 from .prompting import PromptBuilder
 from .selection import exhaustive_now, select_beam, should_early_stop
-from .store import Candidate, RunStore
+from .store import Candidate, Origin, RunStore
+
+__all__ = ["Origin", "RunError", "RunSetup", "Search", "assign_model"]
 
 log = structlog.get_logger("autocomp")
 
-# Stages order the jobs of the barrier schedule; the pipelined schedule ignores them.
-PLAN, CODE, EVAL, REPAIR, REPAIR_EVAL, SCORE = range(6)
 
+class Stage(enum.IntEnum):
+    """The order in which the barrier schedule runs jobs; the pipelined one ignores it."""
 
-class RunError(Exception):
-    """The run cannot start or go on (e.g. the initial program is incorrect)."""
+    PLAN = 0
+    CODE = 1
+    EVAL = 2
+    REPAIR = 3
+    REPAIR_EVAL = 4
+    SCORE = 5
 
 
 def code_hash(code: str) -> str:
@@ -61,148 +79,154 @@ def sample_of(slot_id: str) -> int:
     return zlib.crc32(slot_id.encode())
 
 
+def assign_model(models: list[str], parent: int, slot: int, slots_per_parent: int) -> str:
+    """The one rule that spreads an ensemble's work. An iteration's requests of one kind
+    are numbered parent by parent and slot by slot (0, 1, 2, ...) and go to the models in
+    turn, so every model gets work as soon as there are as many requests as models."""
+    return models[(parent * slots_per_parent + slot) % len(models)]
+
+
+def next_model(models: list[str], after: str | None) -> str:
+    """The model after ``after`` in an ensemble (a repair gets a fresh pair of eyes)."""
+    position = models.index(after) + 1 if after in models else 0
+    return models[position % len(models)]
+
+
+def parse_score(text: str) -> float:
+    """The first number in a judge's answer, clamped to 0..10; unparsable is 0."""
+    m = re.search(r"-?\d+(?:\.\d+)?", text or "")
+    return min(10.0, max(0.0, float(m.group()))) if m else 0.0
+
+
+@dataclass
+class RunSetup:
+    """What a run optimizes, and with which models."""
+
+    config: RunConfig
+    backend: Backend
+    problem: Problem
+    pack: KnowledgePack
+    plan_models: list[str]
+    code_models: list[str]
+
+
 @dataclass
 class Scheduler:
-    """Starts jobs at once (pipelined) or queues them per stage (barrier)."""
+    """Starts an iteration's jobs at once (pipelined) or queues them per stage (barrier).
+
+    A job that meets a closed door (``RunStopped``) ends quietly and closes the scheduler:
+    nothing new starts, and what is under way finishes."""
 
     pipelined: bool
-    task_group: Any = None
-    queues: dict[int, list] = field(default_factory=lambda: defaultdict(list))
+    stop_reason: str | None = None
+    _group: anyio.abc.TaskGroup | None = None
+    _queues: dict[Stage, list] = field(default_factory=lambda: defaultdict(list))
 
-    def spawn(self, stage: int, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+    def spawn(self, stage: Stage, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+        if self.stop_reason is not None:
+            return
         if self.pipelined:
-            self.task_group.start_soon(fn, *args)
+            assert self._group is not None
+            self._group.start_soon(self._run_job, job, args)
         else:
-            self.queues[stage].append((fn, args))
+            self._queues[stage].append((job, args))
+
+    async def _run_job(self, job: Callable[..., Awaitable[None]], args: tuple) -> None:
+        try:
+            await job(*args)
+        except RunStopped as stop:
+            self.stop_reason = self.stop_reason or stop.reason
 
     async def run(self, seed_jobs: Callable[[], None]) -> None:
-        if self.pipelined:
-            async with anyio.create_task_group() as tg:
-                self.task_group = tg
-                seed_jobs()
-            return
-        seed_jobs()
-        while any(self.queues.values()):
-            stage = min(s for s, q in self.queues.items() if q)
-            jobs, self.queues[stage] = self.queues[stage], []
-            async with anyio.create_task_group() as tg:
-                for fn, args in jobs:
-                    tg.start_soon(fn, *args)
+        try:
+            if self.pipelined:
+                async with anyio.create_task_group() as self._group:
+                    seed_jobs()
+                return
+            seed_jobs()
+            while self.stop_reason is None and any(self._queues.values()):
+                stage = min(s for s, q in self._queues.items() if q)
+                jobs, self._queues[stage] = self._queues[stage], []
+                async with anyio.create_task_group() as group:
+                    for job, args in jobs:
+                        group.start_soon(self._run_job, job, args)
+        except BaseExceptionGroup as group:  # a job failed: the error itself, not a group
+            raise _first_error(group) from None
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    cancelled = anyio.get_cancelled_exc_class()
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            exc = _first_error(exc)
+        if not isinstance(exc, cancelled):
+            return exc
+    return group.exceptions[0]
+
+
+@dataclass
+class Iteration:
+    """One iteration under way: what each of its jobs works from and adds to."""
+
+    number: int
+    beam: list[Candidate]
+    translate: bool
+    exhaustive: bool
+    jobs: Scheduler
+    children: list[Candidate] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A program to ask for, and the candidate its answer becomes."""
+
+    id: str
+    origin: Origin
+    phase: str
+    model: str
+    prompt: Prompt
+    parents: list[str]
+    base: str  # the program an answer's edits apply to
+    plan: str | None = None
+    plan_model: str | None = None
+    edits: bool = False
 
 
 class Search:
     """Runs (or resumes) the beam search of one run directory."""
 
-    def __init__(self, config: RunConfig, backend: Backend, problem: Problem,
-                 pack: KnowledgePack, store: RunStore, llm: JournaledLLM, evaluator: Evaluator,
-                 ledger: Ledger, plan_models: list[str], code_models: list[str],
-                 progress: Progress,
-                 on_iteration: Callable[[int], None] | None = None) -> None:
-        self.cfg = config
-        self.s = config.search
-        self.backend = backend
-        self.problem = problem
-        self.pack = pack
+    def __init__(self, setup: RunSetup, store: RunStore, llm: JournaledLLM, evaluator: Evaluator,
+                 progress: Progress, on_iteration: Callable[[int], None] | None = None) -> None:
+        self.cfg = setup.config
+        self.s = setup.config.search
+        self.backend = setup.backend
+        self.problem = setup.problem
+        self.pack = setup.pack
+        self.plan_models = setup.plan_models
+        self.code_models = setup.code_models
         self.store = store
         self.llm = llm
         self.evaluator = evaluator
-        self.ledger = ledger
-        self.plan_models = plan_models
-        self.code_models = code_models
         self.progress = progress
         self.on_iteration = on_iteration  # called once each iteration's beam is saved
-        self.translation_iterations = config.translation.iterations
-        self.prompts = PromptBuilder(backend, problem, pack, config.search,
-                                     config.search.iterations, config.translation.iterations)
-        self.cache: dict[str, Candidate] = {}
+        self.lineage = Lineage(store)
+        self.translation_iterations = self.cfg.translation.iterations
+        self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
+                                     self.s.iterations, self.translation_iterations)
         self.menus: dict[str, list[str]] = {}  # generated menus by (iteration, parent)
         self.menu_locks: dict[str, anyio.Lock] = {}
         self.losses: list[float] = []
         self.stop_reason: str | None = None
 
-    # -- helpers ------------------------------------------------------------------------
-    def rng(self, iteration: int, parent: str, slot: str) -> random.Random:
-        """Every random choice comes from (seed, iteration, parent, slot), never from timing."""
-        digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
-
-    def saved(self, cid: str) -> Candidate:
-        """A candidate of a saved beam: the journal holds it."""
-        c = self.lookup(cid)
-        if c is None:
-            raise RunError(f"the run's journal lacks candidate {cid} of a saved beam")
-        return c
-
-    def lookup(self, cid: str) -> Candidate | None:
-        if cid not in self.cache:
-            c = self.store.candidate(cid)
-            if c is None:
-                return None
-            self._attach_eval(c)
-            self.cache[cid] = c
-        return self.cache[cid]
-
-    def _attach_eval(self, c: Candidate) -> None:
-        if c.eval_key:
-            data = self.store.evaluation(c.eval_key)
-            if data:
-                c.feedback = data.get("feedback", "")
-
-    def chain(self, c: Candidate) -> list[Candidate]:
-        """Root-to-candidate ancestry along first parents."""
-        out = [c]
-        while out[-1].parents:
-            parent = self.lookup(out[-1].parents[0])
-            if parent is None:
-                break
-            out.append(parent)
-        return out[::-1]
-
-    def save(self, c: Candidate) -> None:
-        self.cache[c.id] = c
-        self.store.save_candidate(c)
-
-    def translating(self, iteration: int) -> bool:
-        return iteration <= self.translation_iterations
-
-    def keep_factor(self, iteration: int) -> float:
-        if self.translating(iteration):
-            return self.cfg.translation.regression_allowance
-        return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
-
-    def request(self, model: str, prompt: Prompt, phase: str, sample: int,
-                edits: bool = False, temperature: float | None = 1.0) -> LLMRequest:
-        effort = (self.cfg.llm.plan_reasoning_effort if phase == "plan"
-                  else self.cfg.llm.code_reasoning_effort)
-        return LLMRequest(model=model, prompt=prompt, phase=phase, sample=sample,
-                          temperature=temperature, max_tokens=self.cfg.llm.max_tokens,
-                          reasoning_effort=effort,
-                          response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT)
-
-    def materialize(self, text: str, base: str, edits: bool) -> tuple[str | None, str]:
-        """Turn a response into a program: apply edits, else extract the fenced code."""
-        if edits:
-            try:
-                return apply_edits(base, parse_edits(text)), ""
-            except (EditParseError, EditApplyError) as exc:
-                code = extract_code(text, self.backend.language, self.backend.code_anchor)
-                if code and code.strip() != text.strip():
-                    return code, ""
-                return None, f"edits could not be applied: {exc}"
-        code = extract_code(text, self.backend.language, self.backend.code_anchor)
-        return (code, "") if code and code.strip() else (None, "no program found in the response")
-
     # -- the run ------------------------------------------------------------------------
     async def run(self) -> list[Candidate]:
-        beam = await self.initial_beam()
+        """The final beam; ``stop_reason`` says why the run ended."""
         try:
+            beam = await self.initial_beam()
             await self.select_context()
-        except BudgetReached as exc:
-            self.stop_reason = exc.reason
-            self.store.event("budget_reached", iteration=0, budget=exc.reason)
-            return beam
-        except ReplayMiss as exc:
-            raise RunError(str(exc)) from None
+        except RunStopped as stop:
+            return self.stopped(stop.reason, 0, self.saved_beam(0) or [])
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
@@ -210,28 +234,61 @@ class Search:
                                  self.s.early_stop_threshold, self.translation_iterations):
                 self.stop_reason = "early_stop"
                 self.store.event("early_stop", iteration=i)
-                break
-            saved = self.store.beam(i)
+                return beam
+            saved = self.saved_beam(i)
             if saved is not None:  # finished in an earlier session
-                beam = [self.saved(cid) for cid in saved]
+                beam = saved
                 self.translation_iterations = stats[i].get("translation_iterations",
                                                            self.translation_iterations)
                 self.progress.iteration_done(i, beam, resumed=True)
             else:
-                try:
-                    beam = await self.iteration(i, beam)
-                except* BudgetReached as group:
-                    reached = group.exceptions[0]
-                    assert isinstance(reached, BudgetReached)  # the first is never a group
-                    self.stop_reason = reached.reason
-                    self.store.event("budget_reached", iteration=i, budget=self.stop_reason)
-                except* ReplayMiss as group:
-                    raise RunError(str(group.exceptions[0])) from None
-                if self.stop_reason:
-                    break
+                it = await self.iteration(i, beam)
+                if it.jobs.stop_reason is not None:
+                    return self.stopped(it.jobs.stop_reason, i, beam)
+                beam = self.select(it)
             self.losses.append(min(c.score for c in beam))
+        self.stop_reason = "completed"
+        return beam
+
+    def stopped(self, reason: str, iteration: int, beam: list[Candidate]) -> list[Candidate]:
+        self.stop_reason = reason
+        self.store.event("stopped", iteration=iteration, reason=reason)
+        return beam
+
+    def saved_beam(self, i: int) -> list[Candidate] | None:
+        saved = self.store.beam(i)
+        return None if saved is None else [self.lineage.require(cid) for cid in saved]
+
+    async def initial_beam(self) -> list[Candidate]:
+        saved = self.saved_beam(0)
+        if saved is not None:
+            return saved
+        if self.s.continue_from:
+            beam = await self.continued_beam(self.s.continue_from)
         else:
-            self.stop_reason = self.stop_reason or "completed"
+            root = Candidate(id="root", iteration=0, parents=[], origin=Origin.ROOT,
+                             code=self.problem.baseline_code)
+            result = await self.evaluate_into(root)
+            if not root.correct:
+                detail = (result.feedback or result.stderr or "").strip().splitlines()
+                raise RunError(f"the initial program of {self.problem.id} is incorrect "
+                               f"({result.failure.value if result.failure else 'failed'})"
+                               + (f": {detail[0][:300]}" if detail else ""))
+            beam = [root]
+        self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})
+        self.progress.initial(beam)
+        return beam
+
+    async def continued_beam(self, run_dir: str) -> list[Candidate]:
+        """Seed iteration 0 with another run's final beam, measured again here (the
+        hardware or the backend may differ)."""
+        beam = []
+        for c in self.lineage.import_beam(run_dir):
+            await self.evaluate_into(c)
+            if c.correct:
+                beam.append(c)
+        if not beam:
+            raise RunError(f"search.continue_from: no program of {run_dir}'s beam is correct here")
         return beam
 
     async def select_context(self) -> None:
@@ -256,172 +313,70 @@ class Search:
                                      self.s.iterations, self.cfg.translation.iterations,
                                      isa_sections=record.get("isa", {}).get("sections", "all"))
 
-    async def menu_for(self, i: int, parent: Candidate, translate: bool,
-                       forced: int | None = None) -> list[str] | None:
-        """The optimization menu for this parent's prompts; None: the pack's own. Generated
-        menus are made once per (iteration, parent) and journaled."""
-        if self.s.menu_strategy == "static" or translate or forced is not None:
-            return None
-        key = f"i{i}-{parent.id}"
-        async with self.menu_locks.setdefault(key, anyio.Lock()):
-            if key not in self.menus:
-                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
-                self.menus[key] = recorded if recorded is not None else \
-                    await self.generate_menu(i, parent, key)
-        new = self.menus[key]
-        if self.s.menu_strategy == "mixed":
-            return [*self.pack.menu, *new]
-        return new or None  # nothing usable was generated: the pack's menu
-
-    async def generate_menu(self, i: int, parent: Candidate, key: str) -> list[str]:
-        prompt = self.prompts.new_menu(self.chain(parent), self.rng(i, parent.id, "menu"),
-                                       self.s.generated_menu_size)
-        sample = sample_of(f"{self.cfg.seed}-menu-{key}")
-        model = self.plan_models[sample % len(self.plan_models)]
-        resp = await self.llm.complete(self.request(model, prompt, "menu", sample=sample))
-        proposed = parse_items(resp.text) if resp.ok else []
-        items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
-        items = items[:self.s.generated_menu_size]
-        self.store.set_meta(f"generated_menu/{key}", items)
-        self.store.event("generated_menu", iteration=i, parent=parent.id, items=items,
-                         repeats=[r for r, _ in repeats], ok=resp.ok)
-        return items
-
-    async def initial_beam(self) -> list[Candidate]:
-        saved = self.store.beam(0)
-        if saved is not None:
-            return [self.saved(cid) for cid in saved]
-        if self.s.continue_from:
-            beam = await self.continued_beam(self.s.continue_from)
-        else:
-            root = Candidate(id="root", iteration=0, parents=[], origin="root",
-                             code=self.problem.baseline_code)
-            result = await self.evaluate_into(root)
-            if not root.correct:
-                detail = (result.feedback or result.stderr or "").strip().splitlines()
-                raise RunError(f"the initial program of {self.problem.id} is incorrect "
-                               f"({result.failure.value if result.failure else 'failed'})"
-                               + (f": {detail[0][:300]}" if detail else ""))
-            beam = [root]
-        self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})
-        self.progress.initial(beam)
-        return beam
-
-    async def continued_beam(self, run_dir: str) -> list[Candidate]:
-        """Seed iteration 0 with another run's final beam, ancestry included."""
-        if not RunStore.exists(run_dir):
-            raise RunError(f"search.continue_from: no run found in {run_dir}")
-        other = RunStore(run_dir)
-        try:
-            last = other.last_iteration()
-            ids = other.beam(last) if last is not None else None
-            if not ids:
-                raise RunError(f"search.continue_from: {run_dir} has no finished beam")
-            copied: dict[str, Candidate] = {}
-            todo = list(ids)
-            while todo:
-                cid = todo.pop()
-                if cid in copied:
-                    continue
-                c = other.candidate(cid)
-                if c is None:
-                    continue
-                copied[cid] = c
-                todo.extend(c.parents)
-        finally:
-            other.close()
-        for c in copied.values():  # the whole lineage, renamed so ids cannot collide
-            c.id, c.parents, c.iteration = f"prev-{c.id}", [f"prev-{p}" for p in c.parents], 0
-            c.origin = "root" if c.origin == "root" else c.origin
-            self.save(c)
-        beam = []
-        for cid in ids:
-            c = self.cache[f"prev-{cid}"]
-            await self.evaluate_into(c)  # re-measured here: hardware or backend may differ
-            if c.correct:
-                beam.append(c)
-        if not beam:
-            raise RunError(f"search.continue_from: no program of {run_dir}'s beam is correct here")
-        return beam
-
-    async def evaluate_into(self, c: Candidate) -> EvalResult:
-        key, result = await self.evaluator.evaluate(c.code or "")
-        c.code_hash = code_hash(c.code or "")
-        c.eval_key, c.score, c.feedback = key, result.score, result.feedback
-        c.errors = "\n".join(x for x in (result.feedback, result.stderr, result.stdout) if x)
-        self.save(c)
-        self.progress.evaluated(c)
-        return result
-
     # -- one iteration ------------------------------------------------------------------
-    async def iteration(self, i: int, beam: list[Candidate]) -> list[Candidate]:
-        translate = self.translating(i)
-        exhaustive = exhaustive_now(self.losses, i, self.s.exhaustive_first_iterations,
-                                    self.s.exhaustive_on_stagnation_iterations,
-                                    self.s.exhaustive_stagnation_ratio)
-        children: list[Candidate] = []
-        started = time.monotonic()
-        sched = Scheduler(pipelined=self.s.schedule == "pipelined")
-        self.progress.iteration_start(i, translate, exhaustive)
+    async def iteration(self, i: int, beam: list[Candidate]) -> Iteration:
+        """Run every job of iteration ``i``; selection is the caller's."""
+        it = Iteration(i, beam, translate=self.translating(i),
+                       exhaustive=exhaustive_now(self.losses, i,
+                                                 self.s.exhaustive_first_iterations,
+                                                 self.s.exhaustive_on_stagnation_iterations,
+                                                 self.s.exhaustive_stagnation_ratio),
+                       jobs=Scheduler(pipelined=self.s.schedule == "pipelined"))
+        self.progress.iteration_start(i, it.translate, it.exhaustive)
+        await it.jobs.run(lambda: self.seed_jobs(it))
+        return it
 
-        def seed_jobs() -> None:
-            P, C = self.s.plans_per_candidate, self.s.codes_per_plan
-            for pi, parent in enumerate(beam):
-                if self.s.direct:
-                    for slot in range(P * C):
-                        model = self.code_models[(pi * P * C + slot) % len(self.code_models)]
-                        sched.spawn(CODE, self.direct_job, sched, i, pi, parent, slot, model,
-                                    translate, children)
-                elif exhaustive:
-                    menu = self.pack.translation_menu if translate else self.pack.menu
-                    for opt in range(len(menu)):
-                        model = self.plan_models[(pi * len(menu) + opt) % len(self.plan_models)]
-                        sched.spawn(PLAN, self.plan_job, sched, i, pi, parent, f"m{opt}", opt,
-                                    model, translate, children)
-                else:
-                    for slot in range(P):
-                        model = self.plan_models[(pi * P + slot) % len(self.plan_models)]
-                        sched.spawn(PLAN, self.plan_job, sched, i, pi, parent, f"p{slot}", None,
-                                    model, translate, children)
-            if self.s.combine_pairs and len(beam) > 1:
-                pairs = list(itertools.combinations(range(len(beam)), 2))
-                rng = self.rng(i, "beam", "combine")
-                for a, b in rng.sample(pairs, min(self.s.combine_pairs, len(pairs))):
-                    for k in range(self.s.codes_per_combine):
-                        sched.spawn(CODE, self.combine_job, sched, i, beam[a], beam[b], a, b, k,
-                                    translate, children)
+    def seed_jobs(self, it: Iteration) -> None:
+        """Per beam member: plans (one per menu item in an exhaustive sweep), or programs
+        directly; then the combinations of beam pairs."""
+        P, C = self.s.plans_per_candidate, self.s.codes_per_plan
+        menu = self.pack.translation_menu if it.translate else self.pack.menu
+        for pi, parent in enumerate(it.beam):
+            if self.s.direct:
+                for slot in range(P * C):
+                    it.jobs.spawn(Stage.CODE, self.direct_job, it, pi, parent, slot)
+            elif it.exhaustive:
+                for item in range(len(menu)):
+                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, item, len(menu),
+                                  item)
+            else:
+                for slot in range(P):
+                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, slot, P, None)
+        for n, (a, b) in enumerate(self.combined_pairs(it)):
+            for k in range(self.s.codes_per_combine):
+                it.jobs.spawn(Stage.CODE, self.combine_job, it, n, a, b, k)
 
-        await sched.run(seed_jobs)
-        return self.finish_iteration(i, beam, children, translate, time.monotonic() - started)
+    def combined_pairs(self, it: Iteration) -> list[tuple[int, int]]:
+        if not self.s.combine_pairs or len(it.beam) < 2:
+            return []
+        pairs = list(itertools.combinations(range(len(it.beam)), 2))
+        rng = self.rng(it.number, "beam", "combine")
+        return rng.sample(pairs, min(self.s.combine_pairs, len(pairs)))
 
-    def finish_iteration(self, i: int, beam: list[Candidate], children: list[Candidate],
-                         translate: bool, wall_s: float) -> list[Candidate]:
-        rank_by_translation = translate and self.cfg.translation.score
-        new_beam = select_beam(beam, children, beam_size=self.s.beam_size,
-                               keep_factor=self.keep_factor(i), lookup=self.lookup,
-                               dedup_level=self.s.prevent_duplicate_level,
-                               rank_by_translation=rank_by_translation)
+    def select(self, it: Iteration) -> list[Candidate]:
+        """The next beam from the incumbents and the iteration's children; saved with the
+        iteration's statistics."""
+        i, beam, children = it.number, it.beam, it.children
+        rank_by_translation = it.translate and self.cfg.translation.score
+        new_beam = self.best_of(beam, children, i, rank_by_translation)
         if rank_by_translation and new_beam and i < self.translation_iterations and all(
                 (c.translation_score or 0) >= self.cfg.translation.complete_threshold
                 for c in new_beam):
             self.store.event("translation_complete", iteration=i)
             self.translation_iterations = i
-        if (translate and i == self.translation_iterations and self.cfg.translation.drop_original):
-            translated = [c for c in (*beam, *children) if c.origin != "root"]
-            kept = select_beam([c for c in beam if c.origin != "root"],
-                               [c for c in children if c.origin != "root"],
-                               beam_size=self.s.beam_size, keep_factor=self.keep_factor(i),
-                               lookup=self.lookup, dedup_level=self.s.prevent_duplicate_level,
-                               rank_by_translation=rank_by_translation)
+        if it.translate and i == self.translation_iterations and self.cfg.translation.drop_original:
+            kept = self.best_of([c for c in beam if c.origin != Origin.ROOT],
+                                [c for c in children if c.origin != Origin.ROOT], i,
+                                rank_by_translation)
             if kept:
                 new_beam = kept
-            elif translated:
+            elif any(c.origin != Origin.ROOT for c in (*beam, *children)):
                 self.store.event("drop_original_skipped", iteration=i,
                                  reason="no translated program is correct")
         if not new_beam:  # nothing correct: keep the incumbents
             new_beam = beam
         stats = {"best": min(c.score for c in new_beam), "children": len(children),
-                 "wall_s": round(wall_s, 3),
+                 "wall_s": round(time.monotonic() - it.started, 3),
                  "correct": sum(c.correct for c in children),
                  "translation_iterations": self.translation_iterations}
         self.store.save_beam(i, [c.id for c in new_beam], stats)
@@ -430,126 +385,201 @@ class Search:
         self.progress.iteration_done(i, new_beam)
         return new_beam
 
+    def best_of(self, beam: list[Candidate], children: list[Candidate], i: int,
+                rank_by_translation: bool) -> list[Candidate]:
+        return select_beam(beam, children, beam_size=self.s.beam_size,
+                           keep_factor=self.keep_factor(i), lookup=self.lineage.get,
+                           dedup_level=self.s.prevent_duplicate_level,
+                           rank_by_translation=rank_by_translation)
+
     # -- jobs ---------------------------------------------------------------------------
-    async def plan_job(self, sched: Scheduler, i: int, pi: int, parent: Candidate, slot: str,
-                       forced: int | None, model: str, translate: bool,
-                       children: list[Candidate]) -> None:
-        rng = self.rng(i, parent.id, slot)
-        menu = await self.menu_for(i, parent, translate, forced)
-        prompt = self.prompts.plan(self.chain(parent), rng, i, translate, forced, menu)
-        resp = await self.llm.complete(self.request(model, prompt, "plan",
-                                                    sample=sample_of(f"i{i}-{parent.id}-{slot}")))
-        self.progress.llm_done("plan", resp.ok)
-        if not resp.ok:
+    async def plan_job(self, it: Iteration, pi: int, parent: Candidate, slot: int,
+                       slots: int, forced: int | None) -> None:
+        """Ask for a plan (``forced``: for this menu item), then start its programs."""
+        label = f"m{slot}" if forced is not None else f"p{slot}"
+        model = assign_model(self.plan_models, pi, slot, slots)
+        menu = await self.menu_for(it, pi, parent, forced)
+        prompt = self.prompts.plan(self.lineage.chain(parent),
+                                   self.rng(it.number, parent.id, label), it.number,
+                                   it.translate, forced, menu)
+        text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
+        if text is None:
             return
-        plan = extract_plan(resp.text)
+        plan = extract_plan(text)
         if not plan:
-            self.store.event("empty_plan", iteration=i, parent=parent.id, slot=slot)
+            self.store.event("empty_plan", iteration=it.number, parent=parent.id, slot=label)
             return
-        for k in range(self.s.codes_per_plan):
-            global_slot = (pi * 1000 + int(slot[1:])) * self.s.codes_per_plan + k
-            code_model = self.code_models[global_slot % len(self.code_models)]
-            cid = f"i{i}-b{pi}-{slot}-c{k}"
-            sched.spawn(CODE, self.code_job, sched, i, parent, plan, model, code_model, cid, k,
-                        translate, children)
+        C = self.s.codes_per_plan
+        for k in range(C):
+            coder = assign_model(self.code_models, pi, slot * C + k, slots * C)
+            it.jobs.spawn(Stage.CODE, self.code_job, it, parent, plan, model, coder,
+                          f"i{it.number}-b{pi}-{label}-c{k}")
 
-    async def code_job(self, sched: Scheduler, i: int, parent: Candidate, plan: str,
-                       plan_model: str, model: str, cid: str, k: int, translate: bool,
-                       children: list[Candidate]) -> None:
-        rng = self.rng(i, parent.id, cid)
-        prompt = self.prompts.implement(self.chain(parent), plan, rng, i, translate)
-        resp = await self.llm.complete(self.request(model, prompt, "code", sample=sample_of(cid),
-                                                    edits=self.s.edits))
-        self.progress.llm_done("code", resp.ok)
-        if not resp.ok:
+    async def code_job(self, it: Iteration, parent: Candidate, plan: str, plan_model: str,
+                       model: str, cid: str) -> None:
+        prompt = self.prompts.implement(self.lineage.chain(parent), plan,
+                                        self.rng(it.number, parent.id, cid), it.number,
+                                        it.translate)
+        await self.write_program(it, Draft(
+            id=cid, origin=Origin.PLAN, phase="code", model=model, prompt=prompt,
+            parents=[parent.id], base=parent.code or "", plan=plan, plan_model=plan_model,
+            edits=self.s.edits))
+
+    async def direct_job(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
+        """No planning step: P distinct prompts per parent, C samples of each (upstream's
+        shape)."""
+        P, C = self.s.plans_per_candidate, self.s.codes_per_plan
+        prompt_slot = slot // C
+        menu = await self.menu_for(it, pi, parent)
+        prompt = self.prompts.direct(self.lineage.chain(parent),
+                                     self.rng(it.number, parent.id, f"d{prompt_slot}"),
+                                     it.number, it.translate, menu)
+        await self.write_program(it, Draft(
+            id=f"i{it.number}-b{pi}-d{slot}", origin=Origin.DIRECT, phase="direct",
+            model=assign_model(self.code_models, pi, slot, P * C), prompt=prompt,
+            parents=[parent.id], base=parent.code or "",
+            plan=f"direct optimization (prompt {prompt_slot})", edits=self.s.edits))
+
+    async def combine_job(self, it: Iteration, pair: int, ai: int, bi: int, k: int) -> None:
+        a, b = it.beam[ai], it.beam[bi]
+        await self.write_program(it, Draft(
+            id=f"i{it.number}-x{ai}.{bi}-c{k}", origin=Origin.COMBINE, phase="combine",
+            model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
+            prompt=self.prompts.combine(a, b), parents=[a.id, b.id], base=a.code or "",
+            plan="combine parents"))
+
+    async def repair_job(self, it: Iteration, failed: Candidate, failure: str) -> None:
+        await self.write_program(it, Draft(
+            id=f"{failed.id}-r", origin=Origin.REPAIR, phase="repair",
+            model=next_model(self.code_models, failed.code_model),
+            prompt=self.prompts.repair(failed, failure, failed.errors),
+            parents=list(failed.parents), base=failed.code or "", plan=failed.plan,
+            plan_model=failed.plan_model, edits=self.s.edits))
+
+    async def write_program(self, it: Iteration, draft: Draft) -> None:
+        """Ask for a program and make it a child of the iteration, evaluated next: the
+        common path of the code, direct, combine and repair jobs."""
+        text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id,
+                              edits=draft.edits)
+        if text is None:
             return
-        code, why = self.materialize(resp.text, parent.code or "", self.s.edits)
-        c = Candidate(id=cid, iteration=i, parents=[parent.id], origin="plan", plan=plan,
-                      code=code, plan_model=plan_model, code_model=model)
-        self.add_child(sched, c, why, children, translate)
-
-    async def direct_job(self, sched: Scheduler, i: int, pi: int, parent: Candidate, slot: int,
-                         model: str, translate: bool, children: list[Candidate]) -> None:
-        # P distinct prompts per parent, C samples of each (the upstream shape)
-        prompt_slot = slot // self.s.codes_per_plan
-        rng = self.rng(i, parent.id, f"d{prompt_slot}")
-        menu = await self.menu_for(i, parent, translate)
-        prompt = self.prompts.direct(self.chain(parent), rng, i, translate, menu)
-        cid = f"i{i}-b{pi}-d{slot}"
-        resp = await self.llm.complete(self.request(model, prompt, "direct",
-                                                    sample=sample_of(cid), edits=self.s.edits))
-        self.progress.llm_done("code", resp.ok)
-        if not resp.ok:
-            return
-        code, why = self.materialize(resp.text, parent.code or "", self.s.edits)
-        c = Candidate(id=cid, iteration=i, parents=[parent.id], origin="direct",
-                      plan=f"direct optimization (prompt {prompt_slot})", code=code,
-                      code_model=model)
-        self.add_child(sched, c, why, children, translate)
-
-    async def combine_job(self, sched: Scheduler, i: int, a: Candidate, b: Candidate, ai: int,
-                          bi: int, k: int, translate: bool, children: list[Candidate]) -> None:
-        model = self.code_models[(ai * 31 + bi + k) % len(self.code_models)]
-        prompt = self.prompts.combine(a, b)
-        cid = f"i{i}-x{ai}.{bi}-c{k}"
-        resp = await self.llm.complete(self.request(model, prompt, "combine", sample=sample_of(cid)))
-        self.progress.llm_done("code", resp.ok)
-        if not resp.ok:
-            return
-        code, why = self.materialize(resp.text, a.code or "", edits=False)
-        c = Candidate(id=cid, iteration=i, parents=[a.id, b.id],
-                      origin="combine", plan="combine parents", code=code, code_model=model)
-        self.add_child(sched, c, why, children, translate)
-
-    async def repair_job(self, sched: Scheduler, i: int, failed: Candidate, failure: str,
-                         translate: bool, children: list[Candidate]) -> None:
-        cid = f"{failed.id}-r"
-        model = self.code_models[sample_of(cid) % len(self.code_models)]
-        prompt = self.prompts.repair(failed, failure, failed.errors)
-        resp = await self.llm.complete(self.request(model, prompt, "repair", sample=sample_of(cid),
-                                                    edits=self.s.edits))
-        self.progress.llm_done("code", resp.ok)
-        if not resp.ok:
-            return
-        code, why = self.materialize(resp.text, failed.code or "", self.s.edits)
-        c = Candidate(id=cid, iteration=i, parents=list(failed.parents),
-                      origin="repair", plan=failed.plan, code=code,
-                      plan_model=failed.plan_model, code_model=model)
-        self.add_child(sched, c, why, children, translate, repairable=False)
-
-    def add_child(self, sched: Scheduler, c: Candidate, why: str, children: list[Candidate],
-                  translate: bool, repairable: bool = True) -> None:
-        c.code_hash = code_hash(c.code) if c.code else None
-        self.save(c)
-        children.append(c)
-        if c.code is None:  # nothing to evaluate; not repairable (no program to fix)
+        code, why = self.materialize(text, draft.base, draft.edits)
+        c = Candidate(id=draft.id, iteration=it.number, parents=draft.parents,
+                      origin=draft.origin, plan=draft.plan, code=code,
+                      code_hash=code_hash(code) if code else None,
+                      plan_model=draft.plan_model, code_model=draft.model)
+        self.lineage.save(c)
+        it.children.append(c)
+        if code is None:  # nothing to evaluate, nothing to repair
             self.store.event("candidate_rejected", candidate=c.id, reason=why)
             self.progress.evaluated(c)
             return
-        stage = EVAL if repairable else REPAIR_EVAL
-        sched.spawn(stage, self.eval_job, sched, c, translate, repairable, children)
+        stage = Stage.REPAIR_EVAL if c.origin == Origin.REPAIR else Stage.EVAL
+        it.jobs.spawn(stage, self.eval_job, it, c)
 
-    async def eval_job(self, sched: Scheduler, c: Candidate, translate: bool, repairable: bool,
-                       children: list[Candidate]) -> None:
+    async def eval_job(self, it: Iteration, c: Candidate) -> None:
         result = await self.evaluate_into(c)
-        if c.correct and translate and self.cfg.translation.score:
-            sched.spawn(SCORE, self.score_job, c)
-        if (not c.correct and repairable and self.s.repair_failed and c.errors.strip()
-                and result.failure != FailureKind.INFRA_ERROR):
-            sched.spawn(REPAIR, self.repair_job, sched, c.iteration, c,
-                        result.failure.value if result.failure else "failed", translate, children)
+        if c.correct and it.translate and self.cfg.translation.score:
+            it.jobs.spawn(Stage.SCORE, self.score_job, c)
+        if (not c.correct and c.origin != Origin.REPAIR and self.s.repair_failed
+                and c.errors.strip() and result.failure != FailureKind.INFRA_ERROR):
+            failure = result.failure.value if result.failure else "failed"
+            it.jobs.spawn(Stage.REPAIR, self.repair_job, it, c, failure)
 
     async def score_job(self, c: Candidate) -> None:
-        root = self.chain(c)[0]
-        prompt = self.prompts.translation_score(root, c)
+        """Translation: an LLM judges how complete the translation is (0-10)."""
+        prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
         resp = await self.llm.complete(self.request(self.plan_models[0], prompt,
                                                     "translation_score", sample=0,
                                                     temperature=0.0))
         c.translation_score = parse_score(resp.text) if resp.ok else 0.0
-        self.save(c)
+        self.lineage.save(c)
 
+    # -- menus --------------------------------------------------------------------------
+    async def menu_for(self, it: Iteration, pi: int, parent: Candidate,
+                       forced: int | None = None) -> list[str] | None:
+        """The optimization menu for this parent's prompts; None: the pack's own. Generated
+        menus are made once per (iteration, parent) and journaled."""
+        if self.s.menu_strategy == "static" or it.translate or forced is not None:
+            return None
+        key = f"i{it.number}-{parent.id}"
+        async with self.menu_locks.setdefault(key, anyio.Lock()):
+            if key not in self.menus:
+                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
+                self.menus[key] = recorded if recorded is not None else \
+                    await self.generate_menu(it, pi, parent, key)
+        new = self.menus[key]
+        if self.s.menu_strategy == "mixed":
+            return [*self.pack.menu, *new]
+        return new or None  # nothing usable was generated: the pack's menu
 
-def parse_score(text: str) -> float:
-    """The first number in a judge's answer, clamped to 0..10; unparsable is 0."""
-    m = re.search(r"-?\d+(?:\.\d+)?", text or "")
-    return min(10.0, max(0.0, float(m.group()))) if m else 0.0
+    async def generate_menu(self, it: Iteration, pi: int, parent: Candidate,
+                            key: str) -> list[str]:
+        prompt = self.prompts.new_menu(self.lineage.chain(parent),
+                                       self.rng(it.number, parent.id, "menu"),
+                                       self.s.generated_menu_size)
+        resp = await self.llm.complete(self.request(
+            assign_model(self.plan_models, pi, 0, 1), prompt, "menu",
+            sample=sample_of(f"{self.cfg.seed}-menu-{key}")))
+        proposed = parse_items(resp.text) if resp.ok else []
+        items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
+        items = items[:self.s.generated_menu_size]
+        self.store.set_meta(f"generated_menu/{key}", items)
+        self.store.event("generated_menu", iteration=it.number, parent=parent.id, items=items,
+                         repeats=[r for r, _ in repeats], ok=resp.ok)
+        return items
+
+    # -- the doors ----------------------------------------------------------------------
+    async def ask(self, model: str, prompt: Prompt, phase: str, slot_id: str,
+                  edits: bool = False) -> str | None:
+        """One generation call (a plan or a program): the answer, or None when the call
+        failed (journaled and counted as a failure)."""
+        resp: LLMResponse = await self.llm.complete(
+            self.request(model, prompt, phase, sample_of(slot_id), edits=edits))
+        self.progress.llm_done(phase, resp.ok)
+        return resp.text if resp.ok else None
+
+    def request(self, model: str, prompt: Prompt, phase: str, sample: int,
+                edits: bool = False, temperature: float | None = 1.0) -> LLMRequest:
+        effort = (self.cfg.llm.plan_reasoning_effort if phase == "plan"
+                  else self.cfg.llm.code_reasoning_effort)
+        return LLMRequest(model=model, prompt=prompt, phase=phase, sample=sample,
+                          temperature=temperature, max_tokens=self.cfg.llm.max_tokens,
+                          reasoning_effort=effort,
+                          response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT)
+
+    async def evaluate_into(self, c: Candidate) -> EvalResult:
+        key, result = await self.evaluator.evaluate(c.code or "")
+        c.code_hash = code_hash(c.code or "")
+        c.eval_key, c.score, c.feedback = key, result.score, result.feedback
+        c.errors = "\n".join(x for x in (result.feedback, result.stderr, result.stdout) if x)
+        self.lineage.save(c)
+        self.progress.evaluated(c)
+        return result
+
+    # -- small rules --------------------------------------------------------------------
+    def rng(self, iteration: int, parent: str, slot: str) -> random.Random:
+        """Every random choice comes from (seed, iteration, parent, slot), never from timing."""
+        digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def translating(self, iteration: int) -> bool:
+        return iteration <= self.translation_iterations
+
+    def keep_factor(self, iteration: int) -> float:
+        if self.translating(iteration):
+            return self.cfg.translation.regression_allowance
+        return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
+
+    def materialize(self, text: str, base: str, edits: bool) -> tuple[str | None, str]:
+        """Turn a response into a program: apply edits, else extract the fenced code."""
+        if edits:
+            try:
+                return apply_edits(base, parse_edits(text)), ""
+            except (EditParseError, EditApplyError) as exc:
+                code = extract_code(text, self.backend.language, self.backend.code_anchor)
+                if code and code.strip() != text.strip():
+                    return code, ""
+                return None, f"edits could not be applied: {exc}"
+        code = extract_code(text, self.backend.language, self.backend.code_anchor)
+        return (code, "") if code and code.strip() else (None, "no program found in the response")

@@ -8,6 +8,7 @@ read back instead of repeated.
 """
 from __future__ import annotations
 
+import enum
 import json
 import sqlite3
 import threading
@@ -19,27 +20,54 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS llm_calls (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, phase TEXT NOT NULL, ok INTEGER NOT NULL,
-    request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS candidates (
-    id TEXT PRIMARY KEY, iteration INTEGER NOT NULL, parents TEXT NOT NULL, origin TEXT NOT NULL,
-    plan TEXT, code TEXT, code_hash TEXT, plan_model TEXT, code_model TEXT,
-    score REAL, eval_key TEXT, translation_score REAL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS evaluations (
-    key TEXT PRIMARY KEY, result TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS beams (
-    iteration INTEGER NOT NULL, position INTEGER NOT NULL, candidate TEXT NOT NULL,
-    PRIMARY KEY (iteration, position));
-CREATE TABLE IF NOT EXISTS iterations (
-    iteration INTEGER PRIMARY KEY, stats TEXT NOT NULL, finished REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL);
-"""
+from .errors import ConfigError
+
+#: The journal's schema as an ordered list of migrations. ``PRAGMA user_version`` counts
+#: those applied; opening a journal applies the rest, in order, each in one transaction.
+#: Append a migration to change the schema; never edit one that has shipped.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the tables (journals written before versioning have them, at user_version 0)
+    """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS llm_calls (
+        key TEXT PRIMARY KEY, model TEXT NOT NULL, phase TEXT NOT NULL, ok INTEGER NOT NULL,
+        request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS candidates (
+        id TEXT PRIMARY KEY, iteration INTEGER NOT NULL, parents TEXT NOT NULL,
+        origin TEXT NOT NULL, plan TEXT, code TEXT, code_hash TEXT, plan_model TEXT,
+        code_model TEXT, score REAL, eval_key TEXT, translation_score REAL,
+        created REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS evaluations (
+        key TEXT PRIMARY KEY, result TEXT NOT NULL, created REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS beams (
+        iteration INTEGER NOT NULL, position INTEGER NOT NULL, candidate TEXT NOT NULL,
+        PRIMARY KEY (iteration, position));
+    CREATE TABLE IF NOT EXISTS iterations (
+        iteration INTEGER PRIMARY KEY, stats TEXT NOT NULL, finished REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, kind TEXT NOT NULL,
+        data TEXT NOT NULL);
+    """,
+    # 2: the lookups readers repeat while a run goes on (events of a kind, an iteration's
+    # candidates) by index instead of by scanning
+    """
+    CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, id);
+    CREATE INDEX IF NOT EXISTS candidates_by_iteration ON candidates (iteration, created);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 DB_NAME = "run.sqlite"
+
+
+class Origin(str, enum.Enum):
+    """How a candidate came to be."""
+
+    ROOT = "root"  # the initial program (or, with continue_from, one of another run's)
+    PLAN = "plan"  # implements a plan
+    DIRECT = "direct"  # written without a planning step
+    REPAIR = "repair"  # a failed candidate, repaired with its errors
+    COMBINE = "combine"  # two beam members combined
 
 
 @dataclass
@@ -49,7 +77,7 @@ class Candidate:
     id: str
     iteration: int
     parents: list[str]
-    origin: str  # root, plan, direct, repair, combine, continued
+    origin: Origin
     plan: str | None = None
     code: str | None = None
     code_hash: str | None = None
@@ -76,12 +104,44 @@ class RunStore:
         self._lock = threading.Lock()
         if readonly:
             self._db = _connect_readonly(self.path)
+            try:
+                self._check_version(self.version())
+            except BaseException:
+                self._db.close()
+                raise
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def version(self) -> int:
+        """The journal's schema version (the migrations applied to it)."""
+        return self._exec("PRAGMA user_version")[0][0]
+
+    def _check_version(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise ConfigError(f"run directory {self.run_dir}: its journal has schema version "
+                              f"{version}, newer than this autocomp-core reads "
+                              f"({SCHEMA_VERSION}); upgrade autocomp-core to use it")
+
+    def _migrate(self) -> None:
+        """Bring the journal to ``SCHEMA_VERSION``, one migration per transaction; refuse a
+        journal written by a newer autocomp-core."""
+        version = self.version()
+        self._check_version(version)
+        for number, sql in enumerate(MIGRATIONS[version:], version + 1):
+            try:
+                self._db.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {number};\nCOMMIT;")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     @classmethod
     def exists(cls, run_dir: Path | str) -> bool:
@@ -121,8 +181,8 @@ class RunStore:
                     time.time()))
 
     def llm_response(self, key: str) -> dict[str, Any] | None:
-        """A recorded successful answer for this request key, if any."""
-        rows = self._exec("SELECT response FROM llm_calls WHERE key = ? AND ok = 1", (key,))
+        """The recorded response to this request key, answer or failure, if any."""
+        rows = self._exec("SELECT response FROM llm_calls WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
     def llm_calls(self) -> Iterator[dict[str, Any]]:
@@ -161,7 +221,7 @@ class RunStore:
 
     @staticmethod
     def _row_to_candidate(r: tuple) -> Candidate:
-        return Candidate(id=r[0], iteration=r[1], parents=json.loads(r[2]), origin=r[3],
+        return Candidate(id=r[0], iteration=r[1], parents=json.loads(r[2]), origin=Origin(r[3]),
                          plan=r[4], code=r[5], code_hash=r[6], plan_model=r[7], code_model=r[8],
                          score=float("inf") if r[9] is None else r[9], eval_key=r[10],
                          translation_score=r[11])

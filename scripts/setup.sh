@@ -35,7 +35,8 @@ apt_install() {  # apt_install PACKAGE...: installs those not installed yet
 
 step_apt_base() {  # what the other steps need: Python, a C/C++ toolchain, cmake; and the
   # headless browser the report and dashboard tests drive
-  apt_install python3 python3-venv python3-dev build-essential cmake git chromium fonts-dejavu-core
+  apt_install python3 python3-venv python3-dev build-essential cmake git chromium fonts-dejavu-core \
+    bubblewrap  # the sandbox's namespaces without root where user namespaces are refused
 }
 
 step_apt_plugins() {  # each plugin's apt-packages.txt (compilers, simulators of its target)

@@ -77,3 +77,71 @@ def test_ruff_finds_nothing():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_core_modules_import_no_private_name_of_another():
+    """A module's underscored names are its own: what another module needs is public."""
+    wrong = []
+    for path in core_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "")
+                                                     .startswith("autocomp_core")):
+                wrong += [f"{path.relative_to(ROOT)}: from {'.' * node.level}{node.module or ''} "
+                          f"import {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not wrong
+
+
+def test_no_test_imports_a_conftest_by_name():
+    """``from conftest import ...`` gets whichever conftest came first on the path; helpers
+    live in modules of their own."""
+    wrong = []
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "plugins").glob("*/tests/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) else []
+            if any(name and name.split(".")[-1] == "conftest" for name in names):
+                wrong.append(str(path.relative_to(ROOT)))
+    assert not wrong
+
+
+#: Exceptions of the core that never reach a user: each is caught where it is raised.
+INTERNAL_EXCEPTIONS = {
+    "RunStopped", "BudgetReached",  # control flow: the search stops and saves its state
+    "Unreadable",  # the report server answers 404 for a file it cannot read
+    "EditParseError", "EditApplyError",  # an answer that fails to parse: a failed candidate
+}
+
+
+def test_every_error_the_core_raises_on_purpose_is_an_autocomp_error():
+    """One base: ``except AutocompError`` catches config, plugin, LLM, backend and run
+    errors alike, and anything else is a bug."""
+    from autocomp_core.errors import AutocompError
+
+    outside = []
+    for path in core_modules():
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name not in INTERNAL_EXCEPTIONS:
+                cls = getattr(__import__(module, fromlist=["_"]), node.name, None)
+                if isinstance(cls, type) and issubclass(cls, BaseException) \
+                        and not issubclass(cls, AutocompError):
+                    outside.append(f"{module}.{node.name}")
+    assert not outside
+    from autocomp_core.journal import ReplayMiss
+    from autocomp_core.llm.errors import LLMConfigError
+    from autocomp_core.sandbox import SandboxError
+    assert all(issubclass(e, AutocompError) for e in (ReplayMiss, LLMConfigError, SandboxError))
+
+
+def test_pydantic_errors_are_worded_in_one_place():
+    """``ValidationError.errors()`` is read by one formatter (config.describe_validation_error)."""
+    readers = []
+    for path in [*core_modules(), *ROOT.glob("plugins/*/autocomp_*/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "errors" and not call.args
+                    for call in ast.walk(node)):
+                readers.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert readers == ["autocomp_core/config.py:describe_validation_error"]

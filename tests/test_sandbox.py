@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import resource
 import signal
 import sys
@@ -12,10 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
+from autocomp_core.sandbox import (
+    ISOLATION_ENV,
+    USER_LEVELS,
+    SandboxError,
+    SandboxLimits,
+    isolation_level,
+    private_workdir,
+    run_sandboxed,
+)
+from autocomp_core.sandbox_supervisor import NONE, UID_ONLY
 
 PY = sys.executable
 IS_ROOT = os.geteuid() == 0
+ROOT = Path(__file__).resolve().parent.parent
+NO_NAMESPACES = (NONE, UID_ONLY)  # the levels without PID and network namespaces
 
 
 def python(code: str) -> list[str]:
@@ -132,6 +144,7 @@ async def test_parallel_runs_are_separate_and_leak_no_descriptors() -> None:
 # ---------------------------------------------------------------- hostile programs
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_infinite_loop_is_killed_at_the_wall_limit() -> None:
     result = await run_sandboxed(python("while True: pass"),
@@ -141,6 +154,7 @@ async def test_infinite_loop_is_killed_at_the_wall_limit() -> None:
     assert_group_gone(result.pid)
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_cpu_limit_stops_a_spinning_program_before_the_wall() -> None:
     result = await run_sandboxed(python("while True: pass"),
@@ -149,16 +163,19 @@ async def test_cpu_limit_stops_a_spinning_program_before_the_wall() -> None:
     assert result.signal in (signal.SIGKILL, signal.SIGXCPU)
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_sigterm_ignoring_child_and_grandchildren_all_die() -> None:
-    code = """
+    marker = f"sandbox-escapee-{os.getpid()}-timeout"
+    code = f"""
         import os, signal, subprocess, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         kids = [subprocess.Popen([sys.executable, "-c",
                  "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
                 for _ in range(3)]
         # one grandchild leaves the process group altogether
-        kids.append(subprocess.Popen(["sleep", "600"], start_new_session=True))
+        kids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
+                                      {marker!r}], start_new_session=True))
         print("started", len(kids), flush=True)
         while True:
             time.sleep(1)
@@ -167,26 +184,39 @@ async def test_sigterm_ignoring_child_and_grandchildren_all_die() -> None:
     assert result.stdout.strip() == "started 4", result.stderr
     assert result.timed_out and result.signal == signal.SIGKILL
     assert_group_gone(result.pid)
-    if IS_ROOT:  # in its PID namespace even the setsid() escapee died with it
-        assert processes_of(result.uid) == []
+    assert_escapee_matches_isolation(result.isolation, marker)
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_descendants_left_behind_after_normal_exit_are_killed() -> None:
-    code = """
-        import subprocess
+    marker = f"sandbox-escapee-{os.getpid()}-exit"
+    code = f"""
+        import subprocess, sys
         subprocess.Popen(["sleep", "600"])
-        subprocess.Popen(["sleep", "600"], start_new_session=True)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {marker!r}],
+                         start_new_session=True)
         print("leaving")
     """
     result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=20.0))
     assert result.ok and result.stdout == "leaving\n"
     assert_group_gone(result.pid)
-    if IS_ROOT:
-        assert processes_of(result.uid) == []
+    assert_escapee_matches_isolation(result.isolation, marker)
+
+
+def assert_escapee_matches_isolation(isolation: str, marker: str) -> None:
+    """A process that left the group with setsid() dies with the run in every namespace
+    level (its PID namespace dies with its init); without namespaces it outlives the run,
+    as the level's name says. Either way it is reported truthfully."""
+    assert isolation == isolation_level()
+    escaped = running_with(marker)
+    for pid in escaped:  # under "none": clean up what the sandbox could not
+        os.kill(pid, signal.SIGKILL)
+    assert bool(escaped) == (isolation in NO_NAMESPACES), (isolation, escaped)
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="RLIMIT_NPROC bounds a fork bomb only for its own uid")
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_fork_bomb_is_bounded_and_cleaned_up() -> None:
     code = """
@@ -214,6 +244,7 @@ async def test_fork_bomb_is_bounded_and_cleaned_up() -> None:
     assert processes_of(result.uid) == []
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_memory_bomb_hits_the_address_space_limit() -> None:
     code = """
@@ -227,6 +258,7 @@ async def test_memory_bomb_hits_the_address_space_limit() -> None:
     assert "MemoryError" in result.stderr
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_a_gigabyte_of_output_is_drained_not_kept() -> None:
     cap = 100_000
@@ -249,6 +281,7 @@ async def test_a_gigabyte_of_output_is_drained_not_kept() -> None:
     assert (peak_after - peak_before) * 1024 < 64 << 20  # far below the gigabyte
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_endless_output_is_capped_and_stopped_at_the_limit() -> None:
     code = """
@@ -263,6 +296,7 @@ async def test_endless_output_is_capped_and_stopped_at_the_limit() -> None:
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="without root the program keeps the engine's uid")
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
     outside = Path(tempfile.mkdtemp(prefix="sandbox-outside-", dir=Path(__file__).parent))
@@ -294,6 +328,7 @@ async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
         outside.rmdir()
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_network_is_off_unless_allowed() -> None:
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -316,13 +351,14 @@ async def test_network_is_off_unless_allowed() -> None:
         allowed = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=20.0, network=True))
     assert allowed.stdout.strip() == "connected pong"  # the server is reachable at all
     assert not allowed.network_isolated
-    if IS_ROOT:  # this project's machines run as root: isolation must be there
+    # every namespace level gives the program a network namespace of its own
+    assert isolated.network_isolated == (isolated.isolation not in NO_NAMESPACES)
+    assert isolated.stdout.startswith("failed") == isolated.network_isolated, isolated.stdout
+    if IS_ROOT:  # the machines this project runs on: isolation must be there
         assert isolated.network_isolated
-        assert isolated.stdout.startswith("failed"), isolated.stdout
-    else:
-        assert isolated.stdout.startswith("failed") == isolated.network_isolated
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_cancelled_call_kills_the_program() -> None:
     marker = f"sandbox-cancel-marker-{os.getpid()}"
@@ -340,6 +376,7 @@ async def test_cancelled_call_kills_the_program() -> None:
     assert not running_with(marker)
 
 
+@pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_program_dies_with_the_engine(tmp_path: Path) -> None:
     marker = f"sandbox-engine-death-marker-{os.getpid()}"
@@ -393,6 +430,49 @@ def running_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+@pytest.mark.hostile
+@pytest.mark.asyncio
+async def test_the_program_is_started_by_the_supervisor_program_not_a_fork_of_the_engine():
+    """No Python of the engine runs after fork: the program's parent is the supervisor
+    script, exec'd in a fresh interpreter (a forked engine would show pytest's argv)."""
+    code = "import os; print(open(f'/proc/{os.getppid()}/cmdline', 'rb').read().split(b'\\0')[:5])"
+    result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
+    assert result.ok, result.stderr
+    if result.isolation != "bubblewrap":  # there bwrap is the parent, started by the same
+        assert "sandbox_supervisor.py" in result.stdout and "pytest" not in result.stdout
+
+
+@pytest.mark.hostile
+def test_the_isolation_asked_for_is_the_one_in_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = os.environ.get(ISOLATION_ENV)
+    assert isolation_level() == asked or asked is None
+    monkeypatch.setenv(ISOLATION_ENV, "chroot")
+    with pytest.raises(SandboxError, match=f"{ISOLATION_ENV}='chroot': choose auto or one of"):
+        isolation_level()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="this run is unprivileged already: the hostile tests above ran as it")
+@pytest.mark.slow
+@pytest.mark.parametrize("level", USER_LEVELS)
+@pytest.mark.asyncio
+async def test_hostile_programs_as_an_unprivileged_user(level: str) -> None:
+    """The hostile tests again, run by a user without root (a fresh uid, the sandbox's own)
+    at each isolation level a user may get: what a machine without root gives."""
+    env = {ISOLATION_ENV: level, "PYTHONDONTWRITEBYTECODE": "1"}
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    result = await run_sandboxed(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hostile",
+         "--rootdir", str(ROOT), str(ROOT / "tests" / "test_sandbox.py")],
+        env=env, limits=SandboxLimits(wall_s=300, memory_mb=None, max_processes=512,
+                                      network=True))  # network: the tests' own loopback server
+    tail = result.stdout[-3000:] + result.stderr[-2000:]
+    assert result.returncode == 0, tail
+    assert result.uid != 0
+    # all hostile tests ran; only the two that need a per-run uid were left out
+    assert re.search(r"\b1[0-9] passed, 2 skipped, \d+ deselected\b", tail), tail
 
 
 def test_works_under_anyio() -> None:

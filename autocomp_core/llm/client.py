@@ -3,7 +3,8 @@
 ``complete`` never raises for API or network failures: a failed call is an
 ``LLMResponse`` whose ``error`` says why (with every failed attempt in ``errors``) and
 whose text is empty, so no error message is ever taken for a plan or for code.
-Cancellation propagates.
+Cancellation propagates, and so does a bug (``errors.BUGS``: a ``TypeError`` in a
+provider, ours or a plugin's), which no retry or later call could cure.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import replace
 import anyio
 import structlog
 
-from .errors import DROPPABLE_PARAMS, Classified, LLMConfigError, classify_exception
+from .errors import BUGS, DROPPABLE_PARAMS, Classified, LLMConfigError, classify_exception
 from .keys import KeyStore, key_file_path, redact
 from .limits import Limits
 from .modelstring import ModelRef, parse_model_string
@@ -43,7 +44,7 @@ class LLMClient:
             providers = build_registry().llm_providers()
         self.settings = settings
         self.providers: dict[str, ProviderSpec] = providers
-        self.prices = PriceBook(load_prices(settings.prices_file))
+        self.prices = PriceBook(load_prices(settings.prices_file, settings.prices))
         self.usage = UsageLedger()
         self._keys: KeyStore | None = None
         self._clients: dict[tuple[str, str | None], ProviderClient] = {}
@@ -77,8 +78,8 @@ class LLMClient:
             raise LLMConfigError(f"model {model!r}: unknown provider {ref.provider!r} "
                                  f"(known: {known})")
         if ref.endpoint and not spec.endpoint_in_model_string:
-            raise LLMConfigError(f"model {model!r}: provider {spec.name!r} takes no endpoint; "
-                                 f"use openai-compatible@URL::model")
+            raise LLMConfigError(f"model {model!r}: provider {spec.name!r} takes no endpoint "
+                                 f"(it serves no base URL)")
         return ref, spec
 
     def _api_key(self, ref: ModelRef, spec: ProviderSpec, model: str) -> str | None:
@@ -107,6 +108,12 @@ class LLMClient:
                 spec.validate(ref, self.settings)
             if model not in self._validated:
                 self._validated.append(model)
+
+    def missing_price(self, model: str) -> tuple[str, str] | None:
+        """(provider, model id) when ``model`` has no price in the table, else None."""
+        ref, spec = self.resolve(model)
+        return None if self.prices.lookup(spec.name, ref.model) is not None else \
+            (spec.name, ref.model)
 
     def price_table(self) -> dict:
         """The merged price table in use (the engine snapshots it into the run)."""
@@ -193,6 +200,8 @@ class LLMClient:
         try:
             ref, spec, client = await self._provider_client(request.model)
         except Exception as exc:  # an unknown model, a local server that cannot start
+            if isinstance(exc, BUGS):
+                raise
             kind = ErrorKind.BAD_REQUEST if isinstance(exc, LLMConfigError) else \
                 classify_exception(exc).error.kind
             error = self._failure(kind, str(exc) or type(exc).__name__)
@@ -225,6 +234,8 @@ class LLMClient:
                         reply = await client.complete(ref.model, request.prompt,
                                                       replace(params, dropped=dropped))
                     settle(reply.usage.total)
+            except BUGS:
+                raise
             except Exception as exc:  # cancellation is not an Exception: it propagates
                 classified = classify_exception(exc)
                 if isinstance(exc, TimeoutError):  # our own per-request limit

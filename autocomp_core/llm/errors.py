@@ -7,12 +7,18 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from ..errors import ConfigError
 from .types import ErrorKind, LLMError
 
 
-class LLMConfigError(ValueError):
+class LLMConfigError(ConfigError):
     """A model string, key or setting that cannot work. One line naming what is wrong."""
 
+
+#: What a bug raises (in our provider code, a plugin's, or an SDK we call wrongly): it
+#: propagates, with its traceback, instead of becoming a failed response.
+BUGS = (TypeError, AttributeError, KeyError, IndexError, NameError, AssertionError,
+        NotImplementedError, UnboundLocalError)
 
 # Parameters a model may reject; the client learns them per model and drops them.
 DROPPABLE_PARAMS = ("temperature", "top_p", "top_k", "seed", "reasoning_effort", "reasoning",
@@ -110,8 +116,4 @@ def classify_exception(exc: Exception) -> Classified:
         return Classified(LLMError(ErrorKind.SERVER, f"malformed response: {message}"))
     if isinstance(exc, LLMConfigError):
         return Classified(LLMError(ErrorKind.BAD_REQUEST, message))
-    if isinstance(exc, (TypeError, AttributeError, KeyError, NameError, AssertionError)):
-        # A bug or an SDK mismatch: asking again cannot help.
-        return Classified(LLMError(ErrorKind.BAD_REQUEST,
-                                   f"internal error {type(exc).__name__}: {message}"))
     return Classified(LLMError(ErrorKind.SERVER, f"{type(exc).__name__}: {message}"))

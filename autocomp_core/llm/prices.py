@@ -39,10 +39,12 @@ def _check(table: dict, source: str) -> None:
                                          f"number >= 0")
 
 
-def load_prices(user_file: str | None = None) -> dict:
-    """The shipped table with the user's entries merged over it, model by model."""
+def load_prices(user_file: str | None = None, inline: dict | None = None) -> dict:
+    """The shipped table, then the user's file, then inline prices (``[llm] prices``),
+    each merged over the last model by model."""
     table = shipped_prices()
     _check(table, "prices.toml")
+    layers = []
     if user_file:
         path = Path(os.path.expanduser(user_file))
         try:
@@ -51,8 +53,12 @@ def load_prices(user_file: str | None = None) -> dict:
             raise LLMConfigError(f"prices_file {path}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise LLMConfigError(f"prices_file {path} is not valid TOML: {exc}") from None
-        _check(user, str(path))
-        for provider, models in user.items():
+        layers.append((user, str(path)))
+    if inline:
+        layers.append((inline, "[llm] prices"))
+    for layer, source in layers:
+        _check(layer, source)
+        for provider, models in layer.items():
             for model, entry in models.items():
                 table.setdefault(provider, {}).setdefault(model, {}).update(entry)
     return table

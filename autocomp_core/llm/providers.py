@@ -78,7 +78,9 @@ class ProviderSpec:
     key_required: bool = True
     base_url_env: str | None = None  # environment variable overriding the base URL
     default_base_url: str | None = None  # None: the SDK's default
-    endpoint_in_model_string: bool = False  # accepts provider@URL::model
+    #: accepts provider@URL::model (a gateway or proxy): every provider whose SDK takes a
+    #: base URL should
+    endpoint_in_model_string: bool = False
     validate: Callable[[ModelRef, LLMSettings], None] | None = None  # raises LLMConfigError
     description: str = ""
 
@@ -296,12 +298,12 @@ class LocalModelClient:
 
 OPENAI = ProviderSpec(
     name="openai", key_env="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL",
-    create=lambda ctx: OpenAIChatClient(ctx, official=True),
+    endpoint_in_model_string=True, create=lambda ctx: OpenAIChatClient(ctx, official=True),
     description="OpenAI API (chat completions)")
 
 ANTHROPIC = ProviderSpec(
     name="anthropic", key_env="ANTHROPIC_API_KEY", base_url_env="ANTHROPIC_BASE_URL",
-    create=AnthropicClient, description="Anthropic API (messages, prompt caching)")
+    endpoint_in_model_string=True, create=AnthropicClient, description="Anthropic API (messages, prompt caching)")
 
 OPENAI_COMPATIBLE = ProviderSpec(
     name="openai-compatible", aliases=("vllm",), key_env="OPENAI_COMPATIBLE_API_KEY",

@@ -23,6 +23,9 @@ class LLMSettings(BaseModel):
     aliases: dict[str, str] = {}  # alias -> model string
     key_file: str | None = None  # default keys.toml in the user config dir (~/.config/autocomp)
     prices_file: str | None = None  # merged over the shipped price table
+    #: inline prices, shaped like prices_file ({provider: {model: {input, output, ...}}}),
+    #: merged over it: [llm.prices.openai."gpt-x"] input = 1.0, output = 4.0
+    prices: dict[str, dict[str, dict[str, float]]] = {}
     base_urls: dict[str, str] = {}  # provider -> base URL override
     max_tokens: int | None = None
     plan_reasoning_effort: str | None = "high"

@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import AutocompError
 from ..llm.parsing import extract_plan, fenced_blocks
 
 
-class BuildError(RuntimeError):
+class BuildError(AutocompError, RuntimeError):
     """The build cannot go on; the message says which stage and why in one line."""
 
 

@@ -11,9 +11,7 @@ from . import STAGES
 
 
 def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
-    from pydantic import ValidationError
-
-    from ..config import ConfigError, apply_override, read_toml
+    from ..config import ConfigError, apply_override, read_toml, validated
     from ..llm.settings import LLMSettings
 
     data: dict[str, Any] = read_toml(config_file) if config_file else {}
@@ -21,12 +19,7 @@ def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
         if not item.strip().startswith("llm."):
             raise ConfigError(f"--set {item.split('=')[0]}: build-pack takes llm.* settings only")
         apply_override(data, item)
-    try:
-        return LLMSettings(**data.get("llm", {}))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"llm.{where}: {'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}") from None
+    return validated(LLMSettings, data.get("llm", {}), "llm")
 
 
 @click.command("build-pack")

@@ -15,6 +15,7 @@ from typing import Any
 import tomli_w
 
 from ..backend import KnowledgePack
+from ..errors import ConfigError
 from ..mdsections import headings
 
 MANIFEST = "knowledge.toml"
@@ -25,7 +26,7 @@ EXAMPLE_KEYS = {"name", "file", "triggers", "phase"}
 PHASES = ("plan", "code")
 
 
-class PackError(ValueError):
+class PackError(ConfigError):
     """A folder is not a valid knowledge pack; the message says why in one line."""
 
 

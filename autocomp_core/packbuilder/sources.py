@@ -16,6 +16,8 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+
 KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text",
          ".rst": "text", ".html": "html", ".htm": "html", ".pdf": "pdf"}
 CONTENT_TYPES = {"text/markdown": "markdown", "text/x-markdown": "markdown",
@@ -24,7 +26,7 @@ CONTENT_TYPES = {"text/markdown": "markdown", "text/x-markdown": "markdown",
 MISSING_EXTRA = "pip install 'autocomp-core[pack]'"
 
 
-class SourceError(ValueError):
+class SourceError(ConfigError):
     """A source cannot be read; the message names it and says why in one line."""
 
 

@@ -33,6 +33,7 @@ import anyio
 from aiohttp import web
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..errors import ConfigError
 from ..store import DB_NAME
 from .data import find_runs, is_run, run_data, run_row
 from .page import CSP_LIVE, render_page
@@ -47,7 +48,7 @@ TOKEN_COOKIE = "autocomp_token"
 TOKEN_ENV = "AUTOCOMP_SERVE_TOKEN"
 
 
-class ServeError(ValueError):
+class ServeError(ConfigError):
     """Bad input to ``serve``: one line naming what is wrong."""
 
 

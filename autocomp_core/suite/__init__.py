@@ -97,6 +97,12 @@ class SuiteSpending:
     not started in this session counts with what its journal recorded)."""
 
     ledgers: dict[str, Ledger] = field(default_factory=dict)
+    prior_wall_s: float = 0.0  # the suite's earlier sessions
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def wall_s(self) -> float:
+        return self.prior_wall_s + time.monotonic() - self.started
 
     @property
     def cost_usd(self) -> float:
@@ -200,14 +206,14 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
                show: bool) -> SuiteResult:
     first = preps[0]
     dirs = {entry["problem"]: suite_dir / entry["dir"] for entry in plan["problems"]}
+    prior_wall = _read_summary(suite_dir).get("wall_s", 0.0)
     spending = SuiteSpending({str(d): _recorded_ledger(d) for d in dirs.values()
-                              if RunStore.exists(d)})
+                              if RunStore.exists(d)}, prior_wall_s=prior_wall)
     budget = Budget(first.config.budget, spending)
     display = SuiteProgress.for_terminal(list(dirs), spending, quiet=not show,
                                          title=f"{first.backend.name}: {suite_dir.name}")
     notes: dict[str, str] = {}  # problems that did not run: why (their journal cannot say)
     stops: list[str] = []  # how each run of this session ended
-    prior_wall = _read_summary(suite_dir).get("wall_s", 0.0)
     wall_budget = validate({**plan["config"], "problem": "?"}).budget.wall_s
     started = time.monotonic()
     stop_reason = "interrupted"

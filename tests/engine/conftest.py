@@ -1,4 +1,7 @@
-"""Engine test fixtures: the LLM protocol test server scripted for the toy backend."""
+"""Engine test fixtures: the LLM protocol test server scripted for the toy backend.
+
+Helpers the tests import live in ``engine_helpers`` (a module of its own: a test that
+imported ``conftest`` by name would get whichever ``conftest`` came first on the path)."""
 from __future__ import annotations
 
 import sys
@@ -26,16 +29,3 @@ def thread_server():
     server = LLMTestServer(lambda req: reply(req.prompt)).start_in_thread()
     yield server
     server.stop_thread()
-
-
-def toy_config(server, tmp_path: Path, **search) -> dict:
-    """A small toy run talking to the scripted server."""
-    model = f"openai-compatible@{server.openai_base_url}::scripted"
-    return {
-        "backend": "toy", "problem": "sum_squares", "seed": 7,
-        "run_dir": str(tmp_path / "run"),
-        "models": {"plan": [model]},
-        "search": {"iterations": 2, "beam_size": 2, "plans_per_candidate": 3,
-                   "codes_per_plan": 2, **search},
-        "llm": {"max_retries": 2, "timeout_s": 30},
-    }

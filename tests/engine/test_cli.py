@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+from autocomp_core.sandbox import ISOLATION_ENV, isolation_level
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
@@ -31,7 +34,7 @@ def config(tmp_path, thread_server):
     (["--problem", "nosuch"], "unknown problem 'nosuch'"),
     (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
     (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
-    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s)"),
+    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
     (["--set", "backend_options.delay_s='soon'"], "backend_options.delay_s: Input should be a "
                                                  "valid number"),
     (["--model", "nosuchprovider::m"], "models:"),
@@ -64,8 +67,10 @@ def test_optimize_then_report_and_json(config, tmp_path):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["stop_reason"] == "completed" and data["best_score"] <= data["initial_score"]
+    assert data["isolation"] == isolation_level()  # the sandbox level the candidates ran under
     report = cli("report", str(tmp_path / "r"))
     assert report.returncode == 0 and "# autocomp run: toy / sum_squares" in report.stdout
+    assert f"- sandbox isolation: {isolation_level()}" in report.stdout
     again = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"))
     assert again.returncode == 2 and "already holds a run" in again.stderr
 
@@ -98,6 +103,7 @@ def test_backends_problems_eval_json(tmp_path):
     data = json.loads(good.stdout)
     assert {"correct", "metric", "unit", "failure", "feedback"} <= set(data)
     assert data["correct"] and data["unit"] == "lines"
+    assert data["seed"] == 0 and data["verification"]["seeds"] == [0]  # what the verdict rests on
     wrong = tmp_path / "wrong.py"
     wrong.write_text("def solution(xs):\n    return 0\n")
     bad = cli("eval", "toy", "sum_squares", str(wrong), "--json")
@@ -109,6 +115,14 @@ def test_backends_problems_eval_json(tmp_path):
 def test_doctor_names_missing_tools():
     out = cli("doctor", "toy")
     assert out.returncode == 0 and "toy:" in out.stdout and "[ok" in out.stdout
+    assert out.stdout.startswith(f"sandbox isolation: {isolation_level()}")
+
+
+def test_doctor_says_when_candidates_run_without_namespaces():
+    weakest = "uid" if os.geteuid() == 0 else "none"
+    out = cli("doctor", "toy", env={**os.environ, ISOLATION_ENV: weakest})
+    assert out.stdout.startswith(f"sandbox isolation: {weakest}  -> candidates run without "
+                                 "namespaces"), out.stdout
 
 
 def test_models_lists_and_checks_each_model(thread_server, tmp_path):
@@ -120,3 +134,24 @@ def test_models_lists_and_checks_each_model(thread_server, tmp_path):
     text = json.dumps(rows)
     assert "scripted" in text and "nobody-home" in text
     assert thread_server.request_count >= 1
+
+
+def test_a_bug_in_a_provider_is_reported_as_a_bug(config, tmp_path):
+    """Not a failed LLM call the run goes on after: one line without -v, the traceback
+    with -v; the journal records no failed call for it."""
+    args = ["optimize", str(config), "--set", 'plugins=["buggy_llm_plugin"]',
+            "--model", "buggy::m", "--quiet"]
+    out = cli(*args, "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 1
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines[-1] == ("error: internal error (a bug): TypeError: object of type 'CallParams' "
+                         "has no len() (run with -v for the traceback)")
+    assert "Traceback" not in out.stderr
+    from autocomp_core.store import RunStore
+    store = RunStore(tmp_path / "r")
+    assert store.count("llm_calls") == 0 and not store.events("llm_error")
+    store.close()
+    verbose = cli("-v", *args, "--run-dir", str(tmp_path / "v"))
+    assert verbose.returncode == 1
+    assert "Traceback (most recent call last)" in verbose.stderr
+    assert "buggy_llm_plugin.py" in verbose.stderr and "TypeError" in verbose.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from engine_helpers import toy_config
 from scripted_llm import digest, reply
 
 from autocomp_core.api import optimize_async, replay_async, resume_async
@@ -17,7 +18,6 @@ from autocomp_core.config import ConfigError
 from autocomp_core.packbuilder.packfiles import write_pack
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
-from conftest import toy_config
 
 pytestmark = pytest.mark.asyncio
 

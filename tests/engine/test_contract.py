@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from engine_helpers import toy_config
 from toy_plugin import ToyBackend
 
 from autocomp_core import (
@@ -31,7 +32,6 @@ from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
 from autocomp_core.runner import evaluation_slots
 from autocomp_core.testing import check_backend
-from conftest import toy_config
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 ROOT = Path(__file__).parents[2]
@@ -45,7 +45,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 # -- typed options -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("option, message", [
-    ("delay=1", "error: backend_options.delay: unknown key (known: delay_s)"),
+    ("delay=1", "error: backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
     ("delay_s=soon", "error: backend_options.delay_s: Input should be a valid number"),
     ("delay_s=-2", "error: backend_options.delay_s: Input should be greater than or equal to 0"),
 ])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+from engine_helpers import toy_config
 
 from autocomp_core import ConfigError, EvalContext, make_backend
 from autocomp_core.api import optimize_async
@@ -20,7 +21,6 @@ from autocomp_core.executors.ray_executor import RayExecutor, RayOptions, fits, 
 from autocomp_core.plugins import build_registry
 from autocomp_core.resources import Resources
 from autocomp_core.store import RunStore
-from conftest import toy_config
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from scripted_llm import VARIANTS
+from engine_helpers import toy_config
+from scripted_llm import VARIANTS, reply
 
 from autocomp_core.api import optimize_async
 from autocomp_core.config import ConfigError
 from autocomp_core.store import RunStore
-from conftest import toy_config
+from autocomp_core.testing.llm_server import LLMTestServer
 
 pytestmark = pytest.mark.asyncio
 
@@ -144,30 +145,49 @@ async def test_exhaustive_sweep_plans_once_per_menu_item(llm_server, tmp_path):
     assert all("Apply exactly this optimization" in prompt(c) for c in plans)
 
 
-async def test_exhaustive_on_stagnation(llm_server, tmp_path):
-    # iteration 1 with keep 0 dedup... stagnation over 1 iteration triggers the sweep
-    _, store = await run(llm_server, tmp_path, iterations=3, plans_per_candidate=1,
-                         codes_per_plan=1, beam_size=1, exhaustive_on_stagnation_iterations=1,
-                         exhaustive_stagnation_ratio=1.0)
-    events = store.iteration_stats()
-    bests = [events[i]["best"] for i in sorted(events)]
-    sweeps = [c for c in calls(store, "plan") if "Apply exactly this optimization" in prompt(c)]
-    stagnated = any(bests[k] >= bests[k - 1] for k in range(1, len(bests) - 1))
-    assert bool(sweeps) == stagnated
+async def test_exhaustive_on_stagnation(tmp_path):
+    """Iteration 1 makes no progress (every free plan is "wrong sum"), so iteration 2 sweeps
+    the whole menu; its sweep improves the score, so iteration 3 plans freely again."""
+    def stagnating(request) -> str:
+        prompt = request.prompt
+        if prompt.rstrip().endswith("Plan:") and "Apply exactly this optimization" not in prompt:
+            return "Use the wrong sum rewrite."
+        return reply(prompt)
+
+    from toy_plugin import ToyBackend
+    menu = ToyBackend().knowledge(None).menu
+    async with LLMTestServer(stagnating) as server:
+        _, store = await run(server, tmp_path, iterations=3, plans_per_candidate=1,
+                             codes_per_plan=1, beam_size=1,
+                             exhaustive_on_stagnation_iterations=1,
+                             exhaustive_stagnation_ratio=1.0)
+    stats = store.iteration_stats()
+    assert stats[1]["best"] == stats[0]["best"] > stats[2]["best"]  # stagnated, then improved
+    sweeps = {i: [c for c in calls(store, "plan") if f"phase {i} of" in prompt(c)
+                  and "Apply exactly this optimization" in prompt(c)] for i in (1, 2, 3)}
+    assert len(sweeps[2]) == len(menu) and not sweeps[1] and not sweeps[3]
+
+
+def regressions(store, iteration: int) -> list[str]:
+    """Members of a beam that are no faster than their parent (kept by the keep factor)."""
+    found = []
+    for cid in store.beam(iteration):
+        c = store.candidate(cid)
+        if c.iteration == iteration and c.score >= store.candidate(c.parents[0]).score:
+            found.append(cid)
+    return found
 
 
 async def test_keep_factor_regression_budget(llm_server, tmp_path):
-    # the toy "padded loop" is slower than "tight loop": with a generous keep factor a
-    # slower child can enter the beam in early iterations
-    _, strict = await run(llm_server, tmp_path / "a", iterations=1, plans_per_candidate=6,
-                          codes_per_plan=1, beam_size=6, keep_factor=1.0,
-                          prevent_duplicate_level=-1)
-    _, loose = await run(llm_server, tmp_path / "b", iterations=1, plans_per_candidate=6,
-                         codes_per_plan=1, beam_size=6, keep_factor=1000.0,
-                         prevent_duplicate_level=-1)
-    root = strict.candidate("root").score
-    assert all(strict.candidate(c).score < root or c == "root" for c in strict.beam(1))
-    assert len(loose.beam(1)) >= len(strict.beam(1))
+    """In iteration 2 many children merely repeat their parent's program (no faster): a
+    keep factor of 1000 lets them into the beam, a keep factor of 1 keeps them out."""
+    shape = dict(iterations=2, plans_per_candidate=6, codes_per_plan=1, beam_size=8,
+                 prevent_duplicate_level=-1)
+    _, strict = await run(llm_server, tmp_path / "a", keep_factor=1.0, **shape)
+    _, loose = await run(llm_server, tmp_path / "b", keep_factor=1000.0, **shape)
+    assert not regressions(strict, 2)
+    assert regressions(loose, 2)
+    assert not regressions(loose, 1)  # nothing is slower than the original
 
 
 async def test_duplicate_prevention_levels(llm_server, tmp_path):
@@ -201,6 +221,65 @@ async def test_translation_phase(llm_server, tmp_path):
     first_plans = [c for c in calls(store, "plan") if "translation phase 1" in prompt(c)]
     assert first_plans
     assert "root" not in store.beam(1)
+
+
+@pytest.mark.parametrize("judged,threshold,early", [(9, 9.0, True), (9, 9.5, False)])
+async def test_translation_ends_early_once_the_whole_beam_is_complete(tmp_path, judged,
+                                                                      threshold, early):
+    def judge(request) -> str:  # every program correct, every one judged the same
+        if "Answer with a single number" in request.prompt:
+            return str(judged)
+        if "## Plan\n" in request.prompt:
+            return f"```python\n{VARIANTS['tight loop']}```"
+        return reply(request.prompt)
+
+    async with LLMTestServer(judge) as server:
+        cfg = toy_config(server, tmp_path, iterations=3, plans_per_candidate=2,
+                         codes_per_plan=1, prevent_duplicate_level=-1)
+        cfg["translation"] = {"iterations": 2, "complete_threshold": threshold}
+        await optimize_async(cfg)
+    store = RunStore(tmp_path / "run")
+    assert "root" not in store.beam(1)  # a beam of translated programs only, judged 9
+    second = {"translation" if "translation phase 2" in prompt(c) else "optimization"
+              for c in calls(store, "plan") if "phase 2 of" in prompt(c)}
+    assert second == {"optimization" if early else "translation"}
+    assert [e["iteration"] for e in store.events("translation_complete")] == ([1] if early else [])
+    assert store.iteration_stats()[3]["translation_iterations"] == (1 if early else 2)
+
+
+SLOWER_TRANSLATION = ("def solution(xs):\n    total = 0\n    index = 0\n"
+                      "    while index < len(xs):\n        value = xs[index]\n"
+                      "        square = 0\n        for _ in range(abs(value)):\n"
+                      "            square = square + abs(value)\n"
+                      "            square = square + 0\n"
+                      "        total = total + square\n        index = index + 1\n"
+                      "    return total\n")  # correct, about 1.4 times the original's lines
+
+
+@pytest.mark.parametrize("allowance,admitted", [(2.0, True), (1.0, False)])
+async def test_regression_allowance_admits_slower_translations(tmp_path, allowance, admitted):
+    """Ranked by the metric (no judge), a translated program slower than the original enters
+    the beam only within the regression allowance."""
+    def translating(request) -> str:
+        if "translation phase" in request.prompt and "## Plan\n" in request.prompt:
+            return f"```python\n{SLOWER_TRANSLATION}```"
+        return reply(request.prompt)
+
+    async with LLMTestServer(translating) as server:
+        cfg = toy_config(server, tmp_path, iterations=1, plans_per_candidate=2,
+                         codes_per_plan=1)
+        cfg["translation"] = {"iterations": 1, "score": False,
+                              "regression_allowance": allowance}
+        await optimize_async(cfg)
+    store = RunStore(tmp_path / "run")
+    translated = [c for c in store.candidates(1) if c.correct]
+    root = store.candidate("root")
+    assert translated and all(root.score < c.score < root.score * 2.0 for c in translated)
+    if admitted:
+        assert set(store.beam(1)) <= {c.id for c in translated}
+    else:
+        assert store.beam(1) == ["root"]
+        assert store.events("drop_original_skipped")
 
 
 async def test_continue_from_another_run(llm_server, tmp_path):

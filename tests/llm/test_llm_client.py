@@ -9,6 +9,7 @@ import pytest
 
 from autocomp_core.llm.client import LLMClient, check_models
 from autocomp_core.llm.parsing import parse_edits
+from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind, ResponseFormat
 from autocomp_core.testing import Fault, FaultPlan, LLMTestServer, Reply, count_tokens
 
@@ -229,6 +230,36 @@ async def test_llm_validate_spends_nothing_and_complete_never_raises(api_keys, m
     assert not response.ok and response.error.kind is ErrorKind.BAD_REQUEST
     assert "unknown provider" in response.error.message and response.text == ""
     assert aliased.ok and aliased.model == "openai::gpt-4.1"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("model,api", [("anthropic@{base}::claude-sonnet-4-6", "anthropic"),
+                                       ("openai@{base}/v1::gpt-5-mini", "openai")])
+async def test_llm_an_endpoint_in_the_model_string_reaches_a_gateway(api_keys, ask, model, api):
+    """Teams reach Claude and GPT through proxies: the URL in the model string is the only
+    route here (no base_urls), and the provider's own prices still apply."""
+    async with LLMTestServer() as server:
+        model = model.format(base=server.base_url)
+        client = LLMClient(LLMSettings(max_retries=0))
+        client.validate_models([model])
+        async with client:
+            response = await client.complete(ask(model))
+    assert response.ok, response.error
+    assert [r.api for r in server.requests] == [api]
+    assert response.cost_usd > 0 and client.missing_price(model) is None
+
+
+@pytest.mark.asyncio
+async def test_llm_a_bug_in_a_provider_propagates(ask):
+    """A TypeError inside a provider is a bug: it reaches the caller with its traceback,
+    and is not counted as a failed request."""
+    from buggy_llm_plugin import BUGGY
+
+    client = LLMClient(LLMSettings(max_retries=3), providers={"buggy": BUGGY})
+    async with client:
+        with pytest.raises(TypeError, match="has no len"):
+            await client.complete(ask("buggy::m"))
+    assert client.usage.total.calls == 0
 
 
 @pytest.mark.asyncio

@@ -60,7 +60,7 @@ def test_llm_validate_models_names_the_problem(monkeypatch):
     with pytest.raises(LLMConfigError, match=r"configured aliases: mine"):
         client.validate_models(["unknown-alias"])
     with pytest.raises(LLMConfigError, match="takes no endpoint"):
-        client.validate_models(["openai@http://127.0.0.1:1/v1::gpt-5"])
+        client.validate_models(["local@http://127.0.0.1:1/v1::smollm2"])
     # OpenAI-compatible servers need no key; the endpoint form and the vllm alias both work.
     client.validate_models(["vllm@http://127.0.0.1:9/v1::org/m:tag", "openai-compatible::x"])
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-000000000")

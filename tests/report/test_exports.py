@@ -87,3 +87,38 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     atomic_write(target, "new")
     assert target.read_text() == "new" and os.listdir(tmp_path) == ["summary.json"]
+
+
+@pytest.mark.parametrize("best,flagged", [(5.0, True), (20.0, False)])
+def test_a_best_result_below_the_lower_bound_is_flagged_as_suspect(tmp_path, best, flagged):
+    """The toy backend's lower bound is 12 lines; a journal whose best program claims fewer
+    (a backend that mismeasured) is reported as impossible, in the summary, in report.md
+    and in the HTML report's data."""
+    from toy_plugin import ToyBackend
+
+    from autocomp_core.accounting import Ledger
+    from autocomp_core.backend import EvalResult
+    from autocomp_core.exports import target_info, write_exports
+    from autocomp_core.report.data import run_data
+    from autocomp_core.store import Candidate, Origin
+
+    backend = ToyBackend()
+    problem = backend.load_problem("sum_squares")
+    assert backend.metric_lower_bound(problem) == 12.0
+    store = RunStore(tmp_path)
+    store.set_meta("target", target_info(backend, problem))
+    for cid, score, parents in (("root", 100.0, []), ("i1-b0-p0-c0", best, ["root"])):
+        store.save_evaluation(cid, EvalResult(True, metric=score, unit="lines").to_dict())
+        store.save_candidate(Candidate(id=cid, iteration=len(parents), parents=parents,
+                                       origin=Origin.PLAN if parents else Origin.ROOT,
+                                       code=f"# {cid}\n", score=score, eval_key=cid))
+    store.save_beam(0, ["root"], {"best": 100.0})
+    store.save_beam(1, ["i1-b0-p0-c0"], {"best": best})
+    store.event("session_end", stop_reason="completed")
+    summary = write_exports(tmp_path, store, backend, problem, Ledger(),
+                            stop_reason="completed")
+    store.close()
+    assert summary["impossible_result"] is flagged
+    warning = "WARNING: the best result beats the lower bound"
+    assert (warning in (tmp_path / "report.md").read_text()) is flagged
+    assert run_data(tmp_path)["summary"]["impossible"] is flagged

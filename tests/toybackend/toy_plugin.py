@@ -55,6 +55,9 @@ class ToyHardware(HardwareConfig):
 class ToyOptions(BackendOptions):
     delay_s: float = Field(0.0, ge=0, description="sleep before each evaluation (a slow "
                                                   "compiler or simulator, for benchmarks)")
+    claimed_lower_bound: float | None = Field(None, gt=0, description=(
+        "a lower bound to claim instead of the true one (tests of the engine's refusal of "
+        "results below the bound)"))
 
 
 class ToyBackend(Backend):
@@ -85,6 +88,8 @@ class ToyBackend(Backend):
         return KnowledgePack.from_dir(HERE / "knowledge")
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
+        if self.options.claimed_lower_bound is not None:
+            return self.options.claimed_lower_bound
         # Every workload call enters `solution` (one call) and runs at least one line of it.
         hw = self.hardware
         return float(WORKLOAD_RUNS * (hw.line_cost + hw.call_cost))
@@ -119,7 +124,9 @@ class ToyBackend(Backend):
         stdout = "\n".join(line for line in run.stdout.splitlines()
                            if not line.startswith(nonce + " "))
         base = dict(unit=self.metric_unit, stdout=stdout, stderr=run.stderr,
-                    duration_s=run.wall_s)
+                    duration_s=run.wall_s,
+                    verification={"seeds": [ctx.seed], "checks": ["edge cases and three seeded "
+                                                                  "random lists equal the reference"]})
         if run.timed_out:
             return EvalResult(False, failure=FailureKind.TIMEOUT,
                               feedback=f"timed out after {ctx.timeout_s:g} s", **base)

@@ -13,11 +13,14 @@ from autocomp_core import (
     Problem,
     Resources,
 )
+from autocomp_core.validity import evaluation_seeds
 
 from . import catalog, evaluate, feedback, toolchain
 from .config import GemminiConfig, GemminiOptions
 
 KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
+#: families whose gold results, harnesses and store path are int8 only
+INT8_ONLY = ("gemm", "conv")
 
 
 class GemminiBackend(Backend):
@@ -40,11 +43,11 @@ class GemminiBackend(Backend):
     def load_problem(self, ref: str) -> Problem:
         """A problem by id, or by a prefix naming exactly one problem (`gemm-64`)."""
         specs = catalog.specs()
-        if ref in specs:
-            return catalog.to_problem(specs[ref])
-        matches = [pid for pid in specs if pid.startswith(ref)]
+        matches = [ref] if ref in specs else [pid for pid in specs if pid.startswith(ref)]
         if len(matches) == 1:
-            return catalog.to_problem(specs[matches[0]])
+            problem = catalog.to_problem(specs[matches[0]])
+            self.hardware_for(problem)  # an unsupported dtype is bad input, refused here
+            return problem
         known = ", ".join(specs)
         hint = f"ambiguous, matches {', '.join(matches)}" if matches else f"known: {known}"
         raise KeyError(f"unknown problem {ref!r} for backend 'gemmini' ({hint})")
@@ -56,11 +59,15 @@ class GemminiBackend(Backend):
         return spec
 
     def hardware_for(self, problem: Problem) -> GemminiConfig:
-        """The config a problem runs on: the run's, with the fields the problem requires (ADMM: fp32, DIM 4)."""
-        requires = self._spec(problem).requires
-        if not requires:
+        """The config a problem runs on: the run's, with the fields the problem requires (ADMM: fp32,
+        DIM 4). ValueError for a combination without gold results (fp32 GEMM or convolution)."""
+        spec = self._spec(problem)
+        if spec.family in INT8_ONLY and self.hardware.dtype != "int8":
+            raise ValueError(f"{problem.id} is an int8 problem: hardware.dtype = {self.hardware.dtype!r} is "
+                             f"supported only by {', '.join(i for i, s in catalog.specs().items() if s.requires)}")
+        if not spec.requires:
             return self.hardware
-        return GemminiConfig(**{**self.hardware.model_dump(), **requires})
+        return GemminiConfig(**{**self.hardware.model_dump(), **spec.requires})
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         family = problem.metadata.get("family", "gemm")
@@ -89,13 +96,18 @@ class GemminiBackend(Backend):
         spec = self._spec(problem)
         hw = self.hardware_for(problem)
         opts = self.options
+        # inputs drawn for this program: no candidate can carry the answer for them
+        (seed,) = evaluation_seeds(ctx.seed, problem.id, code, 1)
         if opts.mode == "external":
             assert opts.external_command is not None  # GemminiOptions checks it
-            return await evaluate.evaluate_external(spec, code, hw, ctx.seed, ctx.timeout_s, opts.memory_mb,
-                                                    opts.external_command)
-        timing_toml = opts.timing_toml.read_text() if opts.timing_toml else None
-        return await evaluate.evaluate_model(spec, code, hw, ctx.seed, ctx.timeout_s, opts.memory_mb,
-                                             ctx.want_feedback, timing_toml)
+            result = await evaluate.evaluate_external(spec, code, hw, seed, ctx.timeout_s, opts.memory_mb,
+                                                      opts.external_command)
+        else:
+            timing_toml = opts.timing_toml.read_text() if opts.timing_toml else None
+            result = await evaluate.evaluate_model(spec, code, hw, seed, ctx.timeout_s, opts.memory_mb,
+                                                   ctx.want_feedback, timing_toml)
+        result.verification = evaluate.verification(spec, seed, opts.mode)
+        return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         return feedback.lower_bound(self._spec(problem), self.hardware_for(problem))

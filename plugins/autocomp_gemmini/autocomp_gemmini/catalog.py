@@ -68,10 +68,24 @@ class Spec:
     params: dict
     requires: dict  # hardware fields the problem needs (e.g. fp32, DIM 4)
 
-    def defines(self, seed: int) -> dict[str, str]:
+    def defines(self, seed: int | None = None) -> dict[str, str]:
+        """The problem's macros; with ``seed``, also SEED (for the harness only: the candidate
+        is compiled without it, so it cannot key on its inputs). SEED is unsigned, so the
+        harness's ``SEED * 4 + 1`` wraps modulo 2^32 as ``hash_stream`` does."""
         d = {k.upper(): _c_literal(v) for k, v in self.params.items() if not isinstance(v, list)}
-        d["SEED"] = str(seed)
+        if seed is not None:
+            d["SEED"] = f"{seed}u"
         return d
+
+    def shape(self) -> str:
+        """The problem's shape as text (for the record of what an evaluation ran)."""
+        p = self.params
+        if self.family == "gemm":
+            return f"M={p['gemm_m']}, N={p['gemm_n']}, K={p['gemm_k']}"
+        if self.family == "conv":
+            return (f"batch={p['conv_batch']}, in={p['conv_in_dim']}x{p['conv_in_dim']}x{p['conv_in_ch']}, "
+                    f"out_ch={p['conv_out_ch']}, kernel={p['conv_kdim']}, stride={p['conv_stride']}")
+        return f"nx={p['admm_nx']}, nu={p['admm_nu']}, horizon={p['admm_horizon']}"
 
     @property
     def macs(self) -> int:
@@ -129,7 +143,7 @@ def vendor_path(spec: Spec) -> Path:
 
 def context(spec: Spec) -> str:
     p = spec.params
-    defines = ", ".join(f"{k}={v}" for k, v in spec.defines(0).items() if k != "SEED")
+    defines = ", ".join(f"{k}={v}" for k, v in spec.defines().items())
     head = (f"{spec.description}\nThe candidate is the C function `solution()` with the baseline's signature; "
             f"the harness calls it once between the start and the end of the measured region and checks "
             f"its output bit for bit (fp32: within 1e-4 relative). These macros are #defined before your code: "

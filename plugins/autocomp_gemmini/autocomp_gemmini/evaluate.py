@@ -2,9 +2,11 @@
 
 Every evaluation gets its own private temp dir (never a shared build dir). The compiler
 and the simulator run through the core's sandbox (hard wall clock, memory and process
-limits, no network). Correctness is judged here, in numpy, against the gold result of
-the seeded inputs; the measured cycles come from the model's own record of the region
-the harness brackets, not from anything the program prints.
+limits, no network). Inputs come from a seed drawn for each program, which the candidate's
+own compile never sees. Correctness is judged here, in numpy, against the gold result of
+the seeded inputs. In model mode the measured cycles and the outputs come from the model's
+own record of the region the harness brackets, not from anything the program prints; in
+external mode only report lines carrying the run's secret nonce are believed.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -26,7 +29,7 @@ from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 from . import feedback, toolchain
 from .catalog import Spec, gold, specs
 from .config import GemminiConfig
-from .elf import symbols
+from .elf import symbols, undefined_symbols
 from .model import native
 from .model.base import ArrayConfig
 
@@ -42,6 +45,11 @@ FORBIDDEN = [
     (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
 ]
 COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+#: What a candidate's object may use without defining: the runtime's libc subset (gemmini.h
+#: itself is header-only). The harness, the HTIF mailbox and the exit path are out of reach.
+ALLOWED_UNDEFINED = {"printf", "puts", "memset", "memcpy", "abs"}
+CHECKS_SOURCE = ("source: no #include, inline assembly, raw RoCC, main() or harness names; the object "
+                 "uses only gemmini.h and printf/puts/memset/memcpy/abs")
 SENTINEL = 0x5A
 GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
 SPIKE_MEMORY_MB = 256  # Spike's -m<MB>: main memory at 0x80000000 (where link.ld places the program)
@@ -73,8 +81,8 @@ def check_source(code: str) -> tuple[str, str | None]:
     return code, None
 
 
-def prelude(spec: Spec, seed: int, model: bool) -> str:
-    defines = "".join(f"#define {k} {v}\n" for k, v in spec.defines(seed).items())
+def prelude(spec: Spec, model: bool) -> str:
+    defines = "".join(f"#define {k} {v}\n" for k, v in spec.defines().items())
     flag = "#define GEMMINI_MODEL 1\n" if model else ""
     return f"{flag}{defines}#include \"gemmini.h\"\n#include \"runtime.h\"\n#line 1 \"solution.c\"\n"
 
@@ -84,15 +92,17 @@ def _limits(timeout_s: float, memory_mb: int) -> SandboxLimits:
 
 
 async def build(work: Path, spec: Spec, code: str, hw: GemminiConfig, seed: int, model: bool,
-                timeout_s: float) -> BuildOutcome:
-    """Compile the candidate alone (its errors are the candidate's), then link with the harness."""
+                timeout_s: float, nonce: int = 0) -> BuildOutcome:
+    """Compile the candidate alone (its errors are the candidate's; it sees neither the seed nor
+    the nonce), then link with the harness."""
     start = time.perf_counter()
     (work / "gemmini_params.h").write_text(hw.params_header())
-    (work / "solution.c").write_text(prelude(spec, seed, model) + code)
+    (work / "solution.c").write_text(prelude(spec, model) + code)
     cc = toolchain.clang()
     if cc is None:
         return BuildOutcome(False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)")
-    defines = [f"-D{k}={v}" for k, v in spec.defines(seed).items()] + (["-DGEMMINI_MODEL"] if model else [])
+    defines = ([f"-D{k}={v}" for k, v in spec.defines(seed).items()] + [f"-DHARNESS_NONCE={nonce:#x}ull"]
+               + (["-DGEMMINI_MODEL"] if model else []))
     includes = [f"-I{work}", f"-I{toolchain.INCLUDE_DIR}", f"-I{toolchain.RUNTIME_DIR}", f"-I{toolchain.HARNESS_DIR}"]
     limits = _limits(timeout_s, 2048)
     compile_cand = await run_sandboxed([cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
@@ -101,6 +111,11 @@ async def build(work: Path, spec: Spec, code: str, hw: GemminiConfig, seed: int,
         text = compile_cand.stderr or compile_cand.stdout
         kind = FailureKind.TIMEOUT if compile_cand.timed_out else FailureKind.COMPILE_ERROR
         return BuildOutcome(False, None, kind, _compiler_errors(text), time.perf_counter() - start)
+    reaching = sorted(undefined_symbols(work / "solution.o") - ALLOWED_UNDEFINED)
+    if reaching:
+        return BuildOutcome(False, None, FailureKind.REJECTED,
+                            f"Rejected: solution() refers to {', '.join(reaching)}: a candidate may use gemmini.h "
+                            f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only", time.perf_counter() - start)
     sources = [str(toolchain.RUNTIME_DIR / "crt.S"), str(toolchain.RUNTIME_DIR / "runtime.c"),
                str(toolchain.HARNESS_DIR / "harness_common.c"),
                str(toolchain.HARNESS_DIR / f"harness_{spec.family}.c")]
@@ -206,6 +221,8 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
         text = f"Gemmini rejected a command: {message}" + (f"\n(last command: {last})" if last else "")
         wrong = ("missing gemmini_fence" in message or "outside its arrays" in message)
         kind = FailureKind.WRONG_ANSWER if wrong else FailureKind.CRASH
+        if "may not call the harness" in message:
+            kind = FailureKind.REJECTED
         return EvalResult(correct=False, failure=kind, feedback=text, extra=timings, **common)
     if results is not None and results.get("status") == "internal_error":
         return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
@@ -245,7 +262,8 @@ def compare(spec: Spec, got: bytes, want: bytes, is_float: bool) -> str | None:
         return f"output has {len(got)} bytes, expected {len(want)}"
     if is_float:
         g, w = np.frombuffer(got, np.float32), np.frombuffer(want, np.float32)
-        bad = ~(np.abs(g - w) <= 1e-4 * (1.0 + np.abs(w)))
+        # NaN is never a wildcard: it matches only a NaN at the same place in the gold result
+        bad = ~((np.abs(g - w) <= 1e-4 * (1.0 + np.abs(w))) | (np.isnan(g) & np.isnan(w)))
     else:
         g, w = np.frombuffer(got, np.int8), np.frombuffer(want, np.int8)
         bad = g != w
@@ -277,32 +295,110 @@ def gold_shape(spec: Spec) -> tuple[int, ...]:
     return ()
 
 
+CHECKS = {
+    "model": [CHECKS_SOURCE,
+              "model: the measured region is begun once, by the harness's own functions, and the "
+              "simulation ends with it",
+              "model: the outputs the simulator dumps when solution() returns equal the numpy gold result "
+              "(int8 bit for bit, fp32 within 1e-4 relative; NaN never matches)",
+              "model: the 4096 guard bytes before and after the outputs are untouched"],
+    "external": [CHECKS_SOURCE,
+                 "external: only report lines carrying this run's secret nonce are read; output imitating "
+                 "them is refused",
+                 "external: the reported hash of every output buffer, guards included, equals that of the numpy "
+                 "gold result (fp32 outputs: every value, within 1e-4 relative)"],
+}
+
+
+def verification(spec: Spec, seed: int, mode: str) -> dict:
+    """What an evaluation rests on: one seed (the timed run is the checked run), the problem's
+    fixed shape (the candidate may specialize to it: that shape is what is measured)."""
+    return {"seeds": {"timed": seed}, "shapes": {"timed": spec.shape()}, "checks": list(CHECKS[mode])}
+
+
+REPORT = "AUTOCOMP-"
+#: What a forged cycle count looks like (the old external protocol printed `cycles: N`).
+_FORGED_COUNT = re.compile(r"\bcycles\s*[:=]\s*\d", re.IGNORECASE)
+
+
+def report_hash(blob: bytes, nonce: int) -> int:
+    """The harness's keyed output hash (harness_common.c: report_hash), vectorized."""
+    key = np.uint64(nonce | 1)
+    words = np.frombuffer(blob + bytes(-len(blob) % 8), dtype="<u8")
+    powers = np.full(len(words), key, dtype=np.uint64).cumprod()[::-1]  # key^n .. key^1
+    with np.errstate(over="ignore"):
+        return int((words * powers).sum(dtype=np.uint64) + np.uint64(len(blob)))
+
+
+def read_report(stdout: str, nonce: int) -> tuple[list[str], str | None]:
+    """The harness's report lines (without their prefix), or why the output is refused."""
+    prefix = f"{REPORT}{nonce:016x} "
+    lines = []
+    for line in stdout.splitlines():
+        if line.startswith(prefix):
+            lines.append(line[len(prefix):])
+        elif REPORT in line or _FORGED_COUNT.search(line):
+            return lines, f"Rejected: the program printed a line imitating the harness's report: {line[:120]!r}"
+    return lines, None
+
+
+def judge_report(spec: Spec, lines: list[str], want: bytes, is_float: bool, nonce: int) -> tuple[float | None, str]:
+    """(cycles, "") when the reported outputs equal the gold result, else (None, why not)."""
+    cycles = [int(line.split()[1]) for line in lines if line.startswith("cycles ")]
+    outputs = {int(f[1]): (int(f[2]), int(f[3], 16)) for f in (line.split() for line in lines)
+               if f[0] == "output" and len(f) == 4}
+    if len(cycles) != 1 or sorted(outputs) != [0, 1, 2]:
+        return None, "the harness's report is incomplete (the program ended early?)"
+    guard = bytes([GUARD_VALUE]) * GUARD_BYTES
+    if outputs[1] != outputs[2] or outputs[1] != (GUARD_BYTES, report_hash(guard, nonce)):
+        return None, ("Wrong answer: solution() wrote outside the output array (the guard bytes around it "
+                      "changed; check the loop bounds and tile sizes).")
+    if is_float:
+        data = bytearray()
+        for line in lines:
+            if line.startswith("data "):
+                data += bytes.fromhex(line.split()[2])
+        verdict = compare(spec, bytes(data), want, True)
+    elif outputs[0] != (len(want), report_hash(want, nonce)):
+        notes = [line[5:] for line in lines if line.startswith("note ")]
+        verdict = "Wrong answer: the outputs differ from the gold result" + (f" ({notes[0]})" if notes else "") + "."
+    else:
+        verdict = None
+    return (None, verdict) if verdict else (float(cycles[0]), "")
+
+
 async def evaluate_external(spec: Spec, code: str, hw: GemminiConfig, seed: int, timeout_s: float,
                             memory_mb: int, command: list[str]) -> EvalResult:
     """Build without the model hooks and run `command` ({elf} = the program), e.g. a real
-    Spike-with-Gemmini or a FireSim launcher. The harness checks against its CPU gold result
-    and prints the verdict and `cycles: N` (rdcycle)."""
+    Spike-with-Gemmini or a FireSim launcher. The harness reports the cycles (rdcycle) and a
+    hash of every output buffer on lines tagged with a nonce drawn here; the verdict is ours."""
     t0 = time.perf_counter()
     code, reason = check_source(code)
     if reason:
         return EvalResult(correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}")
+    nonce = secrets.randbits(64)
     with private_workdir("autocomp-gemmini-ext-") as work:
         os.chmod(work, 0o755)
-        built = await build(work, spec, code, hw, seed, False, timeout_s)
+        built = await build(work, spec, code, hw, seed, False, timeout_s, nonce)
         if not built.ok:
             return EvalResult(correct=False, failure=built.failure, feedback=built.message)
         argv = [part.replace("{elf}", str(built.elf)) for part in command]
         run = await run_sandboxed(argv, cwd=work, limits=_limits(timeout_s, memory_mb),
                                   env={"OPENBLAS_NUM_THREADS": "1", **toolchain.spike_env(),
                                        "AUTOCOMP_GEMMINI_HARDWARE": json.dumps(hw.model_dump())})
-        common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
-        if run.timed_out:
-            return EvalResult(correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common)
-        cycles = re.search(r"cycles: (\d+)", run.stdout)
-        if "Correct result" in run.stdout and cycles and run.ok:
-            return EvalResult(correct=True, metric=float(cycles.group(1)), unit="cycles", **common)
-        if "Incorrect result" in run.stdout:
-            line = next(ln for ln in run.stdout.splitlines() if "Incorrect result" in ln)
-            return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=line, **common)
-        return EvalResult(correct=False, failure=FailureKind.CRASH,
-                          feedback=f"external run ended with status {run.returncode} and no verdict", **common)
+    common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
+    if run.timed_out:
+        return EvalResult(correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common)
+    lines, forged = read_report(run.stdout, nonce)
+    if forged:
+        return EvalResult(correct=False, failure=FailureKind.REJECTED, status="forged_report", feedback=forged,
+                          **common)
+    is_float = hw.dtype == "fp32"
+    cycles, verdict = judge_report(spec, lines, _gold_bytes(spec.id, seed, is_float), is_float, nonce)
+    if cycles is not None:
+        return EvalResult(correct=True, metric=cycles, unit="cycles", **common)
+    if lines and "incomplete" not in verdict:
+        return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, **common)
+    return EvalResult(correct=False, failure=FailureKind.CRASH,
+                      feedback=f"external run ended with status {run.returncode} without the harness's full "
+                               f"report\n{(run.stderr or run.stdout)[-1500:]}", **common)

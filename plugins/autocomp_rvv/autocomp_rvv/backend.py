@@ -1,8 +1,9 @@
 """The ``rvv`` backend: RISC-V Vector 1.0 kernels in C with intrinsics.
 
 evaluate(): build (clang-19) → correctness under qemu-user at every check VLEN → exact
-instruction count of the kernel region on Spike → modelled cycles (costmodel.py), or cycles
-measured on a real board over SSH when ``[hardware.board]`` is set.
+instruction count of the kernel region on Spike, whose outputs are checked too (timed.py) →
+modelled cycles (costmodel.py), or cycles measured on a real board over SSH when
+``[hardware.board]`` is set. Inputs come from seeds drawn for each program.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from autocomp_core import (
     Resources,
     private_workdir,
 )
+from autocomp_core.validity import evaluation_seeds
 
 from . import board as board_mode
 from .build import Builder, BuildFailure
@@ -29,6 +31,7 @@ from .config import RvvHardware
 from .costmodel import CORE_PRESETS, CoreParams, model_cycles
 from .problems import DATA, all_problems, spec_for
 from .runner import RunFailure, qemu_check, spike_count
+from .timed import outputs_image, parse_layout, verify_timed_outputs
 from .toolchain import Tools, doctor_checks
 
 #: the custom resource a board is: its timings are only honest one program at a time
@@ -103,26 +106,45 @@ class RvvBackend(Backend):
         hw = self.hardware
         spec = spec_for(problem)  # an unknown problem or a missing tool raises: the engine
         tools = self._tools()  # records that as the evaluator's failure (INFRA_ERROR)
+        # inputs no candidate can know in advance: the correctness cases use check_seed + i
+        check_seed, timed_seed = evaluation_seeds(ctx.seed, problem.id, code, 2)
+        checks: list[str] = []
+        verification = {"seeds": {"checks": check_seed, "timed": timed_seed},
+                        "shapes": {"checks": list(spec.case_shapes), "timed": spec.bench_shape},
+                        "checks": checks}
         extra: dict[str, float] = {}
         with private_workdir("autocomp-rvv-") as workdir:
             workdir.chmod(0o777)
             try:
                 t = time.perf_counter()
-                built = await self._builder.build(spec, code, workdir, hw.autovectorize)
+                built = await self._builder.build(spec, code, workdir, hw.autovectorize, timed_seed)
                 extra["build_s"] = time.perf_counter() - t
+                checks += ["source: no counters, CSRs, host interface, inline assembly or constructors",
+                           "object: only memcpy/memset/memmove undefined; no system calls, counter or CSR "
+                           "access, or init sections in the machine code"]
 
                 t = time.perf_counter()
-                outcomes = await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, ctx.seed,
+                outcomes = await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, check_seed,
                                                              ctx.timeout_s) for vlen in hw.all_check_vlens),
                                                 return_exceptions=True)
                 for outcome in outcomes:  # report the smallest failing VLEN, whichever finished first
                     if isinstance(outcome, BaseException):
                         raise outcome
                 extra["qemu_s"] = time.perf_counter() - t
+                checks += [f"qemu-user VLEN={vlen}: every case against the reference, guard pages, read-only "
+                           "inputs" for vlen in hw.all_check_vlens]
 
                 t = time.perf_counter()
                 run = await spike_count(tools.spike, built.baremetal, hw.effective_vlen, ctx.timeout_s)
                 extra["spike_s"] = time.perf_counter() - t
+                checks.append("timed run (Spike): minstret equals the traced instruction count")
+                t = time.perf_counter()
+                image = outputs_image(run.insns, parse_layout(run.stdout))
+                checks.append("timed run (Spike): every store lands in an output or the kernel's stack")
+                await verify_timed_outputs(tools.qemu, built.verifier, workdir, image, timed_seed, ctx.timeout_s)
+                extra["verify_s"] = time.perf_counter() - t
+                checks.append("timed run (Spike): its outputs, rebuilt from the commit log, match the "
+                              "reference (checked without the candidate in the process)")
                 report = model_cycles(run.insns, self.params_for(hw))
                 extra.update(instructions=float(run.instret), modelled_cycles=float(report.cycles),
                              vector_instructions=float(report.vector_instructions),
@@ -132,21 +154,23 @@ class RvvBackend(Backend):
 
                 if hw.board is not None:
                     t = time.perf_counter()
-                    cycles, instret = await board_mode.run_on_board(hw.board, built.linux, ctx.seed)
+                    cycles, instret = await board_mode.run_on_board(hw.board, built.linux, timed_seed)
                     extra["board_s"] = time.perf_counter() - t
                     extra.update(board_cycles=float(cycles), board_instret=float(instret))
+                    checks.append(f"board: each of the {hw.board.reps} timed calls checked, on fresh inputs")
                     metric = float(cycles)
                     feedback += f"\nMeasured on the board {hw.board.host}: {cycles} cycles, {instret} instructions."
             except (BuildFailure, RunFailure) as exc:
                 return EvalResult(correct=False, failure=exc.kind, feedback=exc.feedback,
-                                  stdout=getattr(exc, "stdout", ""), stderr=exc.stderr,
-                                  extra=extra, duration_s=time.perf_counter() - started)
+                                  stdout=getattr(exc, "stdout", ""), stderr=exc.stderr, extra=extra,
+                                  verification=verification, duration_s=time.perf_counter() - started)
             except board_mode.BoardError as exc:
                 return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, feedback=str(exc),
-                                  extra=extra, duration_s=time.perf_counter() - started)
+                                  extra=extra, verification=verification,
+                                  duration_s=time.perf_counter() - started)
         return EvalResult(correct=True, metric=metric, unit=self.metric_unit,
                           feedback=feedback if ctx.want_feedback else "", extra=extra,
-                          duration_s=time.perf_counter() - started)
+                          verification=verification, duration_s=time.perf_counter() - started)
 
     def params_for(self, hw: RvvHardware) -> CoreParams:
         return CORE_PRESETS[hw.core].with_lengths(hw.effective_vlen, hw.effective_dlen)

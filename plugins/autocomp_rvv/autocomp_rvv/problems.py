@@ -6,6 +6,7 @@ A folder holds ``problem.toml`` (description, prompt context, tolerances, benchm
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,6 +33,8 @@ class ProblemSpec:
     bench_load_bytes: int  # bytes the benchmark shape must load at least
     bench_store_bytes: int  # and store at least
     elem_bits: int
+    case_shapes: tuple[str, ...] = ()  # the correctness cases of harness.c, as "n=7"
+    bench_shape: str = ""  # the shape that is timed
 
     @property
     def kernel_header(self) -> Path:
@@ -55,6 +58,17 @@ def _read(folder: Path) -> tuple[dict, Problem]:
     return meta, problem
 
 
+def _case_shapes(harness: str) -> tuple[str, ...]:
+    """The shapes of ``h_cases`` in a harness, named by ``h_dim_names`` ("M=1, N=1, K=1")."""
+    names = re.search(r"h_dim_names\[H_DIMS\]\s*=\s*\{([^}]*)\}", harness)
+    cases = re.search(r"h_cases\[\]\[H_DIMS\]\s*=\s*\{(.*?)\};", harness, re.DOTALL)
+    if not names or not cases:
+        return ()
+    dims = re.findall(r'"(\w+)"', names.group(1))
+    return tuple(", ".join(f"{d}={v.strip()}" for d, v in zip(dims, case.split(",")))
+                 for case in re.findall(r"\{([^{}]*)\}", cases.group(1)))
+
+
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, tuple[ProblemSpec, Problem]]:
     found = {}
@@ -64,7 +78,9 @@ def _catalog() -> dict[str, tuple[ProblemSpec, Problem]]:
                            rtol=float(meta.get("rtol", 0.0)), atol=float(meta.get("atol", 0.0)),
                            bench_ops=int(meta["bench_ops"]), bench_load_bytes=int(meta["bench_load_bytes"]),
                            bench_store_bytes=int(meta["bench_store_bytes"]),
-                           elem_bits=int(meta.get("elem_bits", 32)))
+                           elem_bits=int(meta.get("elem_bits", 32)),
+                           case_shapes=_case_shapes((folder / "harness.c").read_text()),
+                           bench_shape=meta.get("bench_shape", ""))
         found[folder.name] = (spec, problem)
     return found
 

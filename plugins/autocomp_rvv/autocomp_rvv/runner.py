@@ -73,6 +73,7 @@ class SpikeRun:
     insns: list[Insn]
     instret: int
     wall_s: float
+    stdout: str  # the harness's buffer layout (printed before the kernel ran) and its INSTRET line
 
 
 async def spike_count(spike: str, program: Path, vlen: int, timeout_s: float) -> SpikeRun:
@@ -105,7 +106,7 @@ async def spike_count(spike: str, program: Path, vlen: int, timeout_s: float) ->
     if instret != len(insns) + 1:
         raise RunFailure(FailureKind.REJECTED, f"instruction counter mismatch: minstret says {instret - 1}, "
                          f"the trace holds {len(insns)} instructions", result.stdout, result.stderr)
-    return SpikeRun(insns=insns, instret=len(insns), wall_s=result.wall_s)
+    return SpikeRun(insns=insns, instret=len(insns), wall_s=result.wall_s, stdout=result.stdout)
 
 
 _BENCH = re.compile(r"BENCH cycles=(\d+) instret=(\d+)")

@@ -38,6 +38,7 @@ class Tools:
     clang: str
     lld: str
     nm: str
+    objdump: str
     qemu: str
     spike: str
     dtc: str
@@ -49,6 +50,7 @@ class Tools:
             if not check.ok:
                 raise ToolMissing(f"{check.name} not found; install with: {check.fix}")
         return cls(clang=_which("clang-19"), lld=_which("ld.lld-19"), nm=_which("riscv64-linux-gnu-nm"),
+                   objdump=_which("riscv64-linux-gnu-objdump"),
                    qemu=_which("qemu-riscv64"), spike=spike_path() or "", dtc=_which("dtc"))
 
 
@@ -62,6 +64,7 @@ def doctor_checks() -> list[DoctorCheck]:
     for name, purpose in [("clang-19", "cross-compiles RVV 1.0 intrinsics"),
                           ("ld.lld-19", "links Linux and bare-metal programs"),
                           ("riscv64-linux-gnu-nm", "lists the symbols a candidate needs"),
+                          ("riscv64-linux-gnu-objdump", "finds system calls and counter reads in a kernel"),
                           ("qemu-riscv64", "runs correctness checks at several VLENs"),
                           ("dtc", "needed by Spike to build its device tree")]:
         path = _which(name)

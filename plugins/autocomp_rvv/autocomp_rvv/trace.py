@@ -2,7 +2,8 @@
 
 Spike writes two lines per instruction: the disassembly, then the commit record with register
 and memory writes. Vector instructions carry ``e<SEW> m<LMUL> l<vl>`` in the commit record and
-one ``mem 0x...`` entry per element accessed. The region of interest lies between the two
+one ``mem 0x...`` entry per element accessed; a store's entry also holds the value written
+(``mem 0xADDR 0xVALUE``, two hex digits per byte). The region of interest lies between the two
 ``csrr ..., minstret`` reads of the harness.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ _DISASM = re.compile(r"^core\s+\d+: 0x([0-9a-f]+) \(0x[0-9a-f]+\) (\S+)\s*(.*)$"
 _COMMIT = re.compile(r"^core\s+\d+: \d 0x[0-9a-f]+ \(0x[0-9a-f]+\)(.*)$")
 _VTYPE = re.compile(r" e(\d+) m(f?)(\d+) l(\d+)")
 _MEM = re.compile(r"mem 0x([0-9a-f]+)")
+_STORE = re.compile(r"mem 0x([0-9a-f]+) 0x([0-9a-f]+)")
 _EXCEPTION = re.compile(r"^core\s+\d+: exception (\S+), epc 0x([0-9a-f]+)")
 
 
@@ -31,6 +33,7 @@ class Insn:
     lmul: float = 0.0
     vl: int = 0
     mem_addrs: list[int] = field(default_factory=list)
+    stores: tuple[tuple[int, bytes], ...] = ()  # (address, bytes written), in order
 
     @property
     def is_vector(self) -> bool:
@@ -71,6 +74,9 @@ def parse_region(log: str | Path) -> list[Insn]:
             c = _COMMIT.match(line)
             if c:
                 rest = c.group(1)
+                if "mem " in rest and (written := _STORE.findall(rest)):
+                    current.stores = tuple((int(a, 16), int(v, 16).to_bytes(len(v) // 2, "little"))
+                                           for a, v in written)
                 if current.is_vector:
                     v = _VTYPE.match(rest)
                     if v:

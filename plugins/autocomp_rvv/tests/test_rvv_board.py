@@ -116,3 +116,14 @@ async def test_a_kernel_that_fails_on_the_board_is_wrong(sshd):
     code = (CANDIDATES / "vadd_f32_fixed_vlen.c").read_text()
     result = await backend.evaluate(problem, code, EvalContext())
     assert result.failure is FailureKind.WRONG_ANSWER and result.feedback.startswith("board 127.0.0.1")
+
+
+@pytest.mark.asyncio
+async def test_every_timed_call_on_the_board_is_checked(sshd):
+    """A kernel that caches its answer by size passes every check case (each has a new size)
+    and Spike's single call, but skips the work in the board's timing loop: each timed call
+    now gets fresh inputs in fresh buffers and is checked."""
+    code = (Path(__file__).parent / "adversarial" / "vadd_f32_caches_on_linux.c").read_text()
+    _, result = await _evaluate(sshd, code)
+    assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
+    assert result.feedback.startswith("board 127.0.0.1") and "never written" in result.feedback

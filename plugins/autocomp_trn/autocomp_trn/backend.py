@@ -25,11 +25,12 @@ from autocomp_core import (
     Problem,
     Resources,
 )
+from autocomp_core.validity import IMPOSSIBLE_RESULT
 from pydantic import Field
 
 from . import neuron
 from .emulator.hardware import GENERATIONS, Generation
-from .evaluate import EmulatorEvaluator, Settings, Verdict
+from .evaluate import EmulatorEvaluator, Settings, Verdict, verification
 from .problems.catalog import all_specs, spec_by_id
 from .problems.spec import ProblemSpec
 
@@ -151,7 +152,10 @@ class TrnBackend(Backend):
             unit = "modelled us"
         if verdict.status == "infra_error":  # the evaluator's own failure: the engine records it
             raise RuntimeError(f"the trn evaluator failed on {problem.id}: {verdict.message}")
-        return to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
+        result = to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
+        if self.mode != "neuron":
+            result.verification = verification(spec, code, ctx.seed, self.emulator.settings.seeds)
+        return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         return spec_by_id(problem.id).lower_bound_us(self.generation)
@@ -208,7 +212,9 @@ def to_eval_result(v: Verdict, unit: str, lower_bound_us: float, want_feedback: 
         if want_feedback and v.summary:
             lines.append(v.summary)
     ok = v.ok and v.latency_us is not None
-    failure = None if ok else FailureKind.CRASH if v.ok else FailureKind(v.status)  # ok without a latency: crash
+    # ok without a latency: crash; a latency below the bound: the engine's impossible_result
+    failure = (None if ok else FailureKind.CRASH if v.ok
+               else FailureKind.REJECTED if v.status == IMPOSSIBLE_RESULT else FailureKind(v.status))
     return EvalResult(correct=ok, metric=float(v.latency_us) if ok else None, unit=unit, failure=failure,
                       feedback="\n".join(lines), extra=extra, status=v.status, stderr="" if ok else v.message,
                       duration_s=sum(v.phases_s.values()))

@@ -7,7 +7,6 @@ Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -16,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autocomp_core import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
+from autocomp_core.validity import evaluation_seeds
 
 from . import screen
 from .emulator.hardware import GENERATIONS
 from .emulator.tracer import MAX_EVENTS
+from .judge import refuse_below_bound
 from .problems.spec import ProblemSpec
 
 
@@ -51,8 +52,25 @@ class Settings:
 
 def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
     """Deterministic per (run seed, problem, program), unknown to the kernel (it never sees them)."""
-    digest = hashlib.sha256(f"{base_seed}\0{problem_id}\0{code}".encode()).digest()
-    return [int.from_bytes(digest[4 * i:4 * i + 4], "little") for i in range(count)]
+    return evaluation_seeds(base_seed, problem_id, code, count)
+
+
+#: What an emulator-mode verdict rests on, for ``EvalResult.verification``.
+CHECKS = ["screen: the kernel's source (imports, names, constructs)",
+          "trace: the kernel called twice in a sandbox on opaque handles, identical traces required",
+          "replay: every hardware rule re-checked by the plugin's own code on the trace",
+          "outputs: computed from the trace on each seed's inputs, compared shape first with a float64 "
+          "reference; any NaN or Inf, or a constant output where the reference varies, fails",
+          "cost: the trace whose outputs were checked is the trace that is costed",
+          "bound: a latency more than 1% below the speed-of-light bound is impossible_result"]
+
+
+def verification(spec: ProblemSpec, code: str, seed: int, count: int) -> dict:
+    """The seeds, shapes and checks of one emulator-mode evaluation: the checked trace is the timed
+    one, so both run at the same shape."""
+    return {"seeds": {"checks": seeds_for(seed, spec.id, code, count)},
+            "shapes": {"checks": spec.describe_shapes(), "timed": spec.describe_shapes()},
+            "checks": list(CHECKS)}
 
 
 def import_path() -> str:
@@ -168,6 +186,7 @@ class EmulatorEvaluator:
             return v
         for key, secs in (out.get("timings") or {}).items():
             phases["replay." + key] = float(secs)
+        out = refuse_below_bound(out)
         return Verdict(out["status"], out.get("message", ""), out.get("latency_us"), out.get("summary", ""),
                        int(out.get("line") or 0), out.get("code", ""), out, phases)
 

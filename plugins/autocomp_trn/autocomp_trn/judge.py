@@ -54,11 +54,20 @@ def judge(spec: ProblemSpec, trace_text: str, seeds: list[int], generation: str,
         out["worst_error_ratio"] = verdict.worst_ratio
         if not verdict.ok:
             out.update(status="wrong_answer", message=verdict.message)
-    if out["status"] == "ok" and cost.latency_us < out["lower_bound_us"]:
-        out.update(status="rejected", code="err_implausible", message=(
-            f"modelled latency {cost.latency_us:.2f} us is below the speed-of-light bound "
-            f"{out['lower_bound_us']:.2f} us for this problem: refused as implausible"))
     out["timings"] = timings
+    return out
+
+
+def refuse_below_bound(out: dict) -> dict:
+    """The engine's rule (``autocomp_core.validity``), applied where a verdict leaves the replay
+    (imported here, not in the replay process, which stays light): a latency below the
+    speed-of-light bound is refused as ``impossible_result``."""
+    from autocomp_core.validity import IMPOSSIBLE_RESULT, below_lower_bound
+
+    if out.get("status") == "ok" and below_lower_bound(out["latency_us"], out["lower_bound_us"]):
+        out.update(status=IMPOSSIBLE_RESULT, code=IMPOSSIBLE_RESULT, message=(
+            f"modelled latency {out['latency_us']:.2f} us is below the speed-of-light bound "
+            f"{out['lower_bound_us']:.2f} us for this problem: refused as impossible"))
     return out
 
 
@@ -77,4 +86,4 @@ def emulate(spec: ProblemSpec, code: str, seeds: list[int] = (11, 22), generatio
                                      spec.kwargs, generation, gen.sbuf_bytes_per_partition, MAX_EVENTS)
     if trace is None:
         return status
-    return judge(spec, trace, list(seeds), generation, full, numeric)
+    return refuse_below_bound(judge(spec, trace, list(seeds), generation, full, numeric))

@@ -181,4 +181,4 @@ def solution(x):
     nl.store(out, value=nl.multiply(nl.load(x), 2.0))
     return out
 """, impossible)
-    assert result["status"] == "rejected" and "below the speed-of-light bound" in result["message"]
+    assert result["status"] == "impossible_result" and "below the speed-of-light bound" in result["message"]

@@ -7,8 +7,15 @@
  *   h_verify()             (Linux build only) compare outputs with a reference; 1 = correct
  *
  * Two builds come from the same source:
- *   Linux user mode (qemu-user or a real board): guarded buffers, full checks, rdcycle timing.
- *   RVV_BAREMETAL (Spike): one run of the benchmark shape between two minstret reads.
+ *   Linux user mode (qemu-user or a real board): guarded buffers, full checks, rdcycle timing,
+ *     and `verify`, which checks outputs recorded elsewhere (the timed Spike run) without
+ *     calling the kernel.
+ *   RVV_BAREMETAL (Spike): one run of the benchmark shape between two minstret reads. Before
+ *     the run it prints where every buffer lies, so the evaluator can rebuild the outputs from
+ *     the stores in Spike's commit log and refuse stores anywhere else.
+ *
+ * Outputs are registered in h_setup, in the same order in both builds: the arrays filled
+ * with h_fill_unwritten_*, and scalars named with h_output (a returned value).
  */
 #ifndef RVV_HARNESS_H
 #define RVV_HARNESS_H
@@ -37,6 +44,18 @@ static float h_rand_f32(float lo, float hi) {
 
 static int h_rand_int(int lo, int hi) { return lo + (int)(h_rand_u32() % (uint32_t)(hi - lo + 1)); }
 
+/* ---------------------------------------------------------------- outputs */
+#define H_MAX_OUTS 8
+typedef struct { const char *name; void *addr; size_t bytes; } h_out;
+static h_out h_outs[H_MAX_OUTS];
+static int h_nouts;
+static const char *h_name_of(const void *p);
+
+/* Register an output the checks cover (an array, or a scalar the kernel returns). */
+static void h_output(const char *name, void *p, size_t bytes) {
+  if (h_nouts < H_MAX_OUTS) h_outs[h_nouts++] = (h_out){name, p, bytes};
+}
+
 /* Outputs start filled with this NaN so that an element the kernel never wrote is recognisable. */
 #define H_UNWRITTEN_F32 0x7FC0DEADu
 #define H_UNWRITTEN_I8 ((int8_t)0x5A)
@@ -44,10 +63,12 @@ static int h_rand_int(int lo, int hi) { return lo + (int)(h_rand_u32() % (uint32
 static void h_fill_unwritten_f32(float *p, size_t n) {
   union { uint32_t u; float f; } v = {H_UNWRITTEN_F32};
   for (size_t i = 0; i < n; i++) p[i] = v.f;
+  h_output(h_name_of(p), p, n * sizeof *p);
 }
 
 static void h_fill_unwritten_i8(int8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = H_UNWRITTEN_I8;
+  h_output(h_name_of(p), p, n);
 }
 
 #ifdef RVV_BAREMETAL
@@ -66,12 +87,21 @@ static uint64_t h_htif_syscall(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2
   return m[0];
 }
 
-static size_t h_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
-static void h_puts(const char *s) { h_htif_syscall(64, 1, (uint64_t)(uintptr_t)s, h_strlen(s)); }
+/* Output is gathered in a buffer and written with one HTIF call: each call makes the program
+ * spin until the host answers, thousands of logged instructions. */
+static char h_text[4096];
+static size_t h_text_len;
+static void h_puts(const char *s) {
+  while (*s && h_text_len < sizeof h_text) h_text[h_text_len++] = *s++;
+}
 static void h_putu(uint64_t v) {
   char buf[24]; int i = 23; buf[i] = 0;
   do { buf[--i] = (char)('0' + v % 10); v /= 10; } while (v);
   h_puts(buf + i);
+}
+static void h_flush(void) {
+  if (h_text_len) h_htif_syscall(64, 1, (uint64_t)(uintptr_t)h_text, h_text_len);
+  h_text_len = 0;
 }
 
 /* -nostdlib: the compiler may still emit calls to these. */
@@ -85,27 +115,55 @@ void *memmove(void *d, const void *s, size_t n) {
   return d;
 }
 
+static void h_puthex(uint64_t v) {
+  char buf[19]; int i = 18; buf[i] = 0;
+  do { buf[--i] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+  buf[--i] = 'x'; buf[--i] = '0';
+  h_puts(buf + i);
+}
+
+/* Every buffer has H_GUARD bytes of room before and after it: a store there is named as
+ * out of bounds, a store anywhere else outside the outputs and the stack is refused. */
+#define H_GUARD 64
+#define H_MAX_BUFS 16
 static unsigned char h_arena[8u << 20] __attribute__((aligned(64)));
 static size_t h_arena_used;
+static struct { const char *name; void *addr; size_t bytes; } h_bufs[H_MAX_BUFS];
+static int h_nbufs;
 
 static void *h_alloc(const char *name, size_t count, size_t elem) {
-  (void)name;
-  void *p = h_arena + h_arena_used;
-  h_arena_used += (count * elem + 63) & ~(size_t)63;
+  size_t bytes = count * elem;
+  void *p = h_arena + h_arena_used + H_GUARD;
+  h_arena_used += H_GUARD + ((bytes + 63) & ~(size_t)63) + H_GUARD;
+  if (h_nbufs < H_MAX_BUFS) { h_bufs[h_nbufs].name = name; h_bufs[h_nbufs].addr = p; h_bufs[h_nbufs++].bytes = bytes; }
   return p;
 }
+static const char *h_name_of(const void *p) {
+  for (int i = 0; i < h_nbufs; i++) if (h_bufs[i].addr == p) return h_bufs[i].name;
+  return "?";
+}
 static void h_seal(const void *p) { (void)p; }
-static void h_reset(void) { h_arena_used = 0; }
+static void h_reset(void) { h_arena_used = 0; h_nbufs = 0; h_nouts = 0; }
 
-static uint64_t h_roi_t0, h_roi_instret;
-static inline __attribute__((always_inline)) void h_roi_begin(void) {
-  __asm__ volatile("csrr %0, minstret" : "=r"(h_roi_t0) :: "memory");
+/* The layout the evaluator needs to judge the stores of the timed run: the buffers, the
+ * outputs and the stack the kernel may use, [_stack_bottom, top). */
+static void h_print_layout(uint64_t top) {
+  extern char _stack_bottom[];
+  for (int i = 0; i < h_nbufs; i++) {
+    h_puts("BUF "); h_puts(h_bufs[i].name); h_puts(" "); h_puthex((uintptr_t)h_bufs[i].addr);
+    h_puts(" "); h_putu(h_bufs[i].bytes); h_puts("\n");
+  }
+  for (int i = 0; i < h_nouts; i++) {
+    h_puts("OUT "); h_puts(h_outs[i].name); h_puts(" "); h_puthex((uintptr_t)h_outs[i].addr);
+    h_puts(" "); h_putu(h_outs[i].bytes); h_puts("\n");
+  }
+  h_puts("STACK "); h_puthex((uintptr_t)_stack_bottom); h_puts(" "); h_puthex(top); h_puts("\n");
+  h_flush();
 }
-static inline __attribute__((always_inline)) void h_roi_end(void) {
-  uint64_t t1;
-  __asm__ volatile("csrr %0, minstret" : "=r"(t1) :: "memory");
-  h_roi_instret = t1 - h_roi_t0;
-}
+
+/* crt.S: minstret around one call of fn, with a 16-byte frame of its own. */
+#define H_TIMED_FRAME 16
+uint64_t h_timed(void (*fn)(void));
 
 #else
 /* ============================================================ Linux user mode */
@@ -162,9 +220,15 @@ static void h_seal(const void *p) {
     }
 }
 
+static const char *h_name_of(const void *p) {
+  for (int i = 0; i < h_nbufs; i++) if (h_bufs[i].data == p) return h_bufs[i].name;
+  return "?";
+}
+
 static void h_reset(void) {
   for (int i = 0; i < h_nbufs; i++) munmap(h_bufs[i].map, h_bufs[i].map_len);
   h_nbufs = 0;
+  h_nouts = 0;
 }
 
 static void h_fail(const char *fmt, ...) {

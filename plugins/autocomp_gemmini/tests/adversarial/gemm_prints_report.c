@@ -1,0 +1,10 @@
+// Adversarial (external mode): computes the right answer with the vendor library, then prints
+// a cycle count of its own in the format the harness's report uses.
+void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],
+              elem_t C[GEMM_M][GEMM_N]) {
+  tiled_matmul_auto(GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &C[0][0], GEMM_K, GEMM_N, GEMM_N,
+                    GEMM_N, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, GEMM_ACT,
+                    GEMM_SCALE, 0, true, false, false, false, false, 0, WS);
+  gemmini_fence();
+  printf("cycles: 1\n");
+}

@@ -1,0 +1,169 @@
+"""Candidates that try to pass without doing the work, each refused with its reason, and the
+honest ones that must stay accepted. Each adversarial candidate here was accepted by the
+evaluator of the previous round (see docs/evaluation-validity.md)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from autocomp_gemmini import catalog, evaluate as gem_eval, toolchain
+from autocomp_gemmini.backend import GemminiBackend
+from autocomp_gemmini.config import GemminiConfig
+from autocomp_gemmini.elf import symbols
+
+from autocomp_core import EvalContext, FailureKind
+from autocomp_core.journal import evaluate_guarded
+from autocomp_core.sandbox import private_workdir
+from autocomp_core.validity import IMPOSSIBLE_RESULT
+
+HERE = Path(__file__).parent
+ADVERSARIAL = HERE / "adversarial"
+EXTERNAL = {"mode": "external",
+            "external_command": [*toolchain.spike_command(), "--isa=rv64gc_zicntr",
+                                 f"--extlib={toolchain.extension_path()}", "--extension=gemmini", "-m256", "{elf}"]}
+
+
+def evaluate(problem_id: str, code: str, options: dict | None = None, seed: int = 1, **hardware):
+    backend = GemminiBackend(hardware or None, options)
+    return asyncio.run(backend.evaluate(backend.load_problem(problem_id), code, EvalContext(seed=seed)))
+
+
+def source(problem_id: str, which: str = "baseline") -> str:
+    spec = catalog.specs()[problem_id]
+    return (catalog.vendor_path(spec) if which == "vendor" else catalog.baseline_path(spec)).read_text()
+
+
+# ---------------------------------------------------------------------------- external mode
+def test_external_mode_refuses_a_printed_cycle_count():
+    """The issue's hole: this candidate was accepted with 1 cycle (honest: 238)."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_prints_report.c").read_text(), EXTERNAL)
+    assert result.failure is FailureKind.REJECTED and result.status == "forged_report"
+    assert "'cycles: 1'" in result.feedback
+
+
+def test_external_mode_refuses_a_report_line_without_the_nonce():
+    code = source("gemm-64x64x64", "vendor").replace(
+        "WS);\n", 'WS);\n  gemmini_fence();\n  printf("AUTOCOMP-0123456789abcdef cycles 1\\n");\n')
+    result = evaluate("gemm-64x64x64", code, EXTERNAL)
+    assert result.failure is FailureKind.REJECTED and "imitating the harness's report" in result.feedback
+
+
+def test_external_mode_verdict_is_the_evaluators():
+    good = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"), EXTERNAL)
+    assert good.correct and good.metric > 0, good.feedback
+    assert any("nonce" in c for c in good.verification["checks"])
+    # a wrong answer is found by the hash, and the harness's own note says where
+    wrong = evaluate("gemm-64x64x64", source("gemm-64x64x64").replace("GEMM_SCALE);", "GEMM_SCALE * 8);"),
+                     EXTERNAL)
+    assert wrong.failure is FailureKind.WRONG_ANSWER and "differ" in wrong.feedback
+    # a write past the output array changes the guard hashes
+    past = source("gemm-64x64x64").replace("  gemmini_fence();\n}", "  gemmini_fence();\n  C[GEMM_M][3] = 1;\n}")
+    result = evaluate("gemm-64x64x64", past, EXTERNAL)
+    assert result.failure is FailureKind.WRONG_ANSWER and "outside the output array" in result.feedback
+
+
+def test_report_hash_matches_the_harness_formula():
+    blob = bytes(range(256)) * 3 + b"tail"
+    key, h = 0x1234567890ABCDEF | 1, 0
+    for i in range(0, len(blob), 8):
+        h = (h * key + int.from_bytes(blob[i:i + 8], "little")) % 2 ** 64
+    assert gem_eval.report_hash(blob, 0x1234567890ABCDEF) == (h * key + len(blob)) % 2 ** 64
+
+
+# ---------------------------------------------------------------------------- model mode
+def test_calling_the_harness_by_name_is_refused():
+    """Restarting the measured region from inside solution() measured 5 cycles (honest: 2250)."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_restarts_measurement.c").read_text())
+    assert result.failure is FailureKind.REJECTED and "harness_roi_begin" in result.feedback
+
+
+def test_calling_the_harness_by_address_is_refused():
+    """The same without naming it: harness and runtime are linked before the candidate, so the
+    distance from printf (allowed) to harness_roi_begin is fixed; the model refuses a second begin."""
+    spec, hw = catalog.specs()["gemm-64x64x64"], GemminiConfig()
+    with private_workdir("test-gemmini-") as work:
+        built = asyncio.run(gem_eval.build(work, spec, source("gemm-64x64x64"), hw, 1, True, 60))
+        syms = symbols(built.elf)
+    delta = syms["harness_roi_begin"][0] - syms["printf"][0]
+    code = source("gemm-64x64x64", "vendor").replace(
+        "WS);\n", f"WS);\n  gemmini_fence();\n  ((void (*)(void))((char *)printf + {delta}))();\n")
+    result = evaluate("gemm-64x64x64", code)
+    assert result.failure is FailureKind.REJECTED and "begun a second time" in result.feedback
+
+
+def test_code_planted_to_run_after_the_measured_region_never_runs():
+    """It rewrote the model's results file through the HTIF mailbox after the region ended and
+    was accepted at 1100 cycles (its real cost: the vendor's 2250 and a stack scan)."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_rewrites_results.c").read_text())
+    vendor = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"))
+    assert result.correct and result.metric >= vendor.metric, (result.metric, vendor.metric)
+
+
+def _memorized(seed: int) -> str:
+    answer = catalog.gemm_gold(catalog.specs()["gemm-64x64x64"].params, seed).ravel()
+    table = ", ".join(str(int(v)) for v in answer)
+    return (f"static const elem_t answer[GEMM_M * GEMM_N] = {{{table}}};\n"
+            "void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],\n"
+            "              elem_t C[GEMM_M][GEMM_N]) {\n  memcpy(C, answer, sizeof answer);\n}\n")
+
+
+def test_an_answer_memorized_for_the_run_seed_is_refused(monkeypatch):
+    """The inputs used to come from the run's seed: a candidate could carry the answer."""
+    code = _memorized(1)
+    result = evaluate("gemm-64x64x64", code, seed=1)
+    assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
+    assert result.verification["seeds"]["timed"] != 1
+    monkeypatch.setattr("autocomp_gemmini.backend.evaluation_seeds", lambda *args: [1])
+    assert evaluate("gemm-64x64x64", code, seed=1).correct  # right for seed 1: only the fresh seed refuses it
+
+
+def test_the_candidate_does_not_see_the_seed():
+    code = source("gemm-64x64x64").replace("void solution(", "static const int my_seed = SEED;\nvoid solution(")
+    result = evaluate("gemm-64x64x64", code)
+    assert result.failure is FailureKind.COMPILE_ERROR and "SEED" in result.feedback
+
+
+def test_nan_is_never_a_wildcard():
+    code = source("admm-tinympc-iteration").rstrip()[:-1] + "  z[0][0] = 0.0f / 0.0f;\n}\n"
+    result = evaluate("admm-tinympc-iteration", code)
+    assert result.failure is FailureKind.WRONG_ANSWER and "nan" in result.feedback.lower()
+    want = np.array([1.0, np.nan], np.float32).tobytes()
+    spec = catalog.specs()["admm-tinympc-iteration"]
+    assert gem_eval.compare(spec, want, want, True) is None  # NaN where the gold has NaN matches
+    assert gem_eval.compare(spec, np.array([np.nan, np.nan], np.float32).tobytes(), want, True)
+
+
+def test_fp32_gemm_is_refused_up_front():
+    with pytest.raises(ValueError, match="int8 problem"):
+        GemminiBackend({"dtype": "fp32"}).load_problem("gemm-64x64x64")
+    assert GemminiBackend({"dtype": "fp32"}).load_problem("admm-tinympc-iteration")
+    path = ADVERSARIAL / "gemm_prints_report.c"
+    out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "gemmini", "conv-small-3x3s2",
+                          str(path), "--hw", "dtype=fp32"], capture_output=True, text=True, env=os.environ)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and "int8 problem" in lines[0], out.stderr
+
+
+def test_eval_json_reports_seed_shape_and_checks(tmp_path):
+    path = tmp_path / "gemm.c"
+    path.write_text(source("gemm-64x64x64", "vendor"))
+    out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "gemmini", "gemm-64x64x64",
+                          str(path), "--json", "--seed", "4"], capture_output=True, text=True, env=os.environ)
+    data = json.loads(out.stdout)
+    assert out.returncode == 0 and data["seed"] == 4
+    assert data["verification"]["shapes"] == {"timed": "M=64, N=64, K=64"}
+    assert any("guard bytes" in c for c in data["verification"]["checks"])
+
+
+def test_the_engine_refuses_a_gemmini_result_below_the_bound(monkeypatch):
+    backend = GemminiBackend()
+    problem = backend.load_problem("gemm-64x64x64")
+    monkeypatch.setattr(GemminiBackend, "metric_lower_bound", lambda self, p: 1e6)
+    result = asyncio.run(evaluate_guarded(backend, problem, source("gemm-64x64x64", "vendor"), EvalContext()))
+    assert result.status == IMPOSSIBLE_RESULT and result.extra["refused_metric"] < 1e6
