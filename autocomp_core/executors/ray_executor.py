@@ -31,6 +31,8 @@ log = structlog.get_logger("autocomp")
 
 #: seconds a node has to answer a short question (``describe``), and to accept a connection
 QUESTION_TIMEOUT_S = 60.0
+#: tries to open a Ray Client (ray://) session whose server process failed to start
+CLIENT_CONNECT_ATTEMPTS = 3
 #: beyond its own evaluation limit, how long a task may take to start and report back
 #: (a new worker process, the backend opened on it) before it is taken for lost
 TASK_SLACK_S = 300.0
@@ -142,12 +144,22 @@ class RayExecutor:
             except OSError as exc:
                 raise ConfigError(f"executor.address: no Ray cluster answers at {address} "
                                   f"({exc.strerror or exc})") from None
-        try:
-            ray.init(address=address, namespace="autocomp", log_to_driver=False,
-                     logging_level="WARNING")
-        except Exception as exc:  # ConnectionError, an auth failure, a version mismatch, ...
-            raise ConfigError(f"executor.address: cannot connect to the Ray cluster at "
-                              f"{address}: {_first_line(exc)}") from None
+        for attempt in range(CLIENT_CONNECT_ATTEMPTS):
+            try:
+                ray.init(address=address, namespace="autocomp", log_to_driver=False,
+                         logging_level="WARNING")
+                break
+            except ConnectionAbortedError as exc:
+                # ray://: the head's client server could not start this driver's server
+                # process in time (a busy head); a new request starts a new one
+                if attempt + 1 == CLIENT_CONNECT_ATTEMPTS:
+                    why = " ".join(str(exc).split())[:300]
+                    raise ConfigError(f"executor.address: the Ray cluster at {address} did "
+                                      f"not start a client session in {attempt + 1} tries: "
+                                      f"{why}") from None
+            except Exception as exc:  # ConnectionError, an auth failure, a version mismatch
+                raise ConfigError(f"executor.address: cannot connect to the Ray cluster at "
+                                  f"{address}: {_first_line(exc)}") from None
         _cluster_messages_to_log()
 
     # -- capacity -----------------------------------------------------------------------

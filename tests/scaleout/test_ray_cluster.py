@@ -165,8 +165,9 @@ def test_a_resource_no_node_offers_is_refused_before_anything_is_spent(cluster, 
 def test_a_node_killed_mid_evaluation_costs_a_retry_not_the_run(cluster, llm, nodes,
                                                                 tmp_path):
     cluster.add_node("c", num_cpus=1, resources={"lane": 1.0}, env={"AUTOCOMP_TEST_NODE": "c"})
+    # two evaluations at once (each holds the node's one lane for 1.5 s) need both b and c
     config, data = run_config(cluster, llm, tmp_path, "killed", resource="lane",
-                              stall_on="c")
+                              delay_s=1.5, stall_on="c")
     log = Path(data["backend_options"]["log_file"])
     engine = subprocess.Popen([*CLI, "optimize", str(config), "--quiet", "--json"],
                               env=engine_env(cluster), stdout=subprocess.PIPE,
