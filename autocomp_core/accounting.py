@@ -15,7 +15,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import BudgetConfig
 from .llm.types import LLMResponse
@@ -95,10 +95,25 @@ class Ledger:
         }
 
 
+class Spending(Protocol):
+    """What budgets are checked against: a run's ledger, or the runs of a suite together."""
+
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def llm_calls(self) -> int: ...
+    @property
+    def evaluations(self) -> int: ...
+    @property
+    def wall_s(self) -> float: ...
+
+
 class Budget:
     """Checks the run's budgets against the ledger before anything is spent."""
 
-    def __init__(self, config: BudgetConfig, ledger: Ledger) -> None:
+    def __init__(self, config: BudgetConfig, ledger: Spending) -> None:
         self.config = config
         self.ledger = ledger
         self.llm_in_flight = 0  # calls admitted and not answered yet

@@ -76,6 +76,8 @@ class EvalResult:
     stdout: str = ""
     stderr: str = ""
     duration_s: float = 0.0
+    #: where it ran, filled in by the executor (``{"executor": "ray", "node_id": ...}``)
+    placement: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.correct and self.metric is None:
@@ -105,6 +107,7 @@ class EvalResult:
             "stdout": self.stdout,
             "stderr": self.stderr,
             "duration_s": self.duration_s,
+            "placement": dict(self.placement),
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class EvalResult:
             stdout=data.get("stdout", ""),
             stderr=data.get("stderr", ""),
             duration_s=float(data.get("duration_s", 0.0)),
+            placement=dict(data.get("placement") or {}),
         )
 
 

@@ -82,7 +82,8 @@ def _flags(**values: Any) -> dict[str, Any]:
     paths = {"backend": "backend", "problem": "problem", "seed": "seed", "run_dir": "run_dir",
              "iterations": "search.iterations", "beam_size": "search.beam_size",
              "plans": "search.plans_per_candidate", "codes": "search.codes_per_plan",
-             "budget_usd": "budget.usd", "models": "models.plan", "code_models": "models.code"}
+             "budget_usd": "budget.usd", "models": "models.plan", "code_models": "models.code",
+             "executor": "executor.kind"}
     for name, value in values.items():
         if value is None or value == ():
             continue
@@ -94,19 +95,37 @@ def _flags(**values: Any) -> dict[str, Any]:
     return out
 
 
+#: the models and the search's shape, as flags of both optimize commands
+SEARCH_OPTIONS = (
+    click.option("--model", "models", multiple=True, help="Planning model (repeatable)."),
+    click.option("--code-model", "code_models", multiple=True, help="Implementation model."),
+    click.option("--iterations", type=int),
+    click.option("--beam-size", type=int),
+    click.option("--plans", type=int, help="Plans per beam candidate."),
+    click.option("--codes", type=int, help="Implementations per plan."),
+    click.option("--seed", type=int),
+)
+
+
+def search_options(command: Any) -> Any:
+    for option in reversed(SEARCH_OPTIONS):  # so that --help lists them in this order
+        command = option(command)
+    return command
+
+
+EXECUTOR_OPTION = click.option(
+    "--executor", help="Where evaluations run: local (default) or ray (see [executor] for the "
+                       "cluster's address).")
+
+
 @cli.command()
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--backend", help="Backend name (see `autocomp-core backends`).")
 @click.option("--problem", help="Problem id (see `autocomp-core problems BACKEND`).")
-@click.option("--model", "models", multiple=True, help="Planning model (repeatable).")
-@click.option("--code-model", "code_models", multiple=True, help="Implementation model.")
-@click.option("--iterations", type=int)
-@click.option("--beam-size", type=int)
-@click.option("--plans", type=int, help="Plans per beam candidate.")
-@click.option("--codes", type=int, help="Implementations per plan.")
-@click.option("--seed", type=int)
+@search_options
 @click.option("--budget-usd", type=float)
 @click.option("--run-dir", type=click.Path(file_okay=False))
+@EXECUTOR_OPTION
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override any config key (repeatable).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
@@ -133,16 +152,68 @@ def _print_summary(summary: Any, as_json: bool) -> None:
     click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 
+@cli.command(name="optimize-suite")
+@click.argument("problems", nargs=-1)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Configuration every problem shares (a run config without problem).")
+@click.option("--backend", help="Backend name (see `autocomp-core backends`).")
+@click.option("--all", "every", is_flag=True, help="Every problem the backend ships.")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="A folder of problem files the backend loads (KernelBench files for cuda).")
+@click.option("--suite-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Where the suite goes: one run directory per problem, and the summary.")
+@click.option("--concurrency", type=click.IntRange(min=1),
+              help="Problems searched at once (default: at least 4, more with more slots).")
+@search_options
+@click.option("--budget-usd", type=float, help="For the whole suite.")
+@EXECUTOR_OPTION
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override any config key (repeatable).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def optimize_suite(problems: tuple[str, ...], config_file: str | None, every: bool,
+                   folder: Path | None, suite_dir: Path, concurrency: int | None,
+                   overrides: tuple[str, ...], quiet: bool, as_json: bool,
+                   **flags: Any) -> None:
+    """Optimize many problems of one backend: PROBLEMS (ids), --all, or --dir; concurrent
+    searches sharing one LLM client, budget and executor. Continue with `resume SUITE_DIR`."""
+    from .config import merge_config
+    from .suite import optimize_suite as run, select_problems
+
+    data = merge_config(config_file, _flags(**flags), list(overrides))
+    chosen = select_problems(data, list(problems), every, folder)
+    _print_suite(anyio.run(lambda: run(data, chosen, suite_dir, concurrency, not quiet)),
+                 as_json)
+
+
+def _print_suite(result: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json({"suite_dir": str(result.suite_dir), **result.data})
+        return
+    from .suite import SUMMARY_MD
+
+    click.echo((result.suite_dir / SUMMARY_MD).read_text(), nl=False)
+    click.echo(f"suite directory: {result.suite_dir} (summary.md, summary.json, one run "
+               "directory per problem; `autocomp-core report DIR --html` for one page)")
+
+
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Raise a budget or change llm.*/evaluation.* settings (repeatable).")
+              help="Raise a budget or change llm.*/evaluation.*/executor.* settings "
+                   "(repeatable).")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 def resume(run_dir: str, overrides: tuple[str, ...], quiet: bool, as_json: bool) -> None:
-    """Continue a run after a crash, Ctrl-C or budget stop; repeats no answered call."""
+    """Continue a run, or every run of a suite, after a crash, Ctrl-C or budget stop;
+    repeats no answered call and no finished evaluation."""
     from .runner import resume_async
+    from .suite import is_suite, resume_suite
 
+    if is_suite(run_dir):
+        _print_suite(anyio.run(lambda: resume_suite(Path(run_dir), list(overrides),
+                                                    not quiet)), as_json)
+        return
     _print_summary(anyio.run(lambda: resume_async(run_dir, progress=not quiet,
                                                   overrides=list(overrides))), as_json)
 
@@ -379,12 +450,24 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 
 @cli.command()
 @click.argument("backend", required=False)
-def doctor(backend: str | None) -> None:
-    """Check every tool the installed backends need; name what is missing and how to install it."""
+@EXECUTOR_OPTION
+@click.option("--address", help="The Ray cluster's address (ray executor; default: auto).")
+@click.option("--json", "as_json", is_flag=True, help="With --executor: the executor as JSON.")
+def doctor(backend: str | None, executor: str | None, address: str | None,
+           as_json: bool) -> None:
+    """Check every tool the installed backends need; name what is missing and how to install
+    it. With --executor: also what the executor runs on (a cluster's nodes, their resources
+    and the backends each node has installed)."""
     from .runner import make_backend
     from .sandbox import NONE, UID_ONLY, isolation_level
 
     reg = loaded_plugins()
+    if executor:
+        _doctor_executor(reg, executor, address, as_json)
+        if as_json:
+            return
+    elif address or as_json:
+        fail("--address and --json go with --executor")
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
     level = isolation_level()
@@ -406,6 +489,33 @@ def doctor(backend: str | None) -> None:
         click.echo(f"plugin {f.name} failed to load: {f.error}")
         missing += 1
     sys.exit(1 if missing else 0)
+
+
+def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None,
+                     as_json: bool) -> None:
+    from .config import ExecutorConfig
+    from .executors import create_executor
+
+    options = {"address": address} if address else {}
+    executor = create_executor(ExecutorConfig(kind=kind, **options), reg.executors())
+
+    async def describe() -> dict[str, Any]:
+        async with executor:
+            return await executor.describe()
+
+    data = anyio.run(describe)
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"executor {kind}:")
+    for node in data.get("nodes", [data]):
+        resources = node.get("resources") or node.get("capacity") or {}
+        click.echo(f"  {node.get('address') or node.get('host')}: "
+                   + ", ".join(f"{k} {v:g}" for k, v in sorted(resources.items())))
+        if "backends" in node:
+            click.echo("    backends: " + (", ".join(f"{name} ({plugin})" for name, plugin
+                                                     in sorted(node["backends"].items()))
+                                           or "none"))
 
 
 from .packbuilder.cli import build_pack  # noqa: E402  (the knowledge builder)

@@ -114,6 +114,19 @@ class EvaluationConfig(_Section):
     parallelism: int = Field(0, ge=0)
 
 
+class ExecutorConfig(_Section):
+    """Where evaluations run: ``kind`` names an executor (``local``, ``ray`` or one a plugin
+    registers); the other keys are its options (``ray``: ``address``, ``max_retries``),
+    validated by the executor."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    kind: str = "local"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class BudgetConfig(_Section):
     usd: float = Field(math.inf, ge=0)
     tokens: int | None = Field(None, ge=0)
@@ -137,6 +150,7 @@ class RunConfig(_Section):
     translation: TranslationConfig = Field(default_factory=TranslationConfig)
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
@@ -235,14 +249,20 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
-                overrides: list[str] | None = None) -> RunConfig:
-    """Merge file, flags and overrides (in that order) and validate."""
+def merge_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
+                 overrides: list[str] | None = None) -> dict[str, Any]:
+    """File, flags and overrides merged (in that order), not validated yet."""
     data = read_toml(path) if path else {}
     data = deep_merge(data, flags or {})
     for assignment in overrides or []:
         apply_override(data, assignment)
-    return validate(data)
+    return data
+
+
+def load_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
+                overrides: list[str] | None = None) -> RunConfig:
+    """Merge file, flags and overrides (in that order) and validate."""
+    return validate(merge_config(path, flags, overrides))
 
 
 def validate(data: dict[str, Any] | RunConfig) -> RunConfig:

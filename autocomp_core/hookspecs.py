@@ -50,10 +50,10 @@ def autocomp_register_llm_providers() -> list[Any]:
 def autocomp_register_executors() -> list[Any]:
     """Return ``ExecutorSpec`` objects (see ``autocomp_core.executors``).
 
-    An executor decides where evaluations run: this machine (``local``, built in) or a
-    cluster. Its consumer is the engine's scale-out executor, which places each evaluation
-    with the backend's ``Resources`` as its resource request (Ray: ``num_cpus``,
-    ``num_gpus``, ``memory``, custom ``resources``); until it lands only ``local`` exists.
+    An executor decides where evaluations run: this machine (``local``) or a Ray cluster
+    (``ray``), both built in, or what a plugin adds (Slurm, Kubernetes, a board farm). The
+    engine sends it every evaluation of a run (``[executor] kind = ...`` or ``--executor``)
+    with the backend's ``Resources`` as what one evaluation needs.
     """
 
 

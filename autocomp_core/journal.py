@@ -19,6 +19,8 @@ import structlog
 from .accounting import Budget, Ledger, RunStopped
 from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from .errors import RunError
+from .executors import EvalRequest, Executor
+from .executors.local import LocalExecutor
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 from .store import RunStore
 from .validity import refuse_impossible
@@ -171,18 +173,21 @@ async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
 
 class Evaluator:
     """Evaluates programs once each: cached in the store, de-duplicated while in flight,
-    bounded by evaluation slots."""
+    bounded by evaluation slots (``limiter``: slots shared with other runs), run by the
+    ``executor`` (default: this machine)."""
 
     def __init__(self, backend: Backend, problem: Problem, store: RunStore, ledger: Ledger,
                  budget: Budget, slots: int, timeout_s: float, seed: int,
                  want_feedback: bool, recorded: RunStore | None = None,
-                 recorded_stop: str | None = None) -> None:
+                 recorded_stop: str | None = None, executor: Executor | None = None,
+                 limiter: anyio.CapacityLimiter | None = None) -> None:
         self.backend = backend
         self.problem = problem
         self.store = store
         self.ledger = ledger
         self.budget = budget
-        self.limiter = anyio.CapacityLimiter(max(1, slots))
+        self.limiter = limiter or anyio.CapacityLimiter(max(1, slots))
+        self.executor = executor or LocalExecutor()
         self.timeout_s = timeout_s
         self.seed = seed
         self.want_feedback = want_feedback
@@ -222,8 +227,8 @@ class Evaluator:
             self.ledger.evaluations += 1
             async with self.limiter:
                 started = time.monotonic()
-                result = await evaluate_guarded(self.backend, self.problem, code,
-                                                self.context())
+                result = await self.executor.evaluate(
+                    EvalRequest(self.backend, self.problem, code, self.context()))
                 # the whole evaluation as the engine waited for it, whatever the backend counts
                 result.duration_s = time.monotonic() - started
                 self.ledger.eval_seconds += result.duration_s

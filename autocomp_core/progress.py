@@ -208,10 +208,14 @@ class Progress:
                      expand=False)
 
     def _line(self, text: str) -> None:
-        if self.mode == "off" or self.stream is None:
-            return
-        if self._live is not None:
-            self._live.console.print(f"[autocomp] {text}", markup=False, highlight=False)
-            return
-        self.stream.write(f"[autocomp] {text}\n")
-        self.stream.flush()
+        if self.mode != "off":
+            write_line(self.stream, self._live, text)
+
+
+def write_line(stream: TextIO | None, live: Live | None, text: str) -> None:
+    """One event line: above the live display while there is one, else on the stream."""
+    if live is not None:
+        live.console.print(f"[autocomp] {text}", markup=False, highlight=False)
+    elif stream is not None:
+        stream.write(f"[autocomp] {text}\n")
+        stream.flush()

@@ -12,10 +12,10 @@ import os
 import socket
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
@@ -26,6 +26,8 @@ from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
 from .config import ConfigError, RunConfig, apply_override, validate, validated
 from .errors import PluginError, RunError
+from .executors import Executor, create_executor
+from .executors.local import LocalExecutor
 from .exports import target_info, write_exports
 from .journal import Evaluator, JournaledLLM, recorded_stop
 from .llm.client import LLMClient, default_models
@@ -33,10 +35,12 @@ from .llm.errors import LLMConfigError
 from .packbuilder.packfiles import PackError, read_pack
 from .plugins import PluginRegistry, build_registry
 from .progress import Progress
-from .resources import local_slots
 from .sandbox import isolation_level
 from .search import RunSetup, Search
 from .store import RunStore
+
+if TYPE_CHECKING:
+    from .suite import SuiteShare
 
 log = structlog.get_logger("autocomp")
 
@@ -48,6 +52,8 @@ WALL_GRACE_S = 60.0
 @dataclass
 class Prepared(RunSetup):
     client: LLMClient | None = None
+    #: not connected yet: ``async with`` it around the run
+    executor: Executor = field(default_factory=LocalExecutor)
 
 
 def make_backend(name: str, hardware: dict[str, Any] | None = None,
@@ -90,13 +96,13 @@ def load_backend(config: RunConfig, plugins: PluginRegistry | None = None
     return backend, problem, backend.knowledge(problem)
 
 
-def evaluation_slots(config: RunConfig, backend: Backend) -> int:
+def evaluation_slots(config: RunConfig, backend: Backend, executor: Executor) -> int:
     """Evaluations at once: the config's ``evaluation.parallelism``, else what fits on this
-    machine given the backend's ``Resources``."""
+    machine, or on the executor's cluster, given the backend's ``Resources``."""
     if config.evaluation.parallelism:
         return config.evaluation.parallelism
     try:
-        return local_slots(backend.resources())
+        return executor.slots(backend.resources())
     except ValueError as exc:
         raise ConfigError(f"backend {backend.name}: {exc}") from None
 
@@ -142,12 +148,17 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
         raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
 
 
-def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepared:
+def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True,
+            plugins: PluginRegistry | None = None) -> Prepared:
+    """Everything checked and built that can be without spending; ``plugins``: a registry
+    built for ``config.plugins`` already (the runs of a suite share one)."""
     config = validate(config)
-    plugins = build_registry(config.plugins)  # the run's one registry
+    plugins = plugins or build_registry(config.plugins)  # the run's one registry
     backend, problem, pack = load_backend(config, plugins)
     refuse_dead_switches(config, backend, pack)
-    evaluation_slots(config, backend)  # a resource the machine lacks is bad input, now
+    executor = create_executor(config.executor, plugins.executors(), tuple(config.plugins))
+    if config.executor.kind == "local":  # a resource the machine lacks is bad input, now
+        evaluation_slots(config, backend, executor)
     client = None
     plan_models = [config.llm.aliases.get(m, m) for m in config.models.plan] or \
         default_models(config.llm)
@@ -159,7 +170,7 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True) -> Prepar
         except LLMConfigError as exc:
             raise ConfigError(f"models: {exc}") from None
         refuse_unpriced_usd_budget(config, client, [*plan_models, *code_models])
-    return Prepared(config, backend, problem, pack, plan_models, code_models, client)
+    return Prepared(config, backend, problem, pack, plan_models, code_models, client, executor)
 
 
 def refuse_unpriced_usd_budget(config: RunConfig, client: LLMClient, models: list[str]) -> None:
@@ -201,9 +212,13 @@ class RunSummary:
 
 
 async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
-                  reevaluate: bool = False, progress_stream: bool = True) -> RunSummary:
-    """Run (or continue) the search in ``run_dir`` and write its exports."""
+                  reevaluate: bool = False, progress_stream: bool = True,
+                  suite: SuiteShare | None = None) -> RunSummary:
+    """Run (or continue) the search in ``run_dir`` and write its exports. The caller has
+    entered ``prep.executor``; ``suite``: what the runs of a suite share (the LLM client,
+    already entered, the budget, evaluation slots and the display)."""
     cfg = prep.config
+    slots = evaluation_slots(cfg, prep.backend, prep.executor)  # bad input: before the journal
     store = RunStore(run_dir)
     store.set_meta("config", cfg.to_toml_dict(only_set=True))
     store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
@@ -213,17 +228,20 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     store.set_meta("isolation", isolation_level())
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
     ledger = Ledger.from_store(store)
-    budget = Budget(cfg.budget, ledger)
-    progress = Progress.for_terminal(ledger, prep.backend.metric_unit, cfg.search.iterations,
-                                     quiet=not progress_stream, budget=cfg.budget,
-                                     title=f"{prep.backend.name} / {prep.problem.id}")
-    slots = evaluation_slots(cfg, prep.backend)
+    if suite is not None:  # the suite's budget counts every run; its display shows this one
+        spending, progress = suite.join(run_dir, prep, ledger)
+    else:
+        spending, progress = ledger, Progress.for_terminal(
+            ledger, prep.backend.metric_unit, cfg.search.iterations, quiet=not progress_stream,
+            budget=cfg.budget, title=f"{prep.backend.name} / {prep.problem.id}")
+    budget = Budget(cfg.budget, spending)
     stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,
                           want_feedback=cfg.search.hw_feedback_probability > 0,
                           recorded=None if reevaluate else replay_source,
-                          recorded_stop=stop_of_recorded)
+                          recorded_stop=stop_of_recorded, executor=prep.executor,
+                          limiter=suite.limiter if suite else None)
     llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source,
                        max_in_flight=cfg.llm.max_concurrency)
     progress.watch(llm, evaluator)
@@ -247,7 +265,7 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
         with anyio.move_on_after(hard_stop) as scope, progress:
             async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
                 await resources.enter_async_context(prep.backend)
-                if prep.client is not None:
+                if prep.client is not None and suite is None:
                     await resources.enter_async_context(prep.client)
                 beam = await search.run()
         stop_reason = "budget.wall_s" if scope.cancelled_caught else \
@@ -281,7 +299,8 @@ async def optimize_async(config: RunConfig | dict[str, Any], run_dir: str | Path
     target = Path(run_dir or prep.config.run_dir or default_run_dir(prep.config))
     if RunStore.exists(target):
         raise ConfigError(f"run_dir: {target} already holds a run (use `autocomp-core resume`)")
-    return await execute(prep, target, progress_stream=progress)
+    async with prep.executor:  # connected before anything is spent
+        return await execute(prep, target, progress_stream=progress)
 
 
 def load_run_config(run_dir: Path) -> RunConfig:
@@ -297,8 +316,9 @@ def load_run_config(run_dir: Path) -> RunConfig:
     return validate(data)
 
 
-#: what a resume may change: how much to spend and how to reach the LLMs, not the search
-RESUME_OVERRIDABLE = ("budget.", "llm.", "evaluation.")
+#: what a resume may change: how much to spend, how to reach the LLMs and where to evaluate,
+#: not the search
+RESUME_OVERRIDABLE = ("budget.", "llm.", "evaluation.", "executor.")
 
 
 async def resume_async(run_dir: str | Path, progress: bool = True,
@@ -312,11 +332,12 @@ async def resume_async(run_dir: str | Path, progress: bool = True,
         for item in overrides:
             if not item.strip().startswith(RESUME_OVERRIDABLE):
                 raise ConfigError(f"--set {item.split('=')[0]}: resume may only change "
-                                  "budget.*, llm.* and evaluation.*")
+                                  "budget.*, llm.*, evaluation.* and executor.*")
             apply_override(data, item)
         config = validate(data)
     prep = prepare(config)
-    return await execute(prep, run_dir, progress_stream=progress)
+    async with prep.executor:
+        return await execute(prep, run_dir, progress_stream=progress)
 
 
 def free_name(path: Path) -> Path:
@@ -344,8 +365,9 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     prep.plan_models = models.get("plan", prep.plan_models)
     prep.code_models = models.get("code", prep.code_models)
     try:
-        return await execute(prep, target, replay_source=source, reevaluate=reevaluate,
-                             progress_stream=progress)
+        async with prep.executor:
+            return await execute(prep, target, replay_source=source, reevaluate=reevaluate,
+                                 progress_stream=progress)
     finally:
         source.close()
 

@@ -84,7 +84,7 @@ def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> No
     assert builtin["source"] == "builtin" and builtin["distribution"] == "autocomp-core"
     assert builtin["registered"] == {"llm_providers": ["openai", "anthropic",
                                                       "openai-compatible", "local"]}
-    assert rows["autocomp_core.executors"]["registered"] == {"executors": ["local"]}
+    assert rows["autocomp_core.executors"]["registered"] == {"executors": ["local", "ray"]}
     assert rows["toy_plugin"]["registered"] == {"backends": ["toy"]}  # from AUTOCOMP_PLUGINS
     assert data["failures"] == []
     text = cli("plugins")

@@ -57,6 +57,18 @@ HOW = {
     "autocomp-core --log-json optimize ...": "run",
     "autocomp-core new-backend my_npu": "run",
     "autocomp-core plugins": "run",
+    "autocomp-core optimize-suite --backend gemmini --all --suite-dir runs/gemmini-suite "
+    "--config shared.toml": "shared.toml is the reader's; tests/engine/test_suite.py runs suites",
+    "autocomp-core optimize-suite gemm-64x64x64 conv-small-3x3s2 --backend gemmini "
+    "--suite-dir runs/two": "needs a key; tests/engine/test_suite.py runs suites",
+    "autocomp-core optimize-suite --backend cuda --dir KernelBench/level2 --suite-dir runs/l2":
+        "needs KernelBench's files; tests/engine/test_suite.py loads a folder of them",
+    "autocomp-core resume runs/gemmini-suite":
+        "needs the suite above; tests/engine/test_suite.py resumes a suite",
+    "autocomp-core report runs/gemmini-suite --html":
+        "needs the suite above; tests/engine/test_suite.py reports on a suite",
+    "autocomp-core doctor --executor ray --address HOST:PORT":
+        "needs a Ray cluster; tests/scaleout runs it against one",
 }
 
 

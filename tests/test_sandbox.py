@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_core.executors import Executor, LocalExecutor
-from autocomp_core.plugins import build_registry
 from autocomp_core.sandbox import (
     ISOLATION_ENV,
     USER_LEVELS,
@@ -485,21 +483,6 @@ def test_works_under_anyio() -> None:
         return result.stdout
 
     assert anyio.run(main, backend="asyncio") == "via anyio\n"
-
-
-# ---------------------------------------------------------------- the executor hook
-
-
-@pytest.mark.asyncio
-async def test_local_executor_is_registered_and_runs() -> None:
-    spec = build_registry().executors()["local"]
-    executor = spec.create()
-    assert isinstance(executor, Executor) and isinstance(executor, LocalExecutor)
-    result = await executor.run(python("import sys; print(sys.stdin.read()[::-1])"),
-                                limits=SandboxLimits(wall_s=20.0), stdin=b"abc")
-    assert result.stdout == "cba\n"
-    with pytest.raises(ValueError, match="takes no options"):
-        spec.create(host="board")
 
 
 @pytest.mark.asyncio

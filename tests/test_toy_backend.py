@@ -33,6 +33,12 @@ FASTER = {
             zeros = counts.get(0, 0)
             return zeros * (zeros - 1) // 2 + sum([counts[x] * counts[-x] for x in counts if x > 0])
     """,
+    "count_negatives": """
+        from bisect import bisect_left
+
+        def solution(xs):
+            return bisect_left(sorted(xs), 0)
+    """,
 }
 
 
@@ -59,7 +65,8 @@ def test_registered_through_the_plugin_env_var() -> None:
 
 
 def test_problems_knowledge_and_capabilities(backend: ToyBackend) -> None:
-    assert [p.id for p in backend.problems()] == ["sum_squares", "prefix_max", "count_pairs"]
+    assert [p.id for p in backend.problems()] == ["sum_squares", "prefix_max", "count_pairs",
+                                                  "count_negatives"]
     problem = backend.load_problem("count_pairs")
     assert "def solution(xs)" in problem.baseline_code and problem.baseline_path.is_file()
     pack = backend.knowledge(problem)

@@ -94,7 +94,7 @@ def test_log_json_lines(config, tmp_path):
 def test_backends_problems_eval_json(tmp_path):
     backends = json.loads(cli("backends", "--json").stdout)
     toy = next(b for b in backends["backends"] if b["name"] == "toy")
-    assert toy["healthy"] and toy["problems"] == 3
+    assert toy["healthy"] and toy["problems"] == 4
     problems = json.loads(cli("problems", "toy", "--json").stdout)
     first = next(p for p in problems if p["id"] == "sum_squares")
     assert first["description"] and first["baseline"].endswith("sum_squares.py")

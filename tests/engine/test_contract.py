@@ -26,6 +26,7 @@ from autocomp_core import (
 )
 from autocomp_core.api import optimize_async
 from autocomp_core.config import validate
+from autocomp_core.executors.local import LocalExecutor
 from autocomp_core.journal import evaluate_guarded, evaluation_key
 from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
@@ -195,9 +196,10 @@ def test_the_run_takes_its_evaluation_slots_from_the_backend(tmp_path):
                     "plugins": ["lifecycle_plugin"],
                     "backend_options": {"events_file": str(tmp_path / "e")}})
     backend = make_backend("toylife", {}, cfg.backend_options, ["lifecycle_plugin"])
-    assert evaluation_slots(cfg, backend) == local_slots(Resources(cpus=1))
+    here = LocalExecutor()
+    assert evaluation_slots(cfg, backend, here) == local_slots(Resources(cpus=1))
     assert evaluation_slots(cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(
-        update={"parallelism": 3})}), backend) == 3
+        update={"parallelism": 3})}), backend, here) == 3
 
 
 def test_a_backend_asking_for_gpus_the_machine_lacks_is_refused_before_spending(tmp_path):

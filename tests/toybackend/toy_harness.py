@@ -30,13 +30,15 @@ def reference(problem, xs):
         counts = Counter(xs)
         zeros = counts.pop(0, 0)
         return zeros * (zeros - 1) // 2 + sum(counts[x] * counts[-x] for x in counts if x > 0)
+    if problem == "count_negatives":
+        return sum(1 for x in xs if x < 0)
     raise SystemExit(f"unknown problem {problem!r}")
 
 
 EDGE_CASES = [[], [0], [7], [-3], [-3, 3], [0, 0, 0], [5, -5, 5, -5], [-1, -2, -3], [50, -50, 49]]
 #: Sizes of the fixed inputs the metric is measured on (same for every candidate).
 WORKLOAD_SIZES = {"sum_squares": (100, 100, 100), "prefix_max": (60, 60, 60),
-                  "count_pairs": (60, 60, 60)}
+                  "count_pairs": (60, 60, 60), "count_negatives": (100, 100, 100)}
 
 
 def random_lists(seed, sizes):

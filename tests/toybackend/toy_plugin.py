@@ -41,6 +41,7 @@ PROBLEMS = {
     "sum_squares": ("Return the sum of x * x over the list.", "an int"),
     "prefix_max": ("Return the running maximum: out[i] == max(xs[:i + 1]).", "a list of ints"),
     "count_pairs": ("Return the number of pairs i < j with xs[i] + xs[j] == 0.", "an int"),
+    "count_negatives": ("Return how many values are negative.", "an int"),
 }
 #: Solution calls in the harness's fixed workload (``toy_harness.WORKLOAD_SIZES``).
 WORKLOAD_RUNS = 3

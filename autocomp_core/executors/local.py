@@ -1,0 +1,38 @@
+"""The ``local`` executor: evaluations run in this process's event loop, each program in a
+sandboxed child process group of this machine (the backend calls the sandbox)."""
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING, Any, Self
+
+from ..resources import local_slots, machine_capacity
+
+if TYPE_CHECKING:
+    from ..backend import EvalResult
+    from ..resources import Resources
+    from . import EvalRequest
+
+
+class LocalExecutor:
+    """This machine: as many evaluations at once as its CPUs, memory and the resources the
+    hardware config says it has allow (``local_slots``)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        pass
+
+    def slots(self, resources: Resources) -> int:
+        return local_slots(resources)
+
+    async def evaluate(self, request: EvalRequest) -> EvalResult:
+        from ..journal import evaluate_guarded  # the journal's Evaluator uses executors
+
+        result = await evaluate_guarded(request.backend, request.problem, request.code,
+                                        request.ctx)
+        result.placement = {"executor": "local", "host": socket.gethostname()}
+        return result
+
+    async def describe(self) -> dict[str, Any]:
+        return {"kind": "local", "host": socket.gethostname(), "capacity": machine_capacity()}

@@ -1,0 +1,263 @@
+"""The ``ray`` executor: each evaluation is a Ray task on a node that has the resources the
+backend declares (``Backend.resources()``: CPUs, memory, GPUs, custom resources such as
+``neuron_cores``). The task rebuilds the backend on that node through the plugin registry
+and runs its own ``evaluate`` there, sandboxed as on this machine (``ray_worker``).
+
+Only evaluations leave this process: LLM calls, budgets and the journal stay here. A task
+lost with its worker or node is run again (``max_retries`` times) wherever Ray places it,
+then becomes an ``INFRA_ERROR`` result, which the search does not hold against the program.
+
+Ray is imported only when the executor connects: ``pip install 'autocomp-core[ray]'``.
+"""
+from __future__ import annotations
+
+import math
+import socket
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..backend import EvalResult, FailureKind
+from ..config import ConfigError
+
+if TYPE_CHECKING:
+    from ..backend import Backend
+    from ..resources import Resources
+    from . import EvalRequest
+
+log = structlog.get_logger("autocomp")
+
+#: seconds a node has to answer a short question (``describe``), and to accept a connection
+QUESTION_TIMEOUT_S = 60.0
+#: tries to open a Ray Client (ray://) session whose server process failed to start
+CLIENT_CONNECT_ATTEMPTS = 3
+#: beyond its own evaluation limit, how long a task may take to start and report back
+#: (a new worker process, the backend opened on it) before it is taken for lost
+TASK_SLACK_S = 300.0
+
+
+class RayOptions(BaseModel):
+    """``[executor]`` keys of ``kind = "ray"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: ``auto`` (``RAY_ADDRESS``, else the cluster started on this machine), ``HOST:PORT``
+    #: (the head node's GCS port, from a machine of the cluster's network) or
+    #: ``ray://HOST:PORT`` (the Ray Client port of the head node, from anywhere)
+    address: str = "auto"
+    #: times an evaluation lost with its worker or node is run again
+    max_retries: int = Field(2, ge=0, le=20)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        value = value.strip()
+        if value != "auto" and split_address(value) is None:
+            raise ValueError(f"expected auto, HOST:PORT or ray://HOST:PORT, got {value!r}")
+        return value
+
+
+def split_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT`` or ``ray://HOST:PORT``; None when it is neither."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("executor.kind: ray needs Ray: pip install 'autocomp-core[ray]'") \
+            from None
+    return ray
+
+
+def task_needs(resources: Resources) -> dict[str, Any]:
+    """A backend's needs as Ray task options (memory in bytes, as Ray counts it)."""
+    return {"num_cpus": resources.cpus, "num_gpus": resources.gpus,
+            "memory": int(resources.memory_mb) * 2**20, "resources": dict(resources.custom)}
+
+
+def fits(offer: dict[str, float], resources: Resources) -> int:
+    """How many evaluations with these needs one node's resources hold at once."""
+    needs = {"CPU": resources.cpus, "GPU": resources.gpus,
+             "memory": resources.memory_mb * 2**20, **resources.custom}
+    return min((math.floor(offer.get(name, 0.0) / amount + 1e-9)
+                for name, amount in needs.items() if amount > 0), default=0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def _cluster_messages_to_log() -> None:
+    """Ray prints the cluster's messages to its driver (a node died, a worker crashed) on
+    stdout, where the engine's ``--json`` output goes: send them to the log instead."""
+    import ray._private.worker as ray_worker
+
+    def log_messages(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", []):
+            log.warning("ray cluster", source=data.get("pid"), message=str(line)[:1000])
+
+    if hasattr(ray_worker, "print_to_stdstream"):
+        ray_worker.print_to_stdstream = log_messages
+
+
+class RayExecutor:
+    """Evaluations as Ray tasks on the cluster at ``options.address``."""
+
+    def __init__(self, options: RayOptions, plugins: tuple[str, ...] = ()) -> None:
+        self.options = options
+        self.plugins = tuple(plugins)  # the run's plugin modules, loaded on the nodes too
+        self._connected_here = False
+        self._task: Any = None
+
+    # -- connection ---------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        ray = import_ray()
+        if not ray.is_initialized():
+            self._connect(ray)
+            self._connected_here = True
+        from .ray_worker import evaluate_on_node
+
+        self._task = ray.remote(evaluate_on_node)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._connected_here:
+            import ray
+
+            ray.shutdown()
+            self._connected_here = False
+
+    def _connect(self, ray: Any) -> None:
+        address = self.options.address
+        where = split_address(address)
+        if where is not None:  # refuse an address nobody answers at once, not after retries
+            try:
+                socket.create_connection(where, timeout=10).close()
+            except OSError as exc:
+                raise ConfigError(f"executor.address: no Ray cluster answers at {address} "
+                                  f"({exc.strerror or exc})") from None
+        for attempt in range(CLIENT_CONNECT_ATTEMPTS):
+            try:
+                ray.init(address=address, namespace="autocomp", log_to_driver=False,
+                         logging_level="WARNING")
+                break
+            except ConnectionAbortedError as exc:
+                # ray://: the head's client server could not start this driver's server
+                # process in time (a busy head); a new request starts a new one
+                if attempt + 1 == CLIENT_CONNECT_ATTEMPTS:
+                    why = " ".join(str(exc).split())[:300]
+                    raise ConfigError(f"executor.address: the Ray cluster at {address} did "
+                                      f"not start a client session in {attempt + 1} tries: "
+                                      f"{why}") from None
+            except Exception as exc:  # ConnectionError, an auth failure, a version mismatch
+                raise ConfigError(f"executor.address: cannot connect to the Ray cluster at "
+                                  f"{address}: {_first_line(exc)}") from None
+        _cluster_messages_to_log()
+
+    # -- capacity -----------------------------------------------------------------------
+    def nodes(self) -> list[dict[str, Any]]:
+        import ray
+
+        return [n for n in ray.nodes() if n.get("Alive")]
+
+    def slots(self, resources: Resources) -> int:
+        """Evaluations the live nodes hold at once (``resources.parallel`` and
+        ``available`` describe one machine and do not apply)."""
+        nodes = self.nodes()
+        total = sum(fits(n.get("Resources", {}), resources) for n in nodes)
+        if total == 0:
+            offered = sorted({k for n in nodes for k in n.get("Resources", {})
+                              if not k.startswith("node:")})
+            needs = ", ".join(f"{v:g} {k}" for k, v in resources.needs().items() if v)
+            raise ValueError(f"no node of the Ray cluster can run one evaluation: it needs "
+                             f"{needs}; the {len(nodes)} nodes offer {', '.join(offered)}")
+        return total
+
+    # -- evaluation ---------------------------------------------------------------------
+    async def evaluate(self, request: EvalRequest) -> EvalResult:
+        from ray.exceptions import RayError, RayTaskError, TaskCancelledError
+
+        backend = request.backend
+        # retries are ours: Ray's own would hide from the journal that the first attempt died
+        task = self._task.options(max_retries=0, retry_exceptions=False,
+                                  **task_needs(backend.resources()))
+        args = (backend_spec(backend, self.plugins), request.problem, request.code, request.ctx)
+        lost: list[str] = []
+        for attempt in range(1, self.options.max_retries + 2):
+            ref = task.remote(*args)
+            try:
+                with anyio.fail_after(request.ctx.timeout_s * 3 + TASK_SLACK_S):
+                    answer = await ref
+            except (RayTaskError, TaskCancelledError) as exc:  # the task's own code failed
+                return self._lost(lost + [_first_line(exc)], attempt, retried=False)
+            except (RayError, TimeoutError) as exc:  # the worker or its node went away
+                self._cancel(ref)
+                lost.append(_first_line(exc) if str(exc) else "no answer in time")
+                log.warning("evaluation lost with its worker; running it again",
+                            attempt=attempt, error=lost[-1])
+                continue
+            except BaseException:  # cancelled here: stop it there
+                self._cancel(ref)
+                raise
+            result = EvalResult.from_dict(answer["result"])
+            result.placement = {"executor": "ray", **answer["where"], "attempts": attempt,
+                                **({"lost": lost} if lost else {})}
+            return result
+        return self._lost(lost, self.options.max_retries + 1, retried=True)
+
+    @staticmethod
+    def _cancel(ref: Any) -> None:
+        import ray
+
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:  # already finished, or its worker is gone
+            pass
+
+    @staticmethod
+    def _lost(errors: list[str], attempts: int, retried: bool) -> EvalResult:
+        why = "; ".join(errors[-3:])
+        text = (f"the evaluation was lost {attempts} times with its worker or node: {why}"
+                if retried else f"the evaluation task failed on its node: {why}")
+        return EvalResult(False, failure=FailureKind.INFRA_ERROR, feedback=text,
+                          placement={"executor": "ray", "attempts": attempts, "lost": errors})
+
+    # -- description --------------------------------------------------------------------
+    async def describe(self) -> dict[str, Any]:
+        """The live nodes: address, resources, and the backends each has installed."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from .ray_worker import installed_backends
+
+        probe = ray.remote(installed_backends)
+        rows = []
+        for node in self.nodes():
+            ref = probe.options(num_cpus=0, max_retries=0, scheduling_strategy=(
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote(list(self.plugins))
+            try:
+                with anyio.fail_after(QUESTION_TIMEOUT_S):
+                    backends = await ref
+            except Exception as exc:  # a node that cannot answer is shown as such
+                self._cancel(ref)
+                backends = {"error": _first_line(exc)}
+            rows.append({"node_id": node["NodeID"], "address": node.get("NodeManagerAddress"),
+                         "resources": {k: v for k, v in node.get("Resources", {}).items()
+                                       if not k.startswith("node:")},
+                         "backends": backends})
+        return {"kind": "ray", "address": self.options.address, "nodes": rows}
+
+
+def backend_spec(backend: Backend, plugins: tuple[str, ...]) -> dict[str, Any]:
+    """What a node needs to build the same backend: its name, hardware config and options
+    (as JSON data) and the run's extra plugin modules."""
+    return {"name": backend.name, "hardware": backend.hardware.model_dump(mode="json"),
+            "options": backend.options.model_dump(mode="json"), "plugins": list(plugins)}
