@@ -229,12 +229,11 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
     ledger = Ledger.from_store(store)
     if suite is not None:  # the suite's budget counts every run; its display shows this one
-        spending, progress = suite.join(run_dir, prep, ledger)
+        budget, progress = suite.join(run_dir, prep, ledger)
     else:
-        spending, progress = ledger, Progress.for_terminal(
+        budget, progress = Budget(cfg.budget, ledger), Progress.for_terminal(
             ledger, prep.backend.metric_unit, cfg.search.iterations, quiet=not progress_stream,
             budget=cfg.budget, title=f"{prep.backend.name} / {prep.problem.id}")
-    budget = Budget(cfg.budget, spending)
     stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
     evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
                           cfg.evaluation.timeout_s, cfg.seed,

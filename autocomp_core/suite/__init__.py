@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import tomli_w
 
-from ..accounting import Budget, BudgetReached, Ledger, Spending
+from ..accounting import Budget, BudgetReached, Ledger
 from ..config import ConfigError, apply_override, read_toml, validate
 from ..exports import atomic_write
 from ..progress import Progress
@@ -127,16 +127,17 @@ class SuiteShare:
 
     limiter: anyio.CapacityLimiter  # evaluation slots, shared by every run
     spending: SuiteSpending
+    budget: Budget  # one for the suite, so calls in flight in every run count together
     display: SuiteProgress
     problems: dict[str, str]  # run directory -> problem
 
-    def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Spending, Progress]:
+    def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Budget, Progress]:
         self.spending.ledgers[str(run_dir)] = ledger
         progress = Progress(ledger=ledger, unit=prep.backend.metric_unit,
                             total_iterations=prep.config.search.iterations,
                             budget=prep.config.budget)
         self.display.started(self.problems[str(run_dir)], progress)
-        return self.spending, progress
+        return self.budget, progress
 
 
 @dataclass
@@ -238,7 +239,7 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
     try:
         async with first.executor:  # connected before anything is spent
             slots = evaluation_slots(first.config, first.backend, first.executor)
-            share = SuiteShare(anyio.CapacityLimiter(slots), spending, display,
+            share = SuiteShare(anyio.CapacityLimiter(slots), spending, budget, display,
                                {str(d): p for p, d in dirs.items()})
             at_once = anyio.CapacityLimiter(plan.get("concurrency") or
                                             max(MIN_CONCURRENCY, slots))
