@@ -377,7 +377,8 @@ class Worker:
             calls = self.counter.calls
             out = self.call(inputs)
             snap = self.vet_output(out, before, inputs, state)
-            outputs.append({"trial": k, "out": snap.cpu(), "kernel_calls": self.counter.calls - calls})
+            outputs.append({"trial": k, "out": snap.cpu(), "stride": list(out.stride()),
+                            "kernel_calls": self.counter.calls - calls})
             self.check_guards(f"correctness trial {k}")
         self.save(outputs, "correctness.pt")
 
@@ -447,7 +448,8 @@ class Worker:
                     if r in sample_at:
                         if type(out) is not torch.Tensor:
                             raise Rejected("a timed call returned something other than a plain torch.Tensor")
-                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone()})
+                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone(),
+                                        "stride": list(out.stride())})
                 else:
                     host, dev, out = self.time_one(contenders[who], buffers)
                     ref_host[who].append(host)

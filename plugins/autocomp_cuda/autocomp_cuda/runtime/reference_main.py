@@ -202,7 +202,8 @@ def main(job_path: str) -> int:
                     probe_fail[name] = probe_fail.get(name, False) or fails
         assert out is not None
         meta["reference_s"] = time.perf_counter() - started
-        meta["output"] = {"shape": list(out.shape), "dtype": str(out.dtype).replace("torch.", "")}
+        meta["output"] = {"shape": list(out.shape), "dtype": str(out.dtype).replace("torch.", ""),
+                          "stride": list(out.stride())}
         meta["input_shapes"] = [list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs]
         meta["input_bytes"] = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
         meta["output_bytes"] = out.numel() * out.element_size()
