@@ -146,6 +146,12 @@ def checksums_match(ours: Any, theirs: Any) -> bool:
     return ours == theirs
 
 
+def held_sets(settings: Settings) -> int:
+    """Input sets the reference computes beyond the correctness trials, for the checked timed
+    calls only: the candidate never sees them before it is timed on them."""
+    return settings.timed_samples + 1 if settings.reps > 0 else 0
+
+
 def trial_seeds(seed: int, trials: int) -> list[int]:
     rng = random.Random(seed * 7919 + 17)
     return [rng.getrandbits(31) for _ in range(trials)]
@@ -274,7 +280,7 @@ class Harness:
 
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
-        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag(),
+        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, held_sets(s), spec.atol, spec.rtol, _torch_tag(),
                            REFERENCE_FORMAT, spec.tiny, TINY_BUDGET if self._shrinks(spec) else None])
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -299,7 +305,9 @@ class Harness:
                 job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
                                    "id": spec.id},
                        "shrink": TINY_BUDGET if self._shrinks(spec) else None, "held_copies": HELD_COPIES,
-                       "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
+                       "device": self.settings.device, "init_seed": seed,
+                       "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
+                       "trials": self.settings.trials,
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
                 wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
                 async with self._reference_slots:
@@ -382,7 +390,7 @@ class Harness:
         if spec is not None:
             job.update(problem={"path": str(work / "problem.py"), "id": spec.id,
                                 "overrides": spec.sizes(s.size) if sizes is None else sizes},
-                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
+                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)), trials=trials,
                        in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
                        timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
                                "compile_baseline": s.compile_baseline} if s.reps > 0 else None)
@@ -590,7 +598,8 @@ class Harness:
         bound = self.refusal_bound_ms(spec)
         if bound is not None:
             checks.append(f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused")
-        return {"seeds": {"evaluation": seed, "trials": trial_seeds(seed, s.trials)},
+        seeds = trial_seeds(seed, s.trials + held_sets(s))
+        return {"seeds": {"evaluation": seed, "trials": seeds[:s.trials], "timed_checked": seeds[s.trials:]},
                 "shapes": verdict.shapes, "checks": checks}
 
     def lower_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None) -> float | None:

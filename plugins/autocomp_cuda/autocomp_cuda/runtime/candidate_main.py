@@ -370,7 +370,7 @@ class Worker:
 
     def correctness(self) -> None:
         outputs = []
-        for k, cpu_inputs in enumerate(self.trials):
+        for k, cpu_inputs in enumerate(self.trials[:int(self.job["trials"])]):
             inputs = [common.to_device(x, self.device) for x in cpu_inputs]
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             state = state_checksums(self.model)
@@ -410,13 +410,22 @@ class Worker:
         flush_bytes = flush_bytes or 2 * common.cpu_cache_bytes()
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
         sets = [[common.to_device(x, self.device) for x in trial] for trial in self.trials]
+        # Every timed call gets inputs no earlier call saw, so replaying a cached result gains
+        # nothing: the sampled (checked) calls get the held sets the reference computed beyond
+        # the correctness trials, the others inputs drawn now from fresh seeds. Both come from
+        # the same get_inputs, so the candidate cannot tell which calls are checked.
+        trials = int(self.job["trials"])
+        sets, held = sets[:trials], sets[trials:]
         # One set of input buffers: every timed call reads fresh values at the same addresses.
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
 
-        def load_set(i: int) -> None:
-            for buf, src in zip(buffers, sets[i]):
+        def load(values: list[Any]) -> None:
+            for buf, src in zip(buffers, values):
                 if isinstance(buf, torch.Tensor):
                     buf.copy_(src)
+
+        def load_set(i: int) -> None:
+            load(sets[i])
 
         contenders = {"cand": self.model, "base": self.baseline}
         if self.compiled is not None:
@@ -429,6 +438,9 @@ class Worker:
         sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
         # Always validate the last timed call too: the most likely place for a "skip work later" hack.
         sample_at.add(reps - 1)
+        held_for = {r: trials + j for j, r in enumerate(sorted(sample_at))}  # a trial index the judge knows
+        if len(held_for) > len(held):
+            raise RuntimeError(f"the reference holds {len(held)} timed input sets, {len(held_for)} are needed")
         cand_host, cand_dev, samples, calls_per = [], [], [], []
         ref_host: dict[str, list] = {"base": [], "compiled": []}
         ref_dev: dict[str, list] = {"base": [], "compiled": []}
@@ -436,9 +448,11 @@ class Worker:
         for r in range(reps):
             order = list(contenders)
             rng.shuffle(order)
-            which = rng.randrange(len(sets))
+            which = held_for.get(r)
+            fresh = held[which - trials] if which is not None else common.make_inputs(
+                self.reference, rng.getrandbits(31), self.device)
             for who in order:
-                load_set(which)
+                load(fresh)
                 if who == "cand":
                     before = self.counter.calls
                     host, dev, out = self.time_one(self.model, buffers)
