@@ -32,7 +32,8 @@ def test_eval_json_reports_the_seeds_shapes_and_checks_of_each_program(tmp_path,
         runs[name] = json.loads(out.stdout)
     v = runs["first"]["verification"]
     (seed,) = evaluation_seeds(5, "L1/relu", RELU, 1)
-    assert v["seeds"] == {"evaluation": seed, "trials": trial_seeds(seed, 5)}
+    seeds = trial_seeds(seed, 5 + 4)  # 5 correctness trials, then 3 sampled timed calls and the last
+    assert v["seeds"] == {"evaluation": seed, "trials": seeds[:5], "timed_checked": seeds[5:]}
     assert runs["other"]["verification"]["seeds"] != v["seeds"]  # the inputs follow the program
     assert v["shapes"]["inputs"] == [[16, 96]] and v["shapes"]["output"]["stride"] == [96, 1]
     assert any("strides" in c for c in v["checks"]) and any("timing: 3 calls" in c for c in v["checks"])

@@ -37,6 +37,7 @@ _sleep = time.sleep
 import torch  # noqa: E402
 
 from . import common  # noqa: E402
+from .persisting_l2 import PersistingL2  # noqa: E402
 
 
 class Rejected(Exception):
@@ -216,6 +217,7 @@ class Worker:
         self.device = torch.device(job["device"])
         self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup", "phase_s": {}}
         self.counter = KernelCounter(job.get("prebuilt") or "")
+        self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.phase_started = _perf()
 
     # -- bookkeeping
@@ -248,6 +250,13 @@ class Worker:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def check_carve_out(self, when: str) -> None:
+        """A persisting-L2 carve-out left after a call keeps inputs cached across timed calls."""
+        carved = self.persisting_l2.limit_bytes() if self.persisting_l2 is not None else None
+        if carved:
+            raise Rejected(f"{when}: a persisting-L2 carve-out of {carved} bytes was left set "
+                           "(cached lines survive the harness's cache flush between timed calls)")
+
     def check_guards(self, when: str) -> None:
         changed = diff(self.functions, snapshot_functions())
         if changed:
@@ -261,6 +270,10 @@ class Worker:
         self.result["info"] = common.device_info(self.device)
         if self.job["mode"] == "build":
             return
+        if self.device.type == "cuda":
+            torch.cuda.init()  # loads the CUDA runtime, so its library can be found
+            self.persisting_l2 = PersistingL2()
+            self.result["info"]["persisting_l2_checked"] = self.persisting_l2.available
         problem = self.job["problem"]
         self.reference = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
         init = torch.load(self.work / "init.pt", weights_only=False)  # written by our reference worker
@@ -377,6 +390,7 @@ class Worker:
             calls = self.counter.calls
             out = self.call(inputs)
             snap = self.vet_output(out, before, inputs, state)
+            self.check_carve_out(f"correctness trial {k}")
             outputs.append({"trial": k, "out": snap.cpu(), "stride": list(out.stride()),
                             "kernel_calls": self.counter.calls - calls})
             self.check_guards(f"correctness trial {k}")
@@ -457,6 +471,7 @@ class Worker:
                     before = self.counter.calls
                     host, dev, out = self.time_one(self.model, buffers)
                     calls_per.append(self.counter.calls - before)
+                    self.check_carve_out(f"timed call {r + 1}")
                     cand_host.append(host)
                     cand_dev.append(dev)
                     if r in sample_at:
