@@ -9,10 +9,12 @@ import subprocess
 import sys
 
 import pytest
-from autocomp_core import evaluation_seeds
-from autocomp_core.backend import EvalContext
+from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
+from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core.journal import evaluate_guarded
 
 from autocomp_cuda.adversarial import ROOT as ADV
+from autocomp_cuda.backend import CudaBackend
 from autocomp_cuda.harness import trial_seeds
 
 RELU = (ADV / "honest" / "triton_relu.py").read_text()
@@ -55,3 +57,15 @@ async def test_the_backend_declares_the_bound_its_harness_refuses_below(make_bac
     bound = backend.metric_lower_bound(problem)
     assert bound == pytest.approx(moved / 1e-6 / 1e9 * 1e3 * backend.settings.roofline_slack) and bound > flops_only
     assert f"{bound:.4g} ms" in result.feedback
+
+
+@pytest.mark.asyncio
+async def test_the_engine_refuses_a_cuda_result_below_the_bound(make_backend, monkeypatch):
+    """Whatever fooled the harness (here: no device peaks, so it has no bound of its own), a
+    time below the declared bound never reaches selection."""
+    backend = make_backend("cpu", reps=3)
+    problem = backend.load_problem("L1/relu")
+    monkeypatch.setattr(CudaBackend, "metric_lower_bound", lambda self, p: 1e6)
+    result = await evaluate_guarded(backend, problem, RELU, EvalContext())
+    assert result.status == IMPOSSIBLE_RESULT and result.failure is FailureKind.REJECTED
+    assert result.extra["lower_bound"] == 1e6 and result.verification["seeds"]
