@@ -463,8 +463,10 @@ class Worker:
             order = list(contenders)
             rng.shuffle(order)
             which = held_for.get(r)
-            fresh = held[which - trials] if which is not None else common.make_inputs(
-                self.reference, rng.getrandbits(31), self.device)
+            # A checked call's set is a copy, as a fresh set is a new allocation: the memory
+            # held during either call is the same, so allocator statistics tell them not apart.
+            fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in held[which - trials]] \
+                if which is not None else common.make_inputs(self.reference, rng.getrandbits(31), self.device)
             for who in order:
                 load(fresh)
                 if who == "cand":
