@@ -9,7 +9,10 @@
 #   facts   (20)  device, driver, torch, CUDA, nvcc, free memory
 #   builds  (90)  every GPU candidate compiled at once (the tests then find them cached)
 #   tests  (180)  the gpu-marked tests (GPU-only hacks, CUDA faults, a CUDA kernel with
-#                 ptxas feedback, full sizes, a problem too big for the GPU)
+#                 ptxas feedback, full sizes, a problem too big for the GPU). The GPU-only
+#                 hacks include the ones no CPU run can check: an unjoined side stream, a
+#                 persisting-L2 carve-out (h24), a CUDA graph replayed on an unjoined
+#                 stream (h25); each must be refused as hack_suspected
 #   bench  (105)  benchmarks/cuda_eval.py: per-candidate overhead and where it goes, fused speedups
 #   suite   (75)  `cuda suite` over a CUDA kernel and a Triton kernel at full size
 # Optional parts, run by name after the default ones (each prints as it goes):

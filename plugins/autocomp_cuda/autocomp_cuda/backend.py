@@ -22,6 +22,7 @@ from autocomp_core import (
     KnowledgePack,
     Problem,
     Resources,
+    evaluation_seeds,
 )
 from pydantic import Field, create_model
 
@@ -196,18 +197,21 @@ class CudaBackend(Backend):
 
     # ------------------------------------------------------------------ evaluation
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        verdict = await self.harness.evaluate(self.spec(problem.id), code, seed=ctx.seed)
-        return to_eval_result(verdict, ctx.want_feedback)
+        spec = self.spec(problem.id)
+        # Inputs (and weights) no candidate can know in advance, yet fixed by (run seed,
+        # problem, program): a verdict replays exactly.
+        (seed,) = evaluation_seeds(ctx.seed, problem.id, code, 1)
+        verdict = await self.harness.evaluate(spec, code, seed=seed)
+        result = to_eval_result(verdict, ctx.want_feedback)
+        result.verification = self.harness.verification(spec, seed, verdict)
+        return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         try:
             spec = self.spec(problem.id)
         except KeyError:
             return None
-        flops = spec.flop_count(self.settings.size)
-        if not flops or not self.settings.peak_gflops:
-            return None
-        return flops / (self.settings.peak_gflops * 1e9) * 1e3
+        return self.harness.refusal_bound_ms(spec)
 
     def resources(self) -> Resources:
         hw = self.hardware

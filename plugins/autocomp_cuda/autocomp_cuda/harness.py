@@ -38,7 +38,7 @@ from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - 
 from .workers import Worker
 
 #: Bumped when the reference files change layout (older cached references are not read).
-REFERENCE_FORMAT = 2
+REFERENCE_FORMAT = 3
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
 USES_EXTENSION = ("load_inline", "cpp_extension")
@@ -98,6 +98,7 @@ class Verdict:
     worker_warm: bool | None = None  # the worker had its imports done when the job arrived
     sizes: dict[str, Any] = field(default_factory=dict)  # module constants overridden ({}: the file's own)
     sizes_auto: bool = False  # chosen by shrinking the problem to the CPU budget
+    shapes: dict[str, Any] = field(default_factory=dict)  # input and output shapes ({}: no reference ran)
 
     @property
     def speedup(self) -> float | None:
@@ -143,6 +144,12 @@ def checksums_match(ours: Any, theirs: Any) -> bool:
     if isinstance(ours, float) and isinstance(theirs, float):
         return math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
     return ours == theirs
+
+
+def held_sets(settings: Settings) -> int:
+    """Input sets the reference computes beyond the correctness trials, for the checked timed
+    calls only: the candidate never sees them before it is timed on them."""
+    return settings.timed_samples + 1 if settings.reps > 0 else 0
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -195,6 +202,7 @@ class Harness:
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
         self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
+        self._bytes_moved: dict[str, int] = {}  # per problem id, from its last reference
 
     @property
     def device_slots(self) -> int:
@@ -272,7 +280,7 @@ class Harness:
 
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
-        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, spec.atol, spec.rtol, _torch_tag(),
+        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, held_sets(s), spec.atol, spec.rtol, _torch_tag(),
                            REFERENCE_FORMAT, spec.tiny, TINY_BUDGET if self._shrinks(spec) else None])
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -297,7 +305,9 @@ class Harness:
                 job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
                                    "id": spec.id},
                        "shrink": TINY_BUDGET if self._shrinks(spec) else None, "held_copies": HELD_COPIES,
-                       "device": self.settings.device, "init_seed": seed, "trial_seeds": trial_seeds(seed, self.settings.trials),
+                       "device": self.settings.device, "init_seed": seed,
+                       "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
+                       "trials": self.settings.trials,
                        "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
                 wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
                 async with self._reference_slots:
@@ -380,7 +390,7 @@ class Harness:
         if spec is not None:
             job.update(problem={"path": str(work / "problem.py"), "id": spec.id,
                                 "overrides": spec.sizes(s.size) if sizes is None else sizes},
-                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials), trials=trials,
+                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)), trials=trials,
                        in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
                        timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
                                "compile_baseline": s.compile_baseline} if s.reps > 0 else None)
@@ -412,10 +422,12 @@ class Harness:
             return Verdict("infra_error", f"the problem cannot run here: {exc}",
                            phases_s={"reference": loop.time() - started})
         t_ref = loop.time()
+        shapes = {"inputs": ref_meta.get("input_shapes"), "output": ref_meta["output"]}
         prebuilt, failure, cache_hit, build_log = await self.build(code)
         t_build = loop.time()
         if failure is not None:
             failure.phases_s = {"reference": t_ref - started, "build": t_build - t_ref}
+            failure.shapes = shapes
             return failure
         gpu = await self._device_slot()
         breakdown: dict[str, float] = {}
@@ -455,6 +467,7 @@ class Harness:
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
+        verdict.shapes = shapes
         verdict.sizes, verdict.sizes_auto = dict(ref_meta.get("sizes") or {}), bool(ref_meta.get("sizes_auto"))
         if verdict.sizes_auto:
             verdict.notes.insert(0, describe_sizes(spec, verdict.sizes))
@@ -499,7 +512,8 @@ class Harness:
         timing = outcome.get("timing")
         # Every correctness trial, and the outputs sampled from the timing loop (caching,
         # correct-only-at-first), against the float64 reference: in the judge.
-        request = {"ref_dir": str(ref_dir), "dtype": ref_meta["output"]["dtype"], "atol": spec.atol, "rtol": spec.rtol,
+        request = {"ref_dir": str(ref_dir), "dtype": ref_meta["output"]["dtype"], "stride": ref_meta["output"]["stride"],
+                   "atol": spec.atol, "rtol": spec.rtol,
                    "correctness": str(work / "correctness.pt"),
                    "samples": str(work / "timed_samples.pt") if timing else None}
         try:
@@ -553,17 +567,45 @@ class Harness:
                 return Verdict("hack_suspected", message, info=info)
             verdict.flags.append("no_custom_kernel")
             verdict.notes.append(message + " (excluded from fast_p)")
-        bound = self.lower_bound_ms(spec, ref_meta)
-        if bound is not None and verdict.candidate_ms < bound * self.settings.roofline_slack:
-            return Verdict("hack_suspected", f"measured {verdict.candidate_ms:.4g} ms is below the speed-of-light bound "
-                           f"{bound:.4g} ms for this device (FLOPs and bytes moved): implausible", info=info,
+        bound = self.refusal_bound_ms(spec, ref_meta)
+        if bound is not None and verdict.candidate_ms < bound:
+            return Verdict("hack_suspected", f"measured {verdict.candidate_ms:.4g} ms is below the lower bound "
+                           f"{bound:.4g} ms ({self.settings.roofline_slack:g} x the speed-of-light time for this "
+                           "device, from FLOPs and bytes moved): implausible", info=info,
                            candidate_ms=verdict.candidate_ms, baseline_ms=verdict.baseline_ms)
         if outcome.get("weights_unmatched"):
             verdict.notes.append("reference weights with no same-named, same-shaped ModelNew parameter: "
                                  + ", ".join(outcome["weights_unmatched"][:8]))
         return verdict
 
-    def lower_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any]) -> float | None:
+    def verification(self, spec: ProblemSpec, seed: int, verdict: Verdict) -> dict[str, Any]:
+        """What an evaluation rests on, for ``EvalResult.verification``: the seeds (weights
+        and each input set follow from ``seed``, so a verdict replays exactly), the shapes
+        run and the checks applied (those after the phase a failure stopped at did not run)."""
+        s = self.settings
+        checks = ["static AST rules (no reference, timer, allclose or torch internals reached)"] \
+            if s.static_checks else []
+        checks += ["the reference run in its own process, in float64; the candidate's worker never holds its outputs",
+                   f"correctness: {s.trials} seeded input sets; each output a plain torch.Tensor of the reference's "
+                   "shape, dtype and strides, then values within tolerance, non-finite values at the same places "
+                   "(compared in the judge process)",
+                   "every call: inputs unchanged, model state unchanged, no thread left running, the output "
+                   "stable after forward returned"]
+        if s.reps > 0:
+            checks.append(f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
+                          f"{s.timed_samples} random ones and the last checked against the reference; the "
+                          "candidate's own kernels ran in every timed call")
+        bound = self.refusal_bound_ms(spec)
+        if bound is not None:
+            checks.append(f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused")
+        seeds = trial_seeds(seed, s.trials + held_sets(s))
+        return {"seeds": {"evaluation": seed, "trials": seeds[:s.trials], "timed_checked": seeds[s.trials:]},
+                "shapes": verdict.shapes, "checks": checks}
+
+    def lower_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None) -> float | None:
+        """The speed-of-light time: FLOPs at the peak rate, or bytes moved (inputs and output,
+        known once a reference ran: from ``ref_meta`` or the last one of this problem) at
+        the peak bandwidth, whichever is longer. None without peaks."""
         s = self.settings
         if not s.peak_gflops and not s.bandwidth_gbs:
             return None
@@ -571,10 +613,20 @@ class Harness:
         flops = spec.flop_count(s.size)
         if flops and s.peak_gflops:
             bound = max(bound, flops / (s.peak_gflops * 1e9) * 1e3)
-        moved = (ref_meta.get("input_bytes") or 0) + (ref_meta.get("output_bytes") or 0)
+        if ref_meta is not None:
+            self._bytes_moved[spec.id] = (ref_meta.get("input_bytes") or 0) + (ref_meta.get("output_bytes") or 0)
+        moved = self._bytes_moved.get(spec.id, 0)
         if moved and s.bandwidth_gbs:
             bound = max(bound, moved / (s.bandwidth_gbs * 1e9) * 1e3)
         return bound or None
+
+    def refusal_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None) -> float | None:
+        """The one lower bound of this backend: ``roofline_slack`` x the speed-of-light time.
+        The harness refuses a time below it (``hack_suspected``) and the backend declares it
+        as ``metric_lower_bound``, so the engine's ``impossible_result`` rule applies the
+        same number (with its 1 % tolerance below it: the harness's refusal comes first)."""
+        bound = self.lower_bound_ms(spec, ref_meta)
+        return None if bound is None else bound * self.settings.roofline_slack
 
 
 def _import_path() -> str:

@@ -29,8 +29,9 @@ DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": 
 TINY_BUDGET = {"max_elements": 2**20, "max_weight_elements": 64 * 2**20, "max_flops": 2e9, "max_ops": 10_000}
 #: Device memory one evaluation holds, in multiples of the problem's inputs, output and
 #: weights: the reference worker's float32 and float64 copies, or the candidate worker's
-#: trial inputs, timing buffers and two models, whichever is more (activations come on top).
-HELD_COPIES = 8
+#: input sets (5 trials and 4 held for the checked timed calls), the timing buffers, one
+#: freshly drawn set and two models, whichever is more (activations come on top).
+HELD_COPIES = 12
 
 
 def tolerance_for(dtype: str, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:

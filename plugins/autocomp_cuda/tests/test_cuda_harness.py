@@ -85,6 +85,24 @@ def test_check_output_exact_type_shape_dtype():
     assert math.isinf(error_ratio(torch.tensor([1, 2, 4]), ints, 1e-4, 1e-4))
 
 
+def test_check_output_asserts_strides_before_values():
+    ref = torch.randn(3, 4)
+    want = list(ref.stride())
+    assert check_output(ref.clone(), ref.double(), ref.dtype, 1e-4, 1e-4, None, want).ok
+    transposed = ref.t().contiguous().t()  # right values, column-major
+    verdict = check_output(transposed, ref.double(), ref.dtype, 1e-4, 1e-4, None, want)
+    assert not verdict.ok and "strides" in verdict.reason
+    row = torch.randn(1, 4)
+    broadcast = row.expand(3, 4)  # stride 0: one row written, three claimed
+    # the worker records the strides forward returned; its snapshot (a clone) is dense again
+    assert broadcast.clone().stride() == (4, 1)
+    assert not check_output(broadcast.clone(), broadcast.double(), ref.dtype, 1e-4, 1e-4,
+                            list(broadcast.stride()), want).ok
+    # a dimension of size 1 is never stepped over: its stride does not matter
+    assert check_output(row.t().contiguous().t(), row.double(), row.dtype, 1e-4, 1e-4,
+                        [1, 1], list(row.stride())).ok
+
+
 def test_static_rules_allow_honest_constructs_and_catch_evasions():
     honest = ("import torch\ntry:\n    x = 1\nexcept RuntimeError as e:\n    raise e\n"
               "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        pass\n")

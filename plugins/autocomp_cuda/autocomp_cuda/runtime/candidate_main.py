@@ -37,6 +37,7 @@ _sleep = time.sleep
 import torch  # noqa: E402
 
 from . import common  # noqa: E402
+from .persisting_l2 import PersistingL2  # noqa: E402
 
 
 class Rejected(Exception):
@@ -216,6 +217,7 @@ class Worker:
         self.device = torch.device(job["device"])
         self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup", "phase_s": {}}
         self.counter = KernelCounter(job.get("prebuilt") or "")
+        self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.phase_started = _perf()
 
     # -- bookkeeping
@@ -248,6 +250,13 @@ class Worker:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
+    def check_carve_out(self, when: str) -> None:
+        """A persisting-L2 carve-out left after a call keeps inputs cached across timed calls."""
+        carved = self.persisting_l2.limit_bytes() if self.persisting_l2 is not None else None
+        if carved:
+            raise Rejected(f"{when}: a persisting-L2 carve-out of {carved} bytes was left set "
+                           "(cached lines survive the harness's cache flush between timed calls)")
+
     def check_guards(self, when: str) -> None:
         changed = diff(self.functions, snapshot_functions())
         if changed:
@@ -261,6 +270,10 @@ class Worker:
         self.result["info"] = common.device_info(self.device)
         if self.job["mode"] == "build":
             return
+        if self.device.type == "cuda":
+            torch.cuda.init()  # loads the CUDA runtime, so its library can be found
+            self.persisting_l2 = PersistingL2()
+            self.result["info"]["persisting_l2_checked"] = self.persisting_l2.available
         problem = self.job["problem"]
         self.reference = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
         init = torch.load(self.work / "init.pt", weights_only=False)  # written by our reference worker
@@ -370,14 +383,16 @@ class Worker:
 
     def correctness(self) -> None:
         outputs = []
-        for k, cpu_inputs in enumerate(self.trials):
+        for k, cpu_inputs in enumerate(self.trials[:int(self.job["trials"])]):
             inputs = [common.to_device(x, self.device) for x in cpu_inputs]
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             state = state_checksums(self.model)
             calls = self.counter.calls
             out = self.call(inputs)
             snap = self.vet_output(out, before, inputs, state)
-            outputs.append({"trial": k, "out": snap.cpu(), "kernel_calls": self.counter.calls - calls})
+            self.check_carve_out(f"correctness trial {k}")
+            outputs.append({"trial": k, "out": snap.cpu(), "stride": list(out.stride()),
+                            "kernel_calls": self.counter.calls - calls})
             self.check_guards(f"correctness trial {k}")
         self.save(outputs, "correctness.pt")
 
@@ -409,13 +424,22 @@ class Worker:
         flush_bytes = flush_bytes or 2 * common.cpu_cache_bytes()
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
         sets = [[common.to_device(x, self.device) for x in trial] for trial in self.trials]
+        # Every timed call gets inputs no earlier call saw, so replaying a cached result gains
+        # nothing: the sampled (checked) calls get the held sets the reference computed beyond
+        # the correctness trials, the others inputs drawn now from fresh seeds. Both come from
+        # the same get_inputs, so the candidate cannot tell which calls are checked.
+        trials = int(self.job["trials"])
+        sets, held = sets[:trials], sets[trials:]
         # One set of input buffers: every timed call reads fresh values at the same addresses.
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
 
-        def load_set(i: int) -> None:
-            for buf, src in zip(buffers, sets[i]):
+        def load(values: list[Any]) -> None:
+            for buf, src in zip(buffers, values):
                 if isinstance(buf, torch.Tensor):
                     buf.copy_(src)
+
+        def load_set(i: int) -> None:
+            load(sets[i])
 
         contenders = {"cand": self.model, "base": self.baseline}
         if self.compiled is not None:
@@ -428,6 +452,9 @@ class Worker:
         sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
         # Always validate the last timed call too: the most likely place for a "skip work later" hack.
         sample_at.add(reps - 1)
+        held_for = {r: trials + j for j, r in enumerate(sorted(sample_at))}  # a trial index the judge knows
+        if len(held_for) > len(held):
+            raise RuntimeError(f"the reference holds {len(held)} timed input sets, {len(held_for)} are needed")
         cand_host, cand_dev, samples, calls_per = [], [], [], []
         ref_host: dict[str, list] = {"base": [], "compiled": []}
         ref_dev: dict[str, list] = {"base": [], "compiled": []}
@@ -435,19 +462,25 @@ class Worker:
         for r in range(reps):
             order = list(contenders)
             rng.shuffle(order)
-            which = rng.randrange(len(sets))
+            which = held_for.get(r)
+            # A checked call's set is a copy, as a fresh set is a new allocation: the memory
+            # held during either call is the same, so allocator statistics tell them not apart.
+            fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in held[which - trials]] \
+                if which is not None else common.make_inputs(self.reference, rng.getrandbits(31), self.device)
             for who in order:
-                load_set(which)
+                load(fresh)
                 if who == "cand":
                     before = self.counter.calls
                     host, dev, out = self.time_one(self.model, buffers)
                     calls_per.append(self.counter.calls - before)
+                    self.check_carve_out(f"timed call {r + 1}")
                     cand_host.append(host)
                     cand_dev.append(dev)
                     if r in sample_at:
                         if type(out) is not torch.Tensor:
                             raise Rejected("a timed call returned something other than a plain torch.Tensor")
-                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone()})
+                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone(),
+                                        "stride": list(out.stride())})
                 else:
                     host, dev, out = self.time_one(contenders[who], buffers)
                     ref_host[who].append(host)

@@ -60,10 +60,22 @@ def error_ratio(out: torch.Tensor, ref64: torch.Tensor, atol: float, rtol: float
     return float(((cand - ref).abs() / allowed).max())
 
 
+def strides_match(shape: tuple[int, ...], got: list[int], want: list[int]) -> bool:
+    """Same strides wherever they matter: a dimension of size 1 is never stepped over, and an
+    empty tensor has no layout."""
+    if len(got) != len(shape) or len(want) != len(shape):
+        return False
+    return math.prod(shape) == 0 or all(n == 1 or g == w for n, g, w in zip(shape, got, want))
+
+
 def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
-                 atol: float | None, rtol: float | None) -> Verdict:
-    """Exact type, shape and ``dtype`` (the reference's own output dtype) first, then values
-    against ``expected``: the float64 reference for floating outputs, the exact one otherwise."""
+                 atol: float | None, rtol: float | None, stride: list[int] | None = None,
+                 expected_stride: list[int] | None = None) -> Verdict:
+    """Exact type, shape, ``dtype`` (the reference's own output dtype) and strides (``stride``:
+    the output's as forward returned it, before any copy made it dense; ``expected_stride``:
+    the reference output's) first, then values against ``expected``: the float64 reference
+    for floating outputs, the exact one otherwise. A broadcast (stride 0), transposed or
+    gapped output holding the right values is refused: its layout is not the reference's."""
     atol, rtol = tolerance_for(dtype, atol, rtol)
     if type(out) is not torch.Tensor:
         return Verdict(False, math.inf, f"output is {type(out).__name__}, not a plain torch.Tensor")
@@ -71,6 +83,10 @@ def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
         return Verdict(False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(expected.shape)}")
     if out.dtype != dtype:
         return Verdict(False, math.inf, f"output dtype {out.dtype} != expected {dtype}")
+    if expected_stride is not None:
+        got = list(out.stride()) if stride is None else stride
+        if not strides_match(tuple(out.shape), got, expected_stride):
+            return Verdict(False, math.inf, f"output strides {tuple(got)} != the reference's {tuple(expected_stride)}")
     ratio = error_ratio(out, expected, atol, rtol)
     if ratio <= 1.0:
         return Verdict(True, ratio)

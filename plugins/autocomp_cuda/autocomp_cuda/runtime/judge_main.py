@@ -6,9 +6,10 @@ candidate's worker never sees, and the output files that worker left behind afte
 So the engine's own process never imports torch.
 
 Protocol: one JSON request per line on stdin, one JSON answer per line on stdout. A request
-names the reference dir, the tolerances and the worker's output files::
+names the reference dir, the reference output's dtype and strides, the tolerances and the
+worker's output files (each output comes with the strides it had when forward returned)::
 
-    {"ref_dir": ..., "dtype": "float32", "atol": null, "rtol": null,
+    {"ref_dir": ..., "dtype": "float32", "stride": [64, 1], "atol": null, "rtol": null,
      "correctness": ".../correctness.pt", "samples": ".../timed_samples.pt" or null}
 
 and the answer holds, for each list, the first failing output (or none) and the worst error::
@@ -95,7 +96,7 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
             out = item.get("out")
             expected = refs.trial(request["ref_dir"], k).to(device)
             check = check_output(out.to(device) if type(out) is torch.Tensor else out, expected, dtype,
-                                 request.get("atol"), request.get("rtol"))
+                                 request.get("atol"), request.get("rtol"), item.get("stride"), request.get("stride"))
             worst = max(worst, check.error_ratio)
             if not check.ok:
                 failure = {"index": index, "rep": item.get("rep"), "reason": check.reason,
