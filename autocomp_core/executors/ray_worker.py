@@ -9,6 +9,8 @@ worker process; they are closed when the process exits.
 """
 from __future__ import annotations
 
+# Ray calls the task on a thread of its own and the loop must outlive every task (it holds
+# the opened backends); a future that the Ray thread can cancel is asyncio's, not anyio's
 import asyncio
 import atexit
 import json
