@@ -6,6 +6,7 @@ through MAX_JOBS) are sized to it, so N workers never start N x cores busy threa
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,10 @@ def shared_cache_dir(tmp_path_factory):
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the run's base directory, above each worker's own
+
     def directory(name: str) -> Path:
         path = root / f"shared-{name}"
         path.mkdir(exist_ok=True)
         return path
+
     return directory

@@ -3,6 +3,7 @@
 Everything a plugin needs is importable from here: the backend contract, the sandbox,
 the hook marker, the run configuration, the errors and the pieces of a static screen.
 """
+
 from .backend import (
     Backend,
     BackendOptions,
@@ -34,17 +35,49 @@ from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 __version__ = "0.1.0"
 
 __all__ = [
-    "IMPOSSIBLE_RESULT", "Backend", "BackendOptions", "Capability", "ConfigError", "DoctorCheck", "EvalContext",
-    "EvalResult", "Example", "FailureKind", "Finding", "HardwareConfig", "KnowledgePack",
-    "Problem", "Resources", "RunConfig", "RunError", "RunSummary", "SandboxError",
-    "SandboxLimits", "SandboxResult", "attribute_root", "below_lower_bound", "bound_text", "evaluation_seeds", "hookimpl",
-    "make_backend", "optimize", "optimize_async", "parse_assignments", "private_workdir",
-    "remove_tree", "run_sandboxed",
+    "IMPOSSIBLE_RESULT",
+    "Backend",
+    "BackendOptions",
+    "Capability",
+    "ConfigError",
+    "DoctorCheck",
+    "EvalContext",
+    "EvalResult",
+    "Example",
+    "FailureKind",
+    "Finding",
+    "HardwareConfig",
+    "KnowledgePack",
+    "Problem",
+    "Resources",
+    "RunConfig",
+    "RunError",
+    "RunSummary",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxResult",
+    "attribute_root",
+    "below_lower_bound",
+    "bound_text",
+    "evaluation_seeds",
+    "hookimpl",
+    "make_backend",
+    "optimize",
+    "optimize_async",
+    "parse_assignments",
+    "private_workdir",
+    "remove_tree",
+    "run_sandboxed",
 ]
 
 #: names whose modules pull in the engine and the LLM stack: imported on first use
-_LAZY = {"optimize": "api", "optimize_async": "api", "RunSummary": "runner",
-         "make_backend": "runner", "RunError": "search"}
+_LAZY = {
+    "optimize": "api",
+    "optimize_async": "api",
+    "RunSummary": "runner",
+    "make_backend": "runner",
+    "RunError": "search",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -9,6 +9,7 @@ are never exceeded; ``budget.usd``, ``budget.tokens`` and ``budget.wall_s`` stop
 once reached, and the calls and evaluations already under way then finish and are
 journaled (at most ``llm.max_concurrency`` calls and the evaluation slots).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,8 +57,12 @@ class Ledger:
         the prompts or the answers' texts), so totals and budgets span the whole run."""
         ledger = cls(prior_wall_s=store.get_meta("wall_s", 0.0))
         for call in store.llm_usage():
-            ledger.add_llm(call["phase"], call["model"], LLMResponse.from_dict(call["response"]),
-                           replayed=False)
+            ledger.add_llm(
+                call["phase"],
+                call["model"],
+                LLMResponse.from_dict(call["response"]),
+                replayed=False,
+            )
         ledger.evaluations = store.count("evaluations")
         return ledger
 
@@ -85,13 +90,20 @@ class Ledger:
         usage = self.llm.to_dict()
         total = usage["total"]
         return {
-            "llm_calls": total["calls"], "llm_failures": total["failures"],
-            "llm_replayed": self.llm_replayed, "tokens": self.tokens,
-            "input_tokens": total["input_tokens"], "output_tokens": total["output_tokens"],
-            "cached_tokens": total["cached_tokens"], "cost_usd": total["cost_usd"],
-            "llm_by_phase": usage["by_phase"], "llm_by_model": usage["by_model"],
-            "evaluations": self.evaluations, "evaluations_cached": self.evaluations_cached,
-            "evaluation_s": round(self.eval_seconds, 3), "wall_s": round(self.wall_s, 3),
+            "llm_calls": total["calls"],
+            "llm_failures": total["failures"],
+            "llm_replayed": self.llm_replayed,
+            "tokens": self.tokens,
+            "input_tokens": total["input_tokens"],
+            "output_tokens": total["output_tokens"],
+            "cached_tokens": total["cached_tokens"],
+            "cost_usd": total["cost_usd"],
+            "llm_by_phase": usage["by_phase"],
+            "llm_by_model": usage["by_model"],
+            "evaluations": self.evaluations,
+            "evaluations_cached": self.evaluations_cached,
+            "evaluation_s": round(self.eval_seconds, 3),
+            "wall_s": round(self.wall_s, 3),
         }
 
 
@@ -144,6 +156,9 @@ class Budget:
             self.llm_in_flight -= 1
 
     def check_evaluation(self) -> None:
-        if self.config.evaluations is not None and self.ledger.evaluations >= self.config.evaluations:
+        if (
+            self.config.evaluations is not None
+            and self.ledger.evaluations >= self.config.evaluations
+        ):
             raise BudgetReached("budget.evaluations")
         self.check_wall()

@@ -2,6 +2,7 @@
 
 ``config`` is a ``RunConfig``, a dict shaped like the TOML file, or a path to one.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,11 +24,17 @@ def _coerce(config: RunConfig | dict[str, Any] | str | Path) -> RunConfig | dict
     return load_config(config) if isinstance(config, (str, Path)) else config
 
 
-async def optimize_async(config: RunConfig | dict[str, Any] | str | Path,
-                         run_dir: str | Path | None = None, progress: bool = False) -> RunSummary:
+async def optimize_async(
+    config: RunConfig | dict[str, Any] | str | Path,
+    run_dir: str | Path | None = None,
+    progress: bool = False,
+) -> RunSummary:
     return await _optimize_async(_coerce(config), run_dir, progress)
 
 
-def optimize(config: RunConfig | dict[str, Any] | str | Path, run_dir: str | Path | None = None,
-             progress: bool = False) -> RunSummary:
+def optimize(
+    config: RunConfig | dict[str, Any] | str | Path,
+    run_dir: str | Path | None = None,
+    progress: bool = False,
+) -> RunSummary:
     return _optimize(_coerce(config), run_dir, progress)

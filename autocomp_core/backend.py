@@ -17,6 +17,7 @@ The engine's side of the contract, in the order of a run:
    allows. A failed candidate is a failed ``EvalResult``; an exception means the
    evaluator itself broke and becomes an ``INFRA_ERROR`` result (see ``evaluate``).
 """
+
 from __future__ import annotations
 
 import abc
@@ -276,16 +277,23 @@ class Backend(abc.ABC):
     options_type: ClassVar[type[BackendOptions]] = BackendOptions
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
 
-    def __init__(self, hardware: HardwareConfig | Mapping[str, Any] | None = None,
-                 options: BackendOptions | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        hardware: HardwareConfig | Mapping[str, Any] | None = None,
+        options: BackendOptions | Mapping[str, Any] | None = None,
+    ) -> None:
         """Validate the hardware config and options (pydantic ``ValidationError`` when bad).
         Override to derive settings from them; acquire nothing here (see ``__aenter__``)."""
         self.hardware: HardwareConfig = (
-            hardware if isinstance(hardware, self.hardware_config_type)
-            else self.hardware_config_type.model_validate(dict(hardware or {})))
+            hardware
+            if isinstance(hardware, self.hardware_config_type)
+            else self.hardware_config_type.model_validate(dict(hardware or {}))
+        )
         self.options: BackendOptions = (
-            options if isinstance(options, self.options_type)
-            else self.options_type.model_validate(dict(options or {})))
+            options
+            if isinstance(options, self.options_type)
+            else self.options_type.model_validate(dict(options or {}))
+        )
 
     @property
     def version(self) -> str:

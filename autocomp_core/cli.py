@@ -4,6 +4,7 @@ Exit status: 0 success, 1 failure, 2 bad input (one line naming what is wrong, p
 before anything is spent). An exception that is not an ``AutocompError`` is a bug: one
 line saying so, and its traceback under ``-v``.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,16 +56,20 @@ class Group(click.Group):
         except AutocompError as exc:
             fail(str(exc), 1)
         except KeyboardInterrupt:
-            click.echo("\ninterrupted: the run is saved; continue with `autocomp-core resume`",
-                       err=True)
+            click.echo(
+                "\ninterrupted: the run is saved; continue with `autocomp-core resume`", err=True
+            )
             sys.exit(130)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
             if ctx.params.get("verbose"):
                 raise
-            fail(f"internal error (a bug): {type(exc).__name__}: {exc} (run with -v for the "
-                 "traceback)", 1)
+            fail(
+                f"internal error (a bug): {type(exc).__name__}: {exc} (run with -v for the "
+                "traceback)",
+                1,
+            )
 
 
 @click.group(cls=Group)
@@ -79,11 +84,20 @@ def cli(log_json: bool, verbose: bool) -> None:
 def _flags(**values: Any) -> dict[str, Any]:
     """Map command-line flags onto the config's nested shape (None = not given)."""
     out: dict[str, Any] = {}
-    paths = {"backend": "backend", "problem": "problem", "seed": "seed", "run_dir": "run_dir",
-             "iterations": "search.iterations", "beam_size": "search.beam_size",
-             "plans": "search.plans_per_candidate", "codes": "search.codes_per_plan",
-             "budget_usd": "budget.usd", "models": "models.plan", "code_models": "models.code",
-             "executor": "executor.kind"}
+    paths = {
+        "backend": "backend",
+        "problem": "problem",
+        "seed": "seed",
+        "run_dir": "run_dir",
+        "iterations": "search.iterations",
+        "beam_size": "search.beam_size",
+        "plans": "search.plans_per_candidate",
+        "codes": "search.codes_per_plan",
+        "budget_usd": "budget.usd",
+        "models": "models.plan",
+        "code_models": "models.code",
+        "executor": "executor.kind",
+    }
     for name, value in values.items():
         if value is None or value == ():
             continue
@@ -114,8 +128,10 @@ def search_options(command: Any) -> Any:
 
 
 EXECUTOR_OPTION = click.option(
-    "--executor", help="Where evaluations run: local (default) or ray (see [executor] for the "
-                       "cluster's address).")
+    "--executor",
+    help="Where evaluations run: local (default) or ray (see [executor] for the "
+    "cluster's address).",
+)
 
 
 @cli.command()
@@ -126,12 +142,18 @@ EXECUTOR_OPTION = click.option(
 @click.option("--budget-usd", type=float)
 @click.option("--run-dir", type=click.Path(file_okay=False))
 @EXECUTOR_OPTION
-@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Override any config key (repeatable).")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="SECTION.KEY=VALUE",
+    help="Override any config key (repeatable).",
+)
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def optimize(config_file: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool,
-             **flags: Any) -> None:
+def optimize(
+    config_file: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, **flags: Any
+) -> None:
     """Run a beam search. Config: CONFIG_FILE, then flags, then --set overrides."""
     from .runner import optimize as run
 
@@ -146,35 +168,65 @@ def _print_summary(summary: Any, as_json: bool) -> None:
         return
     d = summary.data
     speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
-    click.echo(f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
-               f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
-               f"sandbox isolation: {d.get('isolation')}")
+    click.echo(
+        f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
+        f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
+        f"sandbox isolation: {d.get('isolation')}"
+    )
     click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 
 @cli.command(name="optimize-suite")
 @click.argument("problems", nargs=-1)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="Configuration every problem shares (a run config without problem).")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Configuration every problem shares (a run config without problem).",
+)
 @click.option("--backend", help="Backend name (see `autocomp-core backends`).")
 @click.option("--all", "every", is_flag=True, help="Every problem the backend ships.")
-@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
-              help="A folder of problem files the backend loads (KernelBench files for cuda).")
-@click.option("--suite-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Where the suite goes: one run directory per problem, and the summary.")
-@click.option("--concurrency", type=click.IntRange(min=1),
-              help="Problems searched at once (default: at least 4, more with more slots).")
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of problem files the backend loads (KernelBench files for cuda).",
+)
+@click.option(
+    "--suite-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Where the suite goes: one run directory per problem, and the summary.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    help="Problems searched at once (default: at least 4, more with more slots).",
+)
 @search_options
 @click.option("--budget-usd", type=float, help="For the whole suite.")
 @EXECUTOR_OPTION
-@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Override any config key (repeatable).")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="SECTION.KEY=VALUE",
+    help="Override any config key (repeatable).",
+)
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def optimize_suite(problems: tuple[str, ...], config_file: str | None, every: bool,
-                   folder: Path | None, suite_dir: Path, concurrency: int | None,
-                   overrides: tuple[str, ...], quiet: bool, as_json: bool,
-                   **flags: Any) -> None:
+def optimize_suite(
+    problems: tuple[str, ...],
+    config_file: str | None,
+    every: bool,
+    folder: Path | None,
+    suite_dir: Path,
+    concurrency: int | None,
+    overrides: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+    **flags: Any,
+) -> None:
     """Optimize many problems of one backend: PROBLEMS (ids), --all, or --dir; concurrent
     searches sharing one LLM client, budget and executor. Continue with `resume SUITE_DIR`."""
     from .config import merge_config
@@ -182,8 +234,7 @@ def optimize_suite(problems: tuple[str, ...], config_file: str | None, every: bo
 
     data = merge_config(config_file, _flags(**flags), list(overrides))
     chosen = select_problems(data, list(problems), every, folder)
-    _print_suite(anyio.run(lambda: run(data, chosen, suite_dir, concurrency, not quiet)),
-                 as_json)
+    _print_suite(anyio.run(lambda: run(data, chosen, suite_dir, concurrency, not quiet)), as_json)
 
 
 def _print_suite(result: Any, as_json: bool) -> None:
@@ -193,15 +244,21 @@ def _print_suite(result: Any, as_json: bool) -> None:
     from .suite import SUMMARY_MD
 
     click.echo((result.suite_dir / SUMMARY_MD).read_text(), nl=False)
-    click.echo(f"suite directory: {result.suite_dir} (summary.md, summary.json, one run "
-               "directory per problem; `autocomp-core report DIR --html` for one page)")
+    click.echo(
+        f"suite directory: {result.suite_dir} (summary.md, summary.json, one run "
+        "directory per problem; `autocomp-core report DIR --html` for one page)"
+    )
 
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--set", "overrides", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Raise a budget or change llm.*/evaluation.*/executor.* settings "
-                   "(repeatable).")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="SECTION.KEY=VALUE",
+    help="Raise a budget or change llm.*/evaluation.*/executor.* settings (repeatable).",
+)
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 def resume(run_dir: str, overrides: tuple[str, ...], quiet: bool, as_json: bool) -> None:
@@ -211,35 +268,50 @@ def resume(run_dir: str, overrides: tuple[str, ...], quiet: bool, as_json: bool)
     from .suite import is_suite, resume_suite
 
     if is_suite(run_dir):
-        _print_suite(anyio.run(lambda: resume_suite(Path(run_dir), list(overrides),
-                                                    not quiet)), as_json)
+        _print_suite(
+            anyio.run(lambda: resume_suite(Path(run_dir), list(overrides), not quiet)), as_json
+        )
         return
-    _print_summary(anyio.run(lambda: resume_async(run_dir, progress=not quiet,
-                                                  overrides=list(overrides))), as_json)
+    _print_summary(
+        anyio.run(lambda: resume_async(run_dir, progress=not quiet, overrides=list(overrides))),
+        as_json,
+    )
 
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--into", type=click.Path(file_okay=False), help="Directory of the replayed run.")
-@click.option("--reevaluate", is_flag=True,
-              help="Measure every program again instead of reusing recorded evaluations.")
+@click.option(
+    "--reevaluate",
+    is_flag=True,
+    help="Measure every program again instead of reusing recorded evaluations.",
+)
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
 def replay(run_dir: str, into: str | None, reevaluate: bool, quiet: bool, as_json: bool) -> None:
     """Re-run a recorded run from its recorded LLM answers (no LLM is called)."""
     from .runner import replay_async
 
-    _print_summary(anyio.run(lambda: replay_async(run_dir, into, progress=not quiet,
-                                                  reevaluate=reevaluate)), as_json)
+    _print_summary(
+        anyio.run(lambda: replay_async(run_dir, into, progress=not quiet, reevaluate=reevaluate)),
+        as_json,
+    )
 
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--html", is_flag=True,
-              help="Write a self-contained HTML report (plots, beam tree, diffs); RUN_DIR may "
-                   "also be a folder or suite of runs (one page across them).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Where the HTML report goes (default: RUN_DIR/report.html).")
+@click.option(
+    "--html",
+    is_flag=True,
+    help="Write a self-contained HTML report (plots, beam tree, diffs); RUN_DIR may "
+    "also be a folder or suite of runs (one page across them).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where the HTML report goes (default: RUN_DIR/report.html).",
+)
 def report(run_dir: str, html: bool, output: str | None) -> None:
     """Rebuild a run's exports from its journal and print report.md."""
     if html:
@@ -259,10 +331,15 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
     store = RunStore(run_dir)
     try:
         ledger = Ledger.from_store(store)
-        write_exports(Path(run_dir), store, backend, problem, ledger,
-                      stop_reason=store.get_meta("stop_reason", "unknown"),
-                      drop_root=config.translation.iterations > 0 and
-                      config.translation.drop_original)
+        write_exports(
+            Path(run_dir),
+            store,
+            backend,
+            problem,
+            ledger,
+            stop_reason=store.get_meta("stop_reason", "unknown"),
+            drop_root=config.translation.iterations > 0 and config.translation.drop_original,
+        )
     finally:
         store.close()
     click.echo((Path(run_dir) / "report.md").read_text())
@@ -270,18 +347,28 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
 
 @cli.command()
 @click.argument("runs_dir", required=False, default="runs", type=click.Path(file_okay=False))
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind; any but 127.0.0.1 needs a token.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; any but 127.0.0.1 needs a token.",
+)
 @click.option("--port", type=int, default=8750, show_default=True, help="0: any free port.")
-@click.option("--token", envvar="AUTOCOMP_SERVE_TOKEN",
-              help="Required of every request (env AUTOCOMP_SERVE_TOKEN).")
+@click.option(
+    "--token",
+    envvar="AUTOCOMP_SERVE_TOKEN",
+    help="Required of every request (env AUTOCOMP_SERVE_TOKEN).",
+)
 def serve(runs_dir: str, host: str, port: int, token: str | None) -> None:
     """A live dashboard of the runs in RUNS_DIR (default: runs); it never writes to a run."""
     from .report.server import ServeError, serve as serve_runs
 
     try:
-        anyio.run(lambda: serve_runs(Path(runs_dir), host, port, token,
-                                     ready=lambda line: click.echo(line, err=True)))
+        anyio.run(
+            lambda: serve_runs(
+                Path(runs_dir), host, port, token, ready=lambda line: click.echo(line, err=True)
+            )
+        )
     except ServeError as exc:
         fail(str(exc))
     except OSError as exc:  # the port is taken, the address is not ours, ...
@@ -300,13 +387,23 @@ def backends(as_json: bool) -> None:
         try:
             backend = cls()
             checks = backend.doctor()
-            row = {"name": name, "version": backend.version, "description": cls.description,
-                   "healthy": all(c.ok for c in checks if c.required),
-                   "missing": [c.name for c in checks if not c.ok],
-                   "problems": len(backend.problems())}
+            row = {
+                "name": name,
+                "version": backend.version,
+                "description": cls.description,
+                "healthy": all(c.ok for c in checks if c.required),
+                "missing": [c.name for c in checks if not c.ok],
+                "problems": len(backend.problems()),
+            }
         except Exception as exc:  # a broken backend is reported, not fatal
-            row = {"name": name, "version": "?", "description": cls.description,
-                   "healthy": False, "missing": [f"{type(exc).__name__}: {exc}"], "problems": 0}
+            row = {
+                "name": name,
+                "version": "?",
+                "description": cls.description,
+                "healthy": False,
+                "missing": [f"{type(exc).__name__}: {exc}"],
+                "problems": 0,
+            }
         rows.append(row)
     failures = [{"plugin": f.name, "error": f.error} for f in reg.failures]
     if as_json:
@@ -314,8 +411,10 @@ def backends(as_json: bool) -> None:
         return
     for r in rows:
         health = "ok" if r["healthy"] else "missing: " + ", ".join(r["missing"])
-        click.echo(f"{r['name']:<12} {r['version']:<10} {r['problems']:>3} problems  [{health}]  "
-                   f"{r['description']}")
+        click.echo(
+            f"{r['name']:<12} {r['version']:<10} {r['problems']:>3} problems  [{health}]  "
+            f"{r['description']}"
+        )
     if not rows:
         click.echo("no backends installed (pip install autocomp-gemmini, autocomp-rvv, ...)")
     for f in failures:
@@ -334,37 +433,64 @@ def plugins(as_json: bool) -> None:
         emit_json({"plugins": rows, "failures": failures})
         return
     for r in rows:
-        what = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in r["registered"].items()
-                         if names)
-        click.echo(f"{r['distribution'] or r['name']} {r['version'] or ''} ({r['source']}: "
-                   f"{r['module']})\n  hooks: {', '.join(r['hooks'])}"
-                   + (f"\n  registered {what}" if what else ""))
+        what = "; ".join(
+            f"{kind}: {', '.join(names)}" for kind, names in r["registered"].items() if names
+        )
+        click.echo(
+            f"{r['distribution'] or r['name']} {r['version'] or ''} ({r['source']}: "
+            f"{r['module']})\n  hooks: {', '.join(r['hooks'])}"
+            + (f"\n  registered {what}" if what else "")
+        )
     for f in failures:
         click.echo(f"FAILED {f['plugin']}: {f['error']}")
 
 
 @cli.command(name="new-backend")
 @click.argument("name")
-@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=".",
-              show_default=True, help="Folder to create the package folder in.")
-@click.option("--pack", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Start from this knowledge pack (a `build-pack --out` folder).")
-@click.option("--language", default="python", show_default=True,
-              help="Language of the target's programs, as in a code fence (c, cpp, ...).")
-@click.option("--extension", default=None,
-              help="File extension of programs [default: from --language].")
-def new_backend(name: str, parent: Path, pack: Path | None, language: str,
-                extension: str | None) -> None:
+@click.option(
+    "--dir",
+    "parent",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Folder to create the package folder in.",
+)
+@click.option(
+    "--pack",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Start from this knowledge pack (a `build-pack --out` folder).",
+)
+@click.option(
+    "--language",
+    default="python",
+    show_default=True,
+    help="Language of the target's programs, as in a code fence (c, cpp, ...).",
+)
+@click.option(
+    "--extension", default=None, help="File extension of programs [default: from --language]."
+)
+def new_backend(
+    name: str, parent: Path, pack: Path | None, language: str, extension: str | None
+) -> None:
     """Write a complete backend plugin package for NAME: pyproject.toml with the entry
     point, a backend with typed hardware config and options, a knowledge pack (or the one
     given with --pack), a problem with its baseline and reference, a README and tests that
     pass as generated."""
     from .scaffold import write_backend_plugin
 
-    root = write_backend_plugin(name, parent, installed=loaded_plugins().backends(), pack=pack,
-                                language=language, extension=extension)
-    click.echo(f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
-               f"  pytest {root}\n  autocomp-core backends")
+    root = write_backend_plugin(
+        name,
+        parent,
+        installed=loaded_plugins().backends(),
+        pack=pack,
+        language=language,
+        extension=extension,
+    )
+    click.echo(
+        f"wrote {root} (backend {name!r})\nnext:\n  pip install -e '{root}[test]'\n"
+        f"  pytest {root}\n  autocomp-core backends"
+    )
 
 
 @cli.command()
@@ -375,8 +501,14 @@ def problems(backend: str, as_json: bool) -> None:
     from .runner import make_backend
 
     b = make_backend(backend, plugins=loaded_plugins())
-    rows = [{"id": p.id, "description": p.description,
-             "baseline": str(p.baseline_path) if p.baseline_path else None} for p in b.problems()]
+    rows = [
+        {
+            "id": p.id,
+            "description": p.description,
+            "baseline": str(p.baseline_path) if p.baseline_path else None,
+        }
+        for p in b.problems()
+    ]
     if as_json:
         emit_json(rows)
         return
@@ -393,15 +525,24 @@ def problems(backend: str, as_json: bool) -> None:
 @click.option("--timeout", type=float, default=120.0, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def eval_(backend: str, problem: str, file: str, hardware: tuple[str, ...],
-          options: tuple[str, ...], timeout: float, seed: int, as_json: bool) -> None:
+def eval_(
+    backend: str,
+    problem: str,
+    file: str,
+    hardware: tuple[str, ...],
+    options: tuple[str, ...],
+    timeout: float,
+    seed: int,
+    as_json: bool,
+) -> None:
     """Evaluate one program (for plugin authors): correctness and metric."""
     from .backend import EvalContext
     from .journal import evaluate_guarded
     from .runner import load_problem, make_backend
 
-    b = make_backend(backend, parse_assignments(hardware), parse_assignments(options),
-                     loaded_plugins())
+    b = make_backend(
+        backend, parse_assignments(hardware), parse_assignments(options), loaded_plugins()
+    )
     prob = load_problem(b, problem)
     code = Path(file).read_text()
 
@@ -437,8 +578,10 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 
     data = load_config(config_file).model_dump() if config_file else {}
     settings = LLMSettings(**data.get("llm", {})) if data else LLMSettings()
-    wanted = list(models) or [*data.get("models", {}).get("plan", []),
-                              *data.get("models", {}).get("code", [])]
+    wanted = list(models) or [
+        *data.get("models", {}).get("plan", []),
+        *data.get("models", {}).get("code", []),
+    ]
     plugins = build_registry(data["plugins"]) if data.get("plugins") else loaded_plugins()
     rows = anyio.run(check_models, settings, wanted or None, plugins.llm_providers())
     if as_json:
@@ -453,8 +596,7 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
 @EXECUTOR_OPTION
 @click.option("--address", help="The Ray cluster's address (ray executor; default: auto).")
 @click.option("--json", "as_json", is_flag=True, help="With --executor: the executor as JSON.")
-def doctor(backend: str | None, executor: str | None, address: str | None,
-           as_json: bool) -> None:
+def doctor(backend: str | None, executor: str | None, address: str | None, as_json: bool) -> None:
     """Check every tool the installed backends need; name what is missing and how to install
     it. With --executor: also what the executor runs on (a cluster's nodes, their resources
     and the backends each node has installed)."""
@@ -471,8 +613,14 @@ def doctor(backend: str | None, executor: str | None, address: str | None,
     names = [backend] if backend else sorted(reg.backends())
     missing = 0
     level = isolation_level()
-    weak = ("  -> candidates run without namespaces: run as root, allow unprivileged user "
-            "namespaces, or install bubblewrap") if level in (NONE, UID_ONLY) else ""
+    weak = (
+        (
+            "  -> candidates run without namespaces: run as root, allow unprivileged user "
+            "namespaces, or install bubblewrap"
+        )
+        if level in (NONE, UID_ONLY)
+        else ""
+    )
     click.echo(f"sandbox isolation: {level}{weak}")
     for name in names:
         b = make_backend(name, plugins=reg)
@@ -491,8 +639,7 @@ def doctor(backend: str | None, executor: str | None, address: str | None,
     sys.exit(1 if missing else 0)
 
 
-def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None,
-                     as_json: bool) -> None:
+def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None, as_json: bool) -> None:
     from .config import ExecutorConfig
     from .executors import create_executor
 
@@ -510,12 +657,20 @@ def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None,
     click.echo(f"executor {kind}:")
     for node in data.get("nodes", [data]):
         resources = node.get("resources") or node.get("capacity") or {}
-        click.echo(f"  {node.get('address') or node.get('host')}: "
-                   + ", ".join(f"{k} {v:g}" for k, v in sorted(resources.items())))
+        click.echo(
+            f"  {node.get('address') or node.get('host')}: "
+            + ", ".join(f"{k} {v:g}" for k, v in sorted(resources.items()))
+        )
         if "backends" in node:
-            click.echo("    backends: " + (", ".join(f"{name} ({plugin})" for name, plugin
-                                                     in sorted(node["backends"].items()))
-                                           or "none"))
+            click.echo(
+                "    backends: "
+                + (
+                    ", ".join(
+                        f"{name} ({plugin})" for name, plugin in sorted(node["backends"].items())
+                    )
+                    or "none"
+                )
+            )
 
 
 from .packbuilder.cli import build_pack  # noqa: E402  (the knowledge builder)
@@ -530,8 +685,9 @@ def main() -> None:
     before = len(plugins.failures)
     plugins.call("autocomp_cli_commands", cli=cli)  # a plugin that raises is left out
     for failure in plugins.failures[before:]:
-        click.echo(f"warning: plugin {failure.name} could not add commands: {failure.error}",
-                   err=True)
+        click.echo(
+            f"warning: plugin {failure.name} could not add commands: {failure.error}", err=True
+        )
     cli(prog_name="autocomp-core", obj=plugins)
 
 

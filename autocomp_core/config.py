@@ -3,6 +3,7 @@
 Everything is validated up front by pydantic models that forbid unknown keys, and
 errors become one line naming the field (``search.beam_size: must be >= 1``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -169,8 +170,9 @@ class RunConfig(_Section):
         return data
 
 
-def describe_validation_error(exc: ValidationError, section: str = "",
-                              model: type[BaseModel] | None = None) -> str:
+def describe_validation_error(
+    exc: ValidationError, section: str = "", model: type[BaseModel] | None = None
+) -> str:
     """One line naming the first bad field (``search.beam_size: ...``). With ``model``, an
     unknown top-level key also lists the keys ``model`` knows."""
     err = exc.errors()[0]
@@ -249,8 +251,11 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def merge_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
-                 overrides: list[str] | None = None) -> dict[str, Any]:
+def merge_config(
+    path: Path | str | None = None,
+    flags: dict[str, Any] | None = None,
+    overrides: list[str] | None = None,
+) -> dict[str, Any]:
     """File, flags and overrides merged (in that order), not validated yet."""
     data = read_toml(path) if path else {}
     data = deep_merge(data, flags or {})
@@ -259,8 +264,11 @@ def merge_config(path: Path | str | None = None, flags: dict[str, Any] | None = 
     return data
 
 
-def load_config(path: Path | str | None = None, flags: dict[str, Any] | None = None,
-                overrides: list[str] | None = None) -> RunConfig:
+def load_config(
+    path: Path | str | None = None,
+    flags: dict[str, Any] | None = None,
+    overrides: list[str] | None = None,
+) -> RunConfig:
     """Merge file, flags and overrides (in that order) and validate."""
     return validate(merge_config(path, flags, overrides))
 

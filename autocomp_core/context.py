@@ -10,6 +10,7 @@ The caller supplies ``ask(prompt, slot)``, which sends one journaled request and
 its text (or None when the call failed), so a resumed or replayed run gets the same
 answers and therefore the same choice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,8 +62,9 @@ def isa_parts(isa: str) -> tuple[str, list[Part]]:
             continue
         inner = split_sections(body_of(sec), max_level=level + 1)
         subs = [s for s in inner if s.level == level + 1]
-        head = "\n\n".join([sec.text.split("\n", 1)[0]] + [s.text for s in inner
-                                                           if s.level != level + 1])
+        head = "\n\n".join(
+            [sec.text.split("\n", 1)[0]] + [s.text for s in inner if s.level != level + 1]
+        )
         parts.append(Part(sec.title, sec.text, body_of(sec), head, subs))
     return "\n\n".join(keep), parts
 
@@ -103,8 +105,15 @@ class ContextSelector:
     narrowed pack; a resumed or replayed run applies the recorded choice again, after
     checking with ``fingerprint`` that it was made for this very pack."""
 
-    def __init__(self, pack: KnowledgePack, problem: Problem, config: PromptConfig,
-                 system: str, language: str, ask: Ask) -> None:
+    def __init__(
+        self,
+        pack: KnowledgePack,
+        problem: Problem,
+        config: PromptConfig,
+        system: str,
+        language: str,
+        ask: Ask,
+    ) -> None:
         self.pack = pack
         self.config = config
         self.system = system
@@ -112,15 +121,26 @@ class ContextSelector:
         self.ask = ask
 
     def fingerprint(self) -> str:
-        blob = json.dumps([self.pack.isa, [[e.name, e.text] for e in self.pack.examples],
-                           self.config.model_dump()], sort_keys=True)
+        blob = json.dumps(
+            [
+                self.pack.isa,
+                [[e.name, e.text] for e in self.pack.examples],
+                self.config.model_dump(),
+            ],
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     async def choose(self, what: str, slot: str, listing: list[str]) -> list[int] | None:
         """Indexes of the listed items the LLM keeps; None when its answer names none."""
         numbered = "\n".join(f"{k}. {line}" for k, line in enumerate(listing, 1))
-        prompt = Prompt(system=self.system, static="", dynamic=render(
-            "select_context", problem=self.problem, what=what, listing=numbered).strip())
+        prompt = Prompt(
+            system=self.system,
+            static="",
+            dynamic=render(
+                "select_context", problem=self.problem, what=what, listing=numbered
+            ).strip(),
+        )
         picked = parse_numbers(await self.ask(prompt, slot), len(listing))
         return sorted(picked) if picked else None
 
@@ -138,8 +158,9 @@ class ContextSelector:
             record["isa"]["chars_after"] = len(pack.isa)
         if "examples" in record:
             picked = record["examples"]["picked"]
-            record["examples"]["examples"] = "all" if picked is None else [
-                e.name for e in pack.examples]
+            record["examples"]["examples"] = (
+                "all" if picked is None else [e.name for e in pack.examples]
+            )
             record["examples"]["chars_after"] = sum(len(e.text) for e in pack.examples)
         return pack, record
 
@@ -152,8 +173,11 @@ class ContextSelector:
             texts = [keep] if keep.strip() else []
             for k, subs in picked:
                 part = parts[k]
-                texts.append(part.text if subs is None else "\n\n".join(
-                    [part.head] + [part.subsections[j].text for j in subs]))
+                texts.append(
+                    part.text
+                    if subs is None
+                    else "\n\n".join([part.head] + [part.subsections[j].text for j in subs])
+                )
             pack = replace(pack, isa="\n\n".join(texts))
         picked = record.get("examples", {}).get("picked")
         if picked is not None:
@@ -164,42 +188,65 @@ class ContextSelector:
         if picked is None:
             return "all"
         parts = isa_parts(self.pack.isa)[1]
-        return [parts[k].title if subs is None else {
-            "section": parts[k].title, "subsections": [parts[k].subsections[j].title for j in subs]}
-            for k, subs in picked]
+        return [
+            parts[k].title
+            if subs is None
+            else {
+                "section": parts[k].title,
+                "subsections": [parts[k].subsections[j].title for j in subs],
+            }
+            for k, subs in picked
+        ]
 
     async def pick_isa(self) -> dict[str, Any]:
         parts = isa_parts(self.pack.isa)[1]
         record: dict[str, Any] = {"chars_before": len(self.pack.isa), "sections_total": len(parts)}
         if not parts:
-            return {**record, "picked": None,
-                    "reason": "the ISA text has no repeated headings to choose between"}
-        listing = [f"{p.title} ({len(p.text)} characters): "
-                   + (", ".join(s.title for s in p.subsections) or preview(p.body))
-                   for p in parts]
+            return {
+                **record,
+                "picked": None,
+                "reason": "the ISA text has no repeated headings to choose between",
+            }
+        listing = [
+            f"{p.title} ({len(p.text)} characters): "
+            + (", ".join(s.title for s in p.subsections) or preview(p.body))
+            for p in parts
+        ]
         chosen = await self.choose("ISA sections", "isa", listing)
         if chosen is None:
-            return {**record, "picked": None,
-                    "reason": "the selection named no section; the whole ISA is kept"}
+            return {
+                **record,
+                "picked": None,
+                "reason": "the selection named no section; the whole ISA is kept",
+            }
         subs: dict[int, list[int]] = {}
         if self.config.fine_grained:
             flat = [(k, j) for k in chosen for j in range(len(parts[k].subsections))]
-            listing = [f"{parts[k].title} > {parts[k].subsections[j].title}: "
-                       f"{preview(body_of(parts[k].subsections[j]))}" for k, j in flat]
+            listing = [
+                f"{parts[k].title} > {parts[k].subsections[j].title}: "
+                f"{preview(body_of(parts[k].subsections[j]))}"
+                for k, j in flat
+            ]
             # a section none of whose subsections is named keeps them all
-            for n in (await self.choose("ISA subsections", "isa-subsections", listing)
-                      if flat else None) or []:
+            for n in (
+                await self.choose("ISA subsections", "isa-subsections", listing) if flat else None
+            ) or []:
                 subs.setdefault(flat[n][0], []).append(flat[n][1])
         return {**record, "picked": [[k, subs.get(k)] for k in chosen]}
 
     async def pick_examples(self) -> dict[str, Any]:
         examples = self.pack.examples
-        listing = [f"{e.name} ({e.phase} phase; triggered by: {', '.join(e.triggers) or '-'}): "
-                   f"{preview(e.text)}" for e in examples]
+        listing = [
+            f"{e.name} ({e.phase} phase; triggered by: {', '.join(e.triggers) or '-'}): "
+            f"{preview(e.text)}"
+            for e in examples
+        ]
         chosen = await self.choose("examples", "examples", listing)
-        record: dict[str, Any] = {"total": len(examples),
-                                  "chars_before": sum(len(e.text) for e in examples),
-                                  "picked": chosen}
+        record: dict[str, Any] = {
+            "total": len(examples),
+            "chars_before": sum(len(e.text) for e in examples),
+            "picked": chosen,
+        }
         if chosen is None:
             record["reason"] = "the selection named no example; all are kept"
         return record

@@ -12,6 +12,7 @@
 The LLM layer's ``LLMConfigError`` is a ``ConfigError``; the sandbox's ``SandboxError``
 a ``BackendError``; replay's ``ReplayMiss`` a ``RunError``.
 """
+
 from __future__ import annotations
 
 

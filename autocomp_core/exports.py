@@ -6,6 +6,7 @@ of the run; each file is written whole and then renamed into place, so a reader 
 machine that dies mid-write) never sees half a file. The journal (``run.sqlite``) stays
 the source of truth.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,15 @@ def atomic_write(path: Path, text: str) -> None:
 
 def target_info(backend: Backend, problem: Problem) -> dict[str, Any]:
     """What a report needs to know of the target, recorded in the journal at the start."""
-    return {"backend": backend.name, "problem": problem.id, "unit": backend.metric_unit,
-            "language": backend.language, "file_extension": backend.file_extension,
-            "metric_lower_bound": backend.metric_lower_bound(problem),
-            "hardware": backend.hardware_for(problem).model_dump(mode="json")}
+    return {
+        "backend": backend.name,
+        "problem": problem.id,
+        "unit": backend.metric_unit,
+        "language": backend.language,
+        "file_extension": backend.file_extension,
+        "metric_lower_bound": backend.metric_lower_bound(problem),
+        "hardware": backend.hardware_for(problem).model_dump(mode="json"),
+    }
 
 
 def best_candidate(cands: list[Candidate], drop_root: bool) -> Candidate | None:
@@ -55,9 +61,16 @@ def best_candidate(cands: list[Candidate], drop_root: bool) -> Candidate | None:
     return min(correct, key=lambda c: (c.score, c.iteration, c.id)) if correct else None
 
 
-def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Problem,
-                  ledger: Ledger, stop_reason: str | None, drop_root: bool = False,
-                  iterations: Iterable[int] | None = None) -> dict[str, Any]:
+def write_exports(
+    run_dir: Path,
+    store: RunStore,
+    backend: Backend,
+    problem: Problem,
+    ledger: Ledger,
+    stop_reason: str | None,
+    drop_root: bool = False,
+    iterations: Iterable[int] | None = None,
+) -> dict[str, Any]:
     """Write the exports; ``stop_reason`` None means the run is still going.
 
     ``iterations`` limits the rewritten ``candidates/iter-<i>/`` folders to those (the
@@ -80,21 +93,28 @@ def write_exports(run_dir: Path, store: RunStore, backend: Backend, problem: Pro
     best_score = best.score if best else math.inf
     last = store.last_iteration()
     summary = {
-        "backend": backend.name, "problem": problem.id, "unit": backend.metric_unit,
+        "backend": backend.name,
+        "problem": problem.id,
+        "unit": backend.metric_unit,
         "hardware": backend.hardware_for(problem).model_dump(mode="json"),
         "status": "running" if stop_reason is None else "stopped",
-        "stop_reason": stop_reason, "iterations_completed": last or 0,
-        "initial_score": _num(initial), "best_score": _num(best_score),
-        "speedup": (initial / best_score) if best and best_score > 0 and not math.isinf(initial)
+        "stop_reason": stop_reason,
+        "iterations_completed": last or 0,
+        "initial_score": _num(initial),
+        "best_score": _num(best_score),
+        "speedup": (initial / best_score)
+        if best and best_score > 0 and not math.isinf(initial)
         else None,
         "best_candidate": best.id if best else None,
         "metric_lower_bound": bound,
         "fraction_of_bound": (bound / best_score) if bound and best and best_score > 0 else None,
         "impossible_result": bool(bound and best and best_score < bound),
-        "candidates": len(cands), "correct_candidates": sum(c.correct for c in cands),
+        "candidates": len(cands),
+        "correct_candidates": sum(c.correct for c in cands),
         "beam_history": {i: s.get("best") for i, s in store.iteration_stats().items()},
-        "iteration_wall_s": {i: s.get("wall_s") for i, s in store.iteration_stats().items()
-                             if i > 0},
+        "iteration_wall_s": {
+            i: s.get("wall_s") for i, s in store.iteration_stats().items() if i > 0
+        },
         "models": store.get_meta("models"),
         "isolation": store.get_meta("isolation"),  # the sandbox's, for this run's candidates
         "context_selection": store.get_meta("context_selection") or {},
@@ -117,23 +137,29 @@ def prompt_context(store: RunStore) -> list[dict[str, Any]]:
             isa = context.get("isa", "all")
             key = (call["phase"], json.dumps(isa), tuple(context.get("examples", [])))
             counts[key] += 1
-    return [{"phase": phase, "isa": json.loads(isa), "examples": list(examples), "prompts": n}
-            for (phase, isa, examples), n in sorted(counts.items())]
+    return [
+        {"phase": phase, "isa": json.loads(isa), "examples": list(examples), "prompts": n}
+        for (phase, isa, examples), n in sorted(counts.items())
+    ]
 
 
 def _context_lines(s: dict[str, Any]) -> list[str]:
     def titles(isa: Any) -> str:
         if isa == "all":
             return "whole ISA"
-        return "; ".join(t if isinstance(t, str) else f"{t['section']} ({', '.join(t['subsections'])})"
-                         for t in isa)
+        return "; ".join(
+            t if isinstance(t, str) else f"{t['section']} ({', '.join(t['subsections'])})"
+            for t in isa
+        )
 
     chosen = s["context_selection"]
     lines = ["", "## Prompt context", ""]
     if "isa" in chosen:
         c = chosen["isa"]
-        lines.append(f"- ISA selection: {c['chars_before']} -> {c['chars_after']} characters; "
-                     f"kept: {titles(c['sections'])}" + (f" ({c['reason']})" if "reason" in c else ""))
+        lines.append(
+            f"- ISA selection: {c['chars_before']} -> {c['chars_after']} characters; "
+            f"kept: {titles(c['sections'])}" + (f" ({c['reason']})" if "reason" in c else "")
+        )
     if "examples" in chosen:
         c = chosen["examples"]
         kept = c["examples"] if c["examples"] == "all" else ", ".join(c["examples"]) or "none"
@@ -141,8 +167,11 @@ def _context_lines(s: dict[str, Any]) -> list[str]:
     if s["generated_menus"]:
         lines.append(f"- generated menus: {s['generated_menus']} (one per parent and iteration)")
     lines += ["", "| phase | ISA sections | examples | prompts |", "|---|---|---|---|"]
-    lines += [f"| {r['phase']} | {titles(r['isa'])} | {', '.join(r['examples']) or '-'} | "
-              f"{r['prompts']} |" for r in s["prompt_context"]]
+    lines += [
+        f"| {r['phase']} | {titles(r['isa'])} | {', '.join(r['examples']) or '-'} | "
+        f"{r['prompts']} |"
+        for r in s["prompt_context"]
+    ]
     return lines
 
 
@@ -156,51 +185,88 @@ def _write_iteration(folder: Path, group: list[Candidate], store: RunStore, ext:
             atomic_write(folder / f"{c.id}{ext}", c.code)
         result = store.evaluation(c.eval_key) if c.eval_key else None
         failure = (result or {}).get("failure") or (None if c.code is not None else "no_program")
-        index.append({"id": c.id, "parents": c.parents, "origin": c.origin, "plan": c.plan,
-                      "score": _num(c.score), "correct": c.correct, "failure": failure,
-                      "in_beam": c.id in beam,
-                      "plan_model": c.plan_model, "code_model": c.code_model,
-                      "translation_score": c.translation_score})
+        index.append(
+            {
+                "id": c.id,
+                "parents": c.parents,
+                "origin": c.origin,
+                "plan": c.plan,
+                "score": _num(c.score),
+                "correct": c.correct,
+                "failure": failure,
+                "in_beam": c.id in beam,
+                "plan_model": c.plan_model,
+                "code_model": c.code_model,
+                "translation_score": c.translation_score,
+            }
+        )
     atomic_write(folder / "index.json", json.dumps(index, indent=2))
 
 
-def render_report(s: dict[str, Any], best: Candidate | None, root: Candidate | None,
-                  backend: Backend) -> str:
+def render_report(
+    s: dict[str, Any], best: Candidate | None, root: Candidate | None, backend: Backend
+) -> str:
     unit = s["unit"]
 
     def fmt(v: float | None) -> str:
         return f"{v:g} {unit}" if v is not None else "n/a"
 
-    lines = [f"# autocomp run: {s['backend']} / {s['problem']}", "",
-             (f"- stop reason: **{s['stop_reason']}**" if s["stop_reason"] else "- **still running**")
-             + f" after {s['iterations_completed']} iterations",
-             f"- initial: {fmt(s['initial_score'])}; best: {fmt(s['best_score'])}"
-             + (f" (**{s['speedup']:.2f}x**)" if s["speedup"] else ""),
-             f"- candidates: {s['candidates']} ({s['correct_candidates']} correct)",
-             f"- LLM: {s['llm_calls']} calls, {s['tokens']} tokens "
-             f"({s['cached_tokens']} cached), ${s['cost_usd']:.4f}",
-             f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s",
-             f"- sandbox isolation: {s['isolation']}"]
+    lines = [
+        f"# autocomp run: {s['backend']} / {s['problem']}",
+        "",
+        (f"- stop reason: **{s['stop_reason']}**" if s["stop_reason"] else "- **still running**")
+        + f" after {s['iterations_completed']} iterations",
+        f"- initial: {fmt(s['initial_score'])}; best: {fmt(s['best_score'])}"
+        + (f" (**{s['speedup']:.2f}x**)" if s["speedup"] else ""),
+        f"- candidates: {s['candidates']} ({s['correct_candidates']} correct)",
+        f"- LLM: {s['llm_calls']} calls, {s['tokens']} tokens "
+        f"({s['cached_tokens']} cached), ${s['cost_usd']:.4f}",
+        f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s",
+        f"- sandbox isolation: {s['isolation']}",
+    ]
     if s["metric_lower_bound"]:
-        lines.append(f"- lower bound: {fmt(s['metric_lower_bound'])}; best reaches "
-                     f"{100 * (s['fraction_of_bound'] or 0):.1f}% of it")
+        lines.append(
+            f"- lower bound: {fmt(s['metric_lower_bound'])}; best reaches "
+            f"{100 * (s['fraction_of_bound'] or 0):.1f}% of it"
+        )
     if s["impossible_result"]:
         lines.append("- **WARNING: the best result beats the lower bound; treat it as suspect.**")
-    lines += ["", "## Best score per iteration", "", "| iteration | best | wall s |",
-              "|---|---|---|"]
-    lines += [f"| {i} | {fmt(v)} | {s['iteration_wall_s'].get(i) or ''} |"
-              for i, v in s["beam_history"].items()]
-    lines += ["", "## Usage per phase and model", "",
-              "| phase | model | calls | failed | input | output | cached | cost $ | latency s |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Best score per iteration",
+        "",
+        "| iteration | best | wall s |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {i} | {fmt(v)} | {s['iteration_wall_s'].get(i) or ''} |"
+        for i, v in s["beam_history"].items()
+    ]
+    lines += [
+        "",
+        "## Usage per phase and model",
+        "",
+        "| phase | model | calls | failed | input | output | cached | cost $ | latency s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for phase, models in s["llm_by_phase"].items():
         for model, u in models.items():
-            lines.append(f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
-                         f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
-                         f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |")
+            lines.append(
+                f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
+                f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
+                f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |"
+            )
     if s["prompt_context"]:
         lines += _context_lines(s)
     if best is not None:
-        lines += ["", f"## Best program ({best.id})", "", f"Plan: {best.plan or '(original)'}", "",
-                  f"```{backend.language}", (best.code or "").rstrip(), "```"]
+        lines += [
+            "",
+            f"## Best program ({best.id})",
+            "",
+            f"Plan: {best.plan or '(original)'}",
+            "",
+            f"```{backend.language}",
+            (best.code or "").rstrip(),
+            "```",
+        ]
     return "\n".join(lines) + "\n"

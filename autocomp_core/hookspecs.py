@@ -11,6 +11,7 @@ list; the engine concatenates the lists of all plugins. A function named like a 
 does not exist here is an error naming the module and the hook (``autocomp-core plugins``
 shows it). ``docs/writing-a-backend.md`` walks through writing one.
 """
+
 # mypy: disable-error-code="empty-body"
 # (a hookspec has a docstring for a body: pluggy calls the implementations, never the spec)
 from __future__ import annotations

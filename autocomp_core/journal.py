@@ -4,6 +4,7 @@ Both consult the run store first, so a resumed run repeats no answered call and 
 finished evaluation, and both check the budgets before spending. Every response is
 journaled, failures included, so a replay meets each call as it went.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,12 +57,19 @@ def billed(resp: LLMResponse) -> bool:
 
 
 def request_record(req: LLMRequest) -> dict[str, Any]:
-    return {"model": req.model, "phase": req.phase, "sample": req.sample,
-            "temperature": req.temperature, "max_tokens": req.max_tokens,
-            "reasoning_effort": req.reasoning_effort,
-            "response_format": req.response_format.value,
-            "system": req.prompt.system, "static": req.prompt.static,
-            "dynamic": req.prompt.dynamic, "context": req.prompt.context}
+    return {
+        "model": req.model,
+        "phase": req.phase,
+        "sample": req.sample,
+        "temperature": req.temperature,
+        "max_tokens": req.max_tokens,
+        "reasoning_effort": req.reasoning_effort,
+        "response_format": req.response_format.value,
+        "system": req.prompt.system,
+        "static": req.prompt.static,
+        "dynamic": req.prompt.dynamic,
+        "context": req.prompt.context,
+    }
 
 
 class JournaledLLM:
@@ -79,8 +87,15 @@ class JournaledLLM:
     ``ReplayMiss``.
     """
 
-    def __init__(self, client: Completer | None, store: RunStore, ledger: Ledger, budget: Budget,
-                 replay_source: RunStore | None = None, max_in_flight: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Completer | None,
+        store: RunStore,
+        ledger: Ledger,
+        budget: Budget,
+        replay_source: RunStore | None = None,
+        max_in_flight: int | None = None,
+    ) -> None:
         self.client = client
         self.store = store
         self.ledger = ledger
@@ -129,30 +144,46 @@ class JournaledLLM:
         if recorded is None:
             if self.replay_stop is not None:
                 raise RunStopped(self.replay_stop)
-            raise ReplayMiss(f"replay: the recorded run has no answer for a {req.phase} "
-                             f"request to {req.model}")
+            raise ReplayMiss(
+                f"replay: the recorded run has no answer for a {req.phase} request to {req.model}"
+            )
         resp = LLMResponse.from_dict(recorded)
         self._record(req, key, resp, replayed=True)
         return resp
 
     def _record(self, req: LLMRequest, key: str, resp: LLMResponse, replayed: bool) -> None:
-        self.store.record_llm(key, req.model, req.phase, resp.ok, request_record(req),
-                              resp.to_dict())
+        self.store.record_llm(
+            key, req.model, req.phase, resp.ok, request_record(req), resp.to_dict()
+        )
         self.ledger.add_llm(req.phase, req.model, resp, replayed=replayed)
         if resp.error is not None:
-            self.store.event("llm_error", model=req.model, phase=req.phase,
-                             kind=resp.error.kind.value, message=resp.error.message[:500])
+            self.store.event(
+                "llm_error",
+                model=req.model,
+                phase=req.phase,
+                kind=resp.error.kind.value,
+                message=resp.error.message[:500],
+            )
 
 
 def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
-    blob = json.dumps([backend.name, problem.id, backend.hardware.model_dump(mode="json"),
-                       backend.options.model_dump(mode="json"), code],
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        [
+            backend.name,
+            problem.id,
+            backend.hardware.model_dump(mode="json"),
+            backend.options.model_dump(mode="json"),
+            code,
+        ],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
-                           ctx: EvalContext) -> EvalResult:
+async def evaluate_guarded(
+    backend: Backend, problem: Problem, code: str, ctx: EvalContext
+) -> EvalResult:
     """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
     an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, a
     backend that overruns its own limits by far is stopped, and a result below the
@@ -163,12 +194,18 @@ async def evaluate_guarded(backend: Backend, problem: Problem, code: str,
             result = await backend.evaluate(problem, code, ctx)
         return refuse_impossible(result, backend.metric_lower_bound(problem))
     except TimeoutError:
-        return EvalResult(correct=False, failure=FailureKind.TIMEOUT,
-                          feedback=f"evaluation exceeded {limit:.0f} s")
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.TIMEOUT,
+            feedback=f"evaluation exceeded {limit:.0f} s",
+        )
     except Exception as exc:  # a backend bug or a missing tool must not end the run
         log.exception("backend evaluate raised", backend=backend.name)
-        return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                          feedback=f"evaluator error: {type(exc).__name__}: {exc}")
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.INFRA_ERROR,
+            feedback=f"evaluator error: {type(exc).__name__}: {exc}",
+        )
 
 
 class Evaluator:
@@ -176,11 +213,22 @@ class Evaluator:
     bounded by evaluation slots (``limiter``: slots shared with other runs), run by the
     ``executor`` (default: this machine)."""
 
-    def __init__(self, backend: Backend, problem: Problem, store: RunStore, ledger: Ledger,
-                 budget: Budget, slots: int, timeout_s: float, seed: int,
-                 want_feedback: bool, recorded: RunStore | None = None,
-                 recorded_stop: str | None = None, executor: Executor | None = None,
-                 limiter: anyio.CapacityLimiter | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        problem: Problem,
+        store: RunStore,
+        ledger: Ledger,
+        budget: Budget,
+        slots: int,
+        timeout_s: float,
+        seed: int,
+        want_feedback: bool,
+        recorded: RunStore | None = None,
+        recorded_stop: str | None = None,
+        executor: Executor | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> None:
         self.backend = backend
         self.problem = problem
         self.store = store
@@ -204,8 +252,9 @@ class Evaluator:
         return self.limiter.statistics().tasks_waiting
 
     def context(self) -> EvalContext:
-        return EvalContext(seed=self.seed, timeout_s=self.timeout_s,
-                           want_feedback=self.want_feedback)
+        return EvalContext(
+            seed=self.seed, timeout_s=self.timeout_s, want_feedback=self.want_feedback
+        )
 
     async def evaluate(self, code: str, use_cache: bool = True) -> tuple[str, EvalResult]:
         key = evaluation_key(self.backend, self.problem, code)
@@ -228,7 +277,8 @@ class Evaluator:
             async with self.limiter:
                 started = time.monotonic()
                 result = await self.executor.evaluate(
-                    EvalRequest(self.backend, self.problem, code, self.context()))
+                    EvalRequest(self.backend, self.problem, code, self.context())
+                )
                 # the whole evaluation as the engine waited for it, whatever the backend counts
                 result.duration_s = time.monotonic() - started
                 self.ledger.eval_seconds += result.duration_s

@@ -5,6 +5,7 @@ resumed run) are read from the journal on first use, with the feedback of their
 evaluation, which prompts show. ``import_beam`` brings another run's final beam and its
 ancestry into this run (``search.continue_from``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -74,4 +75,3 @@ class Lineage:
             c.id, c.parents, c.iteration = f"prev-{c.id}", [f"prev-{p}" for p in c.parents], 0
             self.save(c)
         return [self._known[f"prev-{cid}"] for cid in ids]
-

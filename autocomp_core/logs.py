@@ -1,4 +1,5 @@
 """structlog set-up: readable lines on a terminal, JSON lines with ``--log-json``."""
+
 from __future__ import annotations
 
 import logging
@@ -25,12 +26,20 @@ def configure(json_lines: bool = False, verbose: bool = False) -> None:
     global _json_lines
     _json_lines = json_lines
     level = logging.DEBUG if verbose else logging.INFO
-    renderer = (structlog.processors.JSONRenderer() if json_lines
-                else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
+    renderer = (
+        structlog.processors.JSONRenderer()
+        if json_lines
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
     structlog.configure(
-        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso"),
-                    structlog.processors.format_exc_info, redact_processor, renderer],
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            redact_processor,
+            renderer,
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,

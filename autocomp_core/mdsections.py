@@ -3,6 +3,7 @@
 Only ATX headings (``#`` .. ``######`` at the start of a line) count, and never inside a
 fenced code block, so a ``# comment`` line in a shell or Python example stays where it is.
 """
+
 from __future__ import annotations
 
 import re

@@ -5,6 +5,7 @@ Used where menus are made: the pack builder's synthesis and the search's generat
 dropping filler words and crude stemming, their word sets mostly coincide
 ("Unroll the loops" ~ "loop unrolling") or their texts are nearly identical.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,11 @@ SAME_WORDS = 0.75
 SAME_TEXT = 0.9
 MAX_ITEM_CHARS = 300
 
-_FILLER = frozenset("a an the to of and or in on for with by into from that this these its it "
-                    "use using apply make more less when where which as at be is are can "
-                    "so than then their each every".split())
+_FILLER = frozenset(
+    "a an the to of and or in on for with by into from that this these its it "
+    "use using apply make more less when where which as at be is are can "
+    "so than then their each every".split()
+)
 _ITEM_LINE = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|\(\d{1,3}\))\s+(.*\S)\s*$")
 _STRATEGIES = re.compile(r"<strategies>(.*?)(?:</strategies>|$)", re.S | re.I)
 
@@ -51,8 +54,9 @@ def near_duplicate(a: str, b: str) -> bool:
     return SequenceMatcher(None, na, nb).ratio() >= SAME_TEXT
 
 
-def merge_near_duplicates(items: Iterable[str], existing: Iterable[str] = ()
-                          ) -> tuple[list[str], list[tuple[str, str]]]:
+def merge_near_duplicates(
+    items: Iterable[str], existing: Iterable[str] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
     """``items`` without those that repeat an earlier item or one of ``existing``.
 
     Returns (kept, dropped) where dropped pairs each item left out with the one it repeats.

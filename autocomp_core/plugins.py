@@ -6,6 +6,7 @@ wrappers and hook-call monitoring work as in any pluggy host. A plugin that fail
 import, implements a hook that does not exist (``check_pending``), or raises from a hook
 is recorded with a one-line reason and left out; the others still load.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -27,9 +28,11 @@ if TYPE_CHECKING:
 
 BUILTIN_PLUGINS = ("autocomp_core.llm.builtin_providers", "autocomp_core.executors")
 #: the registration hooks, and what ``plugins`` calls what each registers
-REGISTRATIONS = {"autocomp_register_backends": "backends",
-                 "autocomp_register_llm_providers": "llm_providers",
-                 "autocomp_register_executors": "executors"}
+REGISTRATIONS = {
+    "autocomp_register_backends": "backends",
+    "autocomp_register_llm_providers": "llm_providers",
+    "autocomp_register_executors": "executors",
+}
 
 
 @dataclass
@@ -121,15 +124,25 @@ class PluginRegistry:
                     only = self.manager.subset_hook_caller(caller.name, remove_plugins=others)
                     items = [i for result in only() for i in (result or [])]
                     registered[REGISTRATIONS[caller.name]] = [i.name for i in items]
-            rows.append({"name": info.name, "module": info.module, "source": info.source,
-                         "distribution": info.distribution, "version": info.version,
-                         "hooks": sorted(c.name for c in callers), "registered": registered})
+            rows.append(
+                {
+                    "name": info.name,
+                    "module": info.module,
+                    "source": info.source,
+                    "distribution": info.distribution,
+                    "version": info.version,
+                    "hooks": sorted(c.name for c in callers),
+                    "registered": registered,
+                }
+            )
         return rows
 
     # -- loading --------------------------------------------------------------------------
     def _fail(self, name: str, error: str, detail: str = "") -> None:
         if not any(f.name == name for f in self.failures):
-            self.failures.append(PluginFailure(name, error.splitlines()[0] if error else "", detail))
+            self.failures.append(
+                PluginFailure(name, error.splitlines()[0] if error else "", detail)
+            )
 
     def _add(self, info: PluginInfo, load: Any) -> None:
         """Import (``load()``), register and check one plugin; record why it failed."""
@@ -167,27 +180,39 @@ def build_registry(modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
     manager.add_hookspecs(hookspecs)
     registry = PluginRegistry(manager)
     for name in BUILTIN_PLUGINS:
-        registry._add(PluginInfo(name, name, "builtin", "autocomp-core", _version("autocomp-core")),
-                      lambda name=name: importlib.import_module(name))
+        registry._add(
+            PluginInfo(name, name, "builtin", "autocomp-core", _version("autocomp-core")),
+            lambda name=name: importlib.import_module(name),
+        )
     for name in dict.fromkeys((*modules, *extra_plugin_modules())):
         if not manager.has_plugin(name):
-            registry._add(PluginInfo(name, name, "named"),
-                          lambda name=name: importlib.import_module(name))
+            registry._add(
+                PluginInfo(name, name, "named"), lambda name=name: importlib.import_module(name)
+            )
     for ep in entry_points(group=hookspecs.PROJECT):
         if manager.has_plugin(ep.name) or any(f.name == ep.name for f in registry.failures):
             continue
-        registry._add(PluginInfo(ep.name, ep.value, "entry point",
-                                 ep.dist.name if ep.dist else None,
-                                 ep.dist.version if ep.dist else None), ep.load)
+        registry._add(
+            PluginInfo(
+                ep.name,
+                ep.value,
+                "entry point",
+                ep.dist.name if ep.dist else None,
+                ep.dist.version if ep.dist else None,
+            ),
+            ep.load,
+        )
     manager.check_pending()  # every plugin with an unknown hook was left out above
     return registry
 
 
 def _unknown_hooks(manager: pluggy.PluginManager, plugin: ModuleType) -> list[str]:
     """Hooks a plugin implements that no hookspec declares (a misspelled name)."""
-    return sorted(caller.name for caller in manager.get_hookcallers(plugin) or []
-                  if not caller.has_spec()
-                  and any(not impl.optionalhook for impl in caller.get_hookimpls()))
+    return sorted(
+        caller.name
+        for caller in manager.get_hookcallers(plugin) or []
+        if not caller.has_spec() and any(not impl.optionalhook for impl in caller.get_hookimpls())
+    )
 
 
 def _unknown_hook_message(unknown: list[str]) -> str:

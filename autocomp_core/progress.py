@@ -9,6 +9,7 @@ agree. Three ways to show them (``Progress.for_terminal`` picks one):
 - ``lines``: one plain ``[autocomp] ...`` line per event worth a line (not a terminal);
 - ``off``: nothing (``--quiet``, or ``--log-json`` where stderr carries JSON lines only).
 """
+
 from __future__ import annotations
 
 import math
@@ -77,15 +78,29 @@ class Progress:
     _live: Live | None = None
 
     @classmethod
-    def for_terminal(cls, ledger: Ledger, unit: str, total: int, quiet: bool = False,
-                     budget: BudgetConfig | None = None, title: str = "") -> Progress:
+    def for_terminal(
+        cls,
+        ledger: Ledger,
+        unit: str,
+        total: int,
+        quiet: bool = False,
+        budget: BudgetConfig | None = None,
+        title: str = "",
+    ) -> Progress:
         stream = sys.stderr
         if quiet or json_lines_enabled():
             mode: Mode = "off"
         else:
             mode = "live" if stream.isatty() else "lines"
-        return cls(ledger=ledger, unit=unit, mode=mode, stream=stream, total_iterations=total,
-                   budget=budget, title=title)
+        return cls(
+            ledger=ledger,
+            unit=unit,
+            mode=mode,
+            stream=stream,
+            total_iterations=total,
+            budget=budget,
+            title=title,
+        )
 
     def watch(self, llm: LLMWork, evaluations: EvaluationWork) -> None:
         """Where the in-flight counts come from: the LLM door and the evaluator."""
@@ -95,8 +110,14 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.mode == "live" and self._live is None:
             console = Console(file=self.stream, stderr=self.stream is sys.stderr)
-            self._live = Live(self, console=console, refresh_per_second=REFRESH_PER_S,
-                              transient=False, redirect_stdout=False, redirect_stderr=True)
+            self._live = Live(
+                self,
+                console=console,
+                refresh_per_second=REFRESH_PER_S,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=True,
+            )
             self._live.start()
         return self
 
@@ -113,8 +134,9 @@ class Progress:
 
     def iteration_start(self, i: int, translate: bool, exhaustive: bool) -> None:
         self.iteration = i
-        self.iteration_note = ("translation" if translate else
-                               "exhaustive menu sweep" if exhaustive else "")
+        self.iteration_note = (
+            "translation" if translate else "exhaustive menu sweep" if exhaustive else ""
+        )
         note = f" ({self.iteration_note})" if self.iteration_note else ""
         self._line(f"iteration {i}/{self.total_iterations}{note} started")
 
@@ -151,9 +173,12 @@ class Progress:
     def in_flight(self) -> dict[str, int]:
         asking = dict(self._llm.asking) if self._llm else {}
         ev = self._evaluations
-        return {"plans": asking.get("plan", 0),
-                "codes": sum(n for phase, n in asking.items() if phase != "plan"),
-                "evaluations": ev.running if ev else 0, "queued": ev.queued if ev else 0}
+        return {
+            "plans": asking.get("plan", 0),
+            "codes": sum(n for phase, n in asking.items() if phase != "plan"),
+            "evaluations": ev.running if ev else 0,
+            "queued": ev.queued if ev else 0,
+        }
 
     def best_text(self) -> str:
         if self.best_score is None or math.isinf(self.best_score):
@@ -163,23 +188,30 @@ class Progress:
 
     def status(self) -> str:
         c = self.counters
-        return (f"plans {c.plans} (+{c.plans_failed} failed), codes {c.codes} "
-                f"(+{c.codes_failed} failed), evaluations {c.evaluations} ({c.correct} correct), "
-                f"best {self.best_text()}, tokens {self.ledger.tokens}, "
-                f"${self.ledger.cost_usd:.4f}")
+        return (
+            f"plans {c.plans} (+{c.plans_failed} failed), codes {c.codes} "
+            f"(+{c.codes_failed} failed), evaluations {c.evaluations} ({c.correct} correct), "
+            f"best {self.best_text()}, tokens {self.ledger.tokens}, "
+            f"${self.ledger.cost_usd:.4f}"
+        )
 
     def budget_used(self) -> list[str]:
         """Each budget that is set, as "used of limit (percent)"."""
         b, led = self.budget, self.ledger
         if b is None:
             return []
-        pairs = [("$", led.cost_usd, b.usd if math.isfinite(b.usd) else None, ".2f"),
-                 ("tokens", led.tokens, b.tokens, ",d"),
-                 ("LLM calls", led.llm_calls, b.llm_calls, ",d"),
-                 ("evaluations", led.evaluations, b.evaluations, ",d"),
-                 ("wall s", led.wall_s, b.wall_s, ".0f")]
-        return [f"{name} {used:{fmt}} of {limit:{fmt}} ({100 * used / limit:.0f}%)"
-                for name, used, limit, fmt in pairs if limit]
+        pairs = [
+            ("$", led.cost_usd, b.usd if math.isfinite(b.usd) else None, ".2f"),
+            ("tokens", led.tokens, b.tokens, ",d"),
+            ("LLM calls", led.llm_calls, b.llm_calls, ",d"),
+            ("evaluations", led.evaluations, b.evaluations, ",d"),
+            ("wall s", led.wall_s, b.wall_s, ".0f"),
+        ]
+        return [
+            f"{name} {used:{fmt}} of {limit:{fmt}} ({100 * used / limit:.0f}%)"
+            for name, used, limit, fmt in pairs
+            if limit
+        ]
 
     def __rich__(self) -> Panel:
         """The live panel (rich calls this on every refresh)."""
@@ -187,25 +219,31 @@ class Progress:
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold cyan", no_wrap=True)
         grid.add_column()
-        bar = ProgressBar(total=max(1, self.total_iterations), completed=self.iterations_done,
-                          width=30)
+        bar = ProgressBar(
+            total=max(1, self.total_iterations), completed=self.iterations_done, width=30
+        )
         note = f"  ({self.iteration_note})" if self.iteration_note else ""
-        grid.add_row("iteration", Group(Text(f"{self.iteration} of {self.total_iterations}{note}"),
-                                        bar))
-        grid.add_row("plans", f"{c.plans} done, {c.plans_failed} failed, "
-                              f"{flight['plans']} in flight")
-        grid.add_row("codes", f"{c.codes} done, {c.codes_failed} failed, "
-                              f"{flight['codes']} in flight")
-        grid.add_row("evaluations", f"{c.evaluations} done ({c.correct} correct), "
-                                    f"{flight['evaluations']} running, {flight['queued']} queued")
+        grid.add_row(
+            "iteration", Group(Text(f"{self.iteration} of {self.total_iterations}{note}"), bar)
+        )
+        grid.add_row(
+            "plans", f"{c.plans} done, {c.plans_failed} failed, {flight['plans']} in flight"
+        )
+        grid.add_row(
+            "codes", f"{c.codes} done, {c.codes_failed} failed, {flight['codes']} in flight"
+        )
+        grid.add_row(
+            "evaluations",
+            f"{c.evaluations} done ({c.correct} correct), "
+            f"{flight['evaluations']} running, {flight['queued']} queued",
+        )
         grid.add_row("best", self.best_text())
         grid.add_row("LLM", f"{led.tokens:,} tokens, ${led.cost_usd:.4f}, {led.llm_calls} calls")
         grid.add_row("elapsed", f"{led.wall_s:.0f} s")
         budget = self.budget_used()
         if budget:
             grid.add_row("budget", "; ".join(budget))
-        return Panel(grid, title=f"autocomp {self.title}".strip(), title_align="left",
-                     expand=False)
+        return Panel(grid, title=f"autocomp {self.title}".strip(), title_align="left", expand=False)
 
     def _line(self, text: str) -> None:
         if self.mode != "off":

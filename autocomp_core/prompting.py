@@ -4,6 +4,7 @@ Prompts are split so the static part (architecture, ISA, general rules) leads ev
 request unchanged and can be cached by the provider; menu dropout, parent code,
 plans and feedback go in the dynamic part.
 """
+
 from __future__ import annotations
 
 import random
@@ -48,9 +49,16 @@ def fenced(code: str, language: str) -> str:
 class PromptBuilder:
     """Builds every prompt of a run. All randomness comes from the RNG passed in."""
 
-    def __init__(self, backend: Backend, problem: Problem, pack: KnowledgePack,
-                 search: SearchConfig, total_iterations: int, translation_iterations: int,
-                 isa_sections: list | str = "all") -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        problem: Problem,
+        pack: KnowledgePack,
+        search: SearchConfig,
+        total_iterations: int,
+        translation_iterations: int,
+        isa_sections: list | str = "all",
+    ) -> None:
         self.backend = backend
         self.isa_sections = isa_sections  # what context selection kept ("all": the whole ISA)
         self.problem = problem
@@ -61,9 +69,13 @@ class PromptBuilder:
         self.language = backend.language
         rules = [*pack.rules_general, *backend.rules(problem)]
         self.system = render("system", target=backend.description or backend.name)
-        self.static = render("static", target=backend.description or backend.name,
-                             architecture=pack.architecture, isa=pack.isa,
-                             rules=bullets(rules)).strip()
+        self.static = render(
+            "static",
+            target=backend.description or backend.name,
+            architecture=pack.architecture,
+            isa=pack.isa,
+            rules=bullets(rules),
+        ).strip()
 
     # -- pieces -------------------------------------------------------------------------
     def _score_line(self, c: Candidate) -> str:
@@ -89,8 +101,13 @@ class PromptBuilder:
             blocks.append(self._program_block(c, f"{title}: program", rng))
         return "\n\n".join(blocks)
 
-    def menu(self, rng: random.Random, translate: bool, forced: int | None = None,
-             items: list[str] | None = None) -> str:
+    def menu(
+        self,
+        rng: random.Random,
+        translate: bool,
+        forced: int | None = None,
+        items: list[str] | None = None,
+    ) -> str:
         """The numbered menu after dropout; ``items`` replaces the pack's optimization menu
         (a generated menu)."""
         if items is None or translate or forced is not None:
@@ -116,8 +133,10 @@ class PromptBuilder:
 
     def _iteration_note(self, iteration: int, translate: bool) -> str:
         if translate:
-            return (f"This is translation phase {iteration} of {self.translation_iterations}: "
-                    "move the computation onto the target's own kernels and instructions.")
+            return (
+                f"This is translation phase {iteration} of {self.translation_iterations}: "
+                "move the computation onto the target's own kernels and instructions."
+            )
         return f"This is optimization phase {iteration} of {self.total_iterations}."
 
     def _context(self) -> str:
@@ -125,64 +144,130 @@ class PromptBuilder:
         return f"{ctx}\n" if ctx else ""
 
     def _output(self) -> str:
-        return render("output_edits" if self.search.edits else "output_full", language=self.language)
+        return render(
+            "output_edits" if self.search.edits else "output_full", language=self.language
+        )
 
     def _prompt(self, dynamic: str, examples: Sequence[Example] = ()) -> Prompt:
         context = {"isa": self.isa_sections, "examples": [e.name for e in examples]}
-        return Prompt(system=self.system, static=self.static, dynamic=dynamic.strip(),
-                      context=context)
+        return Prompt(
+            system=self.system, static=self.static, dynamic=dynamic.strip(), context=context
+        )
 
     # -- prompts ------------------------------------------------------------------------
-    def plan(self, chain: list[Candidate], rng: random.Random, iteration: int, translate: bool,
-             forced_option: int | None = None, menu: list[str] | None = None) -> Prompt:
+    def plan(
+        self,
+        chain: list[Candidate],
+        rng: random.Random,
+        iteration: int,
+        translate: bool,
+        forced_option: int | None = None,
+        menu: list[str] | None = None,
+    ) -> Prompt:
         examples = self.examples(chain[-1].code or "", "plan")
-        return self._prompt(render(
-            "plan", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            planning_rules=bullets(self.pack.rules_planning),
-            menu=self.menu(rng, translate, forced_option, menu),
-            examples=self.examples_text(examples),
-            iteration_note=self._iteration_note(iteration, translate)), examples)
+        return self._prompt(
+            render(
+                "plan",
+                ancestry=self.ancestry(chain, rng),
+                problem_context=self._context(),
+                planning_rules=bullets(self.pack.rules_planning),
+                menu=self.menu(rng, translate, forced_option, menu),
+                examples=self.examples_text(examples),
+                iteration_note=self._iteration_note(iteration, translate),
+            ),
+            examples,
+        )
 
-    def implement(self, chain: list[Candidate], plan: str, rng: random.Random, iteration: int,
-                  translate: bool) -> Prompt:
+    def implement(
+        self, chain: list[Candidate], plan: str, rng: random.Random, iteration: int, translate: bool
+    ) -> Prompt:
         examples = self.examples(plan, "code")
-        return self._prompt(render(
-            "implement", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            plan=plan, examples=self.examples_text(examples),
-            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
-            iteration_note=self._iteration_note(iteration, translate)), examples)
+        return self._prompt(
+            render(
+                "implement",
+                ancestry=self.ancestry(chain, rng),
+                problem_context=self._context(),
+                plan=plan,
+                examples=self.examples_text(examples),
+                coding_rules=bullets(self.pack.rules_coding),
+                output_instruction=self._output(),
+                iteration_note=self._iteration_note(iteration, translate),
+            ),
+            examples,
+        )
 
-    def direct(self, chain: list[Candidate], rng: random.Random, iteration: int,
-               translate: bool, menu: list[str] | None = None) -> Prompt:
+    def direct(
+        self,
+        chain: list[Candidate],
+        rng: random.Random,
+        iteration: int,
+        translate: bool,
+        menu: list[str] | None = None,
+    ) -> Prompt:
         examples = self.examples(chain[-1].code or "", "plan")
-        return self._prompt(render(
-            "direct", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            menu=self.menu(rng, translate, items=menu), examples=self.examples_text(examples),
-            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output(),
-            iteration_note=self._iteration_note(iteration, translate)), examples)
+        return self._prompt(
+            render(
+                "direct",
+                ancestry=self.ancestry(chain, rng),
+                problem_context=self._context(),
+                menu=self.menu(rng, translate, items=menu),
+                examples=self.examples_text(examples),
+                coding_rules=bullets(self.pack.rules_coding),
+                output_instruction=self._output(),
+                iteration_note=self._iteration_note(iteration, translate),
+            ),
+            examples,
+        )
 
     def new_menu(self, chain: list[Candidate], rng: random.Random, count: int) -> Prompt:
         """Ask for ``count`` optimization strategies for the parent beyond the pack's menu."""
-        return self._prompt(render(
-            "menu", ancestry=self.ancestry(chain, rng), problem_context=self._context(),
-            menu=bullets(self.pack.menu) or "(nothing yet)", count=count))
+        return self._prompt(
+            render(
+                "menu",
+                ancestry=self.ancestry(chain, rng),
+                problem_context=self._context(),
+                menu=bullets(self.pack.menu) or "(nothing yet)",
+                count=count,
+            )
+        )
 
     def repair(self, failed: Candidate, failure: str, errors: str) -> Prompt:
         lines = [line[:400] for line in errors.splitlines()[-80:]]
-        return self._prompt(render(
-            "repair", problem_context=self._context(), failure=failure,
-            plan=failed.plan or "(direct optimization, no plan)", language=self.language,
-            code=(failed.code or "").rstrip(), errors="\n".join(lines) or "(no output)",
-            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output()))
+        return self._prompt(
+            render(
+                "repair",
+                problem_context=self._context(),
+                failure=failure,
+                plan=failed.plan or "(direct optimization, no plan)",
+                language=self.language,
+                code=(failed.code or "").rstrip(),
+                errors="\n".join(lines) or "(no output)",
+                coding_rules=bullets(self.pack.rules_coding),
+                output_instruction=self._output(),
+            )
+        )
 
     def combine(self, a: Candidate, b: Candidate) -> Prompt:
-        return self._prompt(render(
-            "combine", problem_context=self._context(), language=self.language,
-            code_a=(a.code or "").rstrip(), code_b=(b.code or "").rstrip(),
-            score_a=self._score_line(a), score_b=self._score_line(b),
-            coding_rules=bullets(self.pack.rules_coding), output_instruction=self._output()))
+        return self._prompt(
+            render(
+                "combine",
+                problem_context=self._context(),
+                language=self.language,
+                code_a=(a.code or "").rstrip(),
+                code_b=(b.code or "").rstrip(),
+                score_a=self._score_line(a),
+                score_b=self._score_line(b),
+                coding_rules=bullets(self.pack.rules_coding),
+                output_instruction=self._output(),
+            )
+        )
 
     def translation_score(self, original: Candidate, candidate: Candidate) -> Prompt:
-        return self._prompt(render(
-            "translation_score", language=self.language, original=(original.code or "").rstrip(),
-            candidate=(candidate.code or "").rstrip()))
+        return self._prompt(
+            render(
+                "translation_score",
+                language=self.language,
+                original=(original.code or "").rstrip(),
+                candidate=(candidate.code or "").rstrip(),
+            )
+        )

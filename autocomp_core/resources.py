@@ -6,6 +6,7 @@ machine the engine divides what the machine has by what one evaluation needs; a 
 executor (``autocomp_register_executors``) turns the same numbers into its own resource
 requests (Ray: ``num_cpus``, ``memory``, ``num_gpus``, ``resources``).
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,11 @@ class Resources:
 
     def fit(self, capacity: Mapping[str, float]) -> dict[str, int]:
         """Per needed resource, how many evaluations ``capacity`` holds (0: not even one)."""
-        return {name: math.floor(capacity.get(name, 0) / need + 1e-9)
-                for name, need in self.needs().items() if need > 0}
+        return {
+            name: math.floor(capacity.get(name, 0) / need + 1e-9)
+            for name, need in self.needs().items()
+            if need > 0
+        }
 
 
 def machine_capacity() -> dict[str, float]:
@@ -72,7 +76,9 @@ def local_slots(resources: Resources, capacity: Mapping[str, float] | None = Non
     counts = resources.fit(capacity)
     for name, count in counts.items():
         if count == 0 and name not in (CPUS, MEMORY_MB):
-            raise ValueError(f"one evaluation needs {resources.needs()[name]:g} {name}, and this "
-                             f"machine offers {capacity.get(name, 0):g} (say how many in the "
-                             "hardware config)")
+            raise ValueError(
+                f"one evaluation needs {resources.needs()[name]:g} {name}, and this "
+                f"machine offers {capacity.get(name, 0):g} (say how many in the "
+                "hardware config)"
+            )
     return max(1, min(counts.values()))

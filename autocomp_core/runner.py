@@ -4,6 +4,7 @@ Everything that can be checked without spending is checked here first: the backe
 problem, hardware config, models and keys, and options that cannot apply. A bad
 input becomes a ``ConfigError`` (exit 2) before any LLM call or evaluation.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -56,9 +57,12 @@ class Prepared(RunSetup):
     executor: Executor = field(default_factory=LocalExecutor)
 
 
-def make_backend(name: str, hardware: dict[str, Any] | None = None,
-                 options: dict[str, Any] | None = None,
-                 plugins: PluginRegistry | tuple[str, ...] | list[str] = ()) -> Backend:
+def make_backend(
+    name: str,
+    hardware: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    plugins: PluginRegistry | tuple[str, ...] | list[str] = (),
+) -> Backend:
     """A backend by name, with its ``[hardware]`` and ``[backend_options]`` validated.
 
     ``plugins`` is the run's registry, or extra plugin modules to load into a new one.
@@ -83,10 +87,12 @@ def load_problem(backend: Backend, ref: str) -> Problem:
         raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
 
 
-def load_backend(config: RunConfig, plugins: PluginRegistry | None = None
-                 ) -> tuple[Backend, Problem, KnowledgePack]:
-    backend = make_backend(config.backend, config.hardware, config.backend_options,
-                           plugins or tuple(config.plugins))
+def load_backend(
+    config: RunConfig, plugins: PluginRegistry | None = None
+) -> tuple[Backend, Problem, KnowledgePack]:
+    backend = make_backend(
+        config.backend, config.hardware, config.backend_options, plugins or tuple(config.plugins)
+    )
     problem = load_problem(backend, config.problem)
     if config.prompt.pack:
         try:
@@ -110,8 +116,9 @@ def evaluation_slots(config: RunConfig, backend: Backend, executor: Executor) ->
 def changed(section: BaseModel, key: str) -> bool:
     """Whether the user set ``key`` to something other than its default (a key written out
     with its default value changes nothing, so it is never a dead switch)."""
-    return key in section.model_fields_set and \
-        getattr(section, key) != type(section).model_fields[key].get_default(call_default_factory=True)
+    return key in section.model_fields_set and getattr(section, key) != type(section).model_fields[
+        key
+    ].get_default(call_default_factory=True)
 
 
 def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
@@ -119,8 +126,9 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
     s, t = config.search, config.translation
     caps = backend.capabilities
     if s.hw_feedback_probability > 0 and Capability.HW_FEEDBACK not in caps:
-        raise ConfigError(f"search.hw_feedback_probability: backend {backend.name} gives no "
-                          "hardware feedback")
+        raise ConfigError(
+            f"search.hw_feedback_probability: backend {backend.name} gives no hardware feedback"
+        )
     if t.iterations > 0 and not pack.translation_menu:
         raise ConfigError(f"translation.iterations: backend {backend.name} has no translation menu")
     idle = sorted(k for k in t.model_fields_set - {"iterations"} if changed(t, k))
@@ -133,23 +141,30 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
         raise ConfigError(f"search.exhaustive_*: backend {backend.name} has no optimization menu")
     if s.direct and changed(config.models, "plan") and config.models.code:
         raise ConfigError("models.plan: unused in direct mode (set models.code only)")
-    pairs = {"exhaustive_stagnation_ratio": "exhaustive_on_stagnation_iterations",
-             "early_stop_threshold": "early_stop_iterations",
-             "codes_per_combine": "combine_pairs"}
+    pairs = {
+        "exhaustive_stagnation_ratio": "exhaustive_on_stagnation_iterations",
+        "early_stop_threshold": "early_stop_iterations",
+        "codes_per_combine": "combine_pairs",
+    }
     for knob, switch in pairs.items():
         if changed(s, knob) and not getattr(s, switch):
             raise ConfigError(f"search.{knob}: has no effect unless search.{switch} > 0")
     if "examples" in s.model_fields_set and s.examples and not pack.examples:
         raise ConfigError(f"search.examples: backend {backend.name} ships no examples")
     if changed(s, "generated_menu_size") and s.menu_strategy == "static":
-        raise ConfigError("search.generated_menu_size: has no effect unless search.menu_strategy "
-                          "is generated or mixed")
+        raise ConfigError(
+            "search.generated_menu_size: has no effect unless search.menu_strategy "
+            "is generated or mixed"
+        )
     if changed(s, "keep_factor") and s.keep_factor_iterations == 0:
-        raise ConfigError("search.keep_factor: has no effect unless search.keep_factor_iterations > 0")
+        raise ConfigError(
+            "search.keep_factor: has no effect unless search.keep_factor_iterations > 0"
+        )
 
 
-def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True,
-            plugins: PluginRegistry | None = None) -> Prepared:
+def prepare(
+    config: RunConfig | dict[str, Any], with_llm: bool = True, plugins: PluginRegistry | None = None
+) -> Prepared:
     """Everything checked and built that can be without spending; ``plugins``: a registry
     built for ``config.plugins`` already (the runs of a suite share one)."""
     config = validate(config)
@@ -160,8 +175,9 @@ def prepare(config: RunConfig | dict[str, Any], with_llm: bool = True,
     if config.executor.kind == "local":  # a resource the machine lacks is bad input, now
         evaluation_slots(config, backend, executor)
     client = None
-    plan_models = [config.llm.aliases.get(m, m) for m in config.models.plan] or \
-        default_models(config.llm)
+    plan_models = [config.llm.aliases.get(m, m) for m in config.models.plan] or default_models(
+        config.llm
+    )
     code_models = [config.llm.aliases.get(m, m) for m in config.models.code] or plan_models
     if with_llm:
         client = LLMClient(config.llm, providers=plugins.llm_providers())
@@ -183,8 +199,9 @@ def refuse_unpriced_usd_budget(config: RunConfig, client: LLMClient, models: lis
             provider, name = unpriced
             raise ConfigError(
                 f"budget.usd: model {model} has no price, so its calls would count as $0; give "
-                f"one in [llm] prices_file or inline as [llm.prices.{provider}.\"{name}\"] "
-                f"input = ..., output = ... (USD per million tokens)")
+                f'one in [llm] prices_file or inline as [llm.prices.{provider}."{name}"] '
+                f"input = ..., output = ... (USD per million tokens)"
+            )
 
 
 def default_run_dir(config: RunConfig) -> Path:
@@ -211,9 +228,15 @@ class RunSummary:
         return self.data["speedup"]
 
 
-async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | None = None,
-                  reevaluate: bool = False, progress_stream: bool = True,
-                  suite: SuiteShare | None = None) -> RunSummary:
+async def execute(
+    prep: Prepared,
+    run_dir: Path,
+    *,
+    replay_source: RunStore | None = None,
+    reevaluate: bool = False,
+    progress_stream: bool = True,
+    suite: SuiteShare | None = None,
+) -> RunSummary:
     """Run (or continue) the search in ``run_dir`` and write its exports. The caller has
     entered ``prep.executor``; ``suite``: what the runs of a suite share (the LLM client,
     already entered, the budget, evaluation slots and the display)."""
@@ -231,25 +254,56 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
     if suite is not None:  # the suite's budget counts every run; its display shows this one
         budget, progress = suite.join(run_dir, prep, ledger)
     else:
-        budget, progress = Budget(cfg.budget, ledger), Progress.for_terminal(
-            ledger, prep.backend.metric_unit, cfg.search.iterations, quiet=not progress_stream,
-            budget=cfg.budget, title=f"{prep.backend.name} / {prep.problem.id}")
+        budget, progress = (
+            Budget(cfg.budget, ledger),
+            Progress.for_terminal(
+                ledger,
+                prep.backend.metric_unit,
+                cfg.search.iterations,
+                quiet=not progress_stream,
+                budget=cfg.budget,
+                title=f"{prep.backend.name} / {prep.problem.id}",
+            ),
+        )
     stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
-    evaluator = Evaluator(prep.backend, prep.problem, store, ledger, budget, slots,
-                          cfg.evaluation.timeout_s, cfg.seed,
-                          want_feedback=cfg.search.hw_feedback_probability > 0,
-                          recorded=None if reevaluate else replay_source,
-                          recorded_stop=stop_of_recorded, executor=prep.executor,
-                          limiter=suite.limiter if suite else None)
-    llm = JournaledLLM(prep.client, store, ledger, budget, replay_source=replay_source,
-                       max_in_flight=cfg.llm.max_concurrency)
+    evaluator = Evaluator(
+        prep.backend,
+        prep.problem,
+        store,
+        ledger,
+        budget,
+        slots,
+        cfg.evaluation.timeout_s,
+        cfg.seed,
+        want_feedback=cfg.search.hw_feedback_probability > 0,
+        recorded=None if reevaluate else replay_source,
+        recorded_stop=stop_of_recorded,
+        executor=prep.executor,
+        limiter=suite.limiter if suite else None,
+    )
+    llm = JournaledLLM(
+        prep.client,
+        store,
+        ledger,
+        budget,
+        replay_source=replay_source,
+        max_in_flight=cfg.llm.max_concurrency,
+    )
     progress.watch(llm, evaluator)
     drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
 
     def export_iteration(i: int) -> None:
         try:
-            write_exports(run_dir, store, prep.backend, prep.problem, ledger, stop_reason=None,
-                          drop_root=drop_root, iterations=(0, i))
+            write_exports(
+                run_dir,
+                store,
+                prep.backend,
+                prep.problem,
+                ledger,
+                stop_reason=None,
+                drop_root=drop_root,
+                iterations=(0, i),
+            )
         except OSError as exc:  # a full disk must not end the run: the journal has it all
             log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
 
@@ -267,8 +321,9 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
                 if prep.client is not None and suite is None:
                     await resources.enter_async_context(prep.client)
                 beam = await search.run()
-        stop_reason = "budget.wall_s" if scope.cancelled_caught else \
-            search.stop_reason or "completed"
+        stop_reason = (
+            "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
+        )
         return finish(store, search, prep, run_dir, stop_reason, ledger)
     finally:
         store.set_meta("wall_s", ledger.wall_s)
@@ -280,20 +335,29 @@ async def execute(prep: Prepared, run_dir: Path, *, replay_source: RunStore | No
         store.close()
 
 
-def finish(store: RunStore, search: Search, prep: Prepared, run_dir: Path, stop_reason: str,
-           ledger: Ledger) -> RunSummary:
+def finish(
+    store: RunStore, search: Search, prep: Prepared, run_dir: Path, stop_reason: str, ledger: Ledger
+) -> RunSummary:
     store.set_meta("stop_reason", stop_reason)
     store.set_meta("status", "finished" if stop_reason not in ("interrupted",) else stop_reason)
     store.event("session_end", stop_reason=stop_reason)
-    data = write_exports(run_dir, store, prep.backend, prep.problem, ledger,
-                         stop_reason=stop_reason,
-                         drop_root=(prep.config.translation.iterations > 0
-                                    and prep.config.translation.drop_original))
+    data = write_exports(
+        run_dir,
+        store,
+        prep.backend,
+        prep.problem,
+        ledger,
+        stop_reason=stop_reason,
+        drop_root=(
+            prep.config.translation.iterations > 0 and prep.config.translation.drop_original
+        ),
+    )
     return RunSummary(run_dir, data)
 
 
-async def optimize_async(config: RunConfig | dict[str, Any], run_dir: str | Path | None = None,
-                         progress: bool = True) -> RunSummary:
+async def optimize_async(
+    config: RunConfig | dict[str, Any], run_dir: str | Path | None = None, progress: bool = True
+) -> RunSummary:
     prep = prepare(config)
     target = Path(run_dir or prep.config.run_dir or default_run_dir(prep.config))
     if RunStore.exists(target):
@@ -320,8 +384,9 @@ def load_run_config(run_dir: Path) -> RunConfig:
 RESUME_OVERRIDABLE = ("budget.", "llm.", "evaluation.", "executor.")
 
 
-async def resume_async(run_dir: str | Path, progress: bool = True,
-                       overrides: list[str] | None = None) -> RunSummary:
+async def resume_async(
+    run_dir: str | Path, progress: bool = True, overrides: list[str] | None = None
+) -> RunSummary:
     """Continue a run; ``overrides`` (``budget.usd=20``) may raise budgets or change LLM
     and evaluation settings, never the search itself."""
     run_dir = Path(run_dir)
@@ -330,8 +395,10 @@ async def resume_async(run_dir: str | Path, progress: bool = True,
         data = config.to_toml_dict(only_set=True)
         for item in overrides:
             if not item.strip().startswith(RESUME_OVERRIDABLE):
-                raise ConfigError(f"--set {item.split('=')[0]}: resume may only change "
-                                  "budget.*, llm.*, evaluation.* and executor.*")
+                raise ConfigError(
+                    f"--set {item.split('=')[0]}: resume may only change "
+                    "budget.*, llm.*, evaluation.* and executor.*"
+                )
             apply_override(data, item)
         config = validate(data)
     prep = prepare(config)
@@ -345,8 +412,12 @@ def free_name(path: Path) -> Path:
     return path if not path.exists() else next(p for p in candidates if not p.exists())
 
 
-async def replay_async(run_dir: str | Path, into: str | Path | None = None,
-                       progress: bool = True, reevaluate: bool = False) -> RunSummary:
+async def replay_async(
+    run_dir: str | Path,
+    into: str | Path | None = None,
+    progress: bool = True,
+    reevaluate: bool = False,
+) -> RunSummary:
     """Re-run a recorded run from its recorded LLM answers (no LLM is called).
 
     Evaluations are reused as recorded (a GPU's timings are never bit-identical twice);
@@ -355,8 +426,11 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     run_dir = Path(run_dir)
     config = load_run_config(run_dir)
     prep = prepare(config, with_llm=False)
-    target = Path(into) if into else free_name(run_dir.with_name(
-        f"{run_dir.name}-replay-{time.strftime('%H%M%S')}"))
+    target = (
+        Path(into)
+        if into
+        else free_name(run_dir.with_name(f"{run_dir.name}-replay-{time.strftime('%H%M%S')}"))
+    )
     if RunStore.exists(target):
         raise ConfigError(f"replay target {target} already holds a run")
     source = RunStore(run_dir)
@@ -365,14 +439,16 @@ async def replay_async(run_dir: str | Path, into: str | Path | None = None,
     prep.code_models = models.get("code", prep.code_models)
     try:
         async with prep.executor:
-            return await execute(prep, target, replay_source=source, reevaluate=reevaluate,
-                                 progress_stream=progress)
+            return await execute(
+                prep, target, replay_source=source, reevaluate=reevaluate, progress_stream=progress
+            )
     finally:
         source.close()
 
 
-def optimize(config: RunConfig | dict[str, Any], run_dir: str | Path | None = None,
-             progress: bool = True) -> RunSummary:
+def optimize(
+    config: RunConfig | dict[str, Any], run_dir: str | Path | None = None, progress: bool = True
+) -> RunSummary:
     """Blocking form of ``optimize_async``."""
     return anyio.run(lambda: optimize_async(config, run_dir, progress))
 

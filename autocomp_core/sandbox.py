@@ -43,6 +43,7 @@ for them (and root is not bound by it: with ``drop_privileges=False`` a fork bom
 stopped only by the wall limit). ``AUTOCOMP_SANDBOX_ISOLATION`` may ask for a weaker
 level than the strongest available (``user namespaces``, ``bubblewrap``, ``none``).
 """
+
 from __future__ import annotations
 
 # asyncio for one thing anyio lacks: callbacks that read a pipe whenever it is readable
@@ -74,8 +75,15 @@ from . import sandbox_supervisor as supervisor
 from .errors import BackendError
 from .sandbox_supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
 
-__all__ = ["SandboxError", "SandboxLimits", "SandboxResult", "isolation_level", "private_workdir",
-           "remove_tree", "run_sandboxed"]
+__all__ = [
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxResult",
+    "isolation_level",
+    "private_workdir",
+    "remove_tree",
+    "run_sandboxed",
+]
 
 F_SETPIPE_SZ = 1031  # linux/fcntl.h
 #: Levels a user without root may ask for, strongest first (see the module doc).
@@ -146,6 +154,7 @@ def private_workdir(prefix: str) -> Iterator[Path]:
 
 def remove_tree(path: Path) -> None:
     """Remove a work dir whatever the program did to it (read-only dirs included)."""
+
     def make_writable_and_retry(func, target, _exc):
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(target), 0o700)
@@ -251,9 +260,11 @@ def _probed(wanted: str, is_root: bool) -> str:
     order = [NAMESPACES, UID_ONLY] if is_root else list(USER_LEVELS)
     if wanted != "auto":
         if wanted not in order:
-            raise SandboxError(f"{ISOLATION_ENV}={wanted!r}: choose auto or one of "
-                               f"{', '.join(order)} ({'root' if is_root else 'no root'} here)")
-        order = order[order.index(wanted):]
+            raise SandboxError(
+                f"{ISOLATION_ENV}={wanted!r}: choose auto or one of "
+                f"{', '.join(order)} ({'root' if is_root else 'no root'} here)"
+            )
+        order = order[order.index(wanted) :]
     for level in order:
         if level in (UID_ONLY, NONE) or _probe(level):
             return level
@@ -265,8 +276,9 @@ def _probe(level: str) -> bool:
     if level == BUBBLEWRAP and not bwrap:
         return False
     try:
-        done = subprocess.run([*_supervisor_argv(), "--probe", level, bwrap],
-                              capture_output=True, timeout=60)
+        done = subprocess.run(
+            [*_supervisor_argv(), "--probe", level, bwrap], capture_output=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -283,9 +295,18 @@ def _bwrap_argv(workdir: Path, limits: SandboxLimits) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bubblewrap was found at start but bwrap is gone")
-    args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc",
-            *([] if limits.network else ["--unshare-net"]),
-            "--dev-bind", "/", "/", "--proc", "/proc"]
+    args = [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+        *([] if limits.network else ["--unshare-net"]),
+        "--dev-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+    ]
     for folder, keep, _ in _scratch_covers(workdir, limits):
         args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
         for path in keep:
@@ -423,10 +444,16 @@ def _prepare_workdir(workdir: Path, files: dict[str, str | bytes] | None, uid: i
         _chown_tree(workdir, uid, uid)
 
 
-async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
-                        cwd: Path | None = None, env: dict[str, str] | None = None,
-                        stdin: bytes | None = None, files: dict[str, str | bytes] | None = None,
-                        keep: bool = False) -> SandboxResult:
+async def run_sandboxed(
+    argv: list[str],
+    *,
+    limits: SandboxLimits | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+    files: dict[str, str | bytes] | None = None,
+    keep: bool = False,
+) -> SandboxResult:
     """Run ``argv`` isolated and limited; return how it ended. Never waits past the limit.
 
     ``cwd`` None: a private temp dir is created, ``files`` are written into it, and it is
@@ -444,28 +471,43 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
     level = await anyio.to_thread.run_sync(isolation_level)
     owned = cwd is None
     workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
-    uid = _allocate_uid() if level in (NAMESPACES, UID_ONLY) and limits.drop_privileges \
-        else None
+    uid = _allocate_uid() if level in (NAMESPACES, UID_ONLY) and limits.drop_privileges else None
     try:
         _prepare_workdir(workdir, files, uid)
-        full_env = {**_base_env(), **(env or {}),
-                    "HOME": str(workdir), "TMPDIR": str(workdir / "tmp")}
+        full_env = {
+            **_base_env(),
+            **(env or {}),
+            "HOME": str(workdir),
+            "TMPDIR": str(workdir / "tmp"),
+        }
         _find_program(argv[0], full_env, workdir)
         covers: list[tuple[str, list[str], str]] = []
         if level in (NAMESPACES, USER_NAMESPACES):
             covers = _scratch_covers(workdir, limits)
         if level == NAMESPACES and uid is not None:
-            reach = [*_executable_paths(argv[0], full_env), os.path.realpath(workdir),
-                     *_engine_paths()]
+            reach = [
+                *_executable_paths(argv[0], full_env),
+                os.path.realpath(workdir),
+                *_engine_paths(),
+            ]
             covers += _blocked_covers(reach)
         if level == BUBBLEWRAP:
             argv = [*_bwrap_argv(workdir, limits), *argv]
-        plan = {"level": level, "network": limits.network, "uid": uid, "covers": covers,
-                "engine_pid": os.getpid(), "limits": {
-                    "cpu_s": max(1, limits.cpu_s if limits.cpu_s is not None
-                                 else math.ceil(limits.wall_s)),
-                    "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
-                    "max_processes": limits.max_processes}}
+        plan = {
+            "level": level,
+            "network": limits.network,
+            "uid": uid,
+            "covers": covers,
+            "engine_pid": os.getpid(),
+            "limits": {
+                "cpu_s": max(
+                    1, limits.cpu_s if limits.cpu_s is not None else math.ceil(limits.wall_s)
+                ),
+                "memory_mb": limits.memory_mb,
+                "file_size_mb": limits.file_size_mb,
+                "max_processes": limits.max_processes,
+            },
+        }
         return await _run(argv, plan, limits, workdir, full_env, stdin)
     finally:
         _release_uid(uid)
@@ -475,8 +517,14 @@ async def run_sandboxed(argv: list[str], *, limits: SandboxLimits | None = None,
             _chown_tree(workdir, os.geteuid(), os.getegid())
 
 
-async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path,
-               env: dict[str, str], stdin: bytes | None) -> SandboxResult:
+async def _run(
+    argv: list[str],
+    plan: dict,
+    limits: SandboxLimits,
+    workdir: Path,
+    env: dict[str, str],
+    stdin: bytes | None,
+) -> SandboxResult:
     loop = asyncio.get_running_loop()
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -492,8 +540,13 @@ async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path
         proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
             [*_supervisor_argv(), json.dumps(plan), "--", *argv],
             stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
-            stdout=out_w, stderr=err_w, cwd=workdir, env=env, start_new_session=True,
-            pass_fds=(status_w,))
+            stdout=out_w,
+            stderr=err_w,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,
+            pass_fds=(status_w,),
+        )
     except BaseException:
         for fd in (status_r, status_w, out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -525,8 +578,9 @@ async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path
     finally:
         for reader in (out, err, status):
             reader.close()
-    if status.errors and any(e.startswith("setup") or e.startswith("supervisor")
-                             for e in status.errors):
+    if status.errors and any(
+        e.startswith("setup") or e.startswith("supervisor") for e in status.errors
+    ):
         raise SandboxError(f"sandbox for {argv[0]!r} failed: {'; '.join(status.errors)}")
     if status.exec_errno is not None:
         raise OSError(status.exec_errno, os.strerror(status.exec_errno), argv[0])
@@ -537,8 +591,9 @@ async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path
     elif timed_out:
         signum = signal.SIGKILL
     elif supervisor_code is not None:
-        raise SandboxError(f"sandbox supervisor for {argv[0]!r} ended without a report "
-                           f"(code {supervisor_code})")
+        raise SandboxError(
+            f"sandbox supervisor for {argv[0]!r} ended without a report (code {supervisor_code})"
+        )
     level = status.level
     if level == NAMESPACES and plan["uid"] is None:
         level = "namespaces"  # root keeping its privileges (drop_privileges=False)
@@ -546,14 +601,19 @@ async def _run(argv: list[str], plan: dict, limits: SandboxLimits, workdir: Path
         returncode=returncode,
         stdout=_relative(bytes(out.kept).decode("utf-8", "replace"), workdir),
         stderr=_relative(bytes(err.kept).decode("utf-8", "replace"), workdir),
-        timed_out=timed_out, signal=signum,
-        stdout_truncated=out.truncated, stderr_truncated=err.truncated,
-        wall_s=wall, workdir=workdir,
+        timed_out=timed_out,
+        signal=signum,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        wall_s=wall,
+        workdir=workdir,
         network_isolated=status.level in (NAMESPACES, USER_NAMESPACES, BUBBLEWRAP)
         and not limits.network,
-        isolation=level, pid=status.pid,
+        isolation=level,
+        pid=status.pid,
         uid=plan["uid"] if plan["uid"] is not None else os.geteuid(),
-        stdout_bytes=out.total, stderr_bytes=err.total,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
     )
 
 
@@ -595,4 +655,3 @@ async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:
         if code is not None or time.monotonic() >= deadline:
             return code
         await anyio.sleep(0.005)
-

@@ -27,6 +27,7 @@ kernel kills whatever is left in the namespace, ``setsid`` or not.
 
 ``--probe LEVEL`` tries a level's setup in a throwaway child and exits 0 if it works.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -56,13 +57,16 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int,
-           data: str | None) -> None:
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
     def enc(s: str | None) -> bytes | None:
         return s.encode() if s is not None else None
 
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {target}")
+    _check(
+        _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {target}",
+    )
 
 
 def _status_line(wait_status: int) -> bytes:
@@ -88,8 +92,11 @@ def unshare(level: str, network: bool) -> None:
     elif level == USER_NAMESPACES:
         uid, gid = os.getuid(), os.getgid()
         _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | net), "unshare")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
-                           ("gid_map", f"{gid} {gid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
 
@@ -141,8 +148,11 @@ def supervise(plan: dict, argv: list[str]) -> None:
                         time.sleep(0.01)
                 except ChildProcessError:
                     break
-            if level == BUBBLEWRAP and os.WIFEXITED(wait_status) and \
-                    os.WEXITSTATUS(wait_status) > 128:  # bwrap passes a signal on as 128+n
+            if (
+                level == BUBBLEWRAP
+                and os.WIFEXITED(wait_status)
+                and os.WEXITSTATUS(wait_status) > 128
+            ):  # bwrap passes a signal on as 128+n
                 os.write(status, f"signal {os.WEXITSTATUS(wait_status) - 128}\n".encode())
             else:
                 os.write(status, _status_line(wait_status))
@@ -218,8 +228,12 @@ def cover(covers: list) -> None:
     for folder, entries, options in covers:
         trees = []
         for entry in entries:
-            fd = _libc.syscall(SYS_OPEN_TREE, AT_FDCWD, entry.encode(),
-                               OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC)
+            fd = _libc.syscall(
+                SYS_OPEN_TREE,
+                AT_FDCWD,
+                entry.encode(),
+                OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC,
+            )
             _check(0 if fd >= 0 else -1, f"open_tree {entry}")
             trees.append((entry, fd))
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
@@ -229,8 +243,12 @@ def cover(covers: list) -> None:
                 os.mkdir(entry)
             else:
                 os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-            _check(_libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, entry.encode(),
-                                 MOVE_MOUNT_F_EMPTY_PATH), f"move_mount {entry}")
+            _check(
+                _libc.syscall(
+                    SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, entry.encode(), MOVE_MOUNT_F_EMPTY_PATH
+                ),
+                f"move_mount {entry}",
+            )
             os.close(fd)
 
 
@@ -257,9 +275,24 @@ def probe(level: str, bwrap: str | None) -> bool:
             return False
         import subprocess  # here only: the supervisor of a run starts faster without it
 
-        done = subprocess.run([bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net",
-                               "--dev-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp",
-                               "true"], capture_output=True, timeout=30)
+        done = subprocess.run(
+            [
+                bwrap,
+                "--die-with-parent",
+                "--unshare-pid",
+                "--unshare-net",
+                "--dev-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--tmpfs",
+                "/tmp",
+                "true",
+            ],
+            capture_output=True,
+            timeout=30,
+        )
         return done.returncode == 0
     pid = os.fork()
     if pid == 0:
@@ -282,7 +315,7 @@ def main() -> None:
         level = sys.argv[2]
         sys.exit(0 if probe(level, sys.argv[3] if len(sys.argv) > 3 else None) else 1)
     plan = json.loads(sys.argv[1])
-    supervise(plan, sys.argv[sys.argv.index("--") + 1:])
+    supervise(plan, sys.argv[sys.argv.index("--") + 1 :])
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ reference) and reports each as a ``Finding``; the backend returns a ``REJECTED``
 with the findings as feedback. A screen is a first line only: the sandbox and the
 backend's runtime checks must hold without it.
 """
+
 from __future__ import annotations
 
 import ast

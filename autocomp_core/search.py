@@ -14,6 +14,7 @@ Reading order: ``Search.run`` → ``iteration`` → ``seed_jobs`` → the jobs (
 ``code_job``, ``direct_job``, ``combine_job``, ``repair_job`` all end in
 ``write_program``) → ``eval_job`` → ``select``.
 """
+
 from __future__ import annotations
 
 import enum
@@ -196,8 +197,15 @@ class Draft:
 class Search:
     """Runs (or resumes) the beam search of one run directory."""
 
-    def __init__(self, setup: RunSetup, store: RunStore, llm: JournaledLLM, evaluator: Evaluator,
-                 progress: Progress, on_iteration: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        setup: RunSetup,
+        store: RunStore,
+        llm: JournaledLLM,
+        evaluator: Evaluator,
+        progress: Progress,
+        on_iteration: Callable[[int], None] | None = None,
+    ) -> None:
         self.cfg = setup.config
         self.s = setup.config.search
         self.backend = setup.backend
@@ -212,8 +220,14 @@ class Search:
         self.on_iteration = on_iteration  # called once each iteration's beam is saved
         self.lineage = Lineage(store)
         self.translation_iterations = self.cfg.translation.iterations
-        self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
-                                     self.s.iterations, self.translation_iterations)
+        self.prompts = PromptBuilder(
+            self.backend,
+            self.problem,
+            self.pack,
+            self.s,
+            self.s.iterations,
+            self.translation_iterations,
+        )
         self.menus: dict[str, list[str]] = {}  # generated menus by (iteration, parent)
         self.menu_locks: dict[str, anyio.Lock] = {}
         self.losses: list[float] = []
@@ -230,16 +244,22 @@ class Search:
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
-            if should_early_stop(self.losses, i, self.s.early_stop_iterations,
-                                 self.s.early_stop_threshold, self.translation_iterations):
+            if should_early_stop(
+                self.losses,
+                i,
+                self.s.early_stop_iterations,
+                self.s.early_stop_threshold,
+                self.translation_iterations,
+            ):
                 self.stop_reason = "early_stop"
                 self.store.event("early_stop", iteration=i)
                 return beam
             saved = self.saved_beam(i)
             if saved is not None:  # finished in an earlier session
                 beam = saved
-                self.translation_iterations = stats[i].get("translation_iterations",
-                                                           self.translation_iterations)
+                self.translation_iterations = stats[i].get(
+                    "translation_iterations", self.translation_iterations
+                )
                 self.progress.iteration_done(i, beam, resumed=True)
             else:
                 it = await self.iteration(i, beam)
@@ -266,14 +286,21 @@ class Search:
         if self.s.continue_from:
             beam = await self.continued_beam(self.s.continue_from)
         else:
-            root = Candidate(id="root", iteration=0, parents=[], origin=Origin.ROOT,
-                             code=self.problem.baseline_code)
+            root = Candidate(
+                id="root",
+                iteration=0,
+                parents=[],
+                origin=Origin.ROOT,
+                code=self.problem.baseline_code,
+            )
             result = await self.evaluate_into(root)
             if not root.correct:
                 detail = (result.feedback or result.stderr or "").strip().splitlines()
-                raise RunError(f"the initial program of {self.problem.id} is incorrect "
-                               f"({result.failure.value if result.failure else 'failed'})"
-                               + (f": {detail[0][:300]}" if detail else ""))
+                raise RunError(
+                    f"the initial program of {self.problem.id} is incorrect "
+                    f"({result.failure.value if result.failure else 'failed'})"
+                    + (f": {detail[0][:300]}" if detail else "")
+                )
             beam = [root]
         self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})
         self.progress.initial(beam)
@@ -295,33 +322,59 @@ class Search:
         """Narrow a large ISA (and example set) to what this problem needs, once per run: a
         resumed run applies the choice its journal recorded; a replay makes it again from
         the recorded answers."""
+
         async def ask(prompt: Prompt, slot: str) -> str | None:
-            resp = await self.llm.complete(self.request(
-                self.plan_models[0], prompt, "select_context", sample=sample_of(slot),
-                temperature=0.0))
+            resp = await self.llm.complete(
+                self.request(
+                    self.plan_models[0],
+                    prompt,
+                    "select_context",
+                    sample=sample_of(slot),
+                    temperature=0.0,
+                )
+            )
             return resp.text if resp.ok else None
 
-        selector = ContextSelector(self.pack, self.problem, self.cfg.prompt, self.prompts.system,
-                                   self.backend.language, ask)
+        selector = ContextSelector(
+            self.pack,
+            self.problem,
+            self.cfg.prompt,
+            self.prompts.system,
+            self.backend.language,
+            ask,
+        )
         record = self.store.get_meta("context_selection")
         if record is not None and record.get("pack") == selector.fingerprint():
             self.pack = selector.apply(record)
         else:
             self.pack, record = await selector.select()
         self.store.set_meta("context_selection", record)
-        self.prompts = PromptBuilder(self.backend, self.problem, self.pack, self.s,
-                                     self.s.iterations, self.cfg.translation.iterations,
-                                     isa_sections=record.get("isa", {}).get("sections", "all"))
+        self.prompts = PromptBuilder(
+            self.backend,
+            self.problem,
+            self.pack,
+            self.s,
+            self.s.iterations,
+            self.cfg.translation.iterations,
+            isa_sections=record.get("isa", {}).get("sections", "all"),
+        )
 
     # -- one iteration ------------------------------------------------------------------
     async def iteration(self, i: int, beam: list[Candidate]) -> Iteration:
         """Run every job of iteration ``i``; selection is the caller's."""
-        it = Iteration(i, beam, translate=self.translating(i),
-                       exhaustive=exhaustive_now(self.losses, i,
-                                                 self.s.exhaustive_first_iterations,
-                                                 self.s.exhaustive_on_stagnation_iterations,
-                                                 self.s.exhaustive_stagnation_ratio),
-                       jobs=Scheduler(pipelined=self.s.schedule == "pipelined"))
+        it = Iteration(
+            i,
+            beam,
+            translate=self.translating(i),
+            exhaustive=exhaustive_now(
+                self.losses,
+                i,
+                self.s.exhaustive_first_iterations,
+                self.s.exhaustive_on_stagnation_iterations,
+                self.s.exhaustive_stagnation_ratio,
+            ),
+            jobs=Scheduler(pipelined=self.s.schedule == "pipelined"),
+        )
         self.progress.iteration_start(i, it.translate, it.exhaustive)
         await it.jobs.run(lambda: self.seed_jobs(it))
         return it
@@ -337,8 +390,7 @@ class Search:
                     it.jobs.spawn(Stage.CODE, self.direct_job, it, pi, parent, slot)
             elif it.exhaustive:
                 for item in range(len(menu)):
-                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, item, len(menu),
-                                  item)
+                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, item, len(menu), item)
             else:
                 for slot in range(P):
                     it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, slot, P, None)
@@ -359,49 +411,74 @@ class Search:
         i, beam, children = it.number, it.beam, it.children
         rank_by_translation = it.translate and self.cfg.translation.score
         new_beam = self.best_of(beam, children, i, rank_by_translation)
-        if rank_by_translation and new_beam and i < self.translation_iterations and all(
+        if (
+            rank_by_translation
+            and new_beam
+            and i < self.translation_iterations
+            and all(
                 (c.translation_score or 0) >= self.cfg.translation.complete_threshold
-                for c in new_beam):
+                for c in new_beam
+            )
+        ):
             self.store.event("translation_complete", iteration=i)
             self.translation_iterations = i
         if it.translate and i == self.translation_iterations and self.cfg.translation.drop_original:
-            kept = self.best_of([c for c in beam if c.origin != Origin.ROOT],
-                                [c for c in children if c.origin != Origin.ROOT], i,
-                                rank_by_translation)
+            kept = self.best_of(
+                [c for c in beam if c.origin != Origin.ROOT],
+                [c for c in children if c.origin != Origin.ROOT],
+                i,
+                rank_by_translation,
+            )
             if kept:
                 new_beam = kept
             elif any(c.origin != Origin.ROOT for c in (*beam, *children)):
-                self.store.event("drop_original_skipped", iteration=i,
-                                 reason="no translated program is correct")
+                self.store.event(
+                    "drop_original_skipped", iteration=i, reason="no translated program is correct"
+                )
         if not new_beam:  # nothing correct: keep the incumbents
             new_beam = beam
-        stats = {"best": min(c.score for c in new_beam), "children": len(children),
-                 "wall_s": round(time.monotonic() - it.started, 3),
-                 "correct": sum(c.correct for c in children),
-                 "translation_iterations": self.translation_iterations}
+        stats = {
+            "best": min(c.score for c in new_beam),
+            "children": len(children),
+            "wall_s": round(time.monotonic() - it.started, 3),
+            "correct": sum(c.correct for c in children),
+            "translation_iterations": self.translation_iterations,
+        }
         self.store.save_beam(i, [c.id for c in new_beam], stats)
         if self.on_iteration:
             self.on_iteration(i)
         self.progress.iteration_done(i, new_beam)
         return new_beam
 
-    def best_of(self, beam: list[Candidate], children: list[Candidate], i: int,
-                rank_by_translation: bool) -> list[Candidate]:
-        return select_beam(beam, children, beam_size=self.s.beam_size,
-                           keep_factor=self.keep_factor(i), lookup=self.lineage.get,
-                           dedup_level=self.s.prevent_duplicate_level,
-                           rank_by_translation=rank_by_translation)
+    def best_of(
+        self, beam: list[Candidate], children: list[Candidate], i: int, rank_by_translation: bool
+    ) -> list[Candidate]:
+        return select_beam(
+            beam,
+            children,
+            beam_size=self.s.beam_size,
+            keep_factor=self.keep_factor(i),
+            lookup=self.lineage.get,
+            dedup_level=self.s.prevent_duplicate_level,
+            rank_by_translation=rank_by_translation,
+        )
 
     # -- jobs ---------------------------------------------------------------------------
-    async def plan_job(self, it: Iteration, pi: int, parent: Candidate, slot: int,
-                       slots: int, forced: int | None) -> None:
+    async def plan_job(
+        self, it: Iteration, pi: int, parent: Candidate, slot: int, slots: int, forced: int | None
+    ) -> None:
         """Ask for a plan (``forced``: for this menu item), then start its programs."""
         label = f"m{slot}" if forced is not None else f"p{slot}"
         model = assign_model(self.plan_models, pi, slot, slots)
         menu = await self.menu_for(it, pi, parent, forced)
-        prompt = self.prompts.plan(self.lineage.chain(parent),
-                                   self.rng(it.number, parent.id, label), it.number,
-                                   it.translate, forced, menu)
+        prompt = self.prompts.plan(
+            self.lineage.chain(parent),
+            self.rng(it.number, parent.id, label),
+            it.number,
+            it.translate,
+            forced,
+            menu,
+        )
         text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
         if text is None:
             return
@@ -412,18 +489,42 @@ class Search:
         C = self.s.codes_per_plan
         for k in range(C):
             coder = assign_model(self.code_models, pi, slot * C + k, slots * C)
-            it.jobs.spawn(Stage.CODE, self.code_job, it, parent, plan, model, coder,
-                          f"i{it.number}-b{pi}-{label}-c{k}")
+            it.jobs.spawn(
+                Stage.CODE,
+                self.code_job,
+                it,
+                parent,
+                plan,
+                model,
+                coder,
+                f"i{it.number}-b{pi}-{label}-c{k}",
+            )
 
-    async def code_job(self, it: Iteration, parent: Candidate, plan: str, plan_model: str,
-                       model: str, cid: str) -> None:
-        prompt = self.prompts.implement(self.lineage.chain(parent), plan,
-                                        self.rng(it.number, parent.id, cid), it.number,
-                                        it.translate)
-        await self.write_program(it, Draft(
-            id=cid, origin=Origin.PLAN, phase="code", model=model, prompt=prompt,
-            parents=[parent.id], base=parent.code or "", plan=plan, plan_model=plan_model,
-            edits=self.s.edits))
+    async def code_job(
+        self, it: Iteration, parent: Candidate, plan: str, plan_model: str, model: str, cid: str
+    ) -> None:
+        prompt = self.prompts.implement(
+            self.lineage.chain(parent),
+            plan,
+            self.rng(it.number, parent.id, cid),
+            it.number,
+            it.translate,
+        )
+        await self.write_program(
+            it,
+            Draft(
+                id=cid,
+                origin=Origin.PLAN,
+                phase="code",
+                model=model,
+                prompt=prompt,
+                parents=[parent.id],
+                base=parent.code or "",
+                plan=plan,
+                plan_model=plan_model,
+                edits=self.s.edits,
+            ),
+        )
 
     async def direct_job(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
         """No planning step: P distinct prompts per parent, C samples of each (upstream's
@@ -431,43 +532,79 @@ class Search:
         P, C = self.s.plans_per_candidate, self.s.codes_per_plan
         prompt_slot = slot // C
         menu = await self.menu_for(it, pi, parent)
-        prompt = self.prompts.direct(self.lineage.chain(parent),
-                                     self.rng(it.number, parent.id, f"d{prompt_slot}"),
-                                     it.number, it.translate, menu)
-        await self.write_program(it, Draft(
-            id=f"i{it.number}-b{pi}-d{slot}", origin=Origin.DIRECT, phase="direct",
-            model=assign_model(self.code_models, pi, slot, P * C), prompt=prompt,
-            parents=[parent.id], base=parent.code or "",
-            plan=f"direct optimization (prompt {prompt_slot})", edits=self.s.edits))
+        prompt = self.prompts.direct(
+            self.lineage.chain(parent),
+            self.rng(it.number, parent.id, f"d{prompt_slot}"),
+            it.number,
+            it.translate,
+            menu,
+        )
+        await self.write_program(
+            it,
+            Draft(
+                id=f"i{it.number}-b{pi}-d{slot}",
+                origin=Origin.DIRECT,
+                phase="direct",
+                model=assign_model(self.code_models, pi, slot, P * C),
+                prompt=prompt,
+                parents=[parent.id],
+                base=parent.code or "",
+                plan=f"direct optimization (prompt {prompt_slot})",
+                edits=self.s.edits,
+            ),
+        )
 
     async def combine_job(self, it: Iteration, pair: int, ai: int, bi: int, k: int) -> None:
         a, b = it.beam[ai], it.beam[bi]
-        await self.write_program(it, Draft(
-            id=f"i{it.number}-x{ai}.{bi}-c{k}", origin=Origin.COMBINE, phase="combine",
-            model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
-            prompt=self.prompts.combine(a, b), parents=[a.id, b.id], base=a.code or "",
-            plan="combine parents"))
+        await self.write_program(
+            it,
+            Draft(
+                id=f"i{it.number}-x{ai}.{bi}-c{k}",
+                origin=Origin.COMBINE,
+                phase="combine",
+                model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
+                prompt=self.prompts.combine(a, b),
+                parents=[a.id, b.id],
+                base=a.code or "",
+                plan="combine parents",
+            ),
+        )
 
     async def repair_job(self, it: Iteration, failed: Candidate, failure: str) -> None:
-        await self.write_program(it, Draft(
-            id=f"{failed.id}-r", origin=Origin.REPAIR, phase="repair",
-            model=next_model(self.code_models, failed.code_model),
-            prompt=self.prompts.repair(failed, failure, failed.errors),
-            parents=list(failed.parents), base=failed.code or "", plan=failed.plan,
-            plan_model=failed.plan_model, edits=self.s.edits))
+        await self.write_program(
+            it,
+            Draft(
+                id=f"{failed.id}-r",
+                origin=Origin.REPAIR,
+                phase="repair",
+                model=next_model(self.code_models, failed.code_model),
+                prompt=self.prompts.repair(failed, failure, failed.errors),
+                parents=list(failed.parents),
+                base=failed.code or "",
+                plan=failed.plan,
+                plan_model=failed.plan_model,
+                edits=self.s.edits,
+            ),
+        )
 
     async def write_program(self, it: Iteration, draft: Draft) -> None:
         """Ask for a program and make it a child of the iteration, evaluated next: the
         common path of the code, direct, combine and repair jobs."""
-        text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id,
-                              edits=draft.edits)
+        text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id, edits=draft.edits)
         if text is None:
             return
         code, why = self.materialize(text, draft.base, draft.edits)
-        c = Candidate(id=draft.id, iteration=it.number, parents=draft.parents,
-                      origin=draft.origin, plan=draft.plan, code=code,
-                      code_hash=code_hash(code) if code else None,
-                      plan_model=draft.plan_model, code_model=draft.model)
+        c = Candidate(
+            id=draft.id,
+            iteration=it.number,
+            parents=draft.parents,
+            origin=draft.origin,
+            plan=draft.plan,
+            code=code,
+            code_hash=code_hash(code) if code else None,
+            plan_model=draft.plan_model,
+            code_model=draft.model,
+        )
         self.lineage.save(c)
         it.children.append(c)
         if code is None:  # nothing to evaluate, nothing to repair
@@ -481,23 +618,31 @@ class Search:
         result = await self.evaluate_into(c)
         if c.correct and it.translate and self.cfg.translation.score:
             it.jobs.spawn(Stage.SCORE, self.score_job, c)
-        if (not c.correct and c.origin != Origin.REPAIR and self.s.repair_failed
-                and c.errors.strip() and result.failure != FailureKind.INFRA_ERROR):
+        if (
+            not c.correct
+            and c.origin != Origin.REPAIR
+            and self.s.repair_failed
+            and c.errors.strip()
+            and result.failure != FailureKind.INFRA_ERROR
+        ):
             failure = result.failure.value if result.failure else "failed"
             it.jobs.spawn(Stage.REPAIR, self.repair_job, it, c, failure)
 
     async def score_job(self, c: Candidate) -> None:
         """Translation: an LLM judges how complete the translation is (0-10)."""
         prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
-        resp = await self.llm.complete(self.request(self.plan_models[0], prompt,
-                                                    "translation_score", sample=0,
-                                                    temperature=0.0))
+        resp = await self.llm.complete(
+            self.request(
+                self.plan_models[0], prompt, "translation_score", sample=0, temperature=0.0
+            )
+        )
         c.translation_score = parse_score(resp.text) if resp.ok else 0.0
         self.lineage.save(c)
 
     # -- menus --------------------------------------------------------------------------
-    async def menu_for(self, it: Iteration, pi: int, parent: Candidate,
-                       forced: int | None = None) -> list[str] | None:
+    async def menu_for(
+        self, it: Iteration, pi: int, parent: Candidate, forced: int | None = None
+    ) -> list[str] | None:
         """The optimization menu for this parent's prompts; None: the pack's own. Generated
         menus are made once per (iteration, parent) and journaled."""
         if self.s.menu_strategy == "static" or it.translate or forced is not None:
@@ -506,47 +651,80 @@ class Search:
         async with self.menu_locks.setdefault(key, anyio.Lock()):
             if key not in self.menus:
                 recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
-                self.menus[key] = recorded if recorded is not None else \
-                    await self.generate_menu(it, pi, parent, key)
+                self.menus[key] = (
+                    recorded
+                    if recorded is not None
+                    else await self.generate_menu(it, pi, parent, key)
+                )
         new = self.menus[key]
         if self.s.menu_strategy == "mixed":
             return [*self.pack.menu, *new]
         return new or None  # nothing usable was generated: the pack's menu
 
-    async def generate_menu(self, it: Iteration, pi: int, parent: Candidate,
-                            key: str) -> list[str]:
-        prompt = self.prompts.new_menu(self.lineage.chain(parent),
-                                       self.rng(it.number, parent.id, "menu"),
-                                       self.s.generated_menu_size)
-        resp = await self.llm.complete(self.request(
-            assign_model(self.plan_models, pi, 0, 1), prompt, "menu",
-            sample=sample_of(f"{self.cfg.seed}-menu-{key}")))
+    async def generate_menu(self, it: Iteration, pi: int, parent: Candidate, key: str) -> list[str]:
+        prompt = self.prompts.new_menu(
+            self.lineage.chain(parent),
+            self.rng(it.number, parent.id, "menu"),
+            self.s.generated_menu_size,
+        )
+        resp = await self.llm.complete(
+            self.request(
+                assign_model(self.plan_models, pi, 0, 1),
+                prompt,
+                "menu",
+                sample=sample_of(f"{self.cfg.seed}-menu-{key}"),
+            )
+        )
         proposed = parse_items(resp.text) if resp.ok else []
         items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
-        items = items[:self.s.generated_menu_size]
+        items = items[: self.s.generated_menu_size]
         self.store.set_meta(f"generated_menu/{key}", items)
-        self.store.event("generated_menu", iteration=it.number, parent=parent.id, items=items,
-                         repeats=[r for r, _ in repeats], ok=resp.ok)
+        self.store.event(
+            "generated_menu",
+            iteration=it.number,
+            parent=parent.id,
+            items=items,
+            repeats=[r for r, _ in repeats],
+            ok=resp.ok,
+        )
         return items
 
     # -- the doors ----------------------------------------------------------------------
-    async def ask(self, model: str, prompt: Prompt, phase: str, slot_id: str,
-                  edits: bool = False) -> str | None:
+    async def ask(
+        self, model: str, prompt: Prompt, phase: str, slot_id: str, edits: bool = False
+    ) -> str | None:
         """One generation call (a plan or a program): the answer, or None when the call
         failed (journaled and counted as a failure)."""
         resp: LLMResponse = await self.llm.complete(
-            self.request(model, prompt, phase, sample_of(slot_id), edits=edits))
+            self.request(model, prompt, phase, sample_of(slot_id), edits=edits)
+        )
         self.progress.llm_done(phase, resp.ok)
         return resp.text if resp.ok else None
 
-    def request(self, model: str, prompt: Prompt, phase: str, sample: int,
-                edits: bool = False, temperature: float | None = 1.0) -> LLMRequest:
-        effort = (self.cfg.llm.plan_reasoning_effort if phase == "plan"
-                  else self.cfg.llm.code_reasoning_effort)
-        return LLMRequest(model=model, prompt=prompt, phase=phase, sample=sample,
-                          temperature=temperature, max_tokens=self.cfg.llm.max_tokens,
-                          reasoning_effort=effort,
-                          response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT)
+    def request(
+        self,
+        model: str,
+        prompt: Prompt,
+        phase: str,
+        sample: int,
+        edits: bool = False,
+        temperature: float | None = 1.0,
+    ) -> LLMRequest:
+        effort = (
+            self.cfg.llm.plan_reasoning_effort
+            if phase == "plan"
+            else self.cfg.llm.code_reasoning_effort
+        )
+        return LLMRequest(
+            model=model,
+            prompt=prompt,
+            phase=phase,
+            sample=sample,
+            temperature=temperature,
+            max_tokens=self.cfg.llm.max_tokens,
+            reasoning_effort=effort,
+            response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT,
+        )
 
     async def evaluate_into(self, c: Candidate) -> EvalResult:
         key, result = await self.evaluator.evaluate(c.code or "")

@@ -2,6 +2,7 @@
 
 Pure functions over candidates, so every rule is unit-tested on its own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,9 +26,16 @@ def lineage(c: Candidate, lookup: Callable[[str], Candidate | None]) -> set[str]
     return seen
 
 
-def select_beam(incumbents: list[Candidate], children: list[Candidate], *, beam_size: int,
-                keep_factor: float, lookup: Callable[[str], Candidate | None],
-                dedup_level: int, rank_by_translation: bool = False) -> list[Candidate]:
+def select_beam(
+    incumbents: list[Candidate],
+    children: list[Candidate],
+    *,
+    beam_size: int,
+    keep_factor: float,
+    lookup: Callable[[str], Candidate | None],
+    dedup_level: int,
+    rank_by_translation: bool = False,
+) -> list[Candidate]:
     """The next beam: the best correct programs, elitist, with the upstream gates.
 
     - A child enters only if it beats each parent times ``keep_factor`` (a combined
@@ -62,8 +70,14 @@ def select_beam(incumbents: list[Candidate], children: list[Candidate], *, beam_
     return kept
 
 
-def _duplicate(c: Candidate, line: set[str], kept: list[Candidate], kept_lineages: list[set[str]],
-               level: int, lookup: Callable[[str], Candidate | None]) -> bool:
+def _duplicate(
+    c: Candidate,
+    line: set[str],
+    kept: list[Candidate],
+    kept_lineages: list[set[str]],
+    level: int,
+    lookup: Callable[[str], Candidate | None],
+) -> bool:
     if level < 0:
         return False
     for other, other_line in zip(kept, kept_lineages):
@@ -89,8 +103,9 @@ def ratio_over(losses: list[float], window: int) -> float | None:
     return new / old
 
 
-def should_early_stop(losses: list[float], iteration: int, window: int, threshold: float,
-                      translation_iterations: int) -> bool:
+def should_early_stop(
+    losses: list[float], iteration: int, window: int, threshold: float, translation_iterations: int
+) -> bool:
     """Upstream rule: stop when the best score has not improved enough over ``window``."""
     if window <= 0 or iteration <= translation_iterations + window:
         return False
@@ -98,8 +113,13 @@ def should_early_stop(losses: list[float], iteration: int, window: int, threshol
     return ratio is not None and ratio >= threshold
 
 
-def exhaustive_now(losses: list[float], iteration: int, first_iterations: int,
-                   stagnation_iterations: int, stagnation_ratio: float) -> bool:
+def exhaustive_now(
+    losses: list[float],
+    iteration: int,
+    first_iterations: int,
+    stagnation_iterations: int,
+    stagnation_ratio: float,
+) -> bool:
     """Plan once per menu item: in the first iterations, or when the search stagnates."""
     if iteration <= first_iterations:
         return True

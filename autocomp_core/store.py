@@ -6,6 +6,7 @@ moment it happens, so a crash or SIGKILL loses at most what was in flight. Resum
 re-runs the search over this journal: answered LLM calls and finished evaluations are
 read back instead of repeated.
 """
+
 from __future__ import annotations
 
 import enum
@@ -126,9 +127,11 @@ class RunStore:
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
-            raise ConfigError(f"run directory {self.run_dir}: its journal has schema version "
-                              f"{version}, newer than this autocomp-core reads "
-                              f"({SCHEMA_VERSION}); upgrade autocomp-core to use it")
+            raise ConfigError(
+                f"run directory {self.run_dir}: its journal has schema version "
+                f"{version}, newer than this autocomp-core reads "
+                f"({SCHEMA_VERSION}); upgrade autocomp-core to use it"
+            )
 
     def _migrate(self) -> None:
         """Bring the journal to ``SCHEMA_VERSION``, one migration per transaction; refuse a
@@ -174,11 +177,19 @@ class RunStore:
         return json.loads(rows[0][0]) if rows else default
 
     # -- LLM journal --------------------------------------------------------------------
-    def record_llm(self, key: str, model: str, phase: str, ok: bool,
-                   request: dict[str, Any], response: dict[str, Any]) -> None:
-        self._exec("INSERT OR REPLACE INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (key, model, phase, int(ok), json.dumps(request), json.dumps(response),
-                    time.time()))
+    def record_llm(
+        self,
+        key: str,
+        model: str,
+        phase: str,
+        ok: bool,
+        request: dict[str, Any],
+        response: dict[str, Any],
+    ) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO llm_calls VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, model, phase, int(ok), json.dumps(request), json.dumps(response), time.time()),
+        )
 
     def llm_response(self, key: str) -> dict[str, Any] | None:
         """The recorded response to this request key, answer or failure, if any."""
@@ -187,25 +198,46 @@ class RunStore:
 
     def llm_calls(self) -> Iterator[dict[str, Any]]:
         for key, model, phase, ok, req, resp, created in self._exec(
-                "SELECT * FROM llm_calls ORDER BY created"):
-            yield {"key": key, "model": model, "phase": phase, "ok": bool(ok),
-                   "request": json.loads(req), "response": json.loads(resp), "created": created}
+            "SELECT * FROM llm_calls ORDER BY created"
+        ):
+            yield {
+                "key": key,
+                "model": model,
+                "phase": phase,
+                "ok": bool(ok),
+                "request": json.loads(req),
+                "response": json.loads(resp),
+                "created": created,
+            }
 
     def llm_usage(self) -> Iterator[dict[str, Any]]:
         """Every journaled call without its prompt and its answer's text (for accounting)."""
         for model, phase, resp, created in self._exec(
-                "SELECT model, phase, json_remove(response, '$.text'), created FROM llm_calls "
-                "ORDER BY created"):
-            yield {"model": model, "phase": phase, "response": json.loads(resp),
-                   "created": created}
+            "SELECT model, phase, json_remove(response, '$.text'), created FROM llm_calls "
+            "ORDER BY created"
+        ):
+            yield {"model": model, "phase": phase, "response": json.loads(resp), "created": created}
 
     # -- candidates ---------------------------------------------------------------------
     def save_candidate(self, c: Candidate) -> None:
         self._exec(
             "INSERT OR REPLACE INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (c.id, c.iteration, json.dumps(c.parents), c.origin, c.plan, c.code, c.code_hash,
-             c.plan_model, c.code_model, None if c.score == float("inf") else c.score,
-             c.eval_key, c.translation_score, time.time()))
+            (
+                c.id,
+                c.iteration,
+                json.dumps(c.parents),
+                c.origin,
+                c.plan,
+                c.code,
+                c.code_hash,
+                c.plan_model,
+                c.code_model,
+                None if c.score == float("inf") else c.score,
+                c.eval_key,
+                c.translation_score,
+                time.time(),
+            ),
+        )
 
     def candidates(self, iteration: int | None = None) -> list[Candidate]:
         sql = "SELECT * FROM candidates"
@@ -221,15 +253,27 @@ class RunStore:
 
     @staticmethod
     def _row_to_candidate(r: tuple) -> Candidate:
-        return Candidate(id=r[0], iteration=r[1], parents=json.loads(r[2]), origin=Origin(r[3]),
-                         plan=r[4], code=r[5], code_hash=r[6], plan_model=r[7], code_model=r[8],
-                         score=float("inf") if r[9] is None else r[9], eval_key=r[10],
-                         translation_score=r[11])
+        return Candidate(
+            id=r[0],
+            iteration=r[1],
+            parents=json.loads(r[2]),
+            origin=Origin(r[3]),
+            plan=r[4],
+            code=r[5],
+            code_hash=r[6],
+            plan_model=r[7],
+            code_model=r[8],
+            score=float("inf") if r[9] is None else r[9],
+            eval_key=r[10],
+            translation_score=r[11],
+        )
 
     # -- evaluations --------------------------------------------------------------------
     def save_evaluation(self, key: str, result: dict[str, Any]) -> None:
-        self._exec("INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?)",
-                   (key, json.dumps(result), time.time()))
+        self._exec(
+            "INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?)",
+            (key, json.dumps(result), time.time()),
+        )
 
     def evaluation(self, key: str) -> dict[str, Any] | None:
         rows = self._exec("SELECT result FROM evaluations WHERE key = ?", (key,))
@@ -237,8 +281,10 @@ class RunStore:
 
     def evaluations(self) -> dict[str, tuple[dict[str, Any], float]]:
         """Every evaluation by key, with the time it was recorded (it had just finished)."""
-        return {key: (json.loads(result), created)
-                for key, result, created in self._exec("SELECT * FROM evaluations")}
+        return {
+            key: (json.loads(result), created)
+            for key, result, created in self._exec("SELECT * FROM evaluations")
+        }
 
     def count(self, table: str) -> int:
         assert table in {"llm_calls", "candidates", "evaluations", "events", "iterations"}
@@ -251,18 +297,23 @@ class RunStore:
             self._db.execute("BEGIN")
             try:
                 self._db.execute("DELETE FROM beams WHERE iteration = ?", (iteration,))
-                self._db.executemany("INSERT INTO beams VALUES (?, ?, ?)",
-                                     [(iteration, k, cid) for k, cid in enumerate(candidate_ids)])
-                self._db.execute("INSERT OR REPLACE INTO iterations VALUES (?, ?, ?)",
-                                 (iteration, json.dumps(stats), time.time()))
+                self._db.executemany(
+                    "INSERT INTO beams VALUES (?, ?, ?)",
+                    [(iteration, k, cid) for k, cid in enumerate(candidate_ids)],
+                )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO iterations VALUES (?, ?, ?)",
+                    (iteration, json.dumps(stats), time.time()),
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
 
     def beam(self, iteration: int) -> list[str] | None:
-        rows = self._exec("SELECT candidate FROM beams WHERE iteration = ? ORDER BY position",
-                          (iteration,))
+        rows = self._exec(
+            "SELECT candidate FROM beams WHERE iteration = ? ORDER BY position", (iteration,)
+        )
         return [r[0] for r in rows] if rows else None
 
     def last_iteration(self) -> int | None:
@@ -270,20 +321,26 @@ class RunStore:
         return rows[0][0]
 
     def iteration_stats(self) -> dict[int, dict[str, Any]]:
-        return {i: json.loads(s) for i, s, _ in
-                self._exec("SELECT * FROM iterations ORDER BY iteration")}
+        return {
+            i: json.loads(s)
+            for i, s, _ in self._exec("SELECT * FROM iterations ORDER BY iteration")
+        }
 
     # -- events -------------------------------------------------------------------------
     def event(self, event: str, /, **data: Any) -> None:
-        self._exec("INSERT INTO events (ts, kind, data) VALUES (?, ?, ?)",
-                   (time.time(), event, json.dumps(data, default=str)))
+        self._exec(
+            "INSERT INTO events (ts, kind, data) VALUES (?, ?, ?)",
+            (time.time(), event, json.dumps(data, default=str)),
+        )
 
     def events(self, event: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT ts, kind, data FROM events", tuple[str, ...]()
         if event:
             sql, args = sql + " WHERE kind = ?", (event,)
-        return [{"ts": ts, "event": k, **json.loads(d)}
-                for ts, k, d in self._exec(sql + " ORDER BY id", args)]
+        return [
+            {"ts": ts, "event": k, **json.loads(d)}
+            for ts, k, d in self._exec(sql + " ORDER BY id", args)
+        ]
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
@@ -295,8 +352,12 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         raise FileNotFoundError(f"no run journal at {path}")
 
     def connect(mode: str) -> sqlite3.Connection:
-        db = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True,
-                             isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(
+            f"file:{quote(str(path.resolve()))}?{mode}",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+        )
         db.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
         return db
 

@@ -4,6 +4,7 @@ The engine applies them where an evaluation result enters the search (``journal.
 evaluate_guarded``), so every backend, the ``eval`` command and the knowledge builder see
 the same verdicts. Backends use ``evaluation_seeds`` to draw the inputs of one evaluation.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,9 @@ LOWER_BOUND_TOLERANCE = 0.01
 IMPOSSIBLE_RESULT = "impossible_result"
 
 
-def below_lower_bound(metric: float, bound: float | None,
-                      tolerance: float = LOWER_BOUND_TOLERANCE) -> bool:
+def below_lower_bound(
+    metric: float, bound: float | None, tolerance: float = LOWER_BOUND_TOLERANCE
+) -> bool:
     """Whether ``metric`` is faster than any program can be, given the backend's bound."""
     return bound is not None and bound > 0 and metric < bound * (1.0 - tolerance)
 
@@ -33,14 +35,21 @@ def refuse_impossible(result: EvalResult, bound: float | None) -> EvalResult:
     if not result.correct or result.metric is None or not below_lower_bound(result.metric, bound):
         return result
     assert bound is not None
-    note = (f"Refused: the measured {result.metric:g} {result.unit} is below the lower bound "
-            f"{bound:g} {result.unit} that no correct program can beat, so the measurement "
-            "cannot be trusted (the harness was fooled, or the candidate skipped work where it "
-            "was timed).")
+    note = (
+        f"Refused: the measured {result.metric:g} {result.unit} is below the lower bound "
+        f"{bound:g} {result.unit} that no correct program can beat, so the measurement "
+        "cannot be trusted (the harness was fooled, or the candidate skipped work where it "
+        "was timed)."
+    )
     return dataclasses.replace(
-        result, correct=False, metric=None, failure=FailureKind.REJECTED,
-        status=IMPOSSIBLE_RESULT, feedback=f"{note}\n{result.feedback}".rstrip(),
-        extra={**result.extra, "refused_metric": float(result.metric), "lower_bound": float(bound)})
+        result,
+        correct=False,
+        metric=None,
+        failure=FailureKind.REJECTED,
+        status=IMPOSSIBLE_RESULT,
+        feedback=f"{note}\n{result.feedback}".rstrip(),
+        extra={**result.extra, "refused_metric": float(result.metric), "lower_bound": float(bound)},
+    )
 
 
 def evaluation_seeds(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
@@ -50,4 +59,4 @@ def evaluation_seeds(base_seed: int, problem_id: str, code: str, count: int) -> 
     digest = hashlib.sha256(f"{base_seed}\0{problem_id}\0{code}".encode()).digest()
     while len(digest) < 4 * count:
         digest += hashlib.sha256(digest).digest()
-    return [int.from_bytes(digest[4 * i:4 * i + 4], "little") for i in range(count)]
+    return [int.from_bytes(digest[4 * i : 4 * i + 4], "little") for i in range(count)]

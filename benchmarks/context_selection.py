@@ -11,6 +11,7 @@ kept, the plan prompt's characters both ways and their ratio.
 
 Usage: python benchmarks/context_selection.py [--pack DIR --backend NAME --problem ID]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,7 @@ FORCED = PromptConfig(isa_select_above_chars=0, examples_select_above_chars=0, f
 
 
 def identifiers(text: str) -> set[str]:
-    return {w.lower() for w in IDENTIFIER.findall(text)
-            if "_" in w or any(c.isdigit() for c in w)}
+    return {w.lower() for w in IDENTIFIER.findall(text) if "_" in w or any(c.isdigit() for c in w)}
 
 
 def keep_what_the_program_uses(program: str):
@@ -59,25 +59,43 @@ def keep_what_the_program_uses(program: str):
 
 
 def plan_prompt_chars(backend, problem, pack, isa_sections="all") -> int:
-    builder = PromptBuilder(backend, problem, pack, SearchConfig(menu_keep_probability=1.0), 1, 0,
-                            isa_sections=isa_sections)
-    root = Candidate(id="root", iteration=0, parents=[], origin="root", code=problem.baseline_code,
-                     score=1000.0)
+    builder = PromptBuilder(
+        backend,
+        problem,
+        pack,
+        SearchConfig(menu_keep_probability=1.0),
+        1,
+        0,
+        isa_sections=isa_sections,
+    )
+    root = Candidate(
+        id="root", iteration=0, parents=[], origin="root", code=problem.baseline_code, score=1000.0
+    )
     prompt = builder.plan([root], random.Random(0), 1, False)
     return len(prompt.system) + len(prompt.static) + len(prompt.dynamic)
 
 
 async def measure(name: str, backend, problem, pack) -> None:
     system = PromptBuilder(backend, problem, pack, SearchConfig(), 1, 0).system
-    selector = ContextSelector(pack, problem, FORCED, system, backend.language,
-                               keep_what_the_program_uses(problem.baseline_code))
+    selector = ContextSelector(
+        pack,
+        problem,
+        FORCED,
+        system,
+        backend.language,
+        keep_what_the_program_uses(problem.baseline_code),
+    )
     narrowed, record = await selector.select()
     before = plan_prompt_chars(backend, problem, pack)
-    after = plan_prompt_chars(backend, problem, narrowed, record.get("isa", {}).get("sections", "all"))
+    after = plan_prompt_chars(
+        backend, problem, narrowed, record.get("isa", {}).get("sections", "all")
+    )
     ex_before = sum(len(e.text) for e in pack.examples)
     ex_after = sum(len(e.text) for e in narrowed.examples)
-    print(f"{name:<22} {problem.id:<24} {len(pack.isa):>7} {len(narrowed.isa):>7} "
-          f"{ex_before:>7} {ex_after:>7} {before:>8} {after:>8} {before / after:>6.2f}x")
+    print(
+        f"{name:<22} {problem.id:<24} {len(pack.isa):>7} {len(narrowed.isa):>7} "
+        f"{ex_before:>7} {ex_after:>7} {before:>8} {after:>8} {before / after:>6.2f}x"
+    )
 
 
 async def build_gemmini_pack(out: Path) -> Path:
@@ -85,10 +103,18 @@ async def build_gemmini_pack(out: Path) -> Path:
 
     server = LLMTestServer(lambda req: reply(req.prompt)).start_in_thread()
     try:
-        await PackBuilder(BuildOptions(
-            sources=[str(ROOT / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowledge")],
-            out=out, model=f"openai-compatible@{server.openai_base_url}::scripted",
-            target="Gemmini", llm=LLMSettings(max_retries=0), quiet=True)).build()
+        await PackBuilder(
+            BuildOptions(
+                sources=[
+                    str(ROOT / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowledge")
+                ],
+                out=out,
+                model=f"openai-compatible@{server.openai_base_url}::scripted",
+                target="Gemmini",
+                llm=LLMSettings(max_retries=0),
+                quiet=True,
+            )
+        ).build()
     finally:
         server.stop_thread()
     return out
@@ -98,21 +124,29 @@ async def main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="context-selection-"))
     try:
         built = await build_gemmini_pack(tmp / "gemmini-built")
-        cases = [("gemmini (plugin)", "gemmini", None, None), ("gemmini (build-pack)", "gemmini",
-                                                               None, built),
-                 ("rvv (plugin)", "rvv", None, None), ("cuda (plugin)", "cuda", None, None)]
+        cases = [
+            ("gemmini (plugin)", "gemmini", None, None),
+            ("gemmini (build-pack)", "gemmini", None, built),
+            ("rvv (plugin)", "rvv", None, None),
+            ("cuda (plugin)", "cuda", None, None),
+        ]
         if args.pack:
-            cases.append((f"{Path(args.pack).name} (--pack)", args.backend, args.problem,
-                          Path(args.pack)))
-        print(f"{'pack':<22} {'problem':<24} {'ISA':>7} {'kept':>7} {'examples':>7} {'kept':>7} "
-              f"{'prompt':>8} {'selected':>8} {'ratio':>7}")
+            cases.append(
+                (f"{Path(args.pack).name} (--pack)", args.backend, args.problem, Path(args.pack))
+            )
+        print(
+            f"{'pack':<22} {'problem':<24} {'ISA':>7} {'kept':>7} {'examples':>7} {'kept':>7} "
+            f"{'prompt':>8} {'selected':>8} {'ratio':>7}"
+        )
         for name, backend_name, problem_id, folder in cases:
             backend = make_backend(backend_name, {}, {})
             problem = backend.load_problem(problem_id) if problem_id else backend.problems()[0]
             pack = read_pack(folder) if folder else backend.knowledge(problem)
             await measure(name, backend, problem, pack)
-        print("\nISA/examples/prompt sizes in characters; prompt = the first plan prompt "
-              "(system + static + dynamic). The selecting LLM is the stand-in described above.")
+        print(
+            "\nISA/examples/prompt sizes in characters; prompt = the first plan prompt "
+            "(system + static + dynamic). The selecting LLM is the stand-in described above."
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

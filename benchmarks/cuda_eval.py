@@ -16,6 +16,7 @@ Prints, on one device, each line as soon as it is measured:
 ``--cache`` is where the fused candidates' builds are looked up and kept (default: a fresh
 temporary dir); the cold-build measurement always uses a fresh one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,17 +33,23 @@ from autocomp_cuda.problemset import baseline_source, suite
 
 #: Hand-written fused candidates per device: C++ extensions on the CPU, CUDA kernels on a GPU.
 FUSED = {
-    "cpu": [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cpp.py"),
-            ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cpp.py")],
-    "cuda": [("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cuda.py"),
-             ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cuda.py")],
+    "cpu": [
+        ("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cpp.py"),
+        ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cpp.py"),
+    ],
+    "cuda": [
+        ("L2/scale_bias_clamp_mul", "fused_scale_bias_clamp_cuda.py"),
+        ("L2/bias_gelu_sum", "fused_bias_gelu_sum_cuda.py"),
+    ],
 }
 
 
 say = partial(print, flush=True)
 
 
-async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> tuple[list[float], list[dict[str, float]]]:
+async def overhead(
+    harness: Harness, spec, repeat: int, warm: bool
+) -> tuple[list[float], list[dict[str, float]]]:
     """Wall time and breakdown of whole evaluations of the eager program, one after another."""
     times, breakdowns = [], []
     for _ in range(repeat):
@@ -59,7 +66,9 @@ async def overhead(harness: Harness, spec, repeat: int, warm: bool) -> tuple[lis
 
 def median_breakdown(breakdowns: list[dict[str, float]]) -> str:
     keys = list(dict.fromkeys(k for b in breakdowns for k in b))
-    return ", ".join(f"{k} {statistics.median(b.get(k, 0.0) for b in breakdowns):.3f}" for k in keys)
+    return ", ".join(
+        f"{k} {statistics.median(b.get(k, 0.0) for b in breakdowns):.3f}" for k in keys
+    )
 
 
 async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool) -> None:
@@ -76,28 +85,42 @@ async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool
         cold_ref = time.perf_counter() - t
         t = time.perf_counter()
         await fresh.reference(spec, 0)
-        say(f"reference outputs: cold {cold_ref:.2f} s, cached {(time.perf_counter() - t) * 1e3:.2f} ms")
-        say(f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:")
+        say(
+            f"reference outputs: cold {cold_ref:.2f} s, cached {(time.perf_counter() - t) * 1e3:.2f} ms"
+        )
+        say(
+            f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:"
+        )
         fresh_s, fresh_parts = await overhead(fresh, spec, repeat, warm=False)
-        say(f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})")
+        say(
+            f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})"
+        )
         say(f"    where it went (s): {median_breakdown(fresh_parts)}")
         warm_s, warm_parts = await overhead(warm, spec, repeat, warm=True)
         await warm.aclose()
-        say(f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})")
+        say(
+            f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})"
+        )
         say(f"    where it went (s): {median_breakdown(warm_parts)}")
-        say(f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x")
+        say(
+            f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x"
+        )
 
         fused = FUSED[device]
         code = (ADV / "honest" / fused[0][1]).read_text()
         if cold_build:
             t = time.perf_counter()
             v_cold = await fresh.evaluate(spec, code)
-            say(f"extension candidate ({fused[0][1]}): cold build {v_cold.phases_s.get('build', 0):.2f} s "
-                f"(whole evaluation {time.perf_counter() - t:.2f} s, status {v_cold.status})")
+            say(
+                f"extension candidate ({fused[0][1]}): cold build {v_cold.phases_s.get('build', 0):.2f} s "
+                f"(whole evaluation {time.perf_counter() - t:.2f} s, status {v_cold.status})"
+            )
             t = time.perf_counter()
             v_hit = await fresh.evaluate(spec, code)
-            say(f"  build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
-                f"(whole evaluation {time.perf_counter() - t:.2f} s, hit={v_hit.build_cache_hit})")
+            say(
+                f"  build-cache hit {v_hit.phases_s.get('build', 0) * 1e3:.1f} ms "
+                f"(whole evaluation {time.perf_counter() - t:.2f} s, hit={v_hit.build_cache_hit})"
+            )
         await fresh.aclose()
 
         timed = Harness(Path(cache_dir or cache), Settings(**base, reps=30))
@@ -106,9 +129,11 @@ async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool
             t = time.perf_counter()
             v = await timed.evaluate(specs[problem], (ADV / "honest" / name).read_text())
             assert v.status == "ok" and v.scored, f"{name}: {v.status} {v.message}"
-            say(f"  {problem:<26} {name:<32} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
+            say(
+                f"  {problem:<26} {name:<32} {v.speedup:5.2f}x  (candidate {v.candidate_ms:.4f} ms "
                 f"IQR {v.candidate_iqr_ms:.4f}, eager {v.baseline_ms:.4f} ms; evaluation "
-                f"{time.perf_counter() - t:.1f} s, build cache hit {v.build_cache_hit})")
+                f"{time.perf_counter() - t:.1f} s, build cache hit {v.build_cache_hit})"
+            )
         await timed.aclose()
 
 
@@ -117,7 +142,11 @@ if __name__ == "__main__":
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cache", help="build cache for the fused candidates")
-    parser.add_argument("--no-cold-build", dest="cold_build", action="store_false",
-                        help="skip the cold build of an extension and its cache hit (minutes on a GPU machine)")
+    parser.add_argument(
+        "--no-cold-build",
+        dest="cold_build",
+        action="store_false",
+        help="skip the cold build of an extension and its cache hit (minutes on a GPU machine)",
+    )
     args = parser.parse_args()
     asyncio.run(main(args.device, args.repeat, args.cache, args.cold_build))

@@ -18,6 +18,7 @@ too.
 
 Usage: python benchmarks/engine_pipeline.py [--iterations 3] [--scale 1.0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,10 @@ EVAL_SLOTS = 8  # for the CPU and memory measurements
 def lognormal(key: str, median: float, sigma: float) -> float:
     """A log-normal draw fixed by the request's content, so both schedules see the same
     latency for the same request whatever order they send it in."""
-    u = [int.from_bytes(hashlib.sha256(f"{key}|{k}".encode()).digest()[:7], "big") / 2**56
-         for k in (0, 1)]
+    u = [
+        int.from_bytes(hashlib.sha256(f"{key}|{k}".encode()).digest()[:7], "big") / 2**56
+        for k in (0, 1)
+    ]
     z = math.sqrt(-2 * math.log(max(u[0], 1e-12))) * math.cos(2 * math.pi * u[1])
     return median * math.exp(sigma * z)
 
@@ -88,6 +91,7 @@ def make_latency(plan_median: float, code_median: float, sigma: float):
         seconds = lognormal(req.prompt, plan_median if is_plan else code_median, sigma)
         SERVICE_S[req.prompt] = seconds
         return seconds
+
     return latency
 
 
@@ -97,10 +101,20 @@ def service_s(call: dict) -> float:
     return SERVICE_S.get(f"{r['system']}\n\n{user}", 0.0)
 
 
-def config(server: LLMTestServer, run_dir: Path, schedule: str, iterations: int,
-           eval_delay: float, slots: int = EVAL_SLOTS, **search) -> dict:
+def config(
+    server: LLMTestServer,
+    run_dir: Path,
+    schedule: str,
+    iterations: int,
+    eval_delay: float,
+    slots: int = EVAL_SLOTS,
+    **search,
+) -> dict:
     return {
-        "backend": "toy", "problem": "sum_squares", "seed": 42, "run_dir": str(run_dir),
+        "backend": "toy",
+        "problem": "sum_squares",
+        "seed": 42,
+        "run_dir": str(run_dir),
         "backend_options": {"delay_s": eval_delay},
         "models": {"plan": [f"openai-compatible@{server.openai_base_url}::bench"]},
         "search": {"iterations": iterations, "schedule": schedule, **search},
@@ -146,20 +160,23 @@ def critical_path_bound(run_dir: Path, slots: int) -> float:
                 llm_work += code_s
             # evaluation work that cannot start before time a ends no earlier than
             # a + (that work) / slots
-            queue = max((a + sum(e for b, e in arrivals if b >= a) / slots for a, _ in arrivals),
-                        default=0.0)
-            bound += max(max(chains, default=0.0), llm_work / LLM_CONCURRENCY,
-                         eval_work / slots, queue)
+            queue = max(
+                (a + sum(e for b, e in arrivals if b >= a) / slots for a, _ in arrivals),
+                default=0.0,
+            )
+            bound += max(
+                max(chains, default=0.0), llm_work / LLM_CONCURRENCY, eval_work / slots, queue
+            )
         return bound
     finally:
         store.close()
 
 
-async def timed_run(server, run_dir, schedule, iterations, eval_delay, slots=EVAL_SLOTS,
-                    **search):
+async def timed_run(server, run_dir, schedule, iterations, eval_delay, slots=EVAL_SLOTS, **search):
     started, cpu0 = time.monotonic(), time.thread_time()
-    summary = await optimize_async(config(server, run_dir, schedule, iterations, eval_delay,
-                                          slots, **search))
+    summary = await optimize_async(
+        config(server, run_dir, schedule, iterations, eval_delay, slots, **search)
+    )
     return summary, time.monotonic() - started, time.thread_time() - cpu0
 
 
@@ -175,7 +192,9 @@ async def bare_sdk_cpu(server: LLMTestServer, calls: int) -> float:
         async def one(k: int) -> None:
             async with limiter:
                 await client.chat.completions.create(
-                    model="bench", messages=[{"role": "user", "content": f"Plan: {k}"}])
+                    model="bench", messages=[{"role": "user", "content": f"Plan: {k}"}]
+                )
+
         for k in range(calls):
             tg.start_soon(one, k)
     await client.close()
@@ -189,47 +208,81 @@ async def main(args) -> None:
     try:
         # warm-up: imports and first connections are not part of any measurement
         server.latency = 0
-        await timed_run(server, tmp / "warmup", "pipelined", 1, 0.0, plans_per_candidate=1,
-                        codes_per_plan=1)
-        print(f"default sizes (beam 4, plans 4, codes 2), {args.iterations} iterations, LLM "
-              f"concurrency {LLM_CONCURRENCY}; log-normal LLM latencies, times x {args.scale}")
+        await timed_run(
+            server, tmp / "warmup", "pipelined", 1, 0.0, plans_per_candidate=1, codes_per_plan=1
+        )
+        print(
+            f"default sizes (beam 4, plans 4, codes 2), {args.iterations} iterations, LLM "
+            f"concurrency {LLM_CONCURRENCY}; log-normal LLM latencies, times x {args.scale}"
+        )
         for name, plan_s, code_s, sigma, eval_s, slots in PROFILES:
             server.latency = make_latency(plan_s * args.scale, code_s * args.scale, sigma)
             walls = {}
             for schedule in ("pipelined", "barrier"):
-                _, walls[schedule], _ = await timed_run(server, tmp / f"{name}-{schedule}",
-                                                        schedule, args.iterations,
-                                                        eval_s * args.scale, slots)
-            same = (RunStore(tmp / f"{name}-pipelined").beam(args.iterations)
-                    == RunStore(tmp / f"{name}-barrier").beam(args.iterations))
+                _, walls[schedule], _ = await timed_run(
+                    server,
+                    tmp / f"{name}-{schedule}",
+                    schedule,
+                    args.iterations,
+                    eval_s * args.scale,
+                    slots,
+                )
+            same = RunStore(tmp / f"{name}-pipelined").beam(args.iterations) == RunStore(
+                tmp / f"{name}-barrier"
+            ).beam(args.iterations)
             bound = critical_path_bound(tmp / f"{name}-pipelined", slots)
-            print(f"[{name}] plan {plan_s * args.scale:.1f} s, code {code_s * args.scale:.1f} s "
-                  f"median, sigma {sigma}; evaluation {eval_s * args.scale:.1f} s x {slots} slots")
-            print(f"  pipelined {walls['pipelined']:.2f} s, barrier {walls['barrier']:.2f} s, "
-                  f"same final beam: {same}")
-            print(f"  barrier/pipelined wall-clock ratio: "
-                  f"{walls['barrier'] / walls['pipelined']:.2f}  (target >= 1.5)")
-            print(f"  critical-path lower bound {bound:.2f} s: pipelined is "
-                  f"{100 * (walls['pipelined'] / bound - 1):.1f}% above it  (target <= 10%); "
-                  f"best ratio possible {walls['barrier'] / bound:.2f}")
+            print(
+                f"[{name}] plan {plan_s * args.scale:.1f} s, code {code_s * args.scale:.1f} s "
+                f"median, sigma {sigma}; evaluation {eval_s * args.scale:.1f} s x {slots} slots"
+            )
+            print(
+                f"  pipelined {walls['pipelined']:.2f} s, barrier {walls['barrier']:.2f} s, "
+                f"same final beam: {same}"
+            )
+            print(
+                f"  barrier/pipelined wall-clock ratio: "
+                f"{walls['barrier'] / walls['pipelined']:.2f}  (target >= 1.5)"
+            )
+            print(
+                f"  critical-path lower bound {bound:.2f} s: pipelined is "
+                f"{100 * (walls['pipelined'] / bound - 1):.1f}% above it  (target <= 10%); "
+                f"best ratio possible {walls['barrier'] / bound:.2f}"
+            )
 
         # one iteration of 1,000 candidates (1 parent x 100 plans x 10 codes), no latency;
         # samples of one plan write the same program here, so the backend's evaluations are
         # mostly cache hits and what is measured is the engine, not the toy backend's work
         server.latency = 0
         server.responder = lambda r: reply(r.prompt)
-        big, big_wall, big_cpu = await timed_run(server, tmp / "big", "pipelined", 1, 0.0,
-                                                 beam_size=1, plans_per_candidate=100,
-                                                 codes_per_plan=10)
+        big, big_wall, big_cpu = await timed_run(
+            server,
+            tmp / "big",
+            "pipelined",
+            1,
+            0.0,
+            beam_size=1,
+            plans_per_candidate=100,
+            codes_per_plan=10,
+        )
         n, calls = big.data["candidates"], big.data["llm_calls"]
         sdk_cpu = await bare_sdk_cpu(server, calls)
-        print(f"1,000-candidate iteration: {n} candidates, {calls} LLM calls in {big_wall:.1f} s; "
-              f"engine-thread CPU {1000 * big_cpu / n:.2f} ms per candidate, of which the "
-              f"OpenAI SDK's own HTTP work {1000 * sdk_cpu / n:.2f} ms; engine without the SDK "
-              f"{1000 * (big_cpu - sdk_cpu) / n:.2f} ms  (target < 2 ms)")
+        print(
+            f"1,000-candidate iteration: {n} candidates, {calls} LLM calls in {big_wall:.1f} s; "
+            f"engine-thread CPU {1000 * big_cpu / n:.2f} ms per candidate, of which the "
+            f"OpenAI SDK's own HTTP work {1000 * sdk_cpu / n:.2f} ms; engine without the SDK "
+            f"{1000 * (big_cpu - sdk_cpu) / n:.2f} ms  (target < 2 ms)"
+        )
         tracemalloc.start()
-        await timed_run(server, tmp / "big-mem", "pipelined", 1, 0.0, beam_size=1,
-                        plans_per_candidate=100, codes_per_plan=10)
+        await timed_run(
+            server,
+            tmp / "big-mem",
+            "pipelined",
+            1,
+            0.0,
+            beam_size=1,
+            plans_per_candidate=100,
+            codes_per_plan=10,
+        )
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         print(f"peak Python memory of that iteration: {peak / 2**20:.1f} MiB")
@@ -241,6 +294,7 @@ async def main(args) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiplies every latency and evaluation time")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="multiplies every latency and evaluation time"
+    )
     anyio.run(main, parser.parse_args())

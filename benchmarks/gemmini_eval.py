@@ -14,6 +14,7 @@ program evaluates in <= 5 s. On a shared machine the seconds swing with the load
 measured on the same program moments apart, is the steadier number (--repeat N keeps the
 fastest of N runs of each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,9 @@ RATE_MIN_COMMANDS = 10_000
 @contextlib.contextmanager
 def model_at(rev: str) -> Iterator[None]:
     """Spike runs the spike_ext.py and model of git revision `rev` while this is open."""
-    archive = subprocess.run(["git", "archive", rev, PACKAGE], cwd=ROOT, capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", rev, PACKAGE], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     # in the checkout's build/ (ignored by git), not /tmp: the sandbox gives Spike a /tmp of its own
     (ROOT / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gemmini-before-", dir=ROOT / "build") as tmp:
@@ -86,21 +89,32 @@ def fastest(runs: list[tuple[EvalResult, float]]) -> tuple[EvalResult, float]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run problems whose id starts with this")
-    parser.add_argument("--before", default=BEFORE, help=f"git revision of the 'before' model (default {BEFORE})")
+    parser.add_argument(
+        "--before", default=BEFORE, help=f"git revision of the 'before' model (default {BEFORE})"
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each program and model (the fastest counts)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each program and model (the fastest counts)"
+    )
     args = parser.parse_args()
     backend = GemminiBackend()
-    header = (f"{'problem':26} {'version':8} {'cycles':>9} {'RoCC cmds':>9} | {'before s':>8} {'cmds/s':>7} | "
-              f"{'after s':>7} {'cmds/s':>7} {'total s':>7} | {'ratio':>5}")
-    print(f"simulation seconds and RoCC commands per second, before = {args.before}, after = this checkout\n")
+    header = (
+        f"{'problem':26} {'version':8} {'cycles':>9} {'RoCC cmds':>9} | {'before s':>8} {'cmds/s':>7} | "
+        f"{'after s':>7} {'cmds/s':>7} {'total s':>7} | {'ratio':>5}"
+    )
+    print(
+        f"simulation seconds and RoCC commands per second, before = {args.before}, after = this checkout\n"
+    )
     print(header)
     print("-" * len(header))
     ratios, rates, totals, failures = [], [], [], []
     for problem in backend.problems():
         if not problem.id.startswith(args.only):
             continue
-        versions = {"baseline": problem.baseline_code, "vendor": Path(problem.metadata["vendor_path"]).read_text()}
+        versions = {
+            "baseline": problem.baseline_code,
+            "vendor": Path(problem.metadata["vendor_path"]).read_text(),
+        }
         if problem.id.startswith("gemm-"):
             versions["hand-opt"] = HAND.read_text()
         for name, code in versions.items():
@@ -111,30 +125,48 @@ async def main() -> None:
                 afters.append(await run(backend, problem, code, args.seed))
             (before, _), (after, total) = fastest(befores), fastest(afters)
             cmds = after.extra.get("rocc_commands", 0.0)
-            sim_before, sim_after = before.extra.get("sim_s", float("nan")), after.extra.get("sim_s", float("nan"))
+            sim_before, sim_after = (
+                before.extra.get("sim_s", float("nan")),
+                after.extra.get("sim_s", float("nan")),
+            )
             same = before.correct and after.correct and modelled(before) == modelled(after)
             ratio = sim_before / sim_after
-            print(f"{problem.id:26} {name:8} {after.metric or 0:>9.0f} {cmds:>9.0f} | {sim_before:>8.2f} "
-                  f"{cmds / sim_before:>7.0f} | {sim_after:>7.2f} {cmds / sim_after:>7.0f} {total:>7.2f} | "
-                  f"{ratio:>5.1f}{'' if same else '  DIFFERENT RESULTS'}", flush=True)
+            print(
+                f"{problem.id:26} {name:8} {after.metric or 0:>9.0f} {cmds:>9.0f} | {sim_before:>8.2f} "
+                f"{cmds / sim_before:>7.0f} | {sim_after:>7.2f} {cmds / sim_after:>7.0f} {total:>7.2f} | "
+                f"{ratio:>5.1f}{'' if same else '  DIFFERENT RESULTS'}",
+                flush=True,
+            )
             if not same:
-                failures.append(f"{problem.id}/{name}: before {before.metric} {before.feedback[:200]}; "
-                                f"after {after.metric} {after.feedback[:200]}")
+                failures.append(
+                    f"{problem.id}/{name}: before {before.metric} {before.feedback[:200]}; "
+                    f"after {after.metric} {after.feedback[:200]}"
+                )
             ratios.append(ratio)
             totals.append((total, f"{problem.id}/{name}"))
-            if name == "baseline" and problem.id.startswith(("gemm-", "conv-")) and cmds >= RATE_MIN_COMMANDS:
+            if (
+                name == "baseline"
+                and problem.id.startswith(("gemm-", "conv-"))
+                and cmds >= RATE_MIN_COMMANDS
+            ):
                 rates.append((cmds / sim_after, problem.id))
     if not ratios:
         return
     slowest = max(totals)
-    print(f"\nafter / before: median {statistics.median(ratios):.1f}x faster, least {min(ratios):.1f}x")
+    print(
+        f"\nafter / before: median {statistics.median(ratios):.1f}x faster, least {min(ratios):.1f}x"
+    )
     if rates:
         rate = min(rates)
-        print(f"slowest GEMM/conv baseline of >= {RATE_MIN_COMMANDS:,} commands: {rate[0]:,.0f} RoCC commands/s "
-              f"({rate[1]}; target >= {TARGET_RATE:,}): "
-              f"{'met' if rate[0] >= TARGET_RATE else 'NOT met'}")
-    print(f"slowest evaluation: {slowest[0]:.2f} s ({slowest[1]}; target <= {TARGET_S:.0f} s): "
-          f"{'met' if slowest[0] <= TARGET_S else 'NOT met'}")
+        print(
+            f"slowest GEMM/conv baseline of >= {RATE_MIN_COMMANDS:,} commands: {rate[0]:,.0f} RoCC commands/s "
+            f"({rate[1]}; target >= {TARGET_RATE:,}): "
+            f"{'met' if rate[0] >= TARGET_RATE else 'NOT met'}"
+        )
+    print(
+        f"slowest evaluation: {slowest[0]:.2f} s ({slowest[1]}; target <= {TARGET_S:.0f} s): "
+        f"{'met' if slowest[0] <= TARGET_S else 'NOT met'}"
+    )
     for failure in failures:
         print("DIFFERENT:", failure)
 

@@ -12,6 +12,7 @@ For each configuration the embedded server is started as the engine starts it, t
 
     python benchmarks/llm_local.py [--prompt-tokens 3000] [--no-demo] [--only current] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,20 +56,27 @@ def prompt_text(tokens: int) -> str:
 
 async def measure_server(extra: list[str], tokens: int) -> dict:
     """Speeds of one configuration (its environment is already set)."""
-    server = EmbeddedLlamaServer(local_model_file(SHIPPED_LOCAL_MODEL, LLMSettings()),
-                                 SHIPPED_LOCAL_MODEL, extra_args=extra)
+    server = EmbeddedLlamaServer(
+        local_model_file(SHIPPED_LOCAL_MODEL, LLMSettings()), SHIPPED_LOCAL_MODEL, extra_args=extra
+    )
     await server.start()
     # a generous limit: the previous configuration on a busy machine needs minutes per call
-    client = openai.AsyncOpenAI(api_key="none", base_url=server.base_url, max_retries=0,
-                                timeout=3600)
+    client = openai.AsyncOpenAI(
+        api_key="none", base_url=server.base_url, max_retries=0, timeout=3600
+    )
     pid = server._process.pid
 
     async def call(user: str, max_tokens: int) -> tuple[float, float, object]:
         wall, cpu = time.perf_counter(), server_cpu_s(pid)
         reply = await client.chat.completions.create(
-            model=SHIPPED_LOCAL_MODEL, max_tokens=max_tokens, temperature=0.0,
-            messages=[{"role": "system", "content": "You are an expert performance engineer."},
-                      {"role": "user", "content": user}])
+            model=SHIPPED_LOCAL_MODEL,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            messages=[
+                {"role": "system", "content": "You are an expert performance engineer."},
+                {"role": "user", "content": user},
+            ],
+        )
         return time.perf_counter() - wall, server_cpu_s(pid) - cpu, reply.usage
 
     try:
@@ -77,17 +85,21 @@ async def measure_server(extra: list[str], tokens: int) -> dict:
         first_s, first_cpu, usage = await call(context + "\nSummarize the above.", 1)
         reuse_s, _, _ = await call(context + "\nList the instructions above.", 1)
         gen_s, gen_cpu, gen_usage = await call(
-            context + "\nWrite a long C program that tiles a GEMM for this accelerator.", 200)
+            context + "\nWrite a long C program that tiles a GEMM for this accelerator.", 200
+        )
     finally:
         await client.close()
         await server.stop()
     generated = gen_usage.completion_tokens
-    return {"prompt_tokens": usage.prompt_tokens,
-            "prompt_tok_s": usage.prompt_tokens / first_s,
-            "prompt_tok_cpu_s": usage.prompt_tokens / first_cpu,
-            "reuse_share": reuse_s / first_s,
-            "generated_tokens": generated,
-            "gen_tok_s": generated / gen_s, "gen_tok_cpu_s": generated / gen_cpu}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "prompt_tok_s": usage.prompt_tokens / first_s,
+        "prompt_tok_cpu_s": usage.prompt_tokens / first_cpu,
+        "reuse_share": reuse_s / first_s,
+        "generated_tokens": generated,
+        "gen_tok_s": generated / gen_s,
+        "gen_tok_cpu_s": generated / gen_cpu,
+    }
 
 
 def demo_wall_s(extra: list[str]) -> float:
@@ -95,10 +107,21 @@ def demo_wall_s(extra: list[str]) -> float:
     with tempfile.TemporaryDirectory() as run_dir:
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", "from autocomp_core.cli import main; main()", "optimize",
-             str(ROOT / "examples" / "demo.toml"), "--quiet", "--run-dir", f"{run_dir}/run",
-             "--set", f"llm.local_server_args={json.dumps(extra)}"],
-            capture_output=True, text=True)
+            [
+                sys.executable,
+                "-c",
+                "from autocomp_core.cli import main; main()",
+                "optimize",
+                str(ROOT / "examples" / "demo.toml"),
+                "--quiet",
+                "--run-dir",
+                f"{run_dir}/run",
+                "--set",
+                f"llm.local_server_args={json.dumps(extra)}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"the demo failed:\n{done.stderr[-3000:]}")
@@ -126,21 +149,39 @@ def main() -> None:
             os.environ.clear()
             os.environ.update(saved)
     if args.json or args.only:
-        print(json.dumps({"cores": os.cpu_count(), "current_options": list(TUNING),
-                          "previous_overrides": PREVIOUS, "previous_env": PREVIOUS_ENV, **results}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "cores": os.cpu_count(),
+                    "current_options": list(TUNING),
+                    "previous_overrides": PREVIOUS,
+                    "previous_env": PREVIOUS_ENV,
+                    **results,
+                },
+                indent=2,
+            )
+        )
         return
     prev, cur = results["previous"], results["current"]
-    print(f"embedded {SHIPPED_LOCAL_MODEL} on {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}; current: {' '.join(TUNING)}, OMP_WAIT_POLICY=PASSIVE")
+    print(
+        f"embedded {SHIPPED_LOCAL_MODEL} on {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f}; current: {' '.join(TUNING)}, OMP_WAIT_POLICY=PASSIVE"
+    )
     print(f"{'':28}{'previous':>12}{'current':>12}{'ratio':>9}")
-    rows = [("prompt tokens/s", "prompt_tok_s"), ("prompt tokens/CPU-s", "prompt_tok_cpu_s"),
-            ("generated tokens/s", "gen_tok_s"), ("generated tokens/CPU-s", "gen_tok_cpu_s")]
+    rows = [
+        ("prompt tokens/s", "prompt_tok_s"),
+        ("prompt tokens/CPU-s", "prompt_tok_cpu_s"),
+        ("generated tokens/s", "gen_tok_s"),
+        ("generated tokens/CPU-s", "gen_tok_cpu_s"),
+    ]
     for label, key in rows:
         print(f"{label:28}{prev[key]:12.1f}{cur[key]:12.1f}{cur[key] / prev[key]:8.2f}x")
     print(f"{'prefix reuse (time share)':28}{prev['reuse_share']:12.2f}{cur['reuse_share']:12.2f}")
     if "demo_s" in cur:
-        print(f"{'demo wall s':28}{prev['demo_s']:12.1f}{cur['demo_s']:12.1f}"
-              f"{prev['demo_s'] / cur['demo_s']:8.2f}x faster")
+        print(
+            f"{'demo wall s':28}{prev['demo_s']:12.1f}{cur['demo_s']:12.1f}"
+            f"{prev['demo_s'] / cur['demo_s']:8.2f}x faster"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ client thread's CPU time is the client's alone): N calls through ``LLMClient.com
 
     python benchmarks/llm_overhead.py [--calls 300] [--concurrency 1] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,11 @@ from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import LLMRequest, Prompt
 from autocomp_core.testing import LLMTestServer
 
-PROMPT = Prompt(system="You are an expert performance engineer.",
-                static="Architecture and ISA notes. " * 100,
-                dynamic="Optimize this loop:\nfor (int i = 0; i < n; i++) a[i] += b[i];")
+PROMPT = Prompt(
+    system="You are an expert performance engineer.",
+    static="Architecture and ISA notes. " * 100,
+    dynamic="Optimize this loop:\nfor (int i = 0; i < n; i++) a[i] += b[i];",
+)
 KEY = "sk-benchmark-000000000000"
 
 
@@ -52,16 +55,20 @@ async def measure(server: LLMTestServer, calls: int, concurrency: int, warmup: i
     bare = openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_base_url, max_retries=0)
 
     async def bare_call(i: int) -> None:
-        response = await bare.chat.completions.create(model="gpt-4.1", temperature=1.0,
-                                                      messages=PROMPT.messages())
+        response = await bare.chat.completions.create(
+            model="gpt-4.1", temperature=1.0, messages=PROMPT.messages()
+        )
         assert response.choices[0].message.content
 
-    settings = LLMSettings(base_urls={"openai": server.openai_base_url},
-                           max_concurrency=max(16, concurrency))
+    settings = LLMSettings(
+        base_urls={"openai": server.openai_base_url}, max_concurrency=max(16, concurrency)
+    )
     async with LLMClient(settings) as client:
+
         async def layer_call(i: int) -> None:
-            response = await client.complete(LLMRequest(model="openai::gpt-4.1", prompt=PROMPT,
-                                                        phase="code", sample=i))
+            response = await client.complete(
+                LLMRequest(model="openai::gpt-4.1", prompt=PROMPT, phase="code", sample=i)
+            )
             assert response.ok, response.error
 
         results = {}
@@ -70,13 +77,17 @@ async def measure(server: LLMTestServer, calls: int, concurrency: int, warmup: i
             lat, wall, cpu = await run_calls(call, calls, concurrency)
             prev = results.get(name)
             if prev is None or wall < prev["wall_s"]:  # best of two rounds
-                results[name] = {"wall_s": wall, "cpu_s": cpu,
-                                 "median_ms": 1e3 * statistics.median(lat),
-                                 "mean_ms": 1e3 * statistics.fmean(lat)}
+                results[name] = {
+                    "wall_s": wall,
+                    "cpu_s": cpu,
+                    "median_ms": 1e3 * statistics.median(lat),
+                    "mean_ms": 1e3 * statistics.fmean(lat),
+                }
     await bare.close()
     bare_r, layer_r = results["bare"], results["layer"]
     return {
-        "calls": calls, "concurrency": concurrency,
+        "calls": calls,
+        "concurrency": concurrency,
         "bare_ms_per_call": round(1e3 * bare_r["wall_s"] / calls, 3),
         "layer_ms_per_call": round(1e3 * layer_r["wall_s"] / calls, 3),
         "added_ms_per_call": round(1e3 * (layer_r["wall_s"] - bare_r["wall_s"]) / calls, 3),
@@ -99,8 +110,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", KEY)
 
-    server = LLMTestServer(lambda request: "for (int i = 0; i < n; i += 4) { /* ... */ }",
-                           cache_min_tokens=10**9)
+    server = LLMTestServer(
+        lambda request: "for (int i = 0; i < n; i += 4) { /* ... */ }", cache_min_tokens=10**9
+    )
     server.start_in_thread()
     try:
         result = asyncio.run(measure(server, args.calls, args.concurrency, args.warmup))
@@ -109,16 +121,24 @@ def main() -> None:
     if args.json:
         print(json.dumps(result))
         return
-    print(f"LLM layer overhead: {args.calls} calls, concurrency {args.concurrency}, "
-          f"zero-latency server on 127.0.0.1")
-    print(f"  wall per call   bare {result['bare_ms_per_call']:8.3f} ms   layer "
-          f"{result['layer_ms_per_call']:8.3f} ms   added {result['added_ms_per_call']:7.3f} ms"
-          f"   ratio {result['latency_ratio']:.2f}x")
-    print(f"  median latency  bare {result['bare_median_ms']:8.3f} ms   layer "
-          f"{result['layer_median_ms']:8.3f} ms")
-    print(f"  client CPU/call bare {result['bare_cpu_ms_per_call']:8.3f} ms   layer "
-          f"{result['layer_cpu_ms_per_call']:8.3f} ms   added {result['added_cpu_ms_per_call']:7.3f}"
-          f" ms   ratio {result['cpu_ratio']:.2f}x")
+    print(
+        f"LLM layer overhead: {args.calls} calls, concurrency {args.concurrency}, "
+        f"zero-latency server on 127.0.0.1"
+    )
+    print(
+        f"  wall per call   bare {result['bare_ms_per_call']:8.3f} ms   layer "
+        f"{result['layer_ms_per_call']:8.3f} ms   added {result['added_ms_per_call']:7.3f} ms"
+        f"   ratio {result['latency_ratio']:.2f}x"
+    )
+    print(
+        f"  median latency  bare {result['bare_median_ms']:8.3f} ms   layer "
+        f"{result['layer_median_ms']:8.3f} ms"
+    )
+    print(
+        f"  client CPU/call bare {result['bare_cpu_ms_per_call']:8.3f} ms   layer "
+        f"{result['layer_cpu_ms_per_call']:8.3f} ms   added {result['added_cpu_ms_per_call']:7.3f}"
+        f" ms   ratio {result['cpu_ratio']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

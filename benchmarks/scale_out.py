@@ -22,6 +22,7 @@ with its load, and ratios measured side by side in one run are what to compare.
 
 Usage: python benchmarks/scale_out.py [--delay 0.5] [--evaluations 1000] [--samples 30]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,21 +56,55 @@ from autocomp_core.testing.ray_cluster import LocalRayCluster  # noqa: E402
 # nodes (which inherit this environment) load the timed backend too
 os.environ["AUTOCOMP_PLUGINS"] = "toy_plugin,timed_backend"
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(ROOT), str(HERE), str(ROOT / "tests" / "toybackend"), os.environ.get("PYTHONPATH", "")])
+    [str(ROOT), str(HERE), str(ROOT / "tests" / "toybackend"), os.environ.get("PYTHONPATH", "")]
+)
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 PROBLEMS = ["sum_squares", "prefix_max", "count_pairs", "count_negatives"]
 
 
-def run_suite(server: LLMTestServer, suite_dir: Path, env: dict[str, str], delay: float,
-              iterations: int, plans: int, codes: int, *extra: str, slots: int = 1) -> dict:
+def run_suite(
+    server: LLMTestServer,
+    suite_dir: Path,
+    env: dict[str, str],
+    delay: float,
+    iterations: int,
+    plans: int,
+    codes: int,
+    *extra: str,
+    slots: int = 1,
+) -> dict:
     """One suite in a child process: its summary, wall time, peak RSS and evaluations
     (``slots``: evaluations at once, for the warm throughput)."""
-    args = [*CLI, "optimize-suite", *PROBLEMS, "--backend", "timed", "--suite-dir", str(suite_dir),
-            "--model", f"openai-compatible@{server.openai_base_url}::bench",
-            "--iterations", str(iterations), "--beam-size", "1", "--plans", str(plans),
-            "--codes", str(codes), "--concurrency", str(len(PROBLEMS)), "--quiet", "--json",
-            "--set", f"backend_options.delay_s={delay}", "--set", "llm.max_concurrency=16",
-            "--set", "llm.max_retries=0", *extra]
+    args = [
+        *CLI,
+        "optimize-suite",
+        *PROBLEMS,
+        "--backend",
+        "timed",
+        "--suite-dir",
+        str(suite_dir),
+        "--model",
+        f"openai-compatible@{server.openai_base_url}::bench",
+        "--iterations",
+        str(iterations),
+        "--beam-size",
+        "1",
+        "--plans",
+        str(plans),
+        "--codes",
+        str(codes),
+        "--concurrency",
+        str(len(PROBLEMS)),
+        "--quiet",
+        "--json",
+        "--set",
+        f"backend_options.delay_s={delay}",
+        "--set",
+        "llm.max_concurrency=16",
+        "--set",
+        "llm.max_retries=0",
+        *extra,
+    ]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(args, env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)  # its own peak RSS, not this process's
@@ -88,14 +123,18 @@ def run_suite(server: LLMTestServer, suite_dir: Path, env: dict[str, str], delay
             store.close()
     spans.sort()
     ends = sorted(e for _, e in spans)
-    return {"summary": summary, "wall_s": summary["wall_s"], "rss_mb": usage.ru_maxrss / 1024,
-            "evaluations": len(spans),
-            "eval_span_s": ends[-1] - spans[0][0],
-            "eval_s": statistics.median(e - s for s, e in spans),
-            # the first evaluation of each slot (a Ray worker's first task starts it up)
-            "first_s": max(e - s for s, e in spans[:slots]),
-            # warm: from the moment every slot had finished one evaluation, to the last
-            "warm_rate": (len(ends) - slots) / (ends[-1] - ends[slots - 1])}
+    return {
+        "summary": summary,
+        "wall_s": summary["wall_s"],
+        "rss_mb": usage.ru_maxrss / 1024,
+        "evaluations": len(spans),
+        "eval_span_s": ends[-1] - spans[0][0],
+        "eval_s": statistics.median(e - s for s, e in spans),
+        # the first evaluation of each slot (a Ray worker's first task starts it up)
+        "first_s": max(e - s for s, e in spans[:slots]),
+        # warm: from the moment every slot had finished one evaluation, to the last
+        "warm_rate": (len(ends) - slots) / (ends[-1] - ends[slots - 1]),
+    }
 
 
 async def one_at_a_time(executor, samples: int) -> float:
@@ -117,8 +156,9 @@ async def one_at_a_time(executor, samples: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay", type=float, default=0.5, help="seconds per evaluation")
-    parser.add_argument("--evaluations", type=int, default=1000,
-                        help="about how many the memory suite evaluates")
+    parser.add_argument(
+        "--evaluations", type=int, default=1000, help="about how many the memory suite evaluates"
+    )
     parser.add_argument("--samples", type=int, default=30, help="overhead measurements")
     args = parser.parse_args()
 
@@ -129,23 +169,34 @@ def main() -> None:
     with LocalRayCluster(head_cpus=0) as cluster:
         for name in ("w1", "w2"):
             cluster.add_node(name, num_cpus=1)
-        print(f"cluster up in {time.monotonic() - started:.0f} s: head (no CPU for "
-              f"evaluations) and two worker nodes of one CPU, at {cluster.address}")
+        print(
+            f"cluster up in {time.monotonic() - started:.0f} s: head (no CPU for "
+            f"evaluations) and two worker nodes of one CPU, at {cluster.address}"
+        )
         os.environ.update(cluster.driver_env())
         env = dict(os.environ)
         ray_args = ("--executor", "ray", "--set", f"executor.address={cluster.address!r}")
 
         # 1. throughput: the same suite at one local slot, then on the two nodes
         sizes = (3, 4, 2)  # iterations, plans, codes
-        local = run_suite(server, tmp / "local", env, args.delay, *sizes, "--set",
-                          "evaluation.parallelism=1", slots=1)
+        local = run_suite(
+            server,
+            tmp / "local",
+            env,
+            args.delay,
+            *sizes,
+            "--set",
+            "evaluation.parallelism=1",
+            slots=1,
+        )
         ray = run_suite(server, tmp / "ray", env, args.delay, *sizes, *ray_args, slots=2)
         assert local["evaluations"] == ray["evaluations"]
 
         # 2. overhead: one evaluation at a time through each executor, the same program
         local_s = anyio.run(one_at_a_time, LocalExecutor(), args.samples)
-        ray_s = anyio.run(one_at_a_time, RayExecutor(RayOptions(address=cluster.address)),
-                          args.samples)
+        ray_s = anyio.run(
+            one_at_a_time, RayExecutor(RayOptions(address=cluster.address)), args.samples
+        )
 
         # 3. memory: a suite of about --evaluations evaluations on the cluster
         iterations = max(1, round((args.evaluations / len(PROBLEMS) - 1) / 32))
@@ -153,27 +204,41 @@ def main() -> None:
     server.stop_thread()
     shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\nsuite: {len(PROBLEMS)} problems, {local['evaluations']} evaluations of "
-          f"{args.delay:g} s each, LLM latencies ~0.2 s (log-normal)")
-    print(f"{'executor':<22} {'suite s':>8} {'eval/s':>7} {'evaluating s':>13} {'eval/s':>7} "
-          f"{'warm eval/s':>12} {'median eval s':>14} {'first eval s':>13} "
-          f"{'engine RSS MB':>14}")
+    print(
+        f"\nsuite: {len(PROBLEMS)} problems, {local['evaluations']} evaluations of "
+        f"{args.delay:g} s each, LLM latencies ~0.2 s (log-normal)"
+    )
+    print(
+        f"{'executor':<22} {'suite s':>8} {'eval/s':>7} {'evaluating s':>13} {'eval/s':>7} "
+        f"{'warm eval/s':>12} {'median eval s':>14} {'first eval s':>13} "
+        f"{'engine RSS MB':>14}"
+    )
     for name, r in (("local, 1 slot", local), ("ray, 2 nodes x 1 CPU", ray)):
-        print(f"{name:<22} {r['wall_s']:>8.1f} {r['evaluations'] / r['wall_s']:>7.2f} "
-              f"{r['eval_span_s']:>13.1f} {r['evaluations'] / r['eval_span_s']:>7.2f} "
-              f"{r['warm_rate']:>12.2f} {r['eval_s']:>14.3f} {r['first_s']:>13.2f} "
-              f"{r['rss_mb']:>14.0f}")
-    print(f"throughput ratio ray / local: {local['wall_s'] / ray['wall_s']:.2f}x over the "
-          f"whole suite, {local['eval_span_s'] / ray['eval_span_s']:.2f}x while evaluating, "
-          f"{ray['warm_rate'] / local['warm_rate']:.2f}x warm, after each slot's first "
-          "evaluation (target >= 1.7)")
-    print(f"one evaluation at a time ({args.samples} samples, median): local "
-          f"{local_s * 1000:.1f} ms, ray {ray_s * 1000:.1f} ms: overhead "
-          f"{(ray_s - local_s) * 1000:.1f} ms per evaluation (target <= 50 ms)")
-    print(f"engine memory for a suite of {big['evaluations']} evaluations on the cluster: "
-          f"peak RSS {big['rss_mb']:.0f} MB ({big['wall_s']:.0f} s)")
-    print("Wall-clock numbers from this machine as it was loaded during the run; compare "
-          "the ratios, which were measured side by side.")
+        print(
+            f"{name:<22} {r['wall_s']:>8.1f} {r['evaluations'] / r['wall_s']:>7.2f} "
+            f"{r['eval_span_s']:>13.1f} {r['evaluations'] / r['eval_span_s']:>7.2f} "
+            f"{r['warm_rate']:>12.2f} {r['eval_s']:>14.3f} {r['first_s']:>13.2f} "
+            f"{r['rss_mb']:>14.0f}"
+        )
+    print(
+        f"throughput ratio ray / local: {local['wall_s'] / ray['wall_s']:.2f}x over the "
+        f"whole suite, {local['eval_span_s'] / ray['eval_span_s']:.2f}x while evaluating, "
+        f"{ray['warm_rate'] / local['warm_rate']:.2f}x warm, after each slot's first "
+        "evaluation (target >= 1.7)"
+    )
+    print(
+        f"one evaluation at a time ({args.samples} samples, median): local "
+        f"{local_s * 1000:.1f} ms, ray {ray_s * 1000:.1f} ms: overhead "
+        f"{(ray_s - local_s) * 1000:.1f} ms per evaluation (target <= 50 ms)"
+    )
+    print(
+        f"engine memory for a suite of {big['evaluations']} evaluations on the cluster: "
+        f"peak RSS {big['rss_mb']:.0f} MB ({big['wall_s']:.0f} s)"
+    )
+    print(
+        "Wall-clock numbers from this machine as it was loaded during the run; compare "
+        "the ratios, which were measured side by side."
+    )
 
 
 if __name__ == "__main__":

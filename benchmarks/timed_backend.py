@@ -3,6 +3,7 @@ CPU: it waits ``delay_s`` (a device or a simulator busy elsewhere), then scores 
 by its length; a program that does not compile is a compile error. For benchmarks of the
 engine's and the executors' own costs, which a CPU-heavy check would hide on a small
 machine. Load it with ``AUTOCOMP_PLUGINS=timed_backend`` and this folder on the path."""
+
 from __future__ import annotations
 
 import anyio

@@ -14,6 +14,7 @@ Prints
 
 Every latency printed here is modelled by the emulator's cost model, not measured on hardware.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,13 +26,21 @@ from autocomp_trn.evaluate import EmulatorEvaluator, Settings
 from autocomp_trn.kernels import OPTIMIZED, optimized_source
 from autocomp_trn.problems.catalog import all_specs, spec_by_id
 
-CALIBRATION = ["tutorial/gemm", "tutorial/mamba", "tutorial/attention", "tutorial/sd_attention", "advanced/conv1d"]
+CALIBRATION = [
+    "tutorial/gemm",
+    "tutorial/mamba",
+    "tutorial/attention",
+    "tutorial/sd_attention",
+    "advanced/conv1d",
+]
 
 
 async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
     print("Evaluation time per candidate (seconds; emulator mode, 3 seeds, sandboxed)")
-    print(f"{'problem':26s} {'kernel':9s} {'status':12s} {'total':>6s} {'trace':>6s} {'replay':>6s} "
-          f"{'cost':>6s} {'check':>6s} {'instr':>7s} {'instr/s':>8s} {'latency us':>11s}")
+    print(
+        f"{'problem':26s} {'kernel':9s} {'status':12s} {'total':>6s} {'trace':>6s} {'replay':>6s} "
+        f"{'cost':>6s} {'check':>6s} {'instr':>7s} {'instr/s':>8s} {'latency us':>11s}"
+    )
     totals = []
     for spec in all_specs():
         if only and spec.id not in only:
@@ -51,34 +60,46 @@ async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
             instructions = int(v.details.get("instructions", 0))
             rate = instructions / replay if replay else 0.0
             lat = f"{v.latency_us:11.1f}" if v.latency_us is not None else f"{'-':>11s}"
-            print(f"{spec.id:26s} {label:9s} {v.status:12s} {total:6.1f} {trace:6.1f} {replay:6.1f} "
-                  f"{p.get('replay.cost_s', 0.0):6.1f} {check:6.1f} {instructions:7d} {rate:8.0f} {lat}")
+            print(
+                f"{spec.id:26s} {label:9s} {v.status:12s} {total:6.1f} {trace:6.1f} {replay:6.1f} "
+                f"{p.get('replay.cost_s', 0.0):6.1f} {check:6.1f} {instructions:7d} {rate:8.0f} {lat}"
+            )
     if totals:
-        print(f"median evaluation {statistics.median(totals):.1f} s, worst {max(totals):.1f} s "
-              f"over {len(totals)} evaluations (targets: median <= 10 s, worst <= 30 s on 2 idle cores)")
+        print(
+            f"median evaluation {statistics.median(totals):.1f} s, worst {max(totals):.1f} s "
+            f"over {len(totals)} evaluations (targets: median <= 10 s, worst <= 30 s on 2 idle cores)"
+        )
 
 
 async def calibration(ev: EmulatorEvaluator) -> None:
     print("\nCalibration: modelled (trace-only, original full shapes, trn1) vs published P99 (ms)")
-    print(f"{'kernel':22s} {'start model':>11s} {'published':>9s} {'ratio':>6s} {'best model':>10s} "
-          f"{'published':>9s} {'ratio':>6s}  start > best")
+    print(
+        f"{'kernel':22s} {'start model':>11s} {'published':>9s} {'ratio':>6s} {'best model':>10s} "
+        f"{'published':>9s} {'ratio':>6s}  start > best"
+    )
     within = ordered = 0
     for pid in CALIBRATION:
         spec = spec_by_id(pid)
         start = await ev.evaluate(spec, spec.baseline_code(), full=True, numeric=False)
         best = await ev.evaluate(spec, optimized_source(pid), full=True, numeric=False)
         if not (start.ok and best.ok):
-            print(f"{pid:22s} failed: {start.status} {start.message[:200]} / {best.status} {best.message[:200]}")
+            print(
+                f"{pid:22s} failed: {start.status} {start.message[:200]} / {best.status} {best.message[:200]}"
+            )
             continue
         s_ms, b_ms = start.latency_us / 1000, best.latency_us / 1000
         ps, pb = spec.published_ms
         rs, rb = s_ms / ps, b_ms / pb
         within += (0.5 <= rs <= 2) + (0.5 <= rb <= 2)
         ordered += s_ms > b_ms
-        print(f"{pid.split('/')[1]:22s} {s_ms:11.3f} {ps:9.3f} {rs:6.2f} {b_ms:10.3f} {pb:9.3f} {rb:6.2f}  "
-              f"{'yes' if s_ms > b_ms else 'NO'}")
-    print(f"{within} of {2 * len(CALIBRATION)} modelled values within 2x of the published ones; "
-          f"start > best on {ordered} of {len(CALIBRATION)}")
+        print(
+            f"{pid.split('/')[1]:22s} {s_ms:11.3f} {ps:9.3f} {rs:6.2f} {b_ms:10.3f} {pb:9.3f} {rb:6.2f}  "
+            f"{'yes' if s_ms > b_ms else 'NO'}"
+        )
+    print(
+        f"{within} of {2 * len(CALIBRATION)} modelled values within 2x of the published ones; "
+        f"start > best on {ordered} of {len(CALIBRATION)}"
+    )
 
 
 async def main() -> None:

@@ -1,4 +1,5 @@
 """Shared test setup: the toy backend plugin, and GPU tests only where a GPU answers."""
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,8 @@ for folder in (SAMPLE_PLUGINS, TOY_DIR):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(TOY_DIR), str(SAMPLE_PLUGINS), os.environ.get("PYTHONPATH", "")) if p)
+    p for p in (str(TOY_DIR), str(SAMPLE_PLUGINS), os.environ.get("PYTHONPATH", "")) if p
+)
 _plugins = [m for m in os.environ.get("AUTOCOMP_PLUGINS", "").split(",") if m.strip()]
 if "toy_plugin" not in _plugins:
     os.environ["AUTOCOMP_PLUGINS"] = ",".join([*_plugins, "toy_plugin"])

@@ -1,5 +1,6 @@
 """The core's hygiene: light dependencies, one async style, lint-clean code, and a public
 surface that holds everything the plugins use."""
+
 from __future__ import annotations
 
 import ast
@@ -14,8 +15,12 @@ ROOT = Path(__file__).parents[1]
 CORE = ROOT / "autocomp_core"
 #: asyncio names with no anyio counterpart: event-loop callbacks on a file descriptor, and
 #: the loop of a server thread (each use says why next to the import)
-ASYNCIO_WITHOUT_ANYIO = {"get_running_loop", "AbstractEventLoop", "new_event_loop",
-                         "run_coroutine_threadsafe"}
+ASYNCIO_WITHOUT_ANYIO = {
+    "get_running_loop",
+    "AbstractEventLoop",
+    "new_event_loop",
+    "run_coroutine_threadsafe",
+}
 
 
 def core_modules() -> list[Path]:
@@ -35,8 +40,9 @@ def imported_modules(tree: ast.AST) -> set[str]:
 def test_numpy_is_not_a_core_dependency():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert not [d for d in deps if d.lower().startswith("numpy")]
-    importing = [p.name for p in core_modules()
-                 if "numpy" in imported_modules(ast.parse(p.read_text()))]
+    importing = [
+        p.name for p in core_modules() if "numpy" in imported_modules(ast.parse(p.read_text()))
+    ]
     assert not importing
 
 
@@ -46,14 +52,21 @@ def test_the_core_uses_anyio_and_asyncio_only_where_anyio_has_no_equivalent():
         tree = ast.parse(source)
         if "asyncio" not in imported_modules(tree):
             continue
-        used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name) and node.value.id == "asyncio"}
-        assert used <= ASYNCIO_WITHOUT_ANYIO, \
+        used = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "asyncio"
+        }
+        assert used <= ASYNCIO_WITHOUT_ANYIO, (
             f"{path.relative_to(ROOT)} uses asyncio.{sorted(used - ASYNCIO_WITHOUT_ANYIO)}: use anyio"
+        )
         lines = source.splitlines()
         at = lines.index("import asyncio")
-        assert lines[at - 1].startswith("#"), \
+        assert lines[at - 1].startswith("#"), (
             f"{path.relative_to(ROOT)}: say in a comment above `import asyncio` why anyio won't do"
+        )
 
 
 def test_plugins_import_only_the_public_surface_of_the_core():
@@ -62,10 +75,14 @@ def test_plugins_import_only_the_public_surface_of_the_core():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autocomp_core"):
                 for alias in node.names:
-                    if node.module == "autocomp_core.cli" or alias.name.startswith("_") or \
-                            alias.name not in autocomp_core.__all__:
-                        wrong.append(f"{path.relative_to(ROOT)}: from {node.module} "
-                                     f"import {alias.name}")
+                    if (
+                        node.module == "autocomp_core.cli"
+                        or alias.name.startswith("_")
+                        or alias.name not in autocomp_core.__all__
+                    ):
+                        wrong.append(
+                            f"{path.relative_to(ROOT)}: from {node.module} import {alias.name}"
+                        )
     assert not wrong
 
 
@@ -74,8 +91,12 @@ def test_the_package_is_typed():
 
 
 def test_ruff_finds_nothing():
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout[-3000:]
 
 
@@ -84,11 +105,15 @@ def test_core_modules_import_no_private_name_of_another():
     wrong = []
     for path in core_modules():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "")
-                                                     .startswith("autocomp_core")):
-                wrong += [f"{path.relative_to(ROOT)}: from {'.' * node.level}{node.module or ''} "
-                          f"import {alias.name}" for alias in node.names
-                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith("autocomp_core")
+            ):
+                wrong += [
+                    f"{path.relative_to(ROOT)}: from {'.' * node.level}{node.module or ''} "
+                    f"import {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
     assert not wrong
 
 
@@ -98,8 +123,13 @@ def test_no_test_imports_a_conftest_by_name():
     wrong = []
     for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "plugins").glob("*/tests/**/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(name and name.split(".")[-1] == "conftest" for name in names):
                 wrong.append(str(path.relative_to(ROOT)))
     assert not wrong
@@ -107,9 +137,11 @@ def test_no_test_imports_a_conftest_by_name():
 
 #: Exceptions of the core that never reach a user: each is caught where it is raised.
 INTERNAL_EXCEPTIONS = {
-    "RunStopped", "BudgetReached",  # control flow: the search stops and saves its state
+    "RunStopped",
+    "BudgetReached",  # control flow: the search stops and saves its state
     "Unreadable",  # the report server answers 404 for a file it cannot read
-    "EditParseError", "EditApplyError",  # an answer that fails to parse: a failed candidate
+    "EditParseError",
+    "EditApplyError",  # an answer that fails to parse: a failed candidate
 }
 
 
@@ -124,13 +156,17 @@ def test_every_error_the_core_raises_on_purpose_is_an_autocomp_error():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and node.name not in INTERNAL_EXCEPTIONS:
                 cls = getattr(__import__(module, fromlist=["_"]), node.name, None)
-                if isinstance(cls, type) and issubclass(cls, BaseException) \
-                        and not issubclass(cls, AutocompError):
+                if (
+                    isinstance(cls, type)
+                    and issubclass(cls, BaseException)
+                    and not issubclass(cls, AutocompError)
+                ):
                     outside.append(f"{module}.{node.name}")
     assert not outside
     from autocomp_core.journal import ReplayMiss
     from autocomp_core.llm.errors import LLMConfigError
     from autocomp_core.sandbox import SandboxError
+
     assert all(issubclass(e, AutocompError) for e in (ReplayMiss, LLMConfigError, SandboxError))
 
 
@@ -140,8 +176,11 @@ def test_pydantic_errors_are_worded_in_one_place():
     for path in [*core_modules(), *ROOT.glob("plugins/*/autocomp_*/**/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef) and any(
-                    isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "errors" and not call.args
-                    for call in ast.walk(node)):
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "errors"
+                and not call.args
+                for call in ast.walk(node)
+            ):
                 readers.append(f"{path.relative_to(ROOT)}:{node.name}")
     assert readers == ["autocomp_core/config.py:describe_validation_error"]

@@ -1,5 +1,6 @@
 """One plugin registry, used the pluggy way: hooks called through ``pm.hook``, misspelled
 hooks refused by ``check_pending``, failures named, and ``autocomp-core plugins``."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ def test_hooks_are_called_through_pluggy_so_monitoring_and_wrappers_apply() -> N
     registry = build_registry()
     seen: list[str] = []
     undo = registry.manager.add_hookcall_monitoring(
-        lambda name, impls, kwargs: seen.append(name), lambda *args: None)
+        lambda name, impls, kwargs: seen.append(name), lambda *args: None
+    )
     assert "toy" in registry.backends()
     undo()
     assert seen == ["autocomp_register_backends"]
@@ -35,8 +37,10 @@ def test_a_misspelled_hook_is_refused_naming_the_module_and_the_hook() -> None:
     registry = build_registry(["typo_plugin"])
     assert registry.manager.get_plugin("typo_plugin") is None
     failure = next(f for f in registry.failures if f.name == "typo_plugin")
-    assert failure.error == ("typo_plugin implements unknown hook 'autocomp_register_backend' "
-                             "(did you mean 'autocomp_register_backends'?)")
+    assert failure.error == (
+        "typo_plugin implements unknown hook 'autocomp_register_backend' "
+        "(did you mean 'autocomp_register_backends'?)"
+    )
     registry.manager.check_pending()  # what is left registered is all known hooks
 
 
@@ -56,8 +60,9 @@ def test_a_plugin_whose_hook_raises_is_left_out_and_the_others_still_count() -> 
     backends = registry.backends()
     assert {"toy", "gemmini"} <= set(backends)
     failure = next(f for f in registry.failures if f.name == "raising_plugin")
-    assert failure.error == ("autocomp_register_backends raised RuntimeError: "
-                             "licence server unreachable")
+    assert failure.error == (
+        "autocomp_register_backends raised RuntimeError: licence server unreachable"
+    )
     assert registry.manager.get_plugin("raising_plugin") is None
 
 
@@ -75,15 +80,19 @@ def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> No
     data = json.loads(out.stdout)
     rows = {row["name"]: row for row in data["plugins"]}
     gemmini = rows["gemmini"]
-    assert (gemmini["distribution"], gemmini["version"], gemmini["source"]) == \
-        ("autocomp-gemmini", "0.1.0", "entry point")
+    assert (gemmini["distribution"], gemmini["version"], gemmini["source"]) == (
+        "autocomp-gemmini",
+        "0.1.0",
+        "entry point",
+    )
     assert gemmini["hooks"] == ["autocomp_register_backends"]
     assert gemmini["registered"] == {"backends": ["gemmini"]}
     assert rows["cuda"]["hooks"] == ["autocomp_cli_commands", "autocomp_register_backends"]
     builtin = rows["autocomp_core.llm.builtin_providers"]
     assert builtin["source"] == "builtin" and builtin["distribution"] == "autocomp-core"
-    assert builtin["registered"] == {"llm_providers": ["openai", "anthropic",
-                                                      "openai-compatible", "local"]}
+    assert builtin["registered"] == {
+        "llm_providers": ["openai", "anthropic", "openai-compatible", "local"]
+    }
     assert rows["autocomp_core.executors"]["registered"] == {"executors": ["local", "ray"]}
     assert rows["toy_plugin"]["registered"] == {"backends": ["toy"]}  # from AUTOCOMP_PLUGINS
     assert data["failures"] == []
@@ -93,14 +102,19 @@ def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> No
 
 
 def test_plugins_command_shows_why_a_plugin_failed(monkeypatch) -> None:
-    monkeypatch.setenv("AUTOCOMP_PLUGINS",
-                       "toy_plugin,typo_plugin,no_such_plugin_module,raising_plugin")
+    monkeypatch.setenv(
+        "AUTOCOMP_PLUGINS", "toy_plugin,typo_plugin,no_such_plugin_module,raising_plugin"
+    )
     out = cli("plugins")
     assert out.returncode == 0, out.stderr
     assert "toy_plugin  (named: toy_plugin)\n  hooks: autocomp_register_backends" in out.stdout
-    assert ("FAILED raising_plugin: autocomp_register_backends raised RuntimeError: licence "
-            "server unreachable") in out.stdout
-    assert ("FAILED typo_plugin: typo_plugin implements unknown hook "
-            "'autocomp_register_backend'") in out.stdout
-    assert ("FAILED no_such_plugin_module: ModuleNotFoundError: No module named "
-            "'no_such_plugin_module'") in out.stdout
+    assert (
+        "FAILED raising_plugin: autocomp_register_backends raised RuntimeError: licence "
+        "server unreachable"
+    ) in out.stdout
+    assert (
+        "FAILED typo_plugin: typo_plugin implements unknown hook 'autocomp_register_backend'"
+    ) in out.stdout
+    assert (
+        "FAILED no_such_plugin_module: ModuleNotFoundError: No module named 'no_such_plugin_module'"
+    ) in out.stdout

@@ -1,6 +1,7 @@
 """The README tells the truth: every TOML block in it and every example config passes the
 project's own validation, and every ``autocomp-core`` command it shows that can run
 offline is run here (in a scratch folder laid out as the README assumes)."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.toml"))
 HOW = {
     "autocomp-core backends": "run",
     "autocomp-core problems gemmini": "run",
-    "autocomp-core optimize examples/demo.toml":
-        "scripts/setup.sh runs it (the embedded model is too slow for the test suite)",
+    "autocomp-core optimize examples/demo.toml": "scripts/setup.sh runs it (the embedded model is too slow for the test suite)",
     "autocomp-core optimize --backend gemmini --problem gemm-64 --model "
     "anthropic::claude-sonnet-4-5 --iterations 8": "needs a key",
     "autocomp-core problems trn": "run",
@@ -45,12 +45,10 @@ HOW = {
     "autocomp-core replay runs/my-run --reevaluate": "run",
     "autocomp-core report runs/my-run": "run",
     "autocomp-core build-pack docs/ manual.pdf https://vendor.example/isa/ --out "
-    "packs/mytarget --model openai::gpt-5-mini --backend mytarget --budget-usd 5":
-        "reads a web site and asks a paid model",
+    "packs/mytarget --model openai::gpt-5-mini --backend mytarget --budget-usd 5": "reads a web site and asks a paid model",
     "autocomp-core build-pack docs/ --out packs/mytarget --dry-run": "run",
     "autocomp-core build-pack --inspect packs/mytarget": "run",
-    "autocomp-core optimize --backend mytarget --problem p1 --set prompt.pack=packs/mytarget":
-        "names the reader's own backend",
+    "autocomp-core optimize --backend mytarget --problem p1 --set prompt.pack=packs/mytarget": "names the reader's own backend",
     "autocomp-core eval gemmini gemm-64 my_kernel.c --json": "run",
     "autocomp-core doctor": "run",
     "autocomp-core plugins [--json]": "run",
@@ -61,14 +59,10 @@ HOW = {
     "--config shared.toml": "shared.toml is the reader's; tests/engine/test_suite.py runs suites",
     "autocomp-core optimize-suite gemm-64x64x64 conv-small-3x3s2 --backend gemmini "
     "--suite-dir runs/two": "needs a key; tests/engine/test_suite.py runs suites",
-    "autocomp-core optimize-suite --backend cuda --dir KernelBench/level2 --suite-dir runs/l2":
-        "needs KernelBench's files; tests/engine/test_suite.py loads a folder of them",
-    "autocomp-core resume runs/gemmini-suite":
-        "needs the suite above; tests/engine/test_suite.py resumes a suite",
-    "autocomp-core report runs/gemmini-suite --html":
-        "needs the suite above; tests/engine/test_suite.py reports on a suite",
-    "autocomp-core doctor --executor ray --address HOST:PORT":
-        "needs a Ray cluster; tests/scaleout runs it against one",
+    "autocomp-core optimize-suite --backend cuda --dir KernelBench/level2 --suite-dir runs/l2": "needs KernelBench's files; tests/engine/test_suite.py loads a folder of them",
+    "autocomp-core resume runs/gemmini-suite": "needs the suite above; tests/engine/test_suite.py resumes a suite",
+    "autocomp-core report runs/gemmini-suite --html": "needs the suite above; tests/engine/test_suite.py reports on a suite",
+    "autocomp-core doctor --executor ray --address HOST:PORT": "needs a Ray cluster; tests/scaleout runs it against one",
 }
 
 
@@ -96,8 +90,10 @@ def repo_plugin_modules() -> list[str]:
 
 
 def toml_blocks() -> list[tuple[str, dict]]:
-    found = [(f"README.md block {n}", tomllib.loads(block))
-             for n, block in enumerate(re.findall(r"```toml\n(.*?)```", README, re.S), 1)]
+    found = [
+        (f"README.md block {n}", tomllib.loads(block))
+        for n, block in enumerate(re.findall(r"```toml\n(.*?)```", README, re.S), 1)
+    ]
     return found + [(path.name, tomllib.loads(path.read_text())) for path in EXAMPLES]
 
 
@@ -134,10 +130,20 @@ def readme_folder(tmp_path_factory):
     server = LLMTestServer(lambda r: reply(r.prompt)).start_in_thread()
     from autocomp_core import optimize, runner
 
-    optimize({"backend": "toy", "problem": "sum_squares", "run_dir": str(folder / "runs/my-run"),
-              "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
-              "search": {"iterations": 1, "beam_size": 1, "plans_per_candidate": 2,
-                         "codes_per_plan": 1}})
+    optimize(
+        {
+            "backend": "toy",
+            "problem": "sum_squares",
+            "run_dir": str(folder / "runs/my-run"),
+            "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
+            "search": {
+                "iterations": 1,
+                "beam_size": 1,
+                "plans_per_candidate": 2,
+                "codes_per_plan": 1,
+            },
+        }
+    )
     gemmini = runner.make_backend("gemmini", plugins=tuple(repo_plugin_modules()))
     (folder / "my_kernel.c").write_text(gemmini.load_problem("gemm-64").baseline_code)
     yield folder
@@ -151,9 +157,17 @@ def invoke(folder: Path, command: str, monkeypatch) -> tuple[int, str]:
     monkeypatch.chdir(folder)
     args = shlex.split(command.replace(" [--json]", ""))[1:]
     if args[:2] == ["--log-json", "optimize"]:  # "...": a toy run of no iterations
-        args = ["--log-json", "optimize", str(folder / "runs/my-run/config.toml"), "--run-dir",
-                str(folder / "runs/logged"), "--set", "llm.max_retries=0",
-                "--set", "search.iterations=0"]
+        args = [
+            "--log-json",
+            "optimize",
+            str(folder / "runs/my-run/config.toml"),
+            "--run-dir",
+            str(folder / "runs/logged"),
+            "--set",
+            "llm.max_retries=0",
+            "--set",
+            "search.iterations=0",
+        ]
     result = CliRunner().invoke(cli, args, obj=build_registry())
     return result.exit_code, result.output
 
@@ -177,10 +191,20 @@ def test_readme_command_runs(readme_folder, command, monkeypatch):
 def test_readme_serve_command_serves(readme_folder):
     command = shlex.split("autocomp-core serve runs/")
     assert " ".join(command) in HOW
-    proc = subprocess.Popen([sys.executable, "-m", "autocomp_core.cli", *command[1:],
-                             "--port", "0"],  # the README's port may be taken here
-                            cwd=readme_folder, stderr=subprocess.PIPE, text=True,
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autocomp_core.cli",
+            *command[1:],
+            "--port",
+            "0",
+        ],  # the README's port may be taken here
+        cwd=readme_folder,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         line = proc.stderr.readline()
         url = re.search(r"at (http://\S+/)", line)

@@ -1,4 +1,5 @@
 """The sandbox against ordinary and hostile programs, run for real in subprocesses."""
+
 from __future__ import annotations
 
 import asyncio
@@ -77,7 +78,9 @@ async def test_stdin_env_and_private_home(monkeypatch: pytest.MonkeyPatch) -> No
             print(os.environ.get("GREETING"), os.environ.get("AUTOCOMP_TEST_SECRET_KEY"))
             print(os.environ["HOME"] == os.getcwd(), os.environ["TMPDIR"].startswith(os.getcwd()))
         """),
-        stdin=b"hello sandbox", env={"GREETING": "hi"})
+        stdin=b"hello sandbox",
+        env={"GREETING": "hi"},
+    )
     assert result.ok, result.stderr
     assert result.stdout.splitlines() == ["HELLO SANDBOX", "hi None", "True True"]
 
@@ -103,13 +106,17 @@ async def test_files_in_private_workdir_removed_afterwards() -> None:
             assert scratch.is_dir()
         assert not scratch.exists()
         import shutil
+
         shutil.rmtree(kept.workdir)
 
 
 @pytest.mark.asyncio
 async def test_given_cwd_is_used_and_kept(tmp_path: Path) -> None:
-    result = await run_sandboxed(python("open('made.txt', 'w').write(open('in.txt').read())"),
-                                 cwd=tmp_path, files={"in.txt": "payload"})
+    result = await run_sandboxed(
+        python("open('made.txt', 'w').write(open('in.txt').read())"),
+        cwd=tmp_path,
+        files={"in.txt": "payload"},
+    )
     assert result.ok, result.stderr
     assert (tmp_path / "made.txt").read_text() == "payload"
     # the caller's dir and what the program made in it belong to the caller again
@@ -131,8 +138,9 @@ async def test_missing_program_raises() -> None:
 @pytest.mark.asyncio
 async def test_parallel_runs_are_separate_and_leak_no_descriptors() -> None:
     before = len(os.listdir("/proc/self/fd"))
-    results = await asyncio.gather(*(
-        run_sandboxed(python(f"import os; print({i}, os.getuid())")) for i in range(6)))
+    results = await asyncio.gather(
+        *(run_sandboxed(python(f"import os; print({i}, os.getuid())")) for i in range(6))
+    )
     after = len(os.listdir("/proc/self/fd"))
     assert [r.stdout.split()[0] for r in results] == [str(i) for i in range(6)]
     if IS_ROOT:  # each run gets its own uid, so per-user process limits do not mix
@@ -147,8 +155,9 @@ async def test_parallel_runs_are_separate_and_leak_no_descriptors() -> None:
 @pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_infinite_loop_is_killed_at_the_wall_limit() -> None:
-    result = await run_sandboxed(python("while True: pass"),
-                                 limits=SandboxLimits(wall_s=1.0, cpu_s=30))
+    result = await run_sandboxed(
+        python("while True: pass"), limits=SandboxLimits(wall_s=1.0, cpu_s=30)
+    )
     assert result.timed_out
     assert result.signal == signal.SIGKILL and result.returncode is None
     assert_group_gone(result.pid)
@@ -157,8 +166,9 @@ async def test_infinite_loop_is_killed_at_the_wall_limit() -> None:
 @pytest.mark.hostile
 @pytest.mark.asyncio
 async def test_cpu_limit_stops_a_spinning_program_before_the_wall() -> None:
-    result = await run_sandboxed(python("while True: pass"),
-                                 limits=SandboxLimits(wall_s=60.0, cpu_s=1))
+    result = await run_sandboxed(
+        python("while True: pass"), limits=SandboxLimits(wall_s=60.0, cpu_s=1)
+    )
     assert not result.timed_out
     assert result.signal in (signal.SIGKILL, signal.SIGXCPU)
 
@@ -231,12 +241,14 @@ async def test_fork_bomb_is_bounded_and_cleaned_up() -> None:
                     f.write("x\\n")
     """
     limit = 8
-    result = await run_sandboxed(python(code), keep=True,
-                                 limits=SandboxLimits(wall_s=2.0, max_processes=limit))
+    result = await run_sandboxed(
+        python(code), keep=True, limits=SandboxLimits(wall_s=2.0, max_processes=limit)
+    )
     try:
         forks = (result.workdir / "forks").read_text().count("x")
     finally:
         import shutil
+
         shutil.rmtree(result.workdir)
     assert result.timed_out and result.signal == signal.SIGKILL
     assert 1 <= forks <= limit - 1  # the first process counts too
@@ -271,8 +283,9 @@ async def test_a_gigabyte_of_output_is_drained_not_kept() -> None:
         sys.stderr.write("e" * 300000)
     """
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
-    result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=120.0,
-                                                                    max_output_bytes=cap))
+    result = await run_sandboxed(
+        python(code), limits=SandboxLimits(wall_s=120.0, max_output_bytes=cap)
+    )
     peak_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert result.ok, result.stderr[-500:]
     assert result.stdout_bytes == 1 << 30 and result.stdout_truncated
@@ -289,7 +302,9 @@ async def test_endless_output_is_capped_and_stopped_at_the_limit() -> None:
         while True:
             sys.stdout.write("z" * 65536)
     """
-    result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=1.0, max_output_bytes=5000))
+    result = await run_sandboxed(
+        python(code), limits=SandboxLimits(wall_s=1.0, max_output_bytes=5000)
+    )
     assert result.timed_out and result.signal == signal.SIGKILL
     assert len(result.stdout) == 5000 and result.stdout_truncated
     assert result.stdout_bytes > 5000  # it kept writing and was drained meanwhile
@@ -305,7 +320,7 @@ async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
     scratch_name = f"/tmp/sandbox-escape-{tag}"
     code = f"""
         import os
-        for target in ({str(outside / 'pwned.txt')!r}, "../sibling-{tag}", {scratch_name!r}):
+        for target in ({str(outside / "pwned.txt")!r}, "../sibling-{tag}", {scratch_name!r}):
             try:
                 with open(target, "w") as f:
                     f.write("escaped")
@@ -381,7 +396,8 @@ async def test_cancelled_call_kills_the_program() -> None:
 async def test_program_dies_with_the_engine(tmp_path: Path) -> None:
     marker = f"sandbox-engine-death-marker-{os.getpid()}"
     engine = tmp_path / "engine.py"
-    engine.write_text(textwrap.dedent(f"""
+    engine.write_text(
+        textwrap.dedent(f"""
         import asyncio, os, sys
         from autocomp_core.sandbox import SandboxLimits, run_sandboxed
 
@@ -406,10 +422,15 @@ async def test_program_dies_with_the_engine(tmp_path: Path) -> None:
             os._exit(0)  # the engine crashes without cleaning up
 
         asyncio.run(main())
-    """))
-    proc = await asyncio.create_subprocess_exec(PY, str(engine), stdout=asyncio.subprocess.PIPE,
-                                                cwd=Path(__file__).parent.parent,
-                                                env={**os.environ, "TMPDIR": str(tmp_path)})  # its leftovers
+    """)
+    )
+    proc = await asyncio.create_subprocess_exec(
+        PY,
+        str(engine),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=Path(__file__).parent.parent,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # its leftovers
     out, _ = await proc.communicate()
     assert out == b"started\n"
     for _ in range(100):
@@ -453,7 +474,9 @@ def test_the_isolation_asked_for_is_the_one_in_force(monkeypatch: pytest.MonkeyP
         isolation_level()
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="this run is unprivileged already: the hostile tests above ran as it")
+@pytest.mark.skipif(
+    not IS_ROOT, reason="this run is unprivileged already: the hostile tests above ran as it"
+)
 @pytest.mark.slow
 @pytest.mark.parametrize("level", USER_LEVELS)
 @pytest.mark.asyncio
@@ -464,10 +487,22 @@ async def test_hostile_programs_as_an_unprivileged_user(level: str) -> None:
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     result = await run_sandboxed(
-        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "hostile",
-         "--rootdir", str(ROOT), str(ROOT / "tests" / "test_sandbox.py")],
-        env=env, limits=SandboxLimits(wall_s=300, memory_mb=None, max_processes=512,
-                                      network=True))  # network: the tests' own loopback server
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "hostile",
+            "--rootdir",
+            str(ROOT),
+            str(ROOT / "tests" / "test_sandbox.py"),
+        ],
+        env=env,
+        limits=SandboxLimits(wall_s=300, memory_mb=None, max_processes=512, network=True),
+    )  # network: the tests' own loopback server
     tail = result.stdout[-3000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail
     assert result.uid != 0
@@ -496,11 +531,15 @@ async def test_engine_environment_stays_visible_when_it_lives_under_tmp(tmp_path
     monkeypatch.syspath_prepend(str(lib))
     result = await run_sandboxed(
         [sys.executable, "-c", "import engine_side_module as m; print(m.VALUE)"],
-        env={"PYTHONPATH": str(lib)}, limits=SandboxLimits(wall_s=30))
+        env={"PYTHONPATH": str(lib)},
+        limits=SandboxLimits(wall_s=30),
+    )
     assert result.ok, result.stderr
     assert result.stdout.strip() == "42"
-    outside = await run_sandboxed([sys.executable, "-c", "import os; print(os.listdir('/tmp'))"],
-                                  limits=SandboxLimits(wall_s=30))
+    outside = await run_sandboxed(
+        [sys.executable, "-c", "import os; print(os.listdir('/tmp'))"],
+        limits=SandboxLimits(wall_s=30),
+    )
     assert lib.name in outside.stdout  # the engine's path is there ...
     assert "pytest-of" not in outside.stdout  # ... and nothing else of the real /tmp
 

@@ -5,6 +5,7 @@ environment and works there as generated: ``backends``, ``eval``, a two-iteratio
 Offline: the fresh environment reuses this interpreter's installed dependencies through a
 ``.pth`` file, and pip installs the core (from this checkout) and the plugin without an
 index and without build isolation."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ ROOT = Path(__file__).parents[1]
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
 COMPREHENSION = "def saxpy(a, x, y):\n    return [a * xi + yi for xi, yi in zip(x, y)]\n"
-MAPPED = ("from operator import add\n\n\ndef saxpy(a, x, y):\n"
-          "    return list(map(add, map(a.__mul__, x), y))\n")
+MAPPED = (
+    "from operator import add\n\n\ndef saxpy(a, x, y):\n"
+    "    return list(map(add, map(a.__mul__, x), y))\n"
+)
 
 
 def respond(request) -> str:
@@ -37,8 +40,12 @@ def respond(request) -> str:
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> Path:
     parent = tmp_path_factory.mktemp("generated")
-    out = subprocess.run([*CLI, "new-backend", "my_npu", "--dir", str(parent)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [*CLI, "new-backend", "my_npu", "--dir", str(parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return parent / "autocomp-my-npu"
 
@@ -51,37 +58,71 @@ def venv(plugin, tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], capture_output=True, text=True, check=True).stdout
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     Path(site.strip(), "shared-dependencies.pth").write_text(sysconfig.get_paths()["purelib"])
-    env = {"PATH": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
-           "HOME": str(tmp_path_factory.mktemp("home")), "LANG": "C.UTF-8"}
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           "--no-build-isolation", str(ROOT), "-e", str(plugin)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    env = {
+        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path_factory.mktemp("home")),
+        "LANG": "C.UTF-8",
+    }
+    done = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            str(ROOT),
+            "-e",
+            str(plugin),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return env
 
 
 def run(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=600)
+    return subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
 
 
 def test_the_generated_package_is_complete(plugin):
     package = plugin / "autocomp_my_npu"
     for path in ("pyproject.toml", "README.md", "tests/test_my_npu_backend.py"):
         assert (plugin / path).is_file(), path
-    for path in ("plugin.py", "backend.py", "harness.py", "knowledge/knowledge.toml",
-                 "knowledge/architecture.md", "knowledge/isa.md",
-                 "knowledge/examples/comprehension.md", "problems/saxpy/baseline.py",
-                 "problems/saxpy/reference.py", "problems/saxpy/problem.toml"):
+    for path in (
+        "plugin.py",
+        "backend.py",
+        "harness.py",
+        "knowledge/knowledge.toml",
+        "knowledge/architecture.md",
+        "knowledge/isa.md",
+        "knowledge/examples/comprehension.md",
+        "problems/saxpy/baseline.py",
+        "problems/saxpy/reference.py",
+        "problems/saxpy/problem.toml",
+    ):
         assert (package / path).is_file(), path
     pyproject = (plugin / "pyproject.toml").read_text()
     assert '[project.entry-points.autocomp]\nmy_npu = "autocomp_my_npu.plugin"' in pyproject
     assert not list(plugin.rglob("*.tmpl"))
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."],
-                          cwd=plugin, capture_output=True, text=True)
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        cwd=plugin,
+        capture_output=True,
+        text=True,
+    )
     assert lint.returncode == 0, lint.stdout
 
 
@@ -94,8 +135,17 @@ def test_installed_it_is_listed_evaluates_and_optimizes(plugin, venv, tmp_path):
     assert listed["my_npu"]["version"] == "0.1.0"
 
     baseline = plugin / "autocomp_my_npu" / "problems" / "saxpy" / "baseline.py"
-    evaluated = run(venv, "autocomp-core", "eval", "my_npu", "saxpy", str(baseline),
-                    "--hw", "ops_per_cycle=2", "--json")
+    evaluated = run(
+        venv,
+        "autocomp-core",
+        "eval",
+        "my_npu",
+        "saxpy",
+        str(baseline),
+        "--hw",
+        "ops_per_cycle=2",
+        "--json",
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     result = json.loads(evaluated.stdout)
     assert result["correct"] and result["unit"] == "cycles"
@@ -103,12 +153,29 @@ def test_installed_it_is_listed_evaluates_and_optimizes(plugin, venv, tmp_path):
 
     server = LLMTestServer(respond).start_in_thread()
     try:
-        optimized = run(venv, "autocomp-core", "optimize", "--backend", "my_npu",
-                        "--problem", "saxpy", "--model",
-                        f"openai-compatible@{server.openai_base_url}::scripted",
-                        "--iterations", "2", "--beam-size", "1", "--plans", "1",
-                        "--codes", "1", "--run-dir", str(tmp_path / "run"), "--quiet",
-                        "--json")
+        optimized = run(
+            venv,
+            "autocomp-core",
+            "optimize",
+            "--backend",
+            "my_npu",
+            "--problem",
+            "saxpy",
+            "--model",
+            f"openai-compatible@{server.openai_base_url}::scripted",
+            "--iterations",
+            "2",
+            "--beam-size",
+            "1",
+            "--plans",
+            "1",
+            "--codes",
+            "1",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--json",
+        )
     finally:
         server.stop_thread()
     assert optimized.returncode == 0, optimized.stderr[-3000:]
@@ -119,8 +186,13 @@ def test_installed_it_is_listed_evaluates_and_optimizes(plugin, venv, tmp_path):
 
 
 def test_the_installed_core_ships_its_templates_and_type_information(venv, tmp_path):
-    found = run(venv, "python", "-c", "import autocomp_core, pathlib; "
-                "print(pathlib.Path(autocomp_core.__file__).parent)", cwd=tmp_path)
+    found = run(
+        venv,
+        "python",
+        "-c",
+        "import autocomp_core, pathlib; print(pathlib.Path(autocomp_core.__file__).parent)",
+        cwd=tmp_path,
+    )
     installed = Path(found.stdout.strip())
     assert installed.parent.name == "site-packages", installed  # the wheel, not this checkout
     assert (installed / "py.typed").is_file()
@@ -136,20 +208,31 @@ def test_its_own_tests_pass_as_generated(plugin, venv):
     assert " passed" in done.stdout
 
 
-@pytest.mark.parametrize("name, message", [
-    ("My-NPU", "backend name 'My-NPU': use lower-case letters"),
-    ("class", "backend name 'class': use lower-case letters"),
-    ("toy", "backend name 'toy': a backend of that name is already installed"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("My-NPU", "backend name 'My-NPU': use lower-case letters"),
+        ("class", "backend name 'class': use lower-case letters"),
+        ("toy", "backend name 'toy': a backend of that name is already installed"),
+    ],
+)
 def test_a_bad_name_is_refused_in_one_line(name, message, tmp_path):
-    out = subprocess.run([*CLI, "new-backend", name, "--dir", str(tmp_path)], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [*CLI, "new-backend", name, "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert out.stderr.startswith(f"error: {message}") and len(out.stderr.splitlines()) == 1
     assert not any(tmp_path.iterdir())
 
 
 def test_an_existing_package_is_never_overwritten(plugin):
-    out = subprocess.run([*CLI, "new-backend", "my_npu", "--dir", str(plugin.parent)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [*CLI, "new-backend", "my_npu", "--dir", str(plugin.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "already exists and is not empty" in out.stderr

@@ -1,4 +1,5 @@
 """The toy backend evaluates real Python programs in real sandboxed subprocesses."""
+
 from __future__ import annotations
 
 import textwrap
@@ -65,20 +66,30 @@ def test_registered_through_the_plugin_env_var() -> None:
 
 
 def test_problems_knowledge_and_capabilities(backend: ToyBackend) -> None:
-    assert [p.id for p in backend.problems()] == ["sum_squares", "prefix_max", "count_pairs",
-                                                  "count_negatives"]
+    assert [p.id for p in backend.problems()] == [
+        "sum_squares",
+        "prefix_max",
+        "count_pairs",
+        "count_negatives",
+    ]
     problem = backend.load_problem("count_pairs")
     assert "def solution(xs)" in problem.baseline_code and problem.baseline_path.is_file()
     pack = backend.knowledge(problem)
     assert "line_cost" in pack.architecture
     assert len(pack.menu) == 8 and len(pack.translation_menu) == 2
     assert pack.rules_general and pack.rules_planning and pack.rules_coding
-    assert [e.name for e in pack.examples] == ["builtins instead of loops",
-                                               "counting with a dictionary"]
+    assert [e.name for e in pack.examples] == [
+        "builtins instead of loops",
+        "counting with a dictionary",
+    ]
     assert pack.examples[1].triggered_by("Count complements with a hash map")
     assert not pack.examples[1].triggered_by("unroll the loop")
     assert backend.capabilities == {Capability.HW_FEEDBACK}
-    assert (backend.file_extension, backend.language, backend.metric_unit) == (".py", "python", "lines")
+    assert (backend.file_extension, backend.language, backend.metric_unit) == (
+        ".py",
+        "python",
+        "lines",
+    )
     assert backend.resources().cpus == 1
     assert all(check.ok for check in backend.doctor())
     with pytest.raises(KeyError, match="unknown problem"):
@@ -100,7 +111,8 @@ def test_hardware_config_and_options_are_validated() -> None:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("problem_id", sorted(FASTER))
 async def test_baseline_is_correct_and_a_faster_variant_scores_lower(
-        backend: ToyBackend, problem_id: str) -> None:
+    backend: ToyBackend, problem_id: str
+) -> None:
     problem = backend.load_problem(problem_id)
     base = await evaluate(backend, problem_id, problem.baseline_code)
     assert base.correct, base.feedback
@@ -116,11 +128,14 @@ async def test_baseline_is_correct_and_a_faster_variant_scores_lower(
 async def test_metric_is_deterministic_and_follows_the_cost_model(backend: ToyBackend) -> None:
     code = backend.load_problem("sum_squares").baseline_code
     first = await evaluate(backend, "sum_squares", code)
-    again = await evaluate(backend, "sum_squares", code, seed=7)  # other check inputs, same workload
+    again = await evaluate(
+        backend, "sum_squares", code, seed=7
+    )  # other check inputs, same workload
     assert first.metric == again.metric
     assert first.extra == again.extra
-    pricier = await evaluate(ToyBackend(ToyHardware(line_cost=2, call_cost=10)), "sum_squares",
-                             code)
+    pricier = await evaluate(
+        ToyBackend(ToyHardware(line_cost=2, call_cost=10)), "sum_squares", code
+    )
     lines, calls = first.extra["line_events"], first.extra["call_events"]
     assert first.metric == lines + 3 * calls
     assert pricier.metric == 2 * lines + 10 * calls
@@ -129,25 +144,65 @@ async def test_metric_is_deterministic_and_follows_the_cost_model(backend: ToyBa
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("problem_id, code, kind, hint", [
-    ("sum_squares", "def solution(xs)\n    return 0\n", FailureKind.COMPILE_ERROR, "SyntaxError"),
-    ("sum_squares", "def answer(xs):\n    return 0\n", FailureKind.COMPILE_ERROR, "solution(xs)"),
-    ("sum_squares", "def solution(xs):\n    return sum(xs)\n", FailureKind.WRONG_ANSWER, "expected"),
-    ("prefix_max", "def solution(xs):\n    return sorted(xs)\n", FailureKind.WRONG_ANSWER,
-     "expected"),
-    ("count_pairs", "def solution(xs):\n    return xs[0]\n", FailureKind.CRASH, "IndexError"),
-    ("count_pairs", "raise RuntimeError('at import')\ndef solution(xs):\n    return 0\n",
-     FailureKind.CRASH, "at import"),
-    ("count_pairs", "import os\ndef solution(xs):\n    os._exit(3)\n", FailureKind.CRASH,
-     "exit code 3"),
-    ("sum_squares", "def solution(xs):\n    return len(bytearray(1 << 34))\n", FailureKind.CRASH,
-     "MemoryError"),
-    ("sum_squares", "solution = max\n", FailureKind.REJECTED, "defined in the program"),
-    ("sum_squares", "import sys\ndef solution(xs):\n    sys.settrace(None)\n"
-                    "    return sum(x * x for x in xs)\n", FailureKind.REJECTED, "trace"),
-])
+@pytest.mark.parametrize(
+    "problem_id, code, kind, hint",
+    [
+        (
+            "sum_squares",
+            "def solution(xs)\n    return 0\n",
+            FailureKind.COMPILE_ERROR,
+            "SyntaxError",
+        ),
+        (
+            "sum_squares",
+            "def answer(xs):\n    return 0\n",
+            FailureKind.COMPILE_ERROR,
+            "solution(xs)",
+        ),
+        (
+            "sum_squares",
+            "def solution(xs):\n    return sum(xs)\n",
+            FailureKind.WRONG_ANSWER,
+            "expected",
+        ),
+        (
+            "prefix_max",
+            "def solution(xs):\n    return sorted(xs)\n",
+            FailureKind.WRONG_ANSWER,
+            "expected",
+        ),
+        ("count_pairs", "def solution(xs):\n    return xs[0]\n", FailureKind.CRASH, "IndexError"),
+        (
+            "count_pairs",
+            "raise RuntimeError('at import')\ndef solution(xs):\n    return 0\n",
+            FailureKind.CRASH,
+            "at import",
+        ),
+        (
+            "count_pairs",
+            "import os\ndef solution(xs):\n    os._exit(3)\n",
+            FailureKind.CRASH,
+            "exit code 3",
+        ),
+        (
+            "sum_squares",
+            "def solution(xs):\n    return len(bytearray(1 << 34))\n",
+            FailureKind.CRASH,
+            "MemoryError",
+        ),
+        ("sum_squares", "solution = max\n", FailureKind.REJECTED, "defined in the program"),
+        (
+            "sum_squares",
+            "import sys\ndef solution(xs):\n    sys.settrace(None)\n"
+            "    return sum(x * x for x in xs)\n",
+            FailureKind.REJECTED,
+            "trace",
+        ),
+    ],
+)
 async def test_each_failure_kind_from_a_real_candidate(
-        backend: ToyBackend, problem_id: str, code: str, kind: FailureKind, hint: str) -> None:
+    backend: ToyBackend, problem_id: str, code: str, kind: FailureKind, hint: str
+) -> None:
     result = await evaluate(backend, problem_id, code)
     assert not result.correct and result.metric is None
     assert result.failure is kind, result.feedback
@@ -156,8 +211,9 @@ async def test_each_failure_kind_from_a_real_candidate(
 
 @pytest.mark.asyncio
 async def test_endless_candidate_times_out(backend: ToyBackend) -> None:
-    result = await evaluate(backend, "sum_squares", "def solution(xs):\n    while True:\n        pass\n",
-                            timeout_s=1.0)
+    result = await evaluate(
+        backend, "sum_squares", "def solution(xs):\n    while True:\n        pass\n", timeout_s=1.0
+    )
     assert result.failure is FailureKind.TIMEOUT and not result.correct
 
 

@@ -6,6 +6,7 @@ from the wheelhouse that scripts/setup.sh fills (.venv/wheelhouse), so nothing i
 Every command runs outside the checkout with no PYTHONPATH, so a file a wheel forgot
 cannot be found in the source tree instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,13 @@ def _wheel_of(project: Path, wheels: list[Path]) -> Path:
 def wheels(tmp_path_factory) -> list[Path]:
     out = tmp_path_factory.mktemp("dist")
     # the venv's own hatchling: no build dependency is fetched
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "build-wheels.sh"), str(out),
-                           "--no-isolation"], env={**os.environ, "PYTHON": sys.executable},
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "build-wheels.sh"), str(out), "--no-isolation"],
+        env={**os.environ, "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     built = sorted(out.glob("*.whl"))
     assert len(built) == len(PROJECTS), [w.name for w in built]
@@ -56,11 +61,16 @@ def _packaged_files(project: Path) -> dict[str, str]:
     sources.update(wheel_cfg.get("force-include", {}))  # source -> where the wheel puts it
     files = {}
     for source, target in sources.items():
-        tracked = subprocess.run(["git", "ls-files", "--", source], cwd=project, check=True,
-                                 capture_output=True, text=True).stdout.split()
+        tracked = subprocess.run(
+            ["git", "ls-files", "--", source],
+            cwd=project,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert tracked, f"{project.name}: git tracks nothing under {source}"
         for path in tracked:
-            files[target + path[len(source):]] = path
+            files[target + path[len(source) :]] = path
     return files
 
 
@@ -72,8 +82,11 @@ def test_every_tracked_file_of_a_package_is_in_its_wheel(wheels):
 
 
 def _entry_point_names() -> set[str]:
-    return {name for project in PROJECTS
-            for name in _pyproject(project)["project"].get("entry-points", {}).get("autocomp", {})}
+    return {
+        name
+        for project in PROJECTS
+        for name in _pyproject(project)["project"].get("entry-points", {}).get("autocomp", {})
+    }
 
 
 @pytest.fixture(scope="module")
@@ -86,19 +99,44 @@ def user_env(wheels, tmp_path_factory):
     python = venv / "bin" / "python"
     # this venv's pip installs into the new one: no pip of its own needed; --no-compile
     # skips byte-compiling torch, which is most of an install's time
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                           "--no-index", "--no-compile", "--disable-pip-version-check", "-q",
-                           "--find-links", str(WHEELHOUSE), *map(str, wheels)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "-q",
+            "--find-links",
+            str(WHEELHOUSE),
+            *map(str, wheels),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     home = tmp_path_factory.mktemp("home")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "AUTOCOMP_PLUGINS", "VIRTUAL_ENV")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "AUTOCOMP_PLUGINS", "VIRTUAL_ENV")
+    }
     env.update(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run([str(venv / "bin" / "autocomp-core"), *args], cwd=home, env=env,
-                                capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [str(venv / "bin" / "autocomp-core"), *args],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if check:
             assert result.returncode == 0, f"{args}: {result.stderr[-3000:]}"
         return result
@@ -111,10 +149,19 @@ def user_env(wheels, tmp_path_factory):
 
 def test_nothing_comes_from_the_checkout(user_env):
     where = subprocess.run(
-        [str(user_env.python), "-c", "import autocomp_core, importlib.metadata as m; "
-         "print(autocomp_core.__file__); "
-         "print('\\n'.join(str(e.load().__file__) for e in m.entry_points(group='autocomp')))"],
-        cwd=user_env.home, env=user_env.env, capture_output=True, text=True, check=True)
+        [
+            str(user_env.python),
+            "-c",
+            "import autocomp_core, importlib.metadata as m; "
+            "print(autocomp_core.__file__); "
+            "print('\\n'.join(str(e.load().__file__) for e in m.entry_points(group='autocomp')))",
+        ],
+        cwd=user_env.home,
+        env=user_env.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     paths = where.stdout.split()
     assert len(paths) == 1 + len(_entry_point_names())
     venv = user_env.python.parent.parent
@@ -130,8 +177,9 @@ def test_backends_problems_and_a_baseline_of_each(user_env):
         first = problems[0]
         # the baseline ships inside the installed package
         assert Path(first["baseline"]).is_relative_to(user_env.python.parent.parent)
-        result = json.loads(user_env("eval", backend["name"], first["id"], first["baseline"],
-                                     "--json").stdout)
+        result = json.loads(
+            user_env("eval", backend["name"], first["id"], first["baseline"], "--json").stdout
+        )
         assert result["correct"], (backend["name"], first["id"], result)
 
 
@@ -146,10 +194,26 @@ def test_one_iteration_optimize_against_an_llm_server(user_env, tmp_path):
     server = LLMTestServer(respond).start_in_thread()
     try:
         run_dir = tmp_path / "run"
-        user_env("optimize", "--backend", "gemmini", "--problem", "gemm-64x64x64",
-                 "--model", f"openai-compatible@{server.openai_base_url}::scripted",
-                 "--iterations", "1", "--beam-size", "1", "--plans", "1", "--codes", "1",
-                 "--run-dir", str(run_dir), "--quiet")
+        user_env(
+            "optimize",
+            "--backend",
+            "gemmini",
+            "--problem",
+            "gemm-64x64x64",
+            "--model",
+            f"openai-compatible@{server.openai_base_url}::scripted",
+            "--iterations",
+            "1",
+            "--beam-size",
+            "1",
+            "--plans",
+            "1",
+            "--codes",
+            "1",
+            "--run-dir",
+            str(run_dir),
+            "--quiet",
+        )
     finally:
         server.stop_thread()
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -10,6 +10,7 @@ A plugin adds one (Slurm, Kubernetes, a remote board) by returning an ``Executor
 ``autocomp_register_executors``: a name, a pydantic model of its options (the other keys
 of ``[executor]``) and a function that builds it from them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -92,18 +93,26 @@ def _create_ray(options: Any, plugins: tuple[str, ...]) -> Executor:
 
 
 LOCAL = ExecutorSpec("local", "this machine, in sandboxed child process groups", _create_local)
-RAY = ExecutorSpec("ray", "a Ray cluster: each evaluation a Ray task with the backend's "
-                   "resources (pip install 'autocomp-core[ray]')", _create_ray, RayOptions)
+RAY = ExecutorSpec(
+    "ray",
+    "a Ray cluster: each evaluation a Ray task with the backend's "
+    "resources (pip install 'autocomp-core[ray]')",
+    _create_ray,
+    RayOptions,
+)
 
 
-def create_executor(config: ExecutorConfig, specs: dict[str, ExecutorSpec],
-                    plugins: tuple[str, ...] = ()) -> Executor:
+def create_executor(
+    config: ExecutorConfig, specs: dict[str, ExecutorSpec], plugins: tuple[str, ...] = ()
+) -> Executor:
     """The executor ``[executor]`` asks for, among the registered ``specs``, not yet
     connected; ``plugins``: the run's extra plugin modules (a remote node loads them too).
     Bad input raises ``ConfigError`` naming the key."""
     if config.kind not in specs:
-        raise ConfigError(f"executor.kind: unknown executor {config.kind!r} (installed: "
-                          f"{', '.join(sorted(specs))})")
+        raise ConfigError(
+            f"executor.kind: unknown executor {config.kind!r} (installed: "
+            f"{', '.join(sorted(specs))})"
+        )
     spec = specs[config.kind]
     return spec.create(validated(spec.options_type, config.options(), "executor"), plugins)
 

@@ -1,5 +1,6 @@
 """The ``local`` executor: evaluations run in this process's event loop, each program in a
 sandboxed child process group of this machine (the backend calls the sandbox)."""
+
 from __future__ import annotations
 
 import socket
@@ -29,8 +30,7 @@ class LocalExecutor:
     async def evaluate(self, request: EvalRequest) -> EvalResult:
         from ..journal import evaluate_guarded  # the journal's Evaluator uses executors
 
-        result = await evaluate_guarded(request.backend, request.problem, request.code,
-                                        request.ctx)
+        result = await evaluate_guarded(request.backend, request.problem, request.code, request.ctx)
         result.placement = {"executor": "local", "host": socket.gethostname()}
         return result
 

@@ -9,6 +9,7 @@ then becomes an ``INFRA_ERROR`` result, which the search does not hold against t
 
 Ray is imported only when the executor connects: ``pip install 'autocomp-core[ray]'``.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,23 +72,38 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError("executor.kind: ray needs Ray: pip install 'autocomp-core[ray]'") \
-            from None
+        raise ConfigError(
+            "executor.kind: ray needs Ray: pip install 'autocomp-core[ray]'"
+        ) from None
     return ray
 
 
 def task_needs(resources: Resources) -> dict[str, Any]:
     """A backend's needs as Ray task options (memory in bytes, as Ray counts it)."""
-    return {"num_cpus": resources.cpus, "num_gpus": resources.gpus,
-            "memory": int(resources.memory_mb) * 2**20, "resources": dict(resources.custom)}
+    return {
+        "num_cpus": resources.cpus,
+        "num_gpus": resources.gpus,
+        "memory": int(resources.memory_mb) * 2**20,
+        "resources": dict(resources.custom),
+    }
 
 
 def fits(offer: dict[str, float], resources: Resources) -> int:
     """How many evaluations with these needs one node's resources hold at once."""
-    needs = {"CPU": resources.cpus, "GPU": resources.gpus,
-             "memory": resources.memory_mb * 2**20, **resources.custom}
-    return min((math.floor(offer.get(name, 0.0) / amount + 1e-9)
-                for name, amount in needs.items() if amount > 0), default=0)
+    needs = {
+        "CPU": resources.cpus,
+        "GPU": resources.gpus,
+        "memory": resources.memory_mb * 2**20,
+        **resources.custom,
+    }
+    return min(
+        (
+            math.floor(offer.get(name, 0.0) / amount + 1e-9)
+            for name, amount in needs.items()
+            if amount > 0
+        ),
+        default=0,
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -142,24 +158,33 @@ class RayExecutor:
             try:
                 socket.create_connection(where, timeout=10).close()
             except OSError as exc:
-                raise ConfigError(f"executor.address: no Ray cluster answers at {address} "
-                                  f"({exc.strerror or exc})") from None
+                raise ConfigError(
+                    f"executor.address: no Ray cluster answers at {address} ({exc.strerror or exc})"
+                ) from None
         for attempt in range(CLIENT_CONNECT_ATTEMPTS):
             try:
-                ray.init(address=address, namespace="autocomp", log_to_driver=False,
-                         logging_level="WARNING")
+                ray.init(
+                    address=address,
+                    namespace="autocomp",
+                    log_to_driver=False,
+                    logging_level="WARNING",
+                )
                 break
             except ConnectionAbortedError as exc:
                 # ray://: the head's client server could not start this driver's server
                 # process in time (a busy head); a new request starts a new one
                 if attempt + 1 == CLIENT_CONNECT_ATTEMPTS:
                     why = " ".join(str(exc).split())[:300]
-                    raise ConfigError(f"executor.address: the Ray cluster at {address} did "
-                                      f"not start a client session in {attempt + 1} tries: "
-                                      f"{why}") from None
+                    raise ConfigError(
+                        f"executor.address: the Ray cluster at {address} did "
+                        f"not start a client session in {attempt + 1} tries: "
+                        f"{why}"
+                    ) from None
             except Exception as exc:  # ConnectionError, an auth failure, a version mismatch
-                raise ConfigError(f"executor.address: cannot connect to the Ray cluster at "
-                                  f"{address}: {_first_line(exc)}") from None
+                raise ConfigError(
+                    f"executor.address: cannot connect to the Ray cluster at "
+                    f"{address}: {_first_line(exc)}"
+                ) from None
         _cluster_messages_to_log()
 
     # -- capacity -----------------------------------------------------------------------
@@ -174,11 +199,14 @@ class RayExecutor:
         nodes = self.nodes()
         total = sum(fits(n.get("Resources", {}), resources) for n in nodes)
         if total == 0:
-            offered = sorted({k for n in nodes for k in n.get("Resources", {})
-                              if not k.startswith("node:")})
+            offered = sorted(
+                {k for n in nodes for k in n.get("Resources", {}) if not k.startswith("node:")}
+            )
             needs = ", ".join(f"{v:g} {k}" for k, v in resources.needs().items() if v)
-            raise ValueError(f"no node of the Ray cluster can run one evaluation: it needs "
-                             f"{needs}; the {len(nodes)} nodes offer {', '.join(offered)}")
+            raise ValueError(
+                f"no node of the Ray cluster can run one evaluation: it needs "
+                f"{needs}; the {len(nodes)} nodes offer {', '.join(offered)}"
+            )
         return total
 
     # -- evaluation ---------------------------------------------------------------------
@@ -187,8 +215,9 @@ class RayExecutor:
 
         backend = request.backend
         # retries are ours: Ray's own would hide from the journal that the first attempt died
-        task = self._task.options(max_retries=0, retry_exceptions=False,
-                                  **task_needs(backend.resources()))
+        task = self._task.options(
+            max_retries=0, retry_exceptions=False, **task_needs(backend.resources())
+        )
         args = (backend_spec(backend, self.plugins), request.problem, request.code, request.ctx)
         lost: list[str] = []
         for attempt in range(1, self.options.max_retries + 2):
@@ -201,15 +230,22 @@ class RayExecutor:
             except (RayError, TimeoutError) as exc:  # the worker or its node went away
                 self._cancel(ref)
                 lost.append(_first_line(exc) if str(exc) else "no answer in time")
-                log.warning("evaluation lost with its worker; running it again",
-                            attempt=attempt, error=lost[-1])
+                log.warning(
+                    "evaluation lost with its worker; running it again",
+                    attempt=attempt,
+                    error=lost[-1],
+                )
                 continue
             except BaseException:  # cancelled here: stop it there
                 self._cancel(ref)
                 raise
             result = EvalResult.from_dict(answer["result"])
-            result.placement = {"executor": "ray", **answer["where"], "attempts": attempt,
-                                **({"lost": lost} if lost else {})}
+            result.placement = {
+                "executor": "ray",
+                **answer["where"],
+                "attempts": attempt,
+                **({"lost": lost} if lost else {}),
+            }
             return result
         return self._lost(lost, self.options.max_retries + 1, retried=True)
 
@@ -225,10 +261,17 @@ class RayExecutor:
     @staticmethod
     def _lost(errors: list[str], attempts: int, retried: bool) -> EvalResult:
         why = "; ".join(errors[-3:])
-        text = (f"the evaluation was lost {attempts} times with its worker or node: {why}"
-                if retried else f"the evaluation task failed on its node: {why}")
-        return EvalResult(False, failure=FailureKind.INFRA_ERROR, feedback=text,
-                          placement={"executor": "ray", "attempts": attempts, "lost": errors})
+        text = (
+            f"the evaluation was lost {attempts} times with its worker or node: {why}"
+            if retried
+            else f"the evaluation task failed on its node: {why}"
+        )
+        return EvalResult(
+            False,
+            failure=FailureKind.INFRA_ERROR,
+            feedback=text,
+            placement={"executor": "ray", "attempts": attempts, "lost": errors},
+        )
 
     # -- description --------------------------------------------------------------------
     async def describe(self) -> dict[str, Any]:
@@ -241,23 +284,38 @@ class RayExecutor:
         probe = ray.remote(installed_backends)
         rows = []
         for node in self.nodes():
-            ref = probe.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote(list(self.plugins))
+            ref = probe.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=(NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)),
+            ).remote(list(self.plugins))
             try:
                 with anyio.fail_after(QUESTION_TIMEOUT_S):
                     backends = await ref
             except Exception as exc:  # a node that cannot answer is shown as such
                 self._cancel(ref)
                 backends = {"error": _first_line(exc)}
-            rows.append({"node_id": node["NodeID"], "address": node.get("NodeManagerAddress"),
-                         "resources": {k: v for k, v in node.get("Resources", {}).items()
-                                       if not k.startswith("node:")},
-                         "backends": backends})
+            rows.append(
+                {
+                    "node_id": node["NodeID"],
+                    "address": node.get("NodeManagerAddress"),
+                    "resources": {
+                        k: v
+                        for k, v in node.get("Resources", {}).items()
+                        if not k.startswith("node:")
+                    },
+                    "backends": backends,
+                }
+            )
         return {"kind": "ray", "address": self.options.address, "nodes": rows}
 
 
 def backend_spec(backend: Backend, plugins: tuple[str, ...]) -> dict[str, Any]:
     """What a node needs to build the same backend: its name, hardware config and options
     (as JSON data) and the run's extra plugin modules."""
-    return {"name": backend.name, "hardware": backend.hardware.model_dump(mode="json"),
-            "options": backend.options.model_dump(mode="json"), "plugins": list(plugins)}
+    return {
+        "name": backend.name,
+        "hardware": backend.hardware.model_dump(mode="json"),
+        "options": backend.options.model_dump(mode="json"),
+        "plugins": list(plugins),
+    }

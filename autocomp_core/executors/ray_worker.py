@@ -7,6 +7,7 @@ keeps one event loop on a thread of its own and the backends it has opened, so a
 that starts something costly on entering (a simulator, warm GPU workers) starts it once per
 worker process; they are closed when the process exits.
 """
+
 from __future__ import annotations
 
 # Ray calls the task on a thread of its own and the loop must outlive every task (it holds
@@ -25,20 +26,23 @@ _loop: asyncio.AbstractEventLoop | None = None
 _backends: dict[str, Backend] = {}
 
 
-def evaluate_on_node(spec: dict[str, Any], problem: Problem, code: str,
-                     ctx: EvalContext) -> dict[str, Any]:
+def evaluate_on_node(
+    spec: dict[str, Any], problem: Problem, code: str, ctx: EvalContext
+) -> dict[str, Any]:
     """The Ray task: one evaluation on this node; the result as data, and where it ran."""
     import ray
 
-    future = asyncio.run_coroutine_threadsafe(_evaluate(spec, problem, code, ctx),
-                                              _event_loop())
+    future = asyncio.run_coroutine_threadsafe(_evaluate(spec, problem, code, ctx), _event_loop())
     try:
         result = future.result()
     except BaseException:  # cancelled by the engine (KeyboardInterrupt): stop the program too
         future.cancel()
         raise
-    where = {"node_id": ray.get_runtime_context().get_node_id(),
-             "node_ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+    where = {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "pid": os.getpid(),
+    }
     return {"result": result.to_dict(), "where": where}
 
 
@@ -49,13 +53,15 @@ def installed_backends(plugins: list[str]) -> dict[str, str]:
     installed = {}
     for row in build_registry(tuple(plugins)).describe():
         for name in row["registered"].get("backends", []):
-            installed[name] = " ".join(x for x in (row["distribution"] or row["name"],
-                                                   row["version"]) if x)
+            installed[name] = " ".join(
+                x for x in (row["distribution"] or row["name"], row["version"]) if x
+            )
     return installed
 
 
-async def _evaluate(spec: dict[str, Any], problem: Problem, code: str,
-                    ctx: EvalContext) -> EvalResult:
+async def _evaluate(
+    spec: dict[str, Any], problem: Problem, code: str, ctx: EvalContext
+) -> EvalResult:
     from ..journal import evaluate_guarded
 
     try:
@@ -63,8 +69,11 @@ async def _evaluate(spec: dict[str, Any], problem: Problem, code: str,
     except ConfigError as exc:  # this node lacks the plugin, or refuses the configuration
         import ray
 
-        return EvalResult(False, failure=FailureKind.INFRA_ERROR,
-                          feedback=f"node {ray.util.get_node_ip_address()}: {exc}")
+        return EvalResult(
+            False,
+            failure=FailureKind.INFRA_ERROR,
+            feedback=f"node {ray.util.get_node_ip_address()}: {exc}",
+        )
     return await evaluate_guarded(backend, problem, code, ctx)
 
 
@@ -73,8 +82,9 @@ async def _opened_backend(spec: dict[str, Any]) -> Backend:
 
     key = json.dumps(spec, sort_keys=True)
     if key not in _backends:
-        backend = make_backend(spec["name"], spec["hardware"], spec["options"],
-                               tuple(spec["plugins"]))
+        backend = make_backend(
+            spec["name"], spec["hardware"], spec["options"], tuple(spec["plugins"])
+        )
         await backend.__aenter__()
         _backends[key] = backend
     return _backends[key]
@@ -84,8 +94,7 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     global _loop
     if _loop is None:
         _loop = asyncio.new_event_loop()
-        threading.Thread(target=_loop.run_forever, name="autocomp-evaluations",
-                         daemon=True).start()
+        threading.Thread(target=_loop.run_forever, name="autocomp-evaluations", daemon=True).start()
         atexit.register(_close_backends)
     return _loop
 

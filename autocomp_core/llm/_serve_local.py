@@ -3,6 +3,7 @@
 ``python -m autocomp_core.llm._serve_local <llama_cpp.server args>``: the embedded model
 server must not outlive the run that started it, even when that run is killed hard.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The built-in LLM providers, registered through the same hook a third party uses."""
+
 from __future__ import annotations
 
 from ..hookspecs import hookimpl

@@ -6,6 +6,7 @@ whose text is empty, so no error message is ever taken for a plan or for code.
 Cancellation propagates, and so does a bug (``errors.BUGS``: a ``TypeError`` in a
 provider, ours or a plugin's), which no retry or later call could cure.
 """
+
 from __future__ import annotations
 
 import random
@@ -69,17 +70,20 @@ class LLMClient:
             ref = parse_model_string(model, self.settings.aliases)
         except LLMConfigError as exc:
             if "::" not in model and "@" not in model and self.settings.aliases:
-                raise LLMConfigError(f"{exc} (configured aliases: "
-                                     f"{', '.join(sorted(self.settings.aliases))})") from None
+                raise LLMConfigError(
+                    f"{exc} (configured aliases: {', '.join(sorted(self.settings.aliases))})"
+                ) from None
             raise
         spec = self.providers.get(ref.provider)
         if spec is None:
             known = ", ".join(sorted(self.providers)) or "none"
-            raise LLMConfigError(f"model {model!r}: unknown provider {ref.provider!r} "
-                                 f"(known: {known})")
+            raise LLMConfigError(
+                f"model {model!r}: unknown provider {ref.provider!r} (known: {known})"
+            )
         if ref.endpoint and not spec.endpoint_in_model_string:
-            raise LLMConfigError(f"model {model!r}: provider {spec.name!r} takes no endpoint "
-                                 f"(it serves no base URL)")
+            raise LLMConfigError(
+                f"model {model!r}: provider {spec.name!r} takes no endpoint (it serves no base URL)"
+            )
         return ref, spec
 
     def _api_key(self, ref: ModelRef, spec: ProviderSpec, model: str) -> str | None:
@@ -87,17 +91,23 @@ class LLMClient:
             return None
         key = self.keys.get(spec.key_env)
         if key is None and spec.key_required:
-            raise LLMConfigError(f"model {model!r} needs an API key: set {spec.key_env} in the "
-                                 f"environment or in {key_file_path(self.settings.key_file)}")
+            raise LLMConfigError(
+                f"model {model!r} needs an API key: set {spec.key_env} in the "
+                f"environment or in {key_file_path(self.settings.key_file)}"
+            )
         return key
 
     def _base_url(self, ref: ModelRef, spec: ProviderSpec) -> str | None:
         import os
 
         urls = self.settings.base_urls
-        return (ref.endpoint or urls.get(ref.provider) or urls.get(spec.name)
-                or (os.environ.get(spec.base_url_env) if spec.base_url_env else None)
-                or spec.default_base_url)
+        return (
+            ref.endpoint
+            or urls.get(ref.provider)
+            or urls.get(spec.name)
+            or (os.environ.get(spec.base_url_env) if spec.base_url_env else None)
+            or spec.default_base_url
+        )
 
     def validate_models(self, models: list[str]) -> None:
         """Check every model string can be served; spends nothing. Raises LLMConfigError."""
@@ -112,8 +122,9 @@ class LLMClient:
     def missing_price(self, model: str) -> tuple[str, str] | None:
         """(provider, model id) when ``model`` has no price in the table, else None."""
         ref, spec = self.resolve(model)
-        return None if self.prices.lookup(spec.name, ref.model) is not None else \
-            (spec.name, ref.model)
+        return (
+            None if self.prices.lookup(spec.name, ref.model) is not None else (spec.name, ref.model)
+        )
 
     def price_table(self) -> dict:
         """The merged price table in use (the engine snapshots it into the run)."""
@@ -158,8 +169,9 @@ class LLMClient:
             if client is None:
                 if spec.validate is not None:
                     spec.validate(ref, self.settings)
-                ctx = ProviderContext(spec.name, base_url, self._api_key(ref, spec, model),
-                                      self.settings)
+                ctx = ProviderContext(
+                    spec.name, base_url, self._api_key(ref, spec, model), self.settings
+                )
                 client = spec.create(ctx)
                 self._clients[slot] = client
             if prepared not in self._prepared:
@@ -172,12 +184,18 @@ class LLMClient:
     def _params(self, request: LLMRequest) -> CallParams:
         effort = request.reasoning_effort
         if effort is None:
-            effort = (self.settings.plan_reasoning_effort if request.phase in PLAN_PHASES
-                      else self.settings.code_reasoning_effort)
-        return CallParams(temperature=request.temperature,
-                          max_tokens=request.max_tokens or self.settings.max_tokens,
-                          reasoning_effort=effort, response_format=request.response_format,
-                          seed=request.sample)
+            effort = (
+                self.settings.plan_reasoning_effort
+                if request.phase in PLAN_PHASES
+                else self.settings.code_reasoning_effort
+            )
+        return CallParams(
+            temperature=request.temperature,
+            max_tokens=request.max_tokens or self.settings.max_tokens,
+            reasoning_effort=effort,
+            response_format=request.response_format,
+            seed=request.sample,
+        )
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         """Exponential backoff with full jitter, never shorter than the server's Retry-After."""
@@ -202,11 +220,19 @@ class LLMClient:
         except Exception as exc:  # an unknown model, a local server that cannot start
             if isinstance(exc, BUGS):
                 raise
-            kind = ErrorKind.BAD_REQUEST if isinstance(exc, LLMConfigError) else \
-                classify_exception(exc).error.kind
+            kind = (
+                ErrorKind.BAD_REQUEST
+                if isinstance(exc, LLMConfigError)
+                else classify_exception(exc).error.kind
+            )
             error = self._failure(kind, str(exc) or type(exc).__name__)
-            response = LLMResponse(model=request.model, error=error, errors=[error], attempts=0,
-                                   duration_s=time.monotonic() - started)
+            response = LLMResponse(
+                model=request.model,
+                error=error,
+                errors=[error],
+                attempts=0,
+                duration_s=time.monotonic() - started,
+            )
             self.usage.record(request.phase, request.model, response)
             return response
         if self._limits is None:
@@ -214,8 +240,14 @@ class LLMClient:
             # the embedded llama.cpp server answers one request at a time: queue here, where
             # waiting does not count against the request's timeout
             provider_limits = {"local": 1, **s.provider_concurrency}
-            self._limits = Limits(s.max_concurrency, provider_limits, s.model_concurrency,
-                                  s.requests_per_minute, s.tokens_per_minute, s.rate_burst_s)
+            self._limits = Limits(
+                s.max_concurrency,
+                provider_limits,
+                s.model_concurrency,
+                s.requests_per_minute,
+                s.tokens_per_minute,
+                s.rate_burst_s,
+            )
         model = str(ref)
         names = (ref.provider, spec.name)
         params = self._params(request)
@@ -231,8 +263,9 @@ class LLMClient:
             try:
                 async with self._limits.slot(names, model, estimate) as settle:
                     with anyio.fail_after(self.settings.timeout_s):
-                        reply = await client.complete(ref.model, request.prompt,
-                                                      replace(params, dropped=dropped))
+                        reply = await client.complete(
+                            ref.model, request.prompt, replace(params, dropped=dropped)
+                        )
                     settle(reply.usage.total)
             except BUGS:
                 raise
@@ -243,26 +276,42 @@ class LLMClient:
 
             if reply is not None:
                 usage = usage + reply.usage
-                cost += self.prices.cost(spec.name, ref.model, reply.usage.input_tokens,
-                                         reply.usage.output_tokens, reply.usage.cached_tokens,
-                                         reply.cache_write_tokens)
+                cost += self.prices.cost(
+                    spec.name,
+                    ref.model,
+                    reply.usage.input_tokens,
+                    reply.usage.output_tokens,
+                    reply.usage.cached_tokens,
+                    reply.cache_write_tokens,
+                )
                 if reply.truncated:
-                    classified = Classified(LLMError(
-                        ErrorKind.TRUNCATED, f"the answer stopped at the output limit "
-                        f"({params.max_tokens or 'provider default'} tokens)"))
+                    classified = Classified(
+                        LLMError(
+                            ErrorKind.TRUNCATED,
+                            f"the answer stopped at the output limit "
+                            f"({params.max_tokens or 'provider default'} tokens)",
+                        )
+                    )
                 elif not reply.text.strip():
                     classified = Classified(LLMError(ErrorKind.EMPTY, "the answer was empty"))
                 else:
-                    response = LLMResponse(text=reply.text, model=model, usage=usage,
-                                           cost_usd=cost, duration_s=time.monotonic() - started,
-                                           attempts=attempts, finish_reason=reply.finish_reason,
-                                           errors=errors)
+                    response = LLMResponse(
+                        text=reply.text,
+                        model=model,
+                        usage=usage,
+                        cost_usd=cost,
+                        duration_s=time.monotonic() - started,
+                        attempts=attempts,
+                        finish_reason=reply.finish_reason,
+                        errors=errors,
+                    )
                     self.usage.record(request.phase, model, response)
                     return response
 
             assert classified is not None
-            error = self._failure(classified.error.kind, classified.error.message,
-                                  classified.error.status)
+            error = self._failure(
+                classified.error.kind, classified.error.message, classified.error.status
+            )
             errors.append(error)
             param = classified.rejected_param
             if param and param not in dropped and learned < len(DROPPABLE_PARAMS):
@@ -274,16 +323,36 @@ class LLMClient:
             if error.kind.retryable and retries < self.settings.max_retries:
                 retries += 1
                 delay = self._backoff(retries, classified.retry_after_s)
-                log.info("llm.retry", model=model, phase=request.phase, kind=error.kind.value,
-                         retry=retries, delay_s=round(delay, 2), status=error.status)
+                log.info(
+                    "llm.retry",
+                    model=model,
+                    phase=request.phase,
+                    kind=error.kind.value,
+                    retry=retries,
+                    delay_s=round(delay, 2),
+                    status=error.status,
+                )
                 await anyio.sleep(delay)
                 continue
-            log.warning("llm.failed", model=model, phase=request.phase, kind=error.kind.value,
-                        attempts=attempts, status=error.status, message=error.message[:200])
-            response = LLMResponse(model=model, usage=usage, cost_usd=cost,
-                                   duration_s=time.monotonic() - started, attempts=attempts,
-                                   finish_reason=reply.finish_reason if reply else None,
-                                   error=error, errors=errors)
+            log.warning(
+                "llm.failed",
+                model=model,
+                phase=request.phase,
+                kind=error.kind.value,
+                attempts=attempts,
+                status=error.status,
+                message=error.message[:200],
+            )
+            response = LLMResponse(
+                model=model,
+                usage=usage,
+                cost_usd=cost,
+                duration_s=time.monotonic() - started,
+                attempts=attempts,
+                finish_reason=reply.finish_reason if reply else None,
+                error=error,
+                errors=errors,
+            )
             self.usage.record(request.phase, model, response)
             return response
 
@@ -306,43 +375,68 @@ def default_models(settings: LLMSettings) -> list[str]:
         return [DEFAULT_OPENAI_MODEL]
     if keys.get("ANTHROPIC_API_KEY"):
         return [DEFAULT_ANTHROPIC_MODEL]
-    log.warning("llm.using_embedded_model", model=DEFAULT_LOCAL_MODEL,
-                notice="no API key configured: using the embedded 135M-parameter model, which "
-                       "runs offline but rarely finds speed-ups",
-                how_to_fix="set OPENAI_API_KEY or ANTHROPIC_API_KEY (environment or "
-                           f"{key_file_path(settings.key_file)}, chmod 600), or point a model "
-                           "at your own server: openai-compatible@http://HOST:PORT/v1::MODEL")
+    log.warning(
+        "llm.using_embedded_model",
+        model=DEFAULT_LOCAL_MODEL,
+        notice="no API key configured: using the embedded 135M-parameter model, which "
+        "runs offline but rarely finds speed-ups",
+        how_to_fix="set OPENAI_API_KEY or ANTHROPIC_API_KEY (environment or "
+        f"{key_file_path(settings.key_file)}, chmod 600), or point a model "
+        "at your own server: openai-compatible@http://HOST:PORT/v1::MODEL",
+    )
     return [DEFAULT_LOCAL_MODEL]
 
 
-async def check_models(settings: LLMSettings, models: list[str] | None = None,
-                       providers: dict | None = None, timeout_s: float = 30) -> list[dict]:
+async def check_models(
+    settings: LLMSettings,
+    models: list[str] | None = None,
+    providers: dict | None = None,
+    timeout_s: float = 30,
+) -> list[dict]:
     """For ``autocomp-core models``: per model, its provider, whether a key is present and
     whether it answers one tiny request (no retries, short timeout)."""
     if not models:
         models = list(dict.fromkeys([*default_models(settings), *settings.aliases]))
-    quick = settings.model_copy(update={"timeout_s": min(settings.timeout_s, timeout_s),
-                                        "max_retries": 0})
+    quick = settings.model_copy(
+        update={"timeout_s": min(settings.timeout_s, timeout_s), "max_retries": 0}
+    )
     client = LLMClient(quick, providers)
     rows = []
     async with client:
         for model in models:
-            row: dict = {"model": model, "provider": None, "resolved": None, "key": None,
-                         "answers": False, "latency_s": None, "error": None}
+            row: dict = {
+                "model": model,
+                "provider": None,
+                "resolved": None,
+                "key": None,
+                "answers": False,
+                "latency_s": None,
+                "error": None,
+            }
             rows.append(row)
             try:
                 ref, spec = client.resolve(model)
                 row.update(provider=spec.name, resolved=str(ref))
-                row["key"] = ("not needed" if spec.key_env is None else
-                              client.keys.source(spec.key_env)
-                              or ("missing" if spec.key_required else "not set (optional)"))
+                row["key"] = (
+                    "not needed"
+                    if spec.key_env is None
+                    else client.keys.source(spec.key_env)
+                    or ("missing" if spec.key_required else "not set (optional)")
+                )
                 client.validate_models([model])
             except LLMConfigError as exc:
                 row["error"] = redact(str(exc))
                 continue
-            response = await client.complete(LLMRequest(
-                model=model, prompt=Prompt("", "", "Reply with the single word: OK"),
-                phase="check", temperature=None, max_tokens=16, reasoning_effort="low"))
+            response = await client.complete(
+                LLMRequest(
+                    model=model,
+                    prompt=Prompt("", "", "Reply with the single word: OK"),
+                    phase="check",
+                    temperature=None,
+                    max_tokens=16,
+                    reasoning_effort="low",
+                )
+            )
             # A truncated or empty answer still proves the model is reachable.
             error = response.error
             row["answers"] = error is None or error.kind in (ErrorKind.TRUNCATED, ErrorKind.EMPTY)

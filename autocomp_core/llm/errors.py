@@ -1,4 +1,5 @@
 """Errors of the LLM layer and the classification of provider failures."""
+
 from __future__ import annotations
 
 import json
@@ -17,20 +18,43 @@ class LLMConfigError(ConfigError):
 
 #: What a bug raises (in our provider code, a plugin's, or an SDK we call wrongly): it
 #: propagates, with its traceback, instead of becoming a failed response.
-BUGS = (TypeError, AttributeError, KeyError, IndexError, NameError, AssertionError,
-        NotImplementedError, UnboundLocalError)
+BUGS = (
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    NameError,
+    AssertionError,
+    NotImplementedError,
+    UnboundLocalError,
+)
 
 # Parameters a model may reject; the client learns them per model and drops them.
-DROPPABLE_PARAMS = ("temperature", "top_p", "top_k", "seed", "reasoning_effort", "reasoning",
-                    "max_tokens", "max_completion_tokens", "response_format", "tool_choice",
-                    "tools")
+DROPPABLE_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "reasoning_effort",
+    "reasoning",
+    "max_tokens",
+    "max_completion_tokens",
+    "response_format",
+    "tool_choice",
+    "tools",
+)
 
 _CONTEXT_WORDS = re.compile(
     r"context[ _-]?length|context window|maximum context|prompt is too long|too many tokens"
-    r"|input is too long|exceeds the (?:model's )?(?:maximum|context)", re.I)
-_UNSUPPORTED_WORDS = re.compile(r"not supported|unsupported|deprecated|does not support|"
-                                r"not allowed|unrecognized|unknown (?:parameter|field)|"
-                                r"extra (?:inputs|fields) (?:are )?not permitted", re.I)
+    r"|input is too long|exceeds the (?:model's )?(?:maximum|context)",
+    re.I,
+)
+_UNSUPPORTED_WORDS = re.compile(
+    r"not supported|unsupported|deprecated|does not support|"
+    r"not allowed|unrecognized|unknown (?:parameter|field)|"
+    r"extra (?:inputs|fields) (?:are )?not permitted",
+    re.I,
+)
 
 
 @dataclass
@@ -73,8 +97,12 @@ def _rejected_param(exc: Exception, message: str) -> str | None:
     if not _UNSUPPORTED_WORDS.search(message):
         return None
     # The earliest mention wins: "Unsupported parameter: 'max_tokens' ... use 'max_completion_tokens'".
-    found = [(m.start(), name) for name in DROPPABLE_PARAMS
-             for m in [re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)] if m]
+    found = [
+        (m.start(), name)
+        for name in DROPPABLE_PARAMS
+        for m in [re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)]
+        if m
+    ]
     return min(found)[1] if found else None
 
 

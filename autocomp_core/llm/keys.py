@@ -9,6 +9,7 @@ It must be private to its owner (``chmod 600``); a file readable by the group or
 is refused. Keys are never logged: every message that may carry one goes through
 ``redact``.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,10 @@ def load_key_file(configured: str | None) -> dict[str, str]:
         return {}
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise LLMConfigError(f"key file {path} is accessible by other users (mode "
-                             f"{stat.S_IMODE(mode):o}); run: chmod 600 {path}")
+        raise LLMConfigError(
+            f"key file {path} is accessible by other users (mode "
+            f"{stat.S_IMODE(mode):o}); run: chmod 600 {path}"
+        )
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:

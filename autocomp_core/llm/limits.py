@@ -5,6 +5,7 @@ holding at most ``burst_s`` seconds' worth, so a per-minute limit is also respec
 shorter windows (providers enforce theirs that way too). The token bucket may go into
 debt: a request is admitted on its estimated size and charged its real size afterwards.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,9 @@ import anyio
 
 
 class TokenBucket:
-    def __init__(self, per_minute: float, burst_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, per_minute: float, burst_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ):
         if per_minute <= 0:
             raise ValueError(f"a per-minute limit must be positive, got {per_minute}")
         self.rate = per_minute / 60.0
@@ -52,9 +54,15 @@ class TokenBucket:
 class Limits:
     """All limiters of one LLM client, created on first use inside the event loop."""
 
-    def __init__(self, max_concurrency: int, provider_concurrency: dict[str, int],
-                 model_concurrency: dict[str, int], requests_per_minute: dict[str, int],
-                 tokens_per_minute: dict[str, int], burst_s: float):
+    def __init__(
+        self,
+        max_concurrency: int,
+        provider_concurrency: dict[str, int],
+        model_concurrency: dict[str, int],
+        requests_per_minute: dict[str, int],
+        tokens_per_minute: dict[str, int],
+        burst_s: float,
+    ):
         self._global = anyio.CapacityLimiter(max_concurrency)
         self._concurrency: dict[str, anyio.CapacityLimiter] = {}
         self._config = (provider_concurrency, model_concurrency)
@@ -72,8 +80,9 @@ class Limits:
         return next((table[n] for n in names if n in table), None)
 
     @contextlib.asynccontextmanager
-    async def slot(self, providers: tuple[str, ...], model: str,
-                   estimated_tokens: int) -> AsyncIterator[Callable[[int], None]]:
+    async def slot(
+        self, providers: tuple[str, ...], model: str, estimated_tokens: int
+    ) -> AsyncIterator[Callable[[int], None]]:
         """Hold every limit for one request. Yields ``settle(actual_tokens)``.
 
         ``providers`` lists the names the provider is known by (prefix as written, spec

@@ -4,6 +4,7 @@ Started as a child process (that exits when its parent dies) on a free port, pol
 ``/v1/models`` answers, and stopped (terminate, then kill) when the client closes,
 also on cancellation.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,7 +31,8 @@ log = structlog.get_logger("autocomp.llm")
 TUNING = (
     # logits for every prompt token (the default) are for logprobs, which the engine never
     # asks for; computing and copying them costs prompt time and n_ctx x vocabulary floats
-    "--logits_all", "false",
+    "--logits_all",
+    "false",
 )
 
 
@@ -52,9 +54,16 @@ class EmbeddedLlamaServer:
     the previous prompt's KV cache and evaluates only what follows the shared prefix.
     """
 
-    def __init__(self, model_path: Path, alias: str, *, threads: int | None = None,
-                 context_tokens: int = 8192, startup_timeout_s: float = 120,
-                 extra_args: Sequence[str] = ()):
+    def __init__(
+        self,
+        model_path: Path,
+        alias: str,
+        *,
+        threads: int | None = None,
+        context_tokens: int = 8192,
+        startup_timeout_s: float = 120,
+        extra_args: Sequence[str] = (),
+    ):
         self.model_path = model_path
         self.alias = alias
         self.threads = threads or os.cpu_count() or 1
@@ -70,12 +79,27 @@ class EmbeddedLlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "autocomp_core.llm._serve_local",
-                "--model", str(self.model_path), "--model_alias", self.alias,
-                "--host", "127.0.0.1", "--port", str(self.port),
-                "--n_ctx", str(self.context_tokens),
-                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-                *TUNING, *self.extra_args]  # later options win: the user's come last
+        return [
+            sys.executable,
+            "-m",
+            "autocomp_core.llm._serve_local",
+            "--model",
+            str(self.model_path),
+            "--model_alias",
+            self.alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.context_tokens),
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            *TUNING,
+            *self.extra_args,
+        ]  # later options win: the user's come last
 
     def output_tail(self, limit: int = 2000) -> str:
         if self._log_file is None:
@@ -87,15 +111,20 @@ class EmbeddedLlamaServer:
         self.port = free_port()
         self._log_file = tempfile.TemporaryFile()
         started = time.monotonic()
-        self._process = await anyio.open_process(self.argv(), stdin=subprocess.DEVNULL,
-                                                 stdout=self._log_file, stderr=subprocess.STDOUT)
+        self._process = await anyio.open_process(
+            self.argv(), stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT
+        )
         try:
             await self._wait_until_ready()
         except BaseException:
             await self.stop()
             raise
-        log.info("llm.local_server_started", model=self.alias, port=self.port,
-                 startup_s=round(time.monotonic() - started, 2))
+        log.info(
+            "llm.local_server_started",
+            model=self.alias,
+            port=self.port,
+            startup_s=round(time.monotonic() - started, 2),
+        )
 
     async def _wait_until_ready(self) -> None:
         assert self._process is not None  # started by start()
@@ -106,7 +135,8 @@ class EmbeddedLlamaServer:
                 if self._process.returncode is not None:
                     raise LocalModelError(
                         f"embedded model server exited with status {self._process.returncode} "
-                        f"while starting; its output ends with:\n{self.output_tail()}")
+                        f"while starting; its output ends with:\n{self.output_tail()}"
+                    )
                 try:
                     async with session.get(f"{self.base_url}/models") as response:
                         if response.status == 200:
@@ -116,7 +146,8 @@ class EmbeddedLlamaServer:
                 if time.monotonic() > deadline:
                     raise LocalModelError(
                         f"embedded model server did not answer within {self.startup_timeout_s:g}"
-                        f" s; its output ends with:\n{self.output_tail()}")
+                        f" s; its output ends with:\n{self.output_tail()}"
+                    )
                 await anyio.sleep(0.25)
 
     async def stop(self) -> None:

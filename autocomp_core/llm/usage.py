@@ -1,4 +1,5 @@
 """Usage and cost aggregated per phase and per model."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,11 +36,16 @@ class UsageTotals:
 
     def to_dict(self) -> dict:
         return {
-            "calls": self.calls, "failures": self.failures, "attempts": self.attempts,
-            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-            "cached_tokens": self.cached_tokens, "cost_usd": round(self.cost_usd, 6),
+            "calls": self.calls,
+            "failures": self.failures,
+            "attempts": self.attempts,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost_usd": round(self.cost_usd, 6),
             "latency_sum_s": round(self.latency_sum_s, 3),
-            "latency_max_s": round(self.latency_max_s, 3), "errors": dict(self.errors),
+            "latency_max_s": round(self.latency_max_s, 3),
+            "errors": dict(self.errors),
         }
 
 
@@ -67,7 +73,9 @@ class UsageLedger:
     def to_dict(self) -> dict:
         return {
             "total": self.total.to_dict(),
-            "by_phase": {phase: {m: t.to_dict() for m, t in models.items()}
-                         for phase, models in self.by_phase.items()},
+            "by_phase": {
+                phase: {m: t.to_dict() for m, t in models.items()}
+                for phase, models in self.by_phase.items()
+            },
             "by_model": {m: t.to_dict() for m, t in self.by_model.items()},
         }

@@ -1,4 +1,5 @@
 """Reading the builder's LLM answers: a JSON object, possibly fenced or wrapped in prose."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Runs the build: each stage in turn, each reused from the journal while its inputs hold,
 then the pack written, read back with the plugins' loader, and a report beside it."""
+
 from __future__ import annotations
 
 import json
@@ -87,8 +88,10 @@ class PackBuilder:
             self.backend = make_backend(options.backend, {}, {})
             problems = self.backend.problems()
             if not options.problem and not problems:
-                raise BuildError(f"--backend {options.backend}: the backend has no problem to "
-                                 "build examples for; name one with --problem")
+                raise BuildError(
+                    f"--backend {options.backend}: the backend has no problem to "
+                    "build examples for; name one with --problem"
+                )
             self.problem = load_problem(self.backend, options.problem or problems[0].id)
         elif options.problem:
             raise BuildError("--problem: has no effect without --backend")
@@ -129,16 +132,18 @@ class PackBuilder:
                 assert kind is not None, path  # source_files lists files of known kinds only
                 add(item[1], kind, path.read_bytes())
                 continue
-            result = await crawl(item[1], self.o.crawl,
-                                 on_page=lambda url: journal.say(f"sources: fetched {url}"))
+            result = await crawl(
+                item[1], self.o.crawl, on_page=lambda url: journal.say(f"sources: fetched {url}")
+            )
             for page in result.pages:
                 add(page.url, page.kind, page.data)
             skipped += [list(pair) for pair in result.skipped]
         if not docs:
             raise BuildError("sources: no document with any text was found")
         journal.say(f"sources: {len(docs)} documents, {sum(d.size for d in docs)} bytes")
-        return journal.save("sources", key, {"documents": [d.to_dict() for d in docs],
-                                              "skipped": skipped})
+        return journal.save(
+            "sources", key, {"documents": [d.to_dict() for d in docs], "skipped": skipped}
+        )
 
     def split(self, journal: BuildJournal, documents: list[dict]) -> list[Section]:
         key = journal.key("split", documents)
@@ -158,14 +163,22 @@ class PackBuilder:
         try:
             return journal.save(name, key, await compute())
         except BudgetReached as exc:
-            raise BuildStopped(f"{name}: {exc.reason} reached; every answer so far is kept in "
-                               f"the journal: raise the budget and run the same command again "
-                               "to continue") from None
+            raise BuildStopped(
+                f"{name}: {exc.reason} reached; every answer so far is kept in "
+                f"the journal: raise the budget and run the same command again "
+                "to continue"
+            ) from None
 
     # -- the build ----------------------------------------------------------------------
     def journal(self, client: LLMClient | None) -> BuildJournal:
-        journal = BuildJournal(Path(self.o.out) / BUILD_DIR, client, self.o.budget, self.model,
-                               self.o.llm.max_tokens, quiet=self.o.quiet)
+        journal = BuildJournal(
+            Path(self.o.out) / BUILD_DIR,
+            client,
+            self.o.budget,
+            self.model,
+            self.o.llm.max_tokens,
+            quiet=self.o.quiet,
+        )
         for stage in self.o.reruns:
             journal.rerun(stage)
         return journal
@@ -174,8 +187,15 @@ class PackBuilder:
         client = LLMClient(self.o.llm)
         client.validate_models([self.model])
         journal = self.journal(client)
-        journal.store.set_meta("build", {"sources": self.o.sources, "target": self.target,
-                                         "model": self.model, "backend": self.o.backend})
+        journal.store.set_meta(
+            "build",
+            {
+                "sources": self.o.sources,
+                "target": self.target,
+                "model": self.model,
+                "backend": self.o.backend,
+            },
+        )
         try:
             async with client:
                 summary = await self._build(journal)
@@ -188,85 +208,136 @@ class PackBuilder:
         docs = read["documents"]
         sections = self.split(journal, docs)
         by_id = {s.id: s for s in sections}
-        routed = await self.stage(journal, "route", [s.to_dict() for s in sections],
-                                  lambda: route(sections, journal, self.target))
+        routed = await self.stage(
+            journal,
+            "route",
+            [s.to_dict() for s in sections],
+            lambda: route(sections, journal, self.target),
+        )
 
         def routed_to(category: str) -> list[Section]:
             return [s for s in sections if category in routed["routes"][s.id]]
 
         index = VerbatimIndex([d["text"] for d in docs])
         isa_sections = routed_to("isa")
-        extracted = await self.stage(journal, "extract", [s.to_dict() for s in isa_sections],
-                                     lambda: extract(isa_sections, journal, self.target, index))
+        extracted = await self.stage(
+            journal,
+            "extract",
+            [s.to_dict() for s in isa_sections],
+            lambda: extract(isa_sections, journal, self.target, index),
+        )
         parts = {c: routed_to(c) for c in ("architecture", "optimization", "rules", "examples")}
         synth = await self.stage(
-            journal, "synthesize",
-            [{c: [s.id for s in secs] for c, secs in parts.items()}, extracted["entries"],
-             [s.to_dict() for s in sections], self.o.min_menu_items],
-            lambda: self.synthesize(journal, parts, isa_sections, extracted["entries"]))
+            journal,
+            "synthesize",
+            [
+                {c: [s.id for s in secs] for c, secs in parts.items()},
+                extracted["entries"],
+                [s.to_dict() for s in sections],
+                self.o.min_menu_items,
+            ],
+            lambda: self.synthesize(journal, parts, isa_sections, extracted["entries"]),
+        )
         examples = synth["examples"]
         checked = None
         if self.backend is not None and self.problem is not None:
             backend, problem = self.backend, self.problem
             checked = await self.stage(
-                journal, "check",
+                journal,
+                "check",
                 [examples, backend.name, problem.id, backend.hardware.model_dump(mode="json")],
-                lambda: self.check(journal, examples, backend, problem))
+                lambda: self.check(journal, examples, backend, problem),
+            )
             examples = checked["examples"]
         pack = KnowledgePack(
-            architecture=synth["architecture"]["text"], isa=isa_markdown(extracted["entries"],
-                                                                         self.target),
-            rules_general=synth["rules"]["general"], rules_planning=synth["rules"]["planning"],
-            rules_coding=synth["rules"]["coding"], menu=synth["menus"]["menu"],
+            architecture=synth["architecture"]["text"],
+            isa=isa_markdown(extracted["entries"], self.target),
+            rules_general=synth["rules"]["general"],
+            rules_planning=synth["rules"]["planning"],
+            rules_coding=synth["rules"]["coding"],
+            menu=synth["menus"]["menu"],
             translation_menu=synth["menus"]["translation_menu"],
-            examples=[Example(e["name"], e["text"], e["triggers"], e["phase"]) for e in examples])
-        write_pack(pack, self.o.out, comment=(
-            f"Knowledge pack for {self.target}, built by `autocomp-core build-pack` from "
-            f"{len(docs)} documents ({BUILD_DIR}/report.md tells how)."))
+            examples=[Example(e["name"], e["text"], e["triggers"], e["phase"]) for e in examples],
+        )
+        write_pack(
+            pack,
+            self.o.out,
+            comment=(
+                f"Knowledge pack for {self.target}, built by `autocomp-core build-pack` from "
+                f"{len(docs)} documents ({BUILD_DIR}/report.md tells how)."
+            ),
+        )
         summary = self.summary(read, sections, routed, extracted, synth, checked, journal, index)
         write_report(Path(self.o.out) / BUILD_DIR, summary, by_id, extracted, synth, checked)
         journal.say(f"wrote the pack to {self.o.out}")
         return summary
 
-    async def synthesize(self, journal: BuildJournal, parts: dict[str, list[Section]],
-                         isa_sections: list[Section],
-                         entries: list[dict[str, str]]) -> dict[str, Any]:
+    async def synthesize(
+        self,
+        journal: BuildJournal,
+        parts: dict[str, list[Section]],
+        isa_sections: list[Section],
+        entries: list[dict[str, str]],
+    ) -> dict[str, Any]:
         arch = parts["architecture"]
         summary = synthesis.target_summary("\n\n".join(s.text for s in arch), entries)
-        results: list[Any] = await gather([
-            lambda: synthesis.architecture(arch, journal, self.target),
-            # without optimization advice, strategies are drawn from the hardware description
-            lambda: synthesis.menus(parts["optimization"] or arch + isa_sections, journal,
-                                    self.target, summary, self.o.min_menu_items),
-            lambda: synthesis.rules(parts["rules"] or arch, journal, self.target),
-            lambda: synthesis.examples(parts["examples"], journal, self.target),
-        ])
-        journal.say(f"synthesize: {len(results[1]['menu'])} menu items, "
-                    f"{len(results[3])} examples")
+        results: list[Any] = await gather(
+            [
+                lambda: synthesis.architecture(arch, journal, self.target),
+                # without optimization advice, strategies are drawn from the hardware description
+                lambda: synthesis.menus(
+                    parts["optimization"] or arch + isa_sections,
+                    journal,
+                    self.target,
+                    summary,
+                    self.o.min_menu_items,
+                ),
+                lambda: synthesis.rules(parts["rules"] or arch, journal, self.target),
+                lambda: synthesis.examples(parts["examples"], journal, self.target),
+            ]
+        )
+        journal.say(f"synthesize: {len(results[1]['menu'])} menu items, {len(results[3])} examples")
         return dict(zip(("architecture", "menus", "rules", "examples"), results, strict=True))
 
-    async def check(self, journal: BuildJournal, examples: list[dict[str, Any]],
-                    backend: Backend, problem: Problem) -> dict[str, Any]:
-        evaluator = Evaluator(backend, problem, journal.store, journal.ledger, journal.budget,
-                              slots=local_slots(backend.resources()), timeout_s=120.0, seed=0,
-                              want_feedback=False)
+    async def check(
+        self,
+        journal: BuildJournal,
+        examples: list[dict[str, Any]],
+        backend: Backend,
+        problem: Problem,
+    ) -> dict[str, Any]:
+        evaluator = Evaluator(
+            backend,
+            problem,
+            journal.store,
+            journal.ledger,
+            journal.budget,
+            slots=local_slots(backend.resources()),
+            timeout_s=120.0,
+            seed=0,
+            want_feedback=False,
+        )
         async with backend:  # the backend's lifecycle: opened and closed around its work
-            return await check_examples(examples, backend, problem, evaluator, journal,
-                                        self.target)
+            return await check_examples(examples, backend, problem, evaluator, journal, self.target)
 
     # -- numbers ------------------------------------------------------------------------
-    def summary(self, read, sections, routed, extracted, synth, checked, journal,
-                index: VerbatimIndex) -> dict[str, Any]:
+    def summary(
+        self, read, sections, routed, extracted, synth, checked, journal, index: VerbatimIndex
+    ) -> dict[str, Any]:
         counts = Counter(c for cats in routed["routes"].values() for c in cats)
         entries = extracted["entries"]
         led = journal.ledger
         menus = synth["menus"]
         return {
-            "target": self.target, "model": self.model,
-            "documents": len(read["documents"]), "skipped_sources": len(read["skipped"]),
+            "target": self.target,
+            "model": self.model,
+            "documents": len(read["documents"]),
+            "skipped_sources": len(read["skipped"]),
             "sections": len(sections),
-            "routed": {c: counts.get(c, 0) for c in ("architecture", "isa", "optimization",
-                                                     "rules", "examples", "irrelevant")},
+            "routed": {
+                c: counts.get(c, 0)
+                for c in ("architecture", "isa", "optimization", "rules", "examples", "irrelevant")
+            },
             "unrouted": len(routed["unrouted"]),
             "isa_entries": len(entries),
             "isa_entries_verbatim": sum(index.check(e["text"]).ok for e in entries),
@@ -274,7 +345,8 @@ class PackBuilder:
             "isa_categories": len({e["category"].lower() for e in entries}),
             "isa_unreadable_answers": len(extracted["unreadable"]),
             "architecture_condensed": synth["architecture"]["condensed"],
-            "menu_items": len(menus["menu"]), "menu_proposed": menus["proposed"],
+            "menu_items": len(menus["menu"]),
+            "menu_proposed": menus["proposed"],
             "menu_near_duplicates_merged": len(menus["merged"]),
             "menu_top_up_rounds": menus["top_up_rounds"],
             "menu_short_of_minimum": len(menus["menu"]) < self.o.min_menu_items,
@@ -282,12 +354,17 @@ class PackBuilder:
             "rules": {k: len(v) for k, v in synth["rules"].items()},
             "examples_found": len(synth["examples"]),
             "examples_kept": len(checked["examples"]) if checked else len(synth["examples"]),
-            "examples_repaired": sum(e.get("check", "").startswith("repaired")
-                                     for e in checked["examples"]) if checked else 0,
+            "examples_repaired": sum(
+                e.get("check", "").startswith("repaired") for e in checked["examples"]
+            )
+            if checked
+            else 0,
             "examples_dropped": len(checked["dropped"]) if checked else 0,
             "examples_checked_with": self.o.backend,
-            "llm_calls": led.llm_calls, "input_tokens": led.llm.total.input_tokens,
-            "output_tokens": led.llm.total.output_tokens, "tokens": led.tokens,
+            "llm_calls": led.llm_calls,
+            "input_tokens": led.llm.total.input_tokens,
+            "output_tokens": led.llm.total.output_tokens,
+            "tokens": led.tokens,
             "cost_usd": round(led.cost_usd, 6),
         }
 
@@ -304,74 +381,105 @@ class PackBuilder:
         chars = sum(len(s.text) for s in sections)
         code_sections = sum("```" in s.text or "~~~" in s.text for s in sections)
         batches = route_batches(sections)
-        synth_calls = 3 * math.ceil(chars / synthesis.PASSAGE_BATCH_CHARS) + \
-            synthesis.MORE_MENU_ROUNDS + 1
-        calls = {"route": len(batches), "extract_at_most": len(sections),
-                 "synthesize_at_most": synth_calls,
-                 "check_at_most": code_sections if self.backend else 0}
+        synth_calls = (
+            3 * math.ceil(chars / synthesis.PASSAGE_BATCH_CHARS) + synthesis.MORE_MENU_ROUNDS + 1
+        )
+        calls = {
+            "route": len(batches),
+            "extract_at_most": len(sections),
+            "synthesize_at_most": synth_calls,
+            "check_at_most": code_sections if self.backend else 0,
+        }
         overhead = PROMPT_OVERHEAD_CHARS * sum(calls.values())
         preview = sum(min(len(s.text), ROUTE_PREVIEW_CHARS) for s in sections)
         input_chars = overhead + preview + chars + 3 * chars
         output_chars = 20 * len(sections) + chars + 4_000 * synth_calls
-        tokens_in, tokens_out = (math.ceil(input_chars / CHARS_PER_TOKEN),
-                                 math.ceil(output_chars / CHARS_PER_TOKEN))
+        tokens_in, tokens_out = (
+            math.ceil(input_chars / CHARS_PER_TOKEN),
+            math.ceil(output_chars / CHARS_PER_TOKEN),
+        )
         client = LLMClient(self.o.llm)
         ref, spec = client.resolve(self.model)
         return {
-            "documents": [{"id": d["id"], "origin": d["origin"], "kind": d["kind"],
-                           "bytes": d["size"]} for d in read["documents"]],
+            "documents": [
+                {"id": d["id"], "origin": d["origin"], "kind": d["kind"], "bytes": d["size"]}
+                for d in read["documents"]
+            ],
             "skipped": read["skipped"],
-            "sections": [{"id": s.id, "title": s.title, "chars": len(s.text),
-                          "origin": s.origin} for s in sections],
-            "estimate": {"model": self.model, "calls": calls,
-                         "calls_at_most": sum(calls.values()),
-                         "input_tokens_at_most": tokens_in, "output_tokens_at_most": tokens_out,
-                         "cost_usd_at_most": round(client.prices.cost(
-                             spec.name, ref.model, tokens_in, tokens_out), 4),
-                         "max_section_chars": MAX_SECTION_CHARS},
+            "sections": [
+                {"id": s.id, "title": s.title, "chars": len(s.text), "origin": s.origin}
+                for s in sections
+            ],
+            "estimate": {
+                "model": self.model,
+                "calls": calls,
+                "calls_at_most": sum(calls.values()),
+                "input_tokens_at_most": tokens_in,
+                "output_tokens_at_most": tokens_out,
+                "cost_usd_at_most": round(
+                    client.prices.cost(spec.name, ref.model, tokens_in, tokens_out), 4
+                ),
+                "max_section_chars": MAX_SECTION_CHARS,
+            },
         }
 
 
-def write_report(build_dir: Path, summary: dict[str, Any], by_id: dict[str, Section],
-                 extracted: dict[str, Any], synth: dict[str, Any],
-                 checked: dict[str, Any] | None) -> None:
+def write_report(
+    build_dir: Path,
+    summary: dict[str, Any],
+    by_id: dict[str, Section],
+    extracted: dict[str, Any],
+    synth: dict[str, Any],
+    checked: dict[str, Any] | None,
+) -> None:
     """``summary.json`` (the numbers) and ``report.md`` (the numbers and every refusal,
     merge and dropped example with its reason)."""
     (build_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     s = summary
-    lines = [f"# Knowledge pack build: {s['target']}", "",
-             f"- documents: {s['documents']} ({s['skipped_sources']} sources skipped)",
-             f"- sections: {s['sections']}; routed: "
-             + ", ".join(f"{c} {n}" for c, n in s["routed"].items())
-             + f"; unrouted {s['unrouted']}",
-             f"- ISA entries: {s['isa_entries']} in {s['isa_categories']} categories, "
-             f"{s['isa_entries_verbatim']} verified verbatim; {s['isa_entries_refused']} refused",
-             f"- menu: {s['menu_items']} items ({s['menu_proposed']} proposed, "
-             f"{s['menu_near_duplicates_merged']} near-duplicates merged, "
-             f"{s['menu_top_up_rounds']} top-up rounds); translation menu: "
-             f"{s['translation_menu_items']}",
-             "- rules: " + ", ".join(f"{k} {n}" for k, n in s["rules"].items()),
-             f"- examples: {s['examples_found']} found, {s['examples_kept']} kept "
-             f"({s['examples_repaired']} repaired), {s['examples_dropped']} dropped"
-             + (f" (checked with {s['examples_checked_with']})" if s["examples_checked_with"]
-                else " (not checked: no --backend)"),
-             f"- LLM: {s['llm_calls']} calls, {s['input_tokens']} input and "
-             f"{s['output_tokens']} output tokens, ${s['cost_usd']:.4f} ({s['model']})"]
+    lines = [
+        f"# Knowledge pack build: {s['target']}",
+        "",
+        f"- documents: {s['documents']} ({s['skipped_sources']} sources skipped)",
+        f"- sections: {s['sections']}; routed: "
+        + ", ".join(f"{c} {n}" for c, n in s["routed"].items())
+        + f"; unrouted {s['unrouted']}",
+        f"- ISA entries: {s['isa_entries']} in {s['isa_categories']} categories, "
+        f"{s['isa_entries_verbatim']} verified verbatim; {s['isa_entries_refused']} refused",
+        f"- menu: {s['menu_items']} items ({s['menu_proposed']} proposed, "
+        f"{s['menu_near_duplicates_merged']} near-duplicates merged, "
+        f"{s['menu_top_up_rounds']} top-up rounds); translation menu: "
+        f"{s['translation_menu_items']}",
+        "- rules: " + ", ".join(f"{k} {n}" for k, n in s["rules"].items()),
+        f"- examples: {s['examples_found']} found, {s['examples_kept']} kept "
+        f"({s['examples_repaired']} repaired), {s['examples_dropped']} dropped"
+        + (
+            f" (checked with {s['examples_checked_with']})"
+            if s["examples_checked_with"]
+            else " (not checked: no --backend)"
+        ),
+        f"- LLM: {s['llm_calls']} calls, {s['input_tokens']} input and "
+        f"{s['output_tokens']} output tokens, ${s['cost_usd']:.4f} ({s['model']})",
+    ]
     if s["menu_short_of_minimum"]:
         lines.append("- **the menu is shorter than asked for: the documents gave too little**")
     if extracted["refused"]:
         lines += ["", "## ISA entries refused", ""]
-        lines += [f"- {e['name'] or '(unnamed)'} (section {e['section']}: "
-                  f"{by_id[e['section']].title}): {e['reason']}" for e in extracted["refused"]]
+        lines += [
+            f"- {e['name'] or '(unnamed)'} (section {e['section']}: "
+            f"{by_id[e['section']].title}): {e['reason']}"
+            for e in extracted["refused"]
+        ]
     if synth["menus"]["merged"]:
         lines += ["", "## Menu items merged as near-duplicates", ""]
-        lines += [f"- \"{a}\" repeats \"{b}\"" for a, b in synth["menus"]["merged"]]
+        lines += [f'- "{a}" repeats "{b}"' for a, b in synth["menus"]["merged"]]
     examples = checked["examples"] + checked["dropped"] if checked else synth["examples"]
     if examples:
         lines += ["", "## Examples", ""]
-        lines += [f"- {e['name']} [{e['phase']}; triggers: {', '.join(e['triggers'])}]: "
-                  f"{(e.get('dropped') and 'DROPPED: ' + e['dropped']) or e.get('check', 'kept')}"
-                  for e in examples]
+        lines += [
+            f"- {e['name']} [{e['phase']}; triggers: {', '.join(e['triggers'])}]: "
+            f"{(e.get('dropped') and 'DROPPED: ' + e['dropped']) or e.get('check', 'kept')}"
+            for e in examples
+        ]
     (build_dir / "report.md").write_text("\n".join(lines) + "\n")
 
 
@@ -379,4 +487,3 @@ def build_status(out: Path) -> dict[str, Any] | None:
     """The last build's numbers, if the folder was built by build-pack."""
     path = Path(out) / BUILD_DIR / "summary.json"
     return json.loads(path.read_text()) if path.is_file() else None
-

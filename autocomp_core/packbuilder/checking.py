@@ -4,6 +4,7 @@ refused before running) gets one repair by the LLM; a repaired program that buil
 replaces the example's code, otherwise the example is dropped. Every verdict keeps its
 reason. Evaluations go through the journal's evaluator, so a resumed build repeats none.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -56,9 +57,14 @@ def with_code(text: str, old: str, new: str, language: str) -> str:
     return f"{text.rstrip()}\n\n```{language}\n{new.strip()}\n```\n"
 
 
-async def check_examples(examples: list[dict[str, Any]], backend: Backend, problem: Problem,
-                         evaluator: Evaluator, journal: BuildJournal,
-                         target: str) -> dict[str, Any]:
+async def check_examples(
+    examples: list[dict[str, Any]],
+    backend: Backend,
+    problem: Problem,
+    evaluator: Evaluator,
+    journal: BuildJournal,
+    target: str,
+) -> dict[str, Any]:
     language = backend.language
 
     async def check(example: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +77,18 @@ async def check_examples(examples: list[dict[str, Any]], backend: Backend, probl
             return {**example, "check": f"kept unchecked: evaluator error: {first_line(result)}"}
         if builds(result):
             return {**example, "check": f"kept: {outcome(result)}"}
-        resp = await journal.ask("check", example["section"], prompt(
-            target, "pack_repair", problem=problem_block(problem, language), code=code,
-            errors=errors_of(result), language=language))
+        resp = await journal.ask(
+            "check",
+            example["section"],
+            prompt(
+                target,
+                "pack_repair",
+                problem=problem_block(problem, language),
+                code=code,
+                errors=errors_of(result),
+                language=language,
+            ),
+        )
         if not resp.ok:
             raise failed("check", f"the repair of example {example['name']!r}", resp)
         repaired = extract_code(resp.text, language, backend.code_anchor)
@@ -83,11 +98,19 @@ async def check_examples(examples: list[dict[str, Any]], backend: Backend, probl
         _, again = await evaluator.evaluate(repaired)
         journal.say(f"check: repaired example {example['name']!r}: {outcome(again)}")
         if not builds(again):
-            return {**example, "dropped": f"does not build ({why}); repaired once, still "
-                                          f"{failure_of(again)}: {first_line(again)}"}
-        return {**example, "text": with_code(example["text"], code, repaired, language),
-                "check": f"repaired ({why}); the repair {outcome(again)}"}
+            return {
+                **example,
+                "dropped": f"does not build ({why}); repaired once, still "
+                f"{failure_of(again)}: {first_line(again)}",
+            }
+        return {
+            **example,
+            "text": with_code(example["text"], code, repaired, language),
+            "check": f"repaired ({why}); the repair {outcome(again)}",
+        }
 
     verdicts = await gather([partial(check, e) for e in examples])
-    return {"examples": [v for v in verdicts if "dropped" not in v],
-            "dropped": [v for v in verdicts if "dropped" in v]}
+    return {
+        "examples": [v for v in verdicts if "dropped" not in v],
+        "dropped": [v for v in verdicts if "dropped" in v],
+    }

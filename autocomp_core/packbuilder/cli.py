@@ -1,4 +1,5 @@
 """``autocomp-core build-pack``: the knowledge builder's command line."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,40 +25,94 @@ def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
 
 @click.command("build-pack")
 @click.argument("sources", nargs=-1)
-@click.option("--out", type=click.Path(file_okay=False), help="Folder of the pack (and its journal).")
-@click.option("--inspect", "inspect_dir", type=click.Path(file_okay=False),
-              help="Print the contents and sizes of the pack in this folder, and stop.")
-@click.option("--dry-run", is_flag=True,
-              help="Read and split the sources, list the sections and estimate calls and cost.")
+@click.option(
+    "--out", type=click.Path(file_okay=False), help="Folder of the pack (and its journal)."
+)
+@click.option(
+    "--inspect",
+    "inspect_dir",
+    type=click.Path(file_okay=False),
+    help="Print the contents and sizes of the pack in this folder, and stop.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Read and split the sources, list the sections and estimate calls and cost.",
+)
 @click.option("--model", help="Model string for every call (default: as for optimize).")
 @click.option("--target", help="The target's name in prompts (default: the --out folder's name).")
 @click.option("--backend", help="Check code examples with this backend's eval.")
 @click.option("--problem", help="Problem the examples are built as (default: the backend's first).")
-@click.option("--max-depth", type=click.IntRange(0), default=2, show_default=True,
-              help="Crawl: links followed from a start URL.")
-@click.option("--max-pages", type=click.IntRange(1), default=50, show_default=True,
-              help="Crawl: pages per start URL.")
-@click.option("--max-bytes", type=click.IntRange(1), default=20_000_000, show_default=True,
-              help="Crawl: bytes per start URL, all pages together.")
-@click.option("--max-page-bytes", type=click.IntRange(1), default=5_000_000, show_default=True,
-              help="Crawl: bytes of one page.")
+@click.option(
+    "--max-depth",
+    type=click.IntRange(0),
+    default=2,
+    show_default=True,
+    help="Crawl: links followed from a start URL.",
+)
+@click.option(
+    "--max-pages",
+    type=click.IntRange(1),
+    default=50,
+    show_default=True,
+    help="Crawl: pages per start URL.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(1),
+    default=20_000_000,
+    show_default=True,
+    help="Crawl: bytes per start URL, all pages together.",
+)
+@click.option(
+    "--max-page-bytes",
+    type=click.IntRange(1),
+    default=5_000_000,
+    show_default=True,
+    help="Crawl: bytes of one page.",
+)
 @click.option("--budget-usd", type=click.FloatRange(0))
 @click.option("--budget-tokens", type=click.IntRange(0))
 @click.option("--budget-calls", type=click.IntRange(0))
-@click.option("--rerun", multiple=True, type=click.Choice(STAGES),
-              help="Redo this stage with fresh LLM calls (repeatable); later stages follow.")
+@click.option(
+    "--rerun",
+    multiple=True,
+    type=click.Choice(STAGES),
+    help="Redo this stage with fresh LLM calls (repeatable); later stages follow.",
+)
 @click.option("--min-menu-items", type=click.IntRange(1), default=20, show_default=True)
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="TOML file whose [llm] section configures the LLM layer.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="TOML file whose [llm] section configures the LLM layer.",
+)
 @click.option("--set", "overrides", multiple=True, metavar="llm.KEY=VALUE")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def build_pack(sources: tuple[str, ...], out: str | None, inspect_dir: str | None, dry_run: bool,
-               model: str | None, target: str | None, backend: str | None, problem: str | None,
-               max_depth: int, max_pages: int, max_bytes: int, max_page_bytes: int,
-               budget_usd: float | None, budget_tokens: int | None, budget_calls: int | None,
-               rerun: tuple[str, ...], min_menu_items: int, config_file: str | None,
-               overrides: tuple[str, ...], quiet: bool, as_json: bool) -> None:
+def build_pack(
+    sources: tuple[str, ...],
+    out: str | None,
+    inspect_dir: str | None,
+    dry_run: bool,
+    model: str | None,
+    target: str | None,
+    backend: str | None,
+    problem: str | None,
+    max_depth: int,
+    max_pages: int,
+    max_bytes: int,
+    max_page_bytes: int,
+    budget_usd: float | None,
+    budget_tokens: int | None,
+    budget_calls: int | None,
+    rerun: tuple[str, ...],
+    min_menu_items: int,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Build a knowledge pack from a target's documents: SOURCES are Markdown, HTML, text or
     PDF files, folders of them, and URLs (crawled on their own site). A killed build
     resumes where it stopped when the same command is run again."""
@@ -78,13 +133,20 @@ def build_pack(sources: tuple[str, ...], out: str | None, inspect_dir: str | Non
             from .packfiles import read_pack
 
             pack = read_pack(inspect_dir)
-            emit_json({"pack": {k: v for k, v in vars(pack).items() if k != "examples"},
-                       "examples": [vars(e) for e in pack.examples], "build": status})
+            emit_json(
+                {
+                    "pack": {k: v for k, v in vars(pack).items() if k != "examples"},
+                    "examples": [vars(e) for e in pack.examples],
+                    "build": status,
+                }
+            )
         else:
             click.echo(text)
             if status:
-                click.echo(f"\nbuilt from {status['documents']} documents with {status['model']}: "
-                           f"{status['llm_calls']} LLM calls, {status['tokens']} tokens")
+                click.echo(
+                    f"\nbuilt from {status['documents']} documents with {status['model']}: "
+                    f"{status['llm_calls']} LLM calls, {status['tokens']} tokens"
+                )
         return
     if not out:
         fail("--out: required (the folder the pack is written to)")
@@ -93,12 +155,29 @@ def build_pack(sources: tuple[str, ...], out: str | None, inspect_dir: str | Non
     from .crawl import CrawlLimits
 
     options = BuildOptions(
-        sources=list(sources), out=Path(out), model=model, target=target, backend=backend,
-        problem=problem, crawl=CrawlLimits(max_depth, max_pages, max_bytes, max_page_bytes),
-        budget=BudgetConfig(**{k: v for k, v in (("usd", budget_usd), ("tokens", budget_tokens),
-                                                 ("llm_calls", budget_calls)) if v is not None}),
-        reruns=list(rerun), min_menu_items=min_menu_items,
-        llm=_llm_settings(config_file, overrides), quiet=quiet)
+        sources=list(sources),
+        out=Path(out),
+        model=model,
+        target=target,
+        backend=backend,
+        problem=problem,
+        crawl=CrawlLimits(max_depth, max_pages, max_bytes, max_page_bytes),
+        budget=BudgetConfig(
+            **{
+                k: v
+                for k, v in (
+                    ("usd", budget_usd),
+                    ("tokens", budget_tokens),
+                    ("llm_calls", budget_calls),
+                )
+                if v is not None
+            }
+        ),
+        reruns=list(rerun),
+        min_menu_items=min_menu_items,
+        llm=_llm_settings(config_file, overrides),
+        quiet=quiet,
+    )
     try:
         builder = PackBuilder(options)
     except (BuildError, SourceError) as exc:
@@ -128,18 +207,22 @@ def _print_dry_run(result: dict[str, Any]) -> None:
     for sec in result["sections"]:
         click.echo(f"{sec['id']:>5}  {sec['chars']:>6} chars  {sec['title']}")
     e = result["estimate"]
-    click.echo(f"\n{len(result['sections'])} sections. Estimate with {e['model']}: at most "
-               f"{e['calls_at_most']} LLM calls ("
-               + ", ".join(f"{k.replace('_at_most', '')} {v}" for k, v in e["calls"].items())
-               + f"), {e['input_tokens_at_most']} input and {e['output_tokens_at_most']} output "
-               f"tokens, at most ${e['cost_usd_at_most']:.4f}")
+    click.echo(
+        f"\n{len(result['sections'])} sections. Estimate with {e['model']}: at most "
+        f"{e['calls_at_most']} LLM calls ("
+        + ", ".join(f"{k.replace('_at_most', '')} {v}" for k, v in e["calls"].items())
+        + f"), {e['input_tokens_at_most']} input and {e['output_tokens_at_most']} output "
+        f"tokens, at most ${e['cost_usd_at_most']:.4f}"
+    )
 
 
 def _print_summary(s: dict[str, Any], out: str) -> None:
-    click.echo(f"pack written to {out}: {s['sections']} sections from {s['documents']} documents; "
-               f"{s['isa_entries']} ISA entries (all verbatim: "
-               f"{s['isa_entries_verbatim'] == s['isa_entries']}, {s['isa_entries_refused']} "
-               f"refused), {s['menu_items']} menu items, {s['examples_kept']} examples "
-               f"({s['examples_dropped']} dropped); {s['llm_calls']} LLM calls, {s['tokens']} "
-               f"tokens, ${s['cost_usd']:.4f}")
+    click.echo(
+        f"pack written to {out}: {s['sections']} sections from {s['documents']} documents; "
+        f"{s['isa_entries']} ISA entries (all verbatim: "
+        f"{s['isa_entries_verbatim'] == s['isa_entries']}, {s['isa_entries_refused']} "
+        f"refused), {s['menu_items']} menu items, {s['examples_kept']} examples "
+        f"({s['examples_dropped']} dropped); {s['llm_calls']} LLM calls, {s['tokens']} "
+        f"tokens, ${s['cost_usd']:.4f}"
+    )
     click.echo(f"report: {Path(out) / '.build' / 'report.md'}")

@@ -5,6 +5,7 @@ limits, honouring robots.txt.
 blindly: a redirect's target is queued like a link, so it too must be on the site and
 allowed by robots.txt. Links to other sites are listed as skipped, never requested.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -88,7 +89,9 @@ async def crawl(start: str, limits: CrawlLimits, on_page=None) -> CrawlResult:
     queue = deque([(urldefrag(start)[0], 0)])
     seen = {queue[0][0]}
     timeout = aiohttp.ClientTimeout(total=limits.timeout_s)
-    async with aiohttp.ClientSession(timeout=timeout, headers={"User-Agent": USER_AGENT}) as session:
+    async with aiohttp.ClientSession(
+        timeout=timeout, headers={"User-Agent": USER_AGENT}
+    ) as session:
         robots = await _robots(session, start)
 
         def follow(link: str, depth: int) -> None:

@@ -6,6 +6,7 @@ was computed from; a later build reuses it while that key holds. ``--rerun STAGE
 the stage's generation: its requests then carry new sample indexes, so they are really
 asked again instead of read back, and every stage after it sees new inputs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,15 @@ FORMAT = 1
 
 
 class BuildJournal:
-    def __init__(self, build_dir: Path, client: Completer | None, budget: BudgetConfig,
-                 model: str, max_tokens: int | None = None, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        build_dir: Path,
+        client: Completer | None,
+        budget: BudgetConfig,
+        model: str,
+        max_tokens: int | None = None,
+        quiet: bool = False,
+    ) -> None:
         self.store = RunStore(build_dir)
         self.ledger = Ledger.from_store(self.store)
         self.budget = Budget(budget, self.ledger)
@@ -54,8 +62,9 @@ class BuildJournal:
         self.store.event("rerun", stage=stage, generation=self.generation(stage))
 
     def key(self, stage: str, inputs: Any) -> str:
-        blob = json.dumps([FORMAT, stage, self.generation(stage), self.model, inputs],
-                          sort_keys=True, default=str)
+        blob = json.dumps(
+            [FORMAT, stage, self.generation(stage), self.model, inputs], sort_keys=True, default=str
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def cached(self, stage: str, key: str) -> Any | None:
@@ -72,8 +81,14 @@ class BuildJournal:
         """One journaled request of a stage about one item (a section, a batch, a round).
         Deterministic: temperature 0, sample index from the item and the stage's generation."""
         sample = zlib.crc32(f"{stage}|{self.generation(stage)}|{item}".encode())
-        request = LLMRequest(model=self.model, prompt=prompt, phase=f"pack_{stage}",
-                             sample=sample, temperature=0.0, max_tokens=self.max_tokens)
+        request = LLMRequest(
+            model=self.model,
+            prompt=prompt,
+            phase=f"pack_{stage}",
+            sample=sample,
+            temperature=0.0,
+            max_tokens=self.max_tokens,
+        )
         limit = self.budget.config.llm_calls
         if limit is None or self.store.llm_response(request.key()) is not None:
             return await self.llm.complete(request)
@@ -91,8 +106,12 @@ class BuildJournal:
         if self.quiet:
             return
         led = self.ledger
-        print(f"[build-pack] {text}  ({led.llm_calls} LLM calls, {led.tokens} tokens, "
-              f"${led.cost_usd:.4f})", file=sys.stderr, flush=True)
+        print(
+            f"[build-pack] {text}  ({led.llm_calls} LLM calls, {led.tokens} tokens, "
+            f"${led.cost_usd:.4f})",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 async def gather(calls: list[Callable[[], Awaitable[T]]]) -> list[T]:

@@ -4,6 +4,7 @@ A pack folder holds ``knowledge.toml`` and the Markdown files it names (the form
 ``KnowledgePack.from_dir``, which plugins load their packs with). Reading checks the
 keys and files first, so a typo is a one-line error instead of a silently empty menu.
 """
+
 from __future__ import annotations
 
 import re
@@ -107,8 +108,12 @@ def write_pack(pack: KnowledgePack, folder: Path | str, comment: str = "") -> Kn
     read back must equal what was written (texts end with one newline)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    pack = replace(pack, architecture=_one_newline(pack.architecture), isa=_one_newline(pack.isa),
-                   examples=[replace(e, text=_one_newline(e.text)) for e in pack.examples])
+    pack = replace(
+        pack,
+        architecture=_one_newline(pack.architecture),
+        isa=_one_newline(pack.isa),
+        examples=[replace(e, text=_one_newline(e.text)) for e in pack.examples],
+    )
     data: dict[str, Any] = {}
     for key in TEXT_KEYS:
         if getattr(pack, key):
@@ -125,8 +130,14 @@ def write_pack(pack: KnowledgePack, folder: Path | str, comment: str = "") -> Kn
         files.add(name)
         (folder / "examples").mkdir(exist_ok=True)
         (folder / name).write_text(example.text)
-        entries.append({"name": example.name, "file": name, "triggers": list(example.triggers),
-                        "phase": example.phase})
+        entries.append(
+            {
+                "name": example.name,
+                "file": name,
+                "triggers": list(example.triggers),
+                "phase": example.phase,
+            }
+        )
     if entries:
         data["examples"] = entries
     for stale in sorted((folder / "examples").glob("*.md")):  # left by an earlier build
@@ -159,8 +170,12 @@ def describe_pack(folder: Path | str) -> str:
     for title, items in (("menu", pack.menu), ("translation_menu", pack.translation_menu)):
         out.append(f"{title}: {len(items)} items")
         out += [f"  {k}. {item}" for k, item in enumerate(items, 1)]
-    out.append(f"examples: {len(pack.examples)} ({sum(len(e.text) for e in pack.examples)} "
-               "characters)")
-    out += [f"  - {e.name} [{e.phase}] {len(e.text)} characters; triggers: "
-            f"{', '.join(e.triggers) or '(none)'}" for e in pack.examples]
+    out.append(
+        f"examples: {len(pack.examples)} ({sum(len(e.text) for e in pack.examples)} characters)"
+    )
+    out += [
+        f"  - {e.name} [{e.phase}] {len(e.text)} characters; triggers: "
+        f"{', '.join(e.triggers) or '(none)'}"
+        for e in pack.examples
+    ]
     return "\n".join(out)

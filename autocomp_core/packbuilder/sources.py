@@ -7,6 +7,7 @@ styles and navigation are dropped. PDF text comes from pypdf (pure Python, BSD):
 set in a larger font than the body become headings, lines set in a monospaced font
 become fenced code. Both libraries are the optional extra ``autocomp-core[pack]``.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,11 +19,24 @@ from typing import Any
 
 from ..errors import ConfigError
 
-KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text",
-         ".rst": "text", ".html": "html", ".htm": "html", ".pdf": "pdf"}
-CONTENT_TYPES = {"text/markdown": "markdown", "text/x-markdown": "markdown",
-                 "text/plain": "text", "text/html": "html", "application/xhtml+xml": "html",
-                 "application/pdf": "pdf"}
+KINDS = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".rst": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+}
+CONTENT_TYPES = {
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/plain": "text",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "application/pdf": "pdf",
+}
 MISSING_EXTRA = "pip install 'autocomp-core[pack]'"
 
 
@@ -67,20 +81,44 @@ def source_files(path: Path) -> list[Path]:
     """The readable files of a file or folder argument, in a stable order."""
     if path.is_file():
         if kind_of_path(path) is None:
-            raise SourceError(f"{path}: not a Markdown, HTML, text or PDF file "
-                              f"(known endings: {', '.join(sorted(KINDS))})")
+            raise SourceError(
+                f"{path}: not a Markdown, HTML, text or PDF file "
+                f"(known endings: {', '.join(sorted(KINDS))})"
+            )
         return [path]
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and kind_of_path(p)
-                      and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and kind_of_path(p)
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
     raise SourceError(f"{path}: no such file or folder")
 
 
 # ---- HTML -------------------------------------------------------------------------------
 
 _DROPPED = ["script", "style", "noscript", "nav", "header", "footer", "template", "svg", "form"]
-_BLOCKS = {"p", "div", "section", "article", "main", "aside", "blockquote", "figure",
-           "figcaption", "dl", "dt", "dd", "ul", "ol", "body", "details", "summary"}
+_BLOCKS = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "aside",
+    "blockquote",
+    "figure",
+    "figcaption",
+    "dl",
+    "dt",
+    "dd",
+    "ul",
+    "ol",
+    "body",
+    "details",
+    "summary",
+}
 
 
 def _bs4():
@@ -116,8 +154,10 @@ class _MarkdownWriter:
                 self.blocks.append("#" * int(name[1]) + " " + child.get_text(" ", strip=True))
             elif name == "pre":
                 self.flush()
-                classes = " ".join((child.get("class") or []) + (
-                    (child.code.get("class") or []) if child.code else []))
+                classes = " ".join(
+                    (child.get("class") or [])
+                    + ((child.code.get("class") or []) if child.code else [])
+                )
                 lang = re.search(r"(?:language|lang)-([\w+-]+)", classes)
                 code = child.get_text().strip("\n")
                 self.blocks.append(f"```{lang.group(1) if lang else ''}\n{code}\n```")
@@ -227,9 +267,14 @@ def _pdf_markdown(lines: list[tuple[str, float, bool]]) -> str:
     if not weights:
         return ""
     body = weights.most_common(1)[0][0]
-    heading_sizes = sorted({round(s, 1) for t, s, _ in lines
-                            if s >= body * HEADING_SCALE and len(t) <= HEADING_MAX_CHARS},
-                           reverse=True)
+    heading_sizes = sorted(
+        {
+            round(s, 1)
+            for t, s, _ in lines
+            if s >= body * HEADING_SCALE and len(t) <= HEADING_MAX_CHARS
+        },
+        reverse=True,
+    )
     level = {size: min(k + 1, 4) for k, size in enumerate(heading_sizes)}
     out: list[str] = []
     code: list[str] = []

@@ -1,5 +1,6 @@
 """The first stages after reading: split into sections, route each section to a category,
 extract the ISA entries verbatim."""
+
 from __future__ import annotations
 
 import re
@@ -42,16 +43,22 @@ def system_prompt(target: str) -> str:
 
 
 def prompt(target: str, template: str, **values: object) -> Prompt:
-    return Prompt(system=system_prompt(target), static="",
-                  dynamic=render(template, target=target, **values).strip())
+    return Prompt(
+        system=system_prompt(target),
+        static="",
+        dynamic=render(template, target=target, **values).strip(),
+    )
 
 
 def failed(stage: str, what: str, resp) -> BuildError:
-    return BuildError(f"{stage}: the LLM call for {what} failed ({resp.error.kind.value}: "
-                      f"{resp.error.message[:200]}); run the same command again to retry it")
+    return BuildError(
+        f"{stage}: the LLM call for {what} failed ({resp.error.kind.value}: "
+        f"{resp.error.message[:200]}); run the same command again to retry it"
+    )
 
 
 # ---- split ------------------------------------------------------------------------------
+
 
 def _chunks(text: str) -> list[str]:
     """``text`` in parts of at most MAX_SECTION_CHARS, cut between paragraphs (and between
@@ -109,8 +116,14 @@ def split_documents(docs: list[Document]) -> list[Section]:
 # ---- route ------------------------------------------------------------------------------
 
 _ROUTE_LINE = re.compile(r"\b(s\d+)\b\W*[:=\-\u2013\u2014>]+\s*(.+)", re.I)
-_SYNONYMS = {"instr": "isa", "api": "isa", "intrinsic": "isa", "perf": "optimization",
-             "constraint": "rules", "example": "examples"}
+_SYNONYMS = {
+    "instr": "isa",
+    "api": "isa",
+    "intrinsic": "isa",
+    "perf": "optimization",
+    "constraint": "rules",
+    "example": "examples",
+}
 
 
 def route_batches(sections: list[Section]) -> list[list[Section]]:
@@ -136,7 +149,8 @@ def parse_routes(text: str, ids: set[str]) -> dict[str, list[str]]:
         found = []
         for word in re.findall(r"[a-z]+", match.group(2).lower()):
             cat = next((c for c in CATEGORIES if word[:4] == c[:4]), None) or next(
-                (c for prefix, c in _SYNONYMS.items() if word.startswith(prefix)), None)
+                (c for prefix, c in _SYNONYMS.items() if word.startswith(prefix)), None
+            )
             if cat and cat not in found:
                 found.append(cat)
         if found:
@@ -148,8 +162,11 @@ def _route_listing(batch: list[Section]) -> str:
     parts = []
     for sec in batch:
         preview = sec.text[:ROUTE_PREVIEW_CHARS]
-        more = f"\n[... {len(sec.text) - len(preview)} more characters]" if len(sec.text) > len(
-            preview) else ""
+        more = (
+            f"\n[... {len(sec.text) - len(preview)} more characters]"
+            if len(sec.text) > len(preview)
+            else ""
+        )
         parts.append(f"## Section {sec.id}: {sec.title} (from {sec.origin})\n{preview}{more}")
     return "\n\n".join(parts)
 
@@ -164,8 +181,9 @@ async def route(sections: list[Section], journal: BuildJournal, target: str) -> 
         nonlocal done
         ids = [s.id for s in batch]
         item = f"{attempt}:{ids[0]}-{ids[-1]}:{len(ids)}"
-        resp = await journal.ask("route", item, prompt(target, "pack_route",
-                                                       sections=_route_listing(batch)))
+        resp = await journal.ask(
+            "route", item, prompt(target, "pack_route", sections=_route_listing(batch))
+        )
         if not resp.ok:
             raise failed("route", f"sections {ids[0]}..{ids[-1]}", resp)
         done += 1
@@ -189,15 +207,18 @@ async def route(sections: list[Section], journal: BuildJournal, target: str) -> 
 
 # ---- extract ----------------------------------------------------------------------------
 
-async def extract(sections: list[Section], journal: BuildJournal, target: str,
-                  index: VerbatimIndex) -> dict[str, Any]:
+
+async def extract(
+    sections: list[Section], journal: BuildJournal, target: str, index: VerbatimIndex
+) -> dict[str, Any]:
     """ISA entries copied from the ISA sections; each one checked against the sources."""
     done = 0
 
     async def ask(sec: Section) -> tuple[Section, str]:
         nonlocal done
-        resp = await journal.ask("extract", sec.id, prompt(target, "pack_extract",
-                                                          title=sec.title, text=sec.text))
+        resp = await journal.ask(
+            "extract", sec.id, prompt(target, "pack_extract", title=sec.title, text=sec.text)
+        )
         if not resp.ok:
             raise failed("extract", f"section {sec.id}", resp)
         done += 1
@@ -216,9 +237,12 @@ async def extract(sections: list[Section], journal: BuildJournal, target: str,
         for item in data["entries"]:
             if not isinstance(item, dict) or not isinstance(item.get("text"), str):
                 continue
-            entry = {"category": " ".join(str(item.get("category") or "General").split()),
-                     "name": " ".join(str(item.get("name") or "").split()),
-                     "text": item["text"].strip(), "section": sec.id}
+            entry = {
+                "category": " ".join(str(item.get("category") or "General").split()),
+                "name": " ".join(str(item.get("name") or "").split()),
+                "text": item["text"].strip(),
+                "section": sec.id,
+            }
             verdict = index.check(entry["text"], near=sec.text)
             if not verdict.ok:
                 refused.append({**entry, "reason": verdict.reason})

@@ -4,6 +4,7 @@ The comparison ignores how whitespace is laid out (a PDF's line breaks, an HTML 
 indentation) and nothing else: a changed word, a dropped clause or a reordered sentence
 is a paraphrase and is refused, with the longest stretch that does match as the reason.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ class VerbatimIndex:
             return Verdict(True)
         where = normalize(near) or self.corpus
         match = SequenceMatcher(None, entry, where, autojunk=False).find_longest_match(
-            0, len(entry), 0, len(where))
-        return Verdict(False, f"not in the sources word for word (longest verbatim stretch: "
-                              f"{match.size} of {len(entry)} characters)")
+            0, len(entry), 0, len(where)
+        )
+        return Verdict(
+            False,
+            f"not in the sources word for word (longest verbatim stretch: "
+            f"{match.size} of {len(entry)} characters)",
+        )

@@ -5,6 +5,7 @@ Everything is read from ``run.sqlite`` through a read-only connection inside one
 transaction, so a run that is still going can be read at any moment and is never
 written to.
 """
+
 from __future__ import annotations
 
 import json
@@ -90,14 +91,16 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
         if beam is not None:
             beams[i] = beam
     events = store.events()
-    rejected = {e["candidate"]: e.get("reason", "") for e in events
-                if e["event"] == "candidate_rejected" and e.get("candidate")}
+    rejected = {
+        e["candidate"]: e.get("reason", "")
+        for e in events
+        if e["event"] == "candidate_rejected" and e.get("candidate")
+    }
     settings = _settings(config)
     status = _status(events, settings.search.iterations, beams)
     nodes, codes = _candidates(cands, evals, beams, rejected, status["iterations_done"])
     by_id = {c.id: c for c in cands}
-    initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id),
-                  default=math.inf)
+    initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
     drop_root = settings.translation.iterations > 0 and settings.translation.drop_original
     best = best_candidate(cands, drop_root)  # the same rule as best<ext> and summary.json
     bound = target.get("metric_lower_bound")
@@ -111,17 +114,22 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
         "target": target,
         "status": status,
         "summary": {
-            "initial_score": _num(initial), "best_score": _num(best_score),
+            "initial_score": _num(initial),
+            "best_score": _num(best_score),
             "best_id": best.id if best else None,
-            "speedup": initial / best_score if best and best_score > 0 and math.isfinite(initial)
+            "speedup": initial / best_score
+            if best and best_score > 0 and math.isfinite(initial)
             else None,
             "lower_bound": bound,
             "fraction_of_bound": bound / best_score if bound and best and best_score > 0 else None,
             "impossible": bool(bound and best and best_score < bound),
-            "candidates": len(cands), "correct": sum(c.correct for c in cands),
-            "evaluations": len(evals), "llm_calls": usage["total"]["calls"],
+            "candidates": len(cands),
+            "correct": sum(c.correct for c in cands),
+            "evaluations": len(evals),
+            "llm_calls": usage["total"]["calls"],
             "tokens": usage["total"]["input_tokens"] + usage["total"]["output_tokens"],
-            "cost_usd": usage["total"]["cost_usd"], "wall_s": round(wall, 3),
+            "cost_usd": usage["total"]["cost_usd"],
+            "wall_s": round(wall, 3),
         },
         "iterations": _iterations(stats, beams, cands, by_id),
         "candidates": nodes,
@@ -137,12 +145,19 @@ def _target(store: RunStore, run_dir: Path, config: dict[str, Any]) -> dict[str,
     target = store.get_meta("target")
     if target:
         return target
-    target = {"backend": config.get("backend", "?"), "problem": config.get("problem", "?"),
-              "unit": "", "language": "", "file_extension": "", "metric_lower_bound": None}
+    target = {
+        "backend": config.get("backend", "?"),
+        "problem": config.get("problem", "?"),
+        "unit": "",
+        "language": "",
+        "file_extension": "",
+        "metric_lower_bound": None,
+    }
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
-        target.update(unit=summary.get("unit", ""),
-                      metric_lower_bound=summary.get("metric_lower_bound"))
+        target.update(
+            unit=summary.get("unit", ""), metric_lower_bound=summary.get("metric_lower_bound")
+        )
     except (OSError, ValueError):
         pass
     return target
@@ -156,8 +171,9 @@ def _settings(config: dict[str, Any]) -> RunConfig:
         return RunConfig(backend="?", problem="?")
 
 
-def _status(events: list[dict[str, Any]], total: int,
-            beams: dict[int, list[str]]) -> dict[str, Any]:
+def _status(
+    events: list[dict[str, Any]], total: int, beams: dict[int, list[str]]
+) -> dict[str, Any]:
     """running, crashed (a session that started and neither ended nor lives), or the last
     session's stop reason (completed, early_stop, budget.usd, interrupted, ...)."""
     sessions = [e for e in events if e["event"] in ("session_start", "session_end")]
@@ -170,9 +186,13 @@ def _status(events: list[dict[str, Any]], total: int,
     else:
         state = "running" if _alive(last) else "crashed"
     done = max((i for i in beams if i > 0), default=0)
-    return {"state": state, "iterations_done": done, "iterations_total": total,
-            "session_started": started["ts"] if started else None,
-            "updated": max((e["ts"] for e in events), default=None)}
+    return {
+        "state": state,
+        "iterations_done": done,
+        "iterations_total": total,
+        "session_started": started["ts"] if started else None,
+        "updated": max((e["ts"] for e in events), default=None),
+    }
 
 
 def _alive(session: dict[str, Any]) -> bool:
@@ -189,9 +209,13 @@ def _alive(session: dict[str, Any]) -> bool:
     return True
 
 
-def _candidates(cands: list[Candidate], evals: dict[str, dict[str, Any]],
-                beams: dict[int, list[str]], rejected: dict[str, str],
-                iterations_done: int) -> tuple[list[dict[str, Any]], list[str]]:
+def _candidates(
+    cands: list[Candidate],
+    evals: dict[str, dict[str, Any]],
+    beams: dict[int, list[str]],
+    rejected: dict[str, str],
+    iterations_done: int,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Candidate nodes (lineage, plan, status, score, evaluation) and their programs,
     each distinct program stored once, parents before children (programs that differ a
     little sit close together, which the page's compression rewards)."""
@@ -220,28 +244,42 @@ def _candidates(cands: list[Candidate], evals: dict[str, dict[str, Any]],
                 codes.append(c.code)
             code = code_index[c.code]
         node: dict[str, Any] = {
-            "id": c.id, "iteration": c.iteration, "parents": c.parents, "origin": c.origin,
-            "plan": c.plan or "", "status": status, "failure": failure,
-            "score": _num(c.score), "plan_model": c.plan_model, "code_model": c.code_model,
-            "translation_score": c.translation_score, "code": code,
+            "id": c.id,
+            "iteration": c.iteration,
+            "parents": c.parents,
+            "origin": c.origin,
+            "plan": c.plan or "",
+            "status": status,
+            "failure": failure,
+            "score": _num(c.score),
+            "plan_model": c.plan_model,
+            "code_model": c.code_model,
+            "translation_score": c.translation_score,
+            "code": code,
         }
         if result:
-            node["eval"] = {"feedback": _cut(result.get("feedback")),
-                            "status": result.get("status", ""),
-                            "metric": _num(result.get("metric")),
-                            "unit": result.get("unit", ""),
-                            "extra": {k: _num(v) for k, v in (result.get("extra") or {}).items()},
-                            "stdout": _cut(result.get("stdout")),
-                            "stderr": _cut(result.get("stderr")),
-                            "duration_s": result.get("duration_s")}
+            node["eval"] = {
+                "feedback": _cut(result.get("feedback")),
+                "status": result.get("status", ""),
+                "metric": _num(result.get("metric")),
+                "unit": result.get("unit", ""),
+                "extra": {k: _num(v) for k, v in (result.get("extra") or {}).items()},
+                "stdout": _cut(result.get("stdout")),
+                "stderr": _cut(result.get("stderr")),
+                "duration_s": result.get("duration_s"),
+            }
         elif c.id in rejected:
             node["eval"] = {"feedback": _cut(rejected[c.id])}
         nodes.append(node)
     return nodes, codes
 
 
-def _iterations(stats: dict[int, dict[str, Any]], beams: dict[int, list[str]],
-                cands: list[Candidate], by_id: dict[str, Candidate]) -> list[dict[str, Any]]:
+def _iterations(
+    stats: dict[int, dict[str, Any]],
+    beams: dict[int, list[str]],
+    cands: list[Candidate],
+    by_id: dict[str, Candidate],
+) -> list[dict[str, Any]]:
     """Per finished iteration: the best score, the beam's spread, and every correct
     child's score."""
     children: dict[int, list[float]] = defaultdict(list)
@@ -254,10 +292,18 @@ def _iterations(stats: dict[int, dict[str, Any]], beams: dict[int, list[str]],
         if not scores:
             continue
         s = stats.get(i, {})
-        rows.append({"iteration": i, "best": min(scores), "beam_worst": max(scores),
-                     "beam": sorted(scores), "children": sorted(children.get(i, [])),
-                     "candidates": s.get("children"), "correct": s.get("correct"),
-                     "wall_s": s.get("wall_s")})
+        rows.append(
+            {
+                "iteration": i,
+                "best": min(scores),
+                "beam_worst": max(scores),
+                "beam": sorted(scores),
+                "children": sorted(children.get(i, [])),
+                "candidates": s.get("children"),
+                "correct": s.get("correct"),
+                "wall_s": s.get("wall_s"),
+            }
+        )
     return rows
 
 
@@ -269,9 +315,16 @@ def _failures(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     total = sum(len(g) for g in groups.values())
     rows = []
     for kind, group in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        rows.append({"kind": kind, "count": len(group), "share": len(group) / total,
-                     "examples": [{"id": n["id"], "text": _first_line(n)}
-                                  for n in group[:FAILURE_EXAMPLES]]})
+        rows.append(
+            {
+                "kind": kind,
+                "count": len(group),
+                "share": len(group) / total,
+                "examples": [
+                    {"id": n["id"], "text": _first_line(n)} for n in group[:FAILURE_EXAMPLES]
+                ],
+            }
+        )
     return rows
 
 
@@ -282,14 +335,19 @@ def _first_line(node: dict[str, Any]) -> str:
     """The line of a failure's text that says most: the first naming an error, else the
     first line."""
     ev = node.get("eval") or {}
-    lines = [line.strip() for text in (ev.get("feedback"), ev.get("stderr"))
-             for line in (text or "").splitlines() if line.strip()]
+    lines = [
+        line.strip()
+        for text in (ev.get("feedback"), ev.get("stderr"))
+        for line in (text or "").splitlines()
+        if line.strip()
+    ]
     telling = next((line for line in lines if TELLING.search(line)), lines[0] if lines else "")
     return telling[:300]
 
 
-def _usage_and_timeline(store: RunStore, evals: dict[str, dict[str, Any]],
-                        finished: dict[str, float]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _usage_and_timeline(
+    store: RunStore, evals: dict[str, dict[str, Any]], finished: dict[str, float]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Tokens, cost and latency per phase and model; when LLM calls and evaluations ran,
     how busy each kept the run and how much of that time they overlapped."""
     ledger = UsageLedger()
@@ -298,8 +356,11 @@ def _usage_and_timeline(store: RunStore, evals: dict[str, dict[str, Any]],
         resp = LLMResponse.from_dict(call["response"])
         ledger.record(call["phase"], call["model"], resp)
         llm_spans.append((call["created"] - resp.duration_s, call["created"]))
-    eval_spans = [(finished[key] - float(result.get("duration_s") or 0.0), finished[key])
-                  for key, result in evals.items() if key in finished]
+    eval_spans = [
+        (finished[key] - float(result.get("duration_s") or 0.0), finished[key])
+        for key, result in evals.items()
+        if key in finished
+    ]
     usage = ledger.to_dict()
     t0 = min((s for s, _ in llm_spans + eval_spans), default=0.0)
     llm_busy, eval_busy = _union(llm_spans), _union(eval_spans)
@@ -324,8 +385,9 @@ def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return merged
 
 
-def _intersect(a: list[tuple[float, float]], b: list[tuple[float, float]]
-               ) -> list[tuple[float, float]]:
+def _intersect(
+    a: list[tuple[float, float]], b: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
     out, i, j = [], 0, 0
     while i < len(a) and j < len(b):
         start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
@@ -357,10 +419,28 @@ def _concurrency(spans: list[tuple[float, float]], t0: float) -> list[list[float
 
 def run_row(data: dict[str, Any]) -> dict[str, Any]:
     """One line of a list of runs (the dashboard's, a suite's)."""
-    return {"name": data["name"], "backend": data["target"].get("backend"),
-            "problem": data["target"].get("problem"), "unit": data["target"].get("unit"),
-            **{k: data["status"][k] for k in ("state", "iterations_done", "iterations_total",
-                                              "updated")},
-            **{k: data["summary"][k] for k in ("initial_score", "best_score", "speedup",
-                                               "fraction_of_bound", "impossible", "candidates",
-                                               "correct", "cost_usd", "tokens", "wall_s")}}
+    return {
+        "name": data["name"],
+        "backend": data["target"].get("backend"),
+        "problem": data["target"].get("problem"),
+        "unit": data["target"].get("unit"),
+        **{
+            k: data["status"][k]
+            for k in ("state", "iterations_done", "iterations_total", "updated")
+        },
+        **{
+            k: data["summary"][k]
+            for k in (
+                "initial_score",
+                "best_score",
+                "speedup",
+                "fraction_of_bound",
+                "impossible",
+                "candidates",
+                "correct",
+                "cost_usd",
+                "tokens",
+                "wall_s",
+            )
+        },
+    }

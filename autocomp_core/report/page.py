@@ -6,6 +6,7 @@ the server). Charts are drawn by Chart.js and diffs computed by jsdiff, both shi
 inside this package (``vendor/``, see ``scripts/vendor_js.sh``), so the page opens
 offline and its Content-Security-Policy forbids it to load anything from anywhere.
 """
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,9 @@ from .data import find_runs, is_run, run_data, run_row
 HERE = Path(__file__).parent
 #: the inline report may load nothing: no script, style, font, image or connection from
 #: any address; the dashboard's page may also talk to the server that sent it
-CSP_REPORT = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-              "img-src data:")
+CSP_REPORT = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+)
 CSP_LIVE = CSP_REPORT + "; connect-src 'self'"
 
 
@@ -76,8 +78,12 @@ def _escape_html(text: str) -> str:
 def report_payload(runs: list[tuple[str, Path]], title: str, suite: bool) -> dict[str, Any]:
     """The inline data of a report: one run, or the runs of a suite (a list first)."""
     datas = [run_data(path, name) for name, path in runs]
-    return {"kind": "suite" if suite else "run", "title": title,
-            "rows": [run_row(d) for d in datas], "runs": datas}
+    return {
+        "kind": "suite" if suite else "run",
+        "title": title,
+        "rows": [run_row(d) for d in datas],
+        "runs": datas,
+    }
 
 
 def write_html_report(target: Path, output: Path | None = None) -> Path:
@@ -93,8 +99,9 @@ def write_html_report(target: Path, output: Path | None = None) -> Path:
         runs = [(path.relative_to(target).as_posix(), path) for path in find_runs(target)]
         suite = True
         if not runs:
-            raise ConfigError(f"report: no run found in {target} (a run directory holds "
-                              "run.sqlite)")
+            raise ConfigError(
+                f"report: no run found in {target} (a run directory holds run.sqlite)"
+            )
     title = f"autocomp: {target.resolve().name}"
     output = output or target / "report.html"
     atomic_write(output, render_page(title, report_payload(runs, title, suite)))

@@ -15,6 +15,7 @@ Access: it binds 127.0.0.1 by default. Any other address needs a token (``--toke
 ``AUTOCOMP_SERVE_TOKEN``); a request without it gets 401. A browser passes it once as
 ``?token=...`` and keeps it in a cookie.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -114,8 +115,11 @@ class Dashboard:
             if sig != run.signature:
                 run.signature = sig
                 changed.append(run.name)
-            elif (run.built_signature not in (None, sig) and now - run.built_at >= REBUILD_S
-                  and now - run.requested_at < WATCHED_S):
+            elif (
+                run.built_signature not in (None, sig)
+                and now - run.built_at >= REBUILD_S
+                and now - run.requested_at < WATCHED_S
+            ):
                 changed.append(run.name)
         return sorted(set(changed))
 
@@ -125,8 +129,9 @@ class Dashboard:
         async with run.lock:
             now = run.requested_at = time.monotonic()
             signature = journal_signature(run.path)
-            if run.built_signature is None or (signature != run.built_signature
-                                               and now - run.built_at >= REBUILD_S):
+            if run.built_signature is None or (
+                signature != run.built_signature and now - run.built_at >= REBUILD_S
+            ):
                 try:
                     data = await anyio.to_thread.run_sync(run_data, run.path, run.name)
                 except (sqlite3.Error, OSError) as exc:  # e.g. a journal being created
@@ -166,11 +171,16 @@ def make_app(dashboard: Dashboard, token: str | None = None) -> web.Application:
                 # a page elsewhere that rebinds its name to 127.0.0.1 must not read the runs
                 return web.Response(status=403, text="forbidden host\n")
         else:
-            given = (request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-                     or request.cookies.get(TOKEN_COOKIE) or request.query.get("token") or "")
+            given = (
+                request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+                or request.cookies.get(TOKEN_COOKIE)
+                or request.query.get("token")
+                or ""
+            )
             if not hmac.compare_digest(given.encode(), token.encode()):
-                return web.Response(status=401, text="a token is required\n",
-                                    headers={"WWW-Authenticate": "Bearer"})
+                return web.Response(
+                    status=401, text="a token is required\n", headers={"WWW-Authenticate": "Bearer"}
+                )
             if "token" in request.query:  # keep it in a cookie, and out of the address bar
                 query = {k: v for k, v in request.query.items() if k != "token"}
                 target = str(request.rel_url.with_query(query))
@@ -183,9 +193,12 @@ def make_app(dashboard: Dashboard, token: str | None = None) -> web.Application:
         return response
 
     async def index(request: web.Request) -> web.Response:
-        return web.Response(body=page, content_type="text/html", charset="utf-8",
-                            headers={"Content-Security-Policy": CSP_LIVE,
-                                     "Cache-Control": "no-store"})
+        return web.Response(
+            body=page,
+            content_type="text/html",
+            charset="utf-8",
+            headers={"Content-Security-Policy": CSP_LIVE, "Cache-Control": "no-store"},
+        )
 
     async def runs(request: web.Request) -> web.Response:
         rows = []
@@ -213,8 +226,9 @@ def make_app(dashboard: Dashboard, token: str | None = None) -> web.Application:
         return web.Response(body=body, content_type="application/json", headers=headers)
 
     async def events(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-store"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+        )
         await response.prepare(request)
         send, receive = anyio.create_memory_object_stream[str | None](math.inf)
         dashboard.subscribers.add(send)
@@ -258,28 +272,38 @@ def _loopback_host_header(host: str) -> bool:
 
 def check_binding(host: str, token: str | None) -> None:
     if host not in LOOPBACK_HOSTS and not token:
-        raise ServeError(f"serve --host {host}: binding an address other than 127.0.0.1 needs "
-                         f"a token (--token or {TOKEN_ENV}); anyone who reaches it could read "
-                         "your runs")
+        raise ServeError(
+            f"serve --host {host}: binding an address other than 127.0.0.1 needs "
+            f"a token (--token or {TOKEN_ENV}); anyone who reaches it could read "
+            "your runs"
+        )
 
 
-async def serve(root: Path, host: str = "127.0.0.1", port: int = 8750,
-                token: str | None = None, ready: Any = print) -> None:
+async def serve(
+    root: Path,
+    host: str = "127.0.0.1",
+    port: int = 8750,
+    token: str | None = None,
+    ready: Any = print,
+) -> None:
     """Serve until cancelled; ``ready`` is told the address once the port is bound."""
     if not root.is_dir():
         raise ServeError(f"serve: {root} is not a directory")
     check_binding(host, token)
     dashboard = Dashboard(root)
-    runner = web.AppRunner(make_app(dashboard, token), access_log=None, handle_signals=False,
-                           shutdown_timeout=2.0)
+    runner = web.AppRunner(
+        make_app(dashboard, token), access_log=None, handle_signals=False, shutdown_timeout=2.0
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
         await site.start()
         bound_host, bound_port = runner.addresses[0][:2]
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        ready(f"serving the runs in {root} at http://{shown}:{bound_port}/"
-              + ("  (pass ?token=... once)" if token else ""))
+        ready(
+            f"serving the runs in {root} at http://{shown}:{bound_port}/"
+            + ("  (pass ?token=... once)" if token else "")
+        )
         await dashboard.watch()
     finally:
         with anyio.CancelScope(shield=True):  # close the open pages' streams even when cancelled

@@ -8,6 +8,7 @@ class-name form), ``{{package}}`` (the module), ``{{distribution}}`` (the PyPI n
 Its knowledge pack is in the ``knowledge.toml`` format that ``KnowledgePack.from_dir``
 reads; ``--pack DIR`` puts a pack made by ``build-pack`` in its place.
 """
+
 from __future__ import annotations
 
 import keyword
@@ -24,20 +25,36 @@ NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
 LANGUAGE = re.compile(r"[a-z][a-z0-9+#_-]{0,19}")
 EXTENSION = re.compile(r"\.[A-Za-z0-9_]{1,10}")
 #: the file extension of programs in a language, when --extension is not given
-EXTENSIONS = {"python": ".py", "c": ".c", "cpp": ".cpp", "c++": ".cpp", "cuda": ".cu",
-              "rust": ".rs", "asm": ".s", "mlir": ".mlir"}
+EXTENSIONS = {
+    "python": ".py",
+    "c": ".c",
+    "cpp": ".cpp",
+    "c++": ".cpp",
+    "cuda": ".cu",
+    "rust": ".rs",
+    "asm": ".s",
+    "mlir": ".mlir",
+}
 
 
 def placeholders(name: str, language: str = "python", extension: str = ".py") -> dict[str, str]:
-    return {"name": name, "Name": "".join(part.capitalize() for part in name.split("_")),
-            "package": f"autocomp_{name}", "distribution": f"autocomp-{name.replace('_', '-')}",
-            "language": language, "extension": extension, "core_version": __version__}
+    return {
+        "name": name,
+        "Name": "".join(part.capitalize() for part in name.split("_")),
+        "package": f"autocomp_{name}",
+        "distribution": f"autocomp-{name.replace('_', '-')}",
+        "language": language,
+        "extension": extension,
+        "core_version": __version__,
+    }
 
 
 def check_name(name: str, installed: Collection[str]) -> None:
     if not NAME.fullmatch(name) or keyword.iskeyword(name) or name.endswith("_"):
-        raise ConfigError(f"backend name {name!r}: use lower-case letters, digits and '_', "
-                          "starting with a letter (e.g. my_npu)")
+        raise ConfigError(
+            f"backend name {name!r}: use lower-case letters, digits and '_', "
+            "starting with a letter (e.g. my_npu)"
+        )
     if name in installed:
         raise ConfigError(f"backend name {name!r}: a backend of that name is already installed")
 
@@ -45,16 +62,20 @@ def check_name(name: str, installed: Collection[str]) -> None:
 def program_kind(language: str, extension: str | None) -> tuple[str, str]:
     """The language tag and file extension of the target's programs, checked."""
     if not LANGUAGE.fullmatch(language):
-        raise ConfigError(f"--language {language!r}: use a lower-case tag as in a Markdown code "
-                          "fence (python, c, cpp)")
+        raise ConfigError(
+            f"--language {language!r}: use a lower-case tag as in a Markdown code "
+            "fence (python, c, cpp)"
+        )
     if extension is None:
         if language not in EXTENSIONS:
-            raise ConfigError(f"--extension: say the file extension of {language} programs "
-                              "(e.g. --extension .kn)")
+            raise ConfigError(
+                f"--extension: say the file extension of {language} programs (e.g. --extension .kn)"
+            )
         extension = EXTENSIONS[language]
     if not EXTENSION.fullmatch(extension):
-        raise ConfigError(f"--extension {extension!r}: a dot and up to 10 letters or digits "
-                          "(e.g. .c)")
+        raise ConfigError(
+            f"--extension {extension!r}: a dot and up to 10 letters or digits (e.g. .c)"
+        )
     return language, extension
 
 
@@ -94,18 +115,28 @@ def pack_origin(folder: Path, package: str) -> str:
     if status is None:
         made = "was copied from a knowledge pack folder"
     else:
-        made = (f"was built by `autocomp-core build-pack` for {status['target']} with "
-                f"`{status['model']}` from {status['documents']} documents "
-                f"({status['menu_items']} menu items, {status['examples_kept']} examples); "
-                "the build's report stays in the pack folder (`.build/report.md`)")
-    return (f"\n## Knowledge pack\n\n`{package}/knowledge/` {made}. Rebuild the pack and copy it "
-            "here again, or edit its files directly. The stand-in problem and evaluator still run "
-            "Python programs: replace them with your target's (see \"Make it yours\").\n")
+        made = (
+            f"was built by `autocomp-core build-pack` for {status['target']} with "
+            f"`{status['model']}` from {status['documents']} documents "
+            f"({status['menu_items']} menu items, {status['examples_kept']} examples); "
+            "the build's report stays in the pack folder (`.build/report.md`)"
+        )
+    return (
+        f"\n## Knowledge pack\n\n`{package}/knowledge/` {made}. Rebuild the pack and copy it "
+        "here again, or edit its files directly. The stand-in problem and evaluator still run "
+        'Python programs: replace them with your target\'s (see "Make it yours").\n'
+    )
 
 
-def write_backend_plugin(name: str, parent: Path, installed: Collection[str] = (), *,
-                         pack: Path | None = None, language: str = "python",
-                         extension: str | None = None) -> Path:
+def write_backend_plugin(
+    name: str,
+    parent: Path,
+    installed: Collection[str] = (),
+    *,
+    pack: Path | None = None,
+    language: str = "python",
+    extension: str | None = None,
+) -> Path:
     """Write the plugin package for backend ``name`` into ``parent``/autocomp-NAME and
     return that folder. ``pack``: a knowledge-pack folder (``build-pack --out``) that
     becomes the plugin's knowledge pack. ``ConfigError`` for a bad name, language,
@@ -118,8 +149,10 @@ def write_backend_plugin(name: str, parent: Path, installed: Collection[str] = (
         raise ConfigError(f"--dir: {root} already exists and is not empty")
     for source in sorted(TEMPLATE.rglob("*.tmpl")):
         relative = source.relative_to(TEMPLATE).with_suffix("")
-        parts = [values["package"] if part == "package" else render(part, values)
-                 for part in relative.parts]
+        parts = [
+            values["package"] if part == "package" else render(part, values)
+            for part in relative.parts
+        ]
         target = root.joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(render(source.read_text(), values))
@@ -132,4 +165,3 @@ def write_backend_plugin(name: str, parent: Path, installed: Collection[str] = (
         with (root / "README.md").open("a") as readme:
             readme.write(pack_origin(Path(pack), values["package"]))
     return root
-

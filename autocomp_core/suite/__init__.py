@@ -11,6 +11,7 @@ budget, one executor and its evaluation slots. The suite directory holds::
 ``resume SUITE_DIR`` continues every run; ``report SUITE_DIR --html`` shows them on one
 page. Everything that can be checked is checked for every problem before anything is spent.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,9 @@ def is_suite(path: Path | str) -> bool:
     return (Path(path) / SUITE_FILE).is_file()
 
 
-def select_problems(data: dict[str, Any], ids: list[str], every: bool,
-                    folder: Path | None) -> list[str]:
+def select_problems(
+    data: dict[str, Any], ids: list[str], every: bool, folder: Path | None
+) -> list[str]:
     """The problems of a suite: ids given, every problem of the backend (``every``), or
     each file of ``folder`` that the backend loads as a problem (KernelBench files)."""
     if sum((bool(ids), every, folder is not None)) != 1:
@@ -69,8 +71,9 @@ def select_problems(data: dict[str, Any], ids: list[str], every: bool,
     assert folder is not None
     if not folder.is_dir():
         raise ConfigError(f"--dir: {folder} is not a folder")
-    files = sorted(p for p in folder.iterdir()
-                   if p.is_file() and p.suffix == backend.file_extension)
+    files = sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix == backend.file_extension
+    )
     if not files:
         raise ConfigError(f"--dir: {folder} holds no {backend.file_extension} file")
     return [str(p.resolve()) for p in files]
@@ -133,9 +136,12 @@ class SuiteShare:
 
     def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Budget, Progress]:
         self.spending.ledgers[str(run_dir)] = ledger
-        progress = Progress(ledger=ledger, unit=prep.backend.metric_unit,
-                            total_iterations=prep.config.search.iterations,
-                            budget=prep.config.budget)
+        progress = Progress(
+            ledger=ledger,
+            unit=prep.backend.metric_unit,
+            total_iterations=prep.config.search.iterations,
+            budget=prep.config.budget,
+        )
         self.display.started(self.problems[str(run_dir)], progress)
         return self.budget, progress
 
@@ -146,36 +152,49 @@ class SuiteResult:
     data: dict[str, Any]
 
 
-async def optimize_suite(data: dict[str, Any], problems: list[str], suite_dir: Path,
-                         concurrency: int | None = None, progress: bool = True) -> SuiteResult:
+async def optimize_suite(
+    data: dict[str, Any],
+    problems: list[str],
+    suite_dir: Path,
+    concurrency: int | None = None,
+    progress: bool = True,
+) -> SuiteResult:
     """Start a suite: ``data`` is the configuration every problem shares (a run config
     without ``problem``)."""
     if is_suite(suite_dir) or RunStore.exists(suite_dir):
-        raise ConfigError(f"suite directory {suite_dir}: already holds a suite or run (use "
-                          "`autocomp-core resume`)")
+        raise ConfigError(
+            f"suite directory {suite_dir}: already holds a suite or run (use "
+            "`autocomp-core resume`)"
+        )
     if "problem" in data or "run_dir" in data:
-        raise ConfigError("optimize-suite: the problems and their run directories come from "
-                          "the suite (remove problem and run_dir from the configuration)")
+        raise ConfigError(
+            "optimize-suite: the problems and their run directories come from "
+            "the suite (remove problem and run_dir from the configuration)"
+        )
     if not problems:
         raise ConfigError("optimize-suite: no problem to optimize")
-    plan = {"concurrency": concurrency or 0,
-            "problems": [{"problem": p, "dir": d}
-                         for p, d in zip(problems, run_dir_names(problems))],
-            "config": data}
+    plan = {
+        "concurrency": concurrency or 0,
+        "problems": [{"problem": p, "dir": d} for p, d in zip(problems, run_dir_names(problems))],
+        "config": data,
+    }
     preps = _prepare_all(plan, suite_dir)  # every problem checked before the suite exists
     suite_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(suite_dir / SUITE_FILE, tomli_w.dumps(plan))
     return await _run(plan, preps, suite_dir, progress)
 
 
-async def resume_suite(suite_dir: Path, overrides: list[str] | None = None,
-                       progress: bool = True) -> SuiteResult:
+async def resume_suite(
+    suite_dir: Path, overrides: list[str] | None = None, progress: bool = True
+) -> SuiteResult:
     """Continue every run of a suite; ``overrides`` as for ``resume``."""
     plan = read_toml(suite_dir / SUITE_FILE)
     for item in overrides or []:
         if not item.strip().startswith(RESUME_OVERRIDABLE):
-            raise ConfigError(f"--set {item.split('=')[0]}: resume may only change "
-                              "budget.*, llm.*, evaluation.* and executor.*")
+            raise ConfigError(
+                f"--set {item.split('=')[0]}: resume may only change "
+                "budget.*, llm.*, evaluation.* and executor.*"
+            )
         apply_override(plan["config"], item)
     preps = _prepare_all(plan, suite_dir)
     if overrides:
@@ -203,16 +222,20 @@ def _prepare_all(plan: dict[str, Any], suite_dir: Path) -> list[Prepared]:
     return preps
 
 
-async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
-               show: bool) -> SuiteResult:
+async def _run(
+    plan: dict[str, Any], preps: list[Prepared], suite_dir: Path, show: bool
+) -> SuiteResult:
     first = preps[0]
     dirs = {entry["problem"]: suite_dir / entry["dir"] for entry in plan["problems"]}
     prior_wall = _read_summary(suite_dir).get("wall_s", 0.0)
-    spending = SuiteSpending({str(d): _recorded_ledger(d) for d in dirs.values()
-                              if RunStore.exists(d)}, prior_wall_s=prior_wall)
+    spending = SuiteSpending(
+        {str(d): _recorded_ledger(d) for d in dirs.values() if RunStore.exists(d)},
+        prior_wall_s=prior_wall,
+    )
     budget = Budget(first.config.budget, spending)
-    display = SuiteProgress.for_terminal(list(dirs), spending, quiet=not show,
-                                         title=f"{first.backend.name}: {suite_dir.name}")
+    display = SuiteProgress.for_terminal(
+        list(dirs), spending, quiet=not show, title=f"{first.backend.name}: {suite_dir.name}"
+    )
     notes: dict[str, str] = {}  # problems that did not run: why (their journal cannot say)
     stops: list[str] = []  # how each run of this session ended
     wall_budget = validate({**plan["config"], "problem": "?"}).budget.wall_s
@@ -239,10 +262,14 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
     try:
         async with first.executor:  # connected before anything is spent
             slots = evaluation_slots(first.config, first.backend, first.executor)
-            share = SuiteShare(anyio.CapacityLimiter(slots), spending, budget, display,
-                               {str(d): p for p, d in dirs.items()})
-            at_once = anyio.CapacityLimiter(plan.get("concurrency") or
-                                            max(MIN_CONCURRENCY, slots))
+            share = SuiteShare(
+                anyio.CapacityLimiter(slots),
+                spending,
+                budget,
+                display,
+                {str(d): p for p, d in dirs.items()},
+            )
+            at_once = anyio.CapacityLimiter(plan.get("concurrency") or max(MIN_CONCURRENCY, slots))
             wall_left = None if wall_budget is None else max(0.0, wall_budget - prior_wall)
             async with AsyncExitStack() as stack:
                 if first.client is not None:
@@ -253,11 +280,13 @@ async def _run(plan: dict[str, Any], preps: list[Prepared], suite_dir: Path,
                         for prep in preps:
                             tg.start_soon(one, prep, at_once, share)
         budgets = [reason for reason in stops if reason.startswith("budget.")]
-        stop_reason = "budget.wall_s" if scope.cancelled_caught else \
-            budgets[0] if budgets else "completed"
+        stop_reason = (
+            "budget.wall_s" if scope.cancelled_caught else budgets[0] if budgets else "completed"
+        )
     finally:
-        result = _write_summary(suite_dir, dirs, notes, stop_reason,
-                                prior_wall + time.monotonic() - started)
+        result = _write_summary(
+            suite_dir, dirs, notes, stop_reason, prior_wall + time.monotonic() - started
+        )
     return result
 
 
@@ -276,10 +305,10 @@ def _read_summary(suite_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _write_summary(suite_dir: Path, dirs: dict[str, Path], notes: dict[str, str],
-                   stop_reason: str, wall_s: float) -> SuiteResult:
-    rows = [problem_row(problem, run_dir, notes.get(problem))
-            for problem, run_dir in dirs.items()]
+def _write_summary(
+    suite_dir: Path, dirs: dict[str, Path], notes: dict[str, str], stop_reason: str, wall_s: float
+) -> SuiteResult:
+    rows = [problem_row(problem, run_dir, notes.get(problem)) for problem, run_dir in dirs.items()]
     data = summarize(rows, stop_reason)
     data["wall_s"] = round(wall_s, 3)
     atomic_write(suite_dir / SUMMARY_JSON, json.dumps(data, indent=2, allow_nan=False))

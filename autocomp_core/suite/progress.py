@@ -2,6 +2,7 @@
 speedups so far and what the LLMs cost, as a live panel on a terminal or plain lines.
 
 Each run of the suite keeps its own ``Progress`` (with nothing shown); this reads them."""
+
 from __future__ import annotations
 
 import sys
@@ -39,10 +40,12 @@ class SuiteProgress:
         self.states = {p: WAITING for p in self.problems}
 
     @classmethod
-    def for_terminal(cls, problems: list[str], spending: Spending, quiet: bool = False,
-                     title: str = "") -> SuiteProgress:
-        mode: Mode = "off" if quiet or json_lines_enabled() else \
-            "live" if sys.stderr.isatty() else "lines"
+    def for_terminal(
+        cls, problems: list[str], spending: Spending, quiet: bool = False, title: str = ""
+    ) -> SuiteProgress:
+        mode: Mode = (
+            "off" if quiet or json_lines_enabled() else "live" if sys.stderr.isatty() else "lines"
+        )
         return cls(problems, spending, mode, sys.stderr, title)
 
     # -- events -------------------------------------------------------------------------
@@ -63,8 +66,10 @@ class SuiteProgress:
         running = sum(s == RUNNING for s in self.states.values())
         waiting = sum(s == WAITING for s in self.states.values())
         done = len(self.states) - running - waiting
-        return (f"{done} done, {running} running, {waiting} waiting; "
-                f"{self.spending.tokens:,} tokens, ${self.spending.cost_usd:.4f}")
+        return (
+            f"{done} done, {running} running, {waiting} waiting; "
+            f"{self.spending.tokens:,} tokens, ${self.spending.cost_usd:.4f}"
+        )
 
     def best_speedups(self) -> list[tuple[str, float]]:
         found = [(p, speedup) for p, r in self.runs.items() if (speedup := r.speedup)]
@@ -73,8 +78,13 @@ class SuiteProgress:
     def __enter__(self) -> SuiteProgress:
         if self.mode == "live" and self._live is None:
             console = Console(file=self.stream, stderr=self.stream is sys.stderr)
-            self._live = Live(self, console=console, refresh_per_second=REFRESH_PER_S,
-                              redirect_stdout=False, redirect_stderr=True)
+            self._live = Live(
+                self,
+                console=console,
+                refresh_per_second=REFRESH_PER_S,
+                redirect_stdout=False,
+                redirect_stderr=True,
+            )
             self._live.start()
         return self
 
@@ -90,14 +100,20 @@ class SuiteProgress:
         running = [p for p, s in self.states.items() if s == RUNNING]
         for problem in (running + self._finished[::-1])[:SHOWN]:
             run = self.runs.get(problem)
-            table.add_row(problem, self.states[problem],
-                          f"{run.iterations_done}/{run.total_iterations}" if run else "",
-                          str(run.counters.evaluations) if run else "",
-                          run.best_text() if run else "")
+            table.add_row(
+                problem,
+                self.states[problem],
+                f"{run.iterations_done}/{run.total_iterations}" if run else "",
+                str(run.counters.evaluations) if run else "",
+                run.best_text() if run else "",
+            )
         top = ", ".join(f"{p} {s:.2f}x" for p, s in self.best_speedups()[:5]) or "-"
-        return Panel(Group(Text(self.counts()), Text(f"best speedups: {top}"), table),
-                     title=f"autocomp suite {self.title}".strip(), title_align="left",
-                     expand=False)
+        return Panel(
+            Group(Text(self.counts()), Text(f"best speedups: {top}"), table),
+            title=f"autocomp suite {self.title}".strip(),
+            title_align="left",
+            expand=False,
+        )
 
     def _line(self, text: str) -> None:
         if self.mode != "off":

@@ -16,6 +16,7 @@ agree. Conventions:
   from the best program's ``speedup_vs_<name>`` extra metric (the CUDA backend's
   ``speedup_vs_compiled``: against ``torch.compile``), for problems where it was timed.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,24 +32,45 @@ OTHER_BASELINE = "speedup_vs_"
 def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[str, Any]:
     """One problem of the suite, from its run directory (which may not exist yet); ``note``:
     why it did not run, when its journal cannot say (an error, a budget already spent)."""
-    row: dict[str, Any] = {"problem": problem, "run_dir": run_dir.name, "stop_reason": "waiting",
-                           "baseline": None, "best": None, "unit": "", "speedup": None,
-                           "correct": False, "llm_calls": 0, "tokens": 0, "cost_usd": 0.0,
-                           "evaluations": 0, "other_speedups": {}}
+    row: dict[str, Any] = {
+        "problem": problem,
+        "run_dir": run_dir.name,
+        "stop_reason": "waiting",
+        "baseline": None,
+        "best": None,
+        "unit": "",
+        "speedup": None,
+        "correct": False,
+        "llm_calls": 0,
+        "tokens": 0,
+        "cost_usd": 0.0,
+        "evaluations": 0,
+        "other_speedups": {},
+    }
     if (run_dir / "run.sqlite").is_file():
         data = run_data(run_dir, problem)
         s = data["summary"]
         best = next((n for n in data["candidates"] if n["id"] == s["best_id"]), None)
         extra = ((best or {}).get("eval") or {}).get("extra") or {}
-        row.update(stop_reason=data["status"]["state"], baseline=s["initial_score"],
-                   best=s["best_score"], unit=data["target"].get("unit", ""),
-                   speedup=s["speedup"],
-                   correct=any(n["origin"] != "root" and n["score"] is not None
-                               for n in data["candidates"]),
-                   llm_calls=s["llm_calls"], tokens=s["tokens"], cost_usd=s["cost_usd"],
-                   evaluations=s["evaluations"],
-                   other_speedups={k.removeprefix(OTHER_BASELINE): v for k, v in extra.items()
-                                   if k.startswith(OTHER_BASELINE) and v})
+        row.update(
+            stop_reason=data["status"]["state"],
+            baseline=s["initial_score"],
+            best=s["best_score"],
+            unit=data["target"].get("unit", ""),
+            speedup=s["speedup"],
+            correct=any(
+                n["origin"] != "root" and n["score"] is not None for n in data["candidates"]
+            ),
+            llm_calls=s["llm_calls"],
+            tokens=s["tokens"],
+            cost_usd=s["cost_usd"],
+            evaluations=s["evaluations"],
+            other_speedups={
+                k.removeprefix(OTHER_BASELINE): v
+                for k, v in extra.items()
+                if k.startswith(OTHER_BASELINE) and v
+            },
+        )
     if note:
         row["stop_reason"] = note
     return row
@@ -73,10 +95,16 @@ def summarize(rows: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
         "geomean_speedup": geometric_mean([s for s in speedups if s]),
         "fraction_correct": sum(r["correct"] for r in rows) / len(rows) if rows else 0.0,
         "fast_p": {f"{p:g}": fast_p(speedups, p) for p in FAST_P},
-        "fast_p_vs": {name: {"timed": sum(name in r["other_speedups"] for r in rows),
-                             **{f"{p:g}": fast_p([r["other_speedups"].get(name) for r in rows], p)
-                                for p in FAST_P}}
-                      for name in others},
+        "fast_p_vs": {
+            name: {
+                "timed": sum(name in r["other_speedups"] for r in rows),
+                **{
+                    f"{p:g}": fast_p([r["other_speedups"].get(name) for r in rows], p)
+                    for p in FAST_P
+                },
+            }
+            for name in others
+        },
         "llm_calls": sum(r["llm_calls"] for r in rows),
         "tokens": sum(r["tokens"] for r in rows),
         "cost_usd": sum(r["cost_usd"] for r in rows),
@@ -95,26 +123,36 @@ def _speed(value: float | None) -> str:
 
 def to_markdown(title: str, summary: dict[str, Any]) -> str:
     rows = summary["per_problem"]
-    lines = [f"# {title}", "",
-             "| problem | stop reason | baseline | best | speedup | correct | LLM calls | tokens "
-             "| cost |",
-             "|---|---|---:|---:|---:|:-:|---:|---:|---:|"]
+    lines = [
+        f"# {title}",
+        "",
+        "| problem | stop reason | baseline | best | speedup | correct | LLM calls | tokens "
+        "| cost |",
+        "|---|---|---:|---:|---:|:-:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['problem']} | {r['stop_reason']} | {_num(r['baseline'])} {r['unit']} "
-                     f"| {_num(r['best'])} {r['unit']} | {_speed(r['speedup'])} "
-                     f"| {'yes' if r['correct'] else 'no'} | {r['llm_calls']} | {r['tokens']:,} "
-                     f"| ${r['cost_usd']:.4f} |")
+        lines.append(
+            f"| {r['problem']} | {r['stop_reason']} | {_num(r['baseline'])} {r['unit']} "
+            f"| {_num(r['best'])} {r['unit']} | {_speed(r['speedup'])} "
+            f"| {'yes' if r['correct'] else 'no'} | {r['llm_calls']} | {r['tokens']:,} "
+            f"| ${r['cost_usd']:.4f} |"
+        )
     n = summary["problems"]
     fast = ", ".join(f"fast_{p} {v:.0%}" for p, v in summary["fast_p"].items())
-    lines += ["", f"- problems: {n}; stop reason: {summary['stop_reason']}",
-              f"- geometric-mean speedup: {_speed(summary['geomean_speedup'])} "
-              f"(over the {sum(1 for r in rows if r['speedup'])} problems with a correct program)",
-              f"- correct: {sum(r['correct'] for r in rows)} of {n} "
-              f"({summary['fraction_correct']:.0%}) found a correct program of their own",
-              f"- faster than the baseline: {fast}"]
+    lines += [
+        "",
+        f"- problems: {n}; stop reason: {summary['stop_reason']}",
+        f"- geometric-mean speedup: {_speed(summary['geomean_speedup'])} "
+        f"(over the {sum(1 for r in rows if r['speedup'])} problems with a correct program)",
+        f"- correct: {sum(r['correct'] for r in rows)} of {n} "
+        f"({summary['fraction_correct']:.0%}) found a correct program of their own",
+        f"- faster than the baseline: {fast}",
+    ]
     for name, values in summary["fast_p_vs"].items():
         vs = ", ".join(f"fast_{p} {v:.0%}" for p, v in values.items() if p != "timed")
         lines.append(f"- against the {name} baseline (timed for {values['timed']} of {n}): {vs}")
-    lines.append(f"- LLM: {summary['llm_calls']} calls, {summary['tokens']:,} tokens, "
-                 f"${summary['cost_usd']:.4f}; {summary['evaluations']} evaluations")
+    lines.append(
+        f"- LLM: {summary['llm_calls']} calls, {summary['tokens']:,} tokens, "
+        f"${summary['cost_usd']:.4f}; {summary['evaluations']} evaluations"
+    )
     return "\n".join(lines) + "\n"

@@ -5,9 +5,21 @@ scripted replies, configurable latency and injected faults; ``Proposals`` script
 model that proposes named programs. ``check_backend`` checks that a backend keeps the
 contract of ``autocomp_core.Backend``.
 """
+
 from .contract import check_backend
 from .llm_server import Fault, FaultPlan, LLMTestServer, Reply, ScriptedRequest, count_tokens
 from .scripted import Proposals, fenced, is_planning, plan_of
 
-__all__ = ["Fault", "FaultPlan", "LLMTestServer", "Proposals", "Reply", "ScriptedRequest",
-           "check_backend", "count_tokens", "fenced", "is_planning", "plan_of"]
+__all__ = [
+    "Fault",
+    "FaultPlan",
+    "LLMTestServer",
+    "Proposals",
+    "Reply",
+    "ScriptedRequest",
+    "check_backend",
+    "count_tokens",
+    "fenced",
+    "is_planning",
+    "plan_of",
+]

@@ -13,6 +13,7 @@ Prompt caching is imitated: Anthropic blocks marked ``cache_control`` and OpenAI
 automatic prefix caching report cached tokens when a request repeats a prefix of at
 least ``cache_min_tokens`` tokens.
 """
+
 from __future__ import annotations
 
 # asyncio for the server thread only: aiohttp's server runs on an asyncio loop, and the
@@ -122,10 +123,16 @@ def _text_of(content: Any) -> str:
 
 
 class LLMTestServer:
-    def __init__(self, responder: Callable[[ScriptedRequest], str | Reply] | None = None, *,
-                 latency: Callable[[ScriptedRequest], float] | float = 0,
-                 faults: FaultPlan | None = None, seed: int = 0,
-                 api_key: str | None = None, cache_min_tokens: int = 1024):
+    def __init__(
+        self,
+        responder: Callable[[ScriptedRequest], str | Reply] | None = None,
+        *,
+        latency: Callable[[ScriptedRequest], float] | float = 0,
+        faults: FaultPlan | None = None,
+        seed: int = 0,
+        api_key: str | None = None,
+        cache_min_tokens: int = 1024,
+    ):
         self.responder = responder or _default_responder
         self.latency = latency
         self.faults = faults or FaultPlan()
@@ -162,8 +169,13 @@ class LLMTestServer:
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post("/v1/messages", self._anthropic_messages)
         self._closing = anyio.Event()
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                     handler_cancellation=True, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=0.5,
+        )
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
@@ -223,8 +235,11 @@ class LLMTestServer:
         body = await request.json()
         if api == "openai":
             messages = body.get("messages", [])
-            system = "\n\n".join(_text_of(m.get("content")) for m in messages
-                                 if m.get("role") in ("system", "developer"))
+            system = "\n\n".join(
+                _text_of(m.get("content"))
+                for m in messages
+                if m.get("role") in ("system", "developer")
+            )
             prompt = "\n\n".join(_text_of(m.get("content")) for m in messages)
             api_key = request.headers.get("Authorization", "").removeprefix("Bearer ") or None
         else:
@@ -233,14 +248,24 @@ class LLMTestServer:
             parts = [system] if system else []
             prompt = "\n\n".join(parts + [_text_of(m.get("content")) for m in messages])
             # Anthropic SDKs send x-api-key (older) or a bearer token (newer).
-            api_key = (request.headers.get("x-api-key")
-                       or request.headers.get("Authorization", "").removeprefix("Bearer ")
-                       or None)
+            api_key = (
+                request.headers.get("x-api-key")
+                or request.headers.get("Authorization", "").removeprefix("Bearer ")
+                or None
+            )
         params = {k: v for k, v in body.items() if k not in ("model", "messages", "system")}
-        scripted = ScriptedRequest(index=len(self.requests), path=request.path, api=api,
-                                   model=body.get("model", ""), system=system, messages=messages,
-                                   prompt=prompt, params=params, api_key=api_key,
-                                   arrived_at=time.monotonic())
+        scripted = ScriptedRequest(
+            index=len(self.requests),
+            path=request.path,
+            api=api,
+            model=body.get("model", ""),
+            system=system,
+            messages=messages,
+            prompt=prompt,
+            params=params,
+            api_key=api_key,
+            arrived_at=time.monotonic(),
+        )
         self.requests.append(scripted)
         scripted.fault = self.faults.choose(scripted, self._rng)
         return scripted, body
@@ -253,8 +278,9 @@ class LLMTestServer:
         with anyio.move_on_after(seconds):
             await self._closing.wait()
 
-    async def _prelude(self, request: web.Request, scripted: ScriptedRequest,
-                       api: str) -> web.StreamResponse | None:
+    async def _prelude(
+        self, request: web.Request, scripted: ScriptedRequest, api: str
+    ) -> web.StreamResponse | None:
         """Latency, authentication and the transport-level faults. None: go on and answer."""
         delay = self.latency(scripted) if callable(self.latency) else self.latency
         await self._wait(float(delay))
@@ -262,11 +288,17 @@ class LLMTestServer:
             return self._error(api, 401, "Incorrect API key provided.", "authentication_error")
         fault = scripted.fault
         if fault is Fault.RATE_LIMIT:
-            return self._error(api, 429, "Rate limit reached for requests.", "rate_limit_error",
-                               headers={"Retry-After": f"{self.faults.retry_after_s:g}"})
+            return self._error(
+                api,
+                429,
+                "Rate limit reached for requests.",
+                "rate_limit_error",
+                headers={"Retry-After": f"{self.faults.retry_after_s:g}"},
+            )
         if fault is Fault.SERVER_ERROR:
-            return self._error(api, 500, "The server had an error while processing your request.",
-                               "api_error")
+            return self._error(
+                api, 500, "The server had an error while processing your request.", "api_error"
+            )
         if fault is Fault.OVERLOADED:
             return self._error(api, 529, "Overloaded", "overloaded_error")
         if fault is Fault.HANG:
@@ -279,8 +311,11 @@ class LLMTestServer:
             # Nothing can be written to an aborted transport; aiohttp drops this response.
             return web.Response(status=500)
         if fault is Fault.MALFORMED_JSON:
-            return web.Response(status=200, body=b'{"id": "broken", "choices": [{"mess',
-                                content_type="application/json")
+            return web.Response(
+                status=200,
+                body=b'{"id": "broken", "choices": [{"mess',
+                content_type="application/json",
+            )
         return None
 
     def _reply(self, scripted: ScriptedRequest) -> Reply:
@@ -290,30 +325,45 @@ class LLMTestServer:
             reply = Reply(text="")
         elif scripted.fault is Fault.TRUNCATE:
             reply = Reply(text=reply.text[: max(1, len(reply.text) // 2)], finish_reason="length")
-        max_tokens = (scripted.params.get("max_completion_tokens")
-                      or scripted.params.get("max_tokens"))
+        max_tokens = scripted.params.get("max_completion_tokens") or scripted.params.get(
+            "max_tokens"
+        )
         if max_tokens and count_tokens(reply.text) > max_tokens and reply.status is None:
             reply = Reply(text=reply.text[: max_tokens * CHARS_PER_TOKEN], finish_reason="length")
         return reply
 
     @staticmethod
-    def _error(api: str, status: int, message: str, error_type: str, param: str | None = None,
-               headers: dict[str, str] | None = None) -> web.Response:
+    def _error(
+        api: str,
+        status: int,
+        message: str,
+        error_type: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
         body: dict[str, Any]
         if api == "openai":
             code = "unsupported_parameter" if param else None
-            body = {"error": {"message": message, "type": error_type, "param": param,
-                              "code": code}}
+            body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
         else:
             body = {"type": "error", "error": {"type": error_type, "message": message}}
         return web.json_response(body, status=status, headers=headers)
 
     def _scripted_error(self, api: str, reply: Reply) -> web.Response:
-        default_type = {400: "invalid_request_error", 401: "authentication_error",
-                        429: "rate_limit_error", 529: "overloaded_error"}.get(reply.status or 0,
-                                                                              "api_error")
-        return self._error(api, reply.status or 500, reply.error_message or "scripted error",
-                           reply.error_type or default_type, reply.param, reply.headers)
+        default_type = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(reply.status or 0, "api_error")
+        return self._error(
+            api,
+            reply.status or 500,
+            reply.error_message or "scripted error",
+            reply.error_type or default_type,
+            reply.param,
+            reply.headers,
+        )
 
     def _cached_prefix_chars(self, key: str, prefixes: list[str]) -> int:
         """Length of the longest prefix seen before (and at least cache_min_tokens long)."""
@@ -330,8 +380,14 @@ class LLMTestServer:
     # ---- OpenAI ----------------------------------------------------------------------
 
     async def _openai_models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [
-            {"id": "test-model", "object": "model", "created": 0, "owned_by": "autocomp"}]})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": "test-model", "object": "model", "created": 0, "owned_by": "autocomp"}
+                ],
+            }
+        )
 
     async def _openai_chat(self, request: web.Request) -> web.StreamResponse:
         scripted, _ = await self._receive(request, "openai")
@@ -343,30 +399,35 @@ class LLMTestServer:
             return self._scripted_error("openai", reply)
         # Automatic prefix caching, in 128-token steps of the concatenated prompt.
         full = scripted.prompt
-        steps = [full[:n] for n in range(OPENAI_CACHE_STEP_CHARS, len(full) + 1,
-                                          OPENAI_CACHE_STEP_CHARS)]
-        cached = count_tokens(full[: self._cached_prefix_chars("openai:" + scripted.model,
-                                                                steps)])
+        steps = [
+            full[:n] for n in range(OPENAI_CACHE_STEP_CHARS, len(full) + 1, OPENAI_CACHE_STEP_CHARS)
+        ]
+        cached = count_tokens(full[: self._cached_prefix_chars("openai:" + scripted.model, steps)])
         prompt_tokens = count_tokens(full)
         completion_tokens = count_tokens(reply.text)
-        return web.json_response({
-            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": scripted.model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": reply.text, "refusal": None},
-                "finish_reason": reply.finish_reason or "stop",
-                "logprobs": None,
-            }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": cached},
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": scripted.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.text, "refusal": None},
+                        "finish_reason": reply.finish_reason or "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                },
             },
-        }, headers=reply.headers)
+            headers=reply.headers,
+        )
 
     # ---- Anthropic -------------------------------------------------------------------
 
@@ -376,8 +437,9 @@ class LLMTestServer:
         if early is not None:
             return early
         if "max_tokens" not in body:
-            return self._error("anthropic", 400, "max_tokens: Field required",
-                               "invalid_request_error")
+            return self._error(
+                "anthropic", 400, "max_tokens: Field required", "invalid_request_error"
+            )
         reply = self._reply(scripted)
         if reply.status is not None:
             return self._scripted_error("anthropic", reply)
@@ -398,13 +460,17 @@ class LLMTestServer:
         total = count_tokens(text_so_far)
         read_chars = self._cached_prefix_chars("anthropic:" + scripted.model, breakpoints)
         cache_read = count_tokens(text_so_far[:read_chars]) if read_chars else 0
-        written = [p for p in breakpoints if count_tokens(p) >= self.cache_min_tokens
-                   and len(p) > read_chars]
+        written = [
+            p
+            for p in breakpoints
+            if count_tokens(p) >= self.cache_min_tokens and len(p) > read_chars
+        ]
         cache_write = count_tokens(written[-1]) - cache_read if written else 0
 
         tool_choice = body.get("tool_choice") or {}
-        stop_reason = {"length": "max_tokens"}.get(reply.finish_reason or "",
-                                                   reply.finish_reason or "end_turn")
+        stop_reason = {"length": "max_tokens"}.get(
+            reply.finish_reason or "", reply.finish_reason or "end_turn"
+        )
         if tool_choice.get("type") == "tool" and reply.text and stop_reason != "max_tokens":
             try:
                 arguments = json.loads(reply.text)
@@ -412,23 +478,32 @@ class LLMTestServer:
                 arguments = {"text": reply.text}
             if not isinstance(arguments, dict):
                 arguments = {"value": arguments}
-            content = [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}",
-                        "name": tool_choice.get("name", "tool"), "input": arguments}]
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:12]}",
+                    "name": tool_choice.get("name", "tool"),
+                    "input": arguments,
+                }
+            ]
             stop_reason = "tool_use"
         else:
             content = [{"type": "text", "text": reply.text}]
-        return web.json_response({
-            "id": f"msg_{uuid.uuid4().hex[:12]}",
-            "type": "message",
-            "role": "assistant",
-            "model": scripted.model,
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": total - cache_read - cache_write,
-                "output_tokens": count_tokens(reply.text),
-                "cache_creation_input_tokens": cache_write,
-                "cache_read_input_tokens": cache_read,
+        return web.json_response(
+            {
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "type": "message",
+                "role": "assistant",
+                "model": scripted.model,
+                "content": content,
+                "stop_reason": stop_reason,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": total - cache_read - cache_write,
+                    "output_tokens": count_tokens(reply.text),
+                    "cache_creation_input_tokens": cache_write,
+                    "cache_read_input_tokens": cache_read,
+                },
             },
-        }, headers=reply.headers)
+            headers=reply.headers,
+        )

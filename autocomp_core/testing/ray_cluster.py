@@ -11,6 +11,7 @@ Nodes inherit this process's environment (``PYTHONPATH``, ``AUTOCOMP_PLUGINS``):
 how Ray workers import the engine and the plugins, as on a real cluster where both are
 installed on every node.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,11 @@ from typing import Any
 MARKER = "AUTOCOMP_TEST_RAY_CLUSTER"
 #: a node counts as dead after this many missed health checks of this period: a killed
 #: node's evaluations are retried within seconds, not the default tens of seconds
-HEALTH = {"RAY_health_check_period_ms": "500", "RAY_health_check_failure_threshold": "4",
-          "RAY_health_check_initial_delay_ms": "0"}
+HEALTH = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_failure_threshold": "4",
+    "RAY_health_check_initial_delay_ms": "0",
+}
 READY = "Ray runtime started"
 STARTUP_TIMED_OUT = "timed out during startup"
 #: Ray replaces 127.0.0.1 (and localhost) by the machine's routable address; other loopback
@@ -56,9 +60,14 @@ class Node:
 class LocalRayCluster:
     """``with LocalRayCluster() as cluster:``; then ``add_node`` as many as a test needs."""
 
-    def __init__(self, head_cpus: float = 1, head_resources: dict[str, float] | None = None,
-                 object_store_mb: int = 80, memory_mb: int = 4096,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        head_cpus: float = 1,
+        head_resources: dict[str, float] | None = None,
+        object_store_mb: int = 80,
+        memory_mb: int = 4096,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.head_cpus = head_cpus
         self.head_resources = head_resources or {}
         self.object_store_mb = object_store_mb
@@ -69,9 +78,14 @@ class LocalRayCluster:
         self.token = secrets.token_hex(24)
         self.port = free_port()
         self.client_port = free_port()
-        self.env = {**os.environ, **(env or {}), **HEALTH,
-                    "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
-                    "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env = {
+            **os.environ,
+            **(env or {}),
+            **HEALTH,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": self.token,
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
         self.nodes: dict[str, Node] = {}
         self.added = 0  # worker nodes started so far (each takes the next loopback address)
 
@@ -90,8 +104,11 @@ class LocalRayCluster:
 
     def driver_env(self) -> dict[str, str]:
         """What a driver (an engine connecting to the cluster) needs in its environment."""
-        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
-                "RAY_USAGE_STATS_ENABLED": "0"}
+        return {
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": self.token,
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
 
     # -- nodes --------------------------------------------------------------------------
     def __enter__(self) -> LocalRayCluster:
@@ -106,38 +123,84 @@ class LocalRayCluster:
         self.stop()
 
     def start(self, timeout_s: float = 180) -> None:
-        self._start("head", ["--head", f"--port={self.port}", f"--temp-dir={self.root / 'ray'}",
-                             "--include-dashboard=false", f"--dashboard-port={free_port()}",
-                             f"--ray-client-server-port={self.client_port}"],
-                    self.ip(0), self.head_cpus, self.head_resources, {}, timeout_s)
+        self._start(
+            "head",
+            [
+                "--head",
+                f"--port={self.port}",
+                f"--temp-dir={self.root / 'ray'}",
+                "--include-dashboard=false",
+                f"--dashboard-port={free_port()}",
+                f"--ray-client-server-port={self.client_port}",
+            ],
+            self.ip(0),
+            self.head_cpus,
+            self.head_resources,
+            {},
+            timeout_s,
+        )
 
-    def add_node(self, name: str, num_cpus: float = 1,
-                 resources: dict[str, float] | None = None, env: dict[str, str] | None = None,
-                 timeout_s: float = 180) -> Node:
+    def add_node(
+        self,
+        name: str,
+        num_cpus: float = 1,
+        resources: dict[str, float] | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 180,
+    ) -> Node:
         self.added += 1
-        return self._start(name, [f"--address={self.address}"], self.ip(self.added), num_cpus,
-                           resources or {}, env or {}, timeout_s)
+        return self._start(
+            name,
+            [f"--address={self.address}"],
+            self.ip(self.added),
+            num_cpus,
+            resources or {},
+            env or {},
+            timeout_s,
+        )
 
-    def _start(self, name: str, args: list[str], ip: str, num_cpus: float,
-               resources: dict[str, float], env: dict[str, str], timeout_s: float) -> Node:
+    def _start(
+        self,
+        name: str,
+        args: list[str],
+        ip: str,
+        num_cpus: float,
+        resources: dict[str, float],
+        env: dict[str, str],
+        timeout_s: float,
+    ) -> Node:
         log = self.root / f"{name}.log"
-        command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block",
-                   f"--node-ip-address={ip}", f"--num-cpus={num_cpus:g}", "--num-gpus=0",
-                   f"--memory={self.memory_mb * 2**20}",
-                   f"--object-store-memory={self.object_store_mb * 2**20}",
-                   f"--resources={json.dumps(resources)}", "--disable-usage-stats",
-                   "--include-log-monitor=false",
-                   f"--dashboard-agent-listen-port={free_port()}",
-                   f"--dashboard-agent-grpc-port={free_port()}",
-                   f"--runtime-env-agent-port={free_port()}",
-                   f"--metrics-export-port={free_port()}", *args]
+        command = [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--block",
+            f"--node-ip-address={ip}",
+            f"--num-cpus={num_cpus:g}",
+            "--num-gpus=0",
+            f"--memory={self.memory_mb * 2**20}",
+            f"--object-store-memory={self.object_store_mb * 2**20}",
+            f"--resources={json.dumps(resources)}",
+            "--disable-usage-stats",
+            "--include-log-monitor=false",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            *args,
+        ]
         deadline = time.monotonic() + timeout_s
         while True:
             with open(log, "wb") as out:
-                process = subprocess.Popen(command, env={**self.env, **env,
-                                                         MARKER: f"{self.marker}/{name}"},
-                                           stdout=out, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, start_new_session=True)
+                process = subprocess.Popen(
+                    command,
+                    env={**self.env, **env, MARKER: f"{self.marker}/{name}"},
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             node = self.nodes[name] = Node(name, process, log)
             while READY not in (text := log.read_text(errors="replace")):
                 if process.poll() is not None or time.monotonic() > deadline:
@@ -172,8 +235,10 @@ class LocalRayCluster:
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if state != "Z" and any(var.startswith(needle) if node is None else var == needle
-                                    for var in environ.split(b"\0")):
+            if state != "Z" and any(
+                var.startswith(needle) if node is None else var == needle
+                for var in environ.split(b"\0")
+            ):
                 found.append(int(entry.name))
         return found
 

@@ -7,6 +7,7 @@ named programs (an honest faster one, a hack, a broken one) so a real run evalua
                          "rewrite with a typo": BROKEN}, fallback="rewrite with a typo")
     server = LLMTestServer(respond).start_in_thread()
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -35,8 +36,9 @@ class Proposals:
     the plans of one parent differ); each implementation request answers the program its
     plan names, or the ``fallback`` program when the plan names none."""
 
-    def __init__(self, programs: Mapping[str, str], *, fallback: str,
-                 language: str = "python") -> None:
+    def __init__(
+        self, programs: Mapping[str, str], *, fallback: str, language: str = "python"
+    ) -> None:
         if fallback not in programs:
             raise ValueError(f"fallback {fallback!r} is not one of the programs")
         self.programs = dict(programs)
@@ -60,8 +62,11 @@ class Proposals:
             for cand in store.candidates():
                 if cand.origin == "root" or not cand.eval_key:
                     continue
-                name = next(n for n, code in self.programs.items()
-                            if code.strip() == (cand.code or "").strip())
+                name = next(
+                    n
+                    for n, code in self.programs.items()
+                    if code.strip() == (cand.code or "").strip()
+                )
                 result = store.evaluation(cand.eval_key)
                 if result is not None:
                     found[name] = (result["correct"], result["feedback"].splitlines()[0])

@@ -2,6 +2,7 @@
 
 Helpers the tests import live in ``engine_helpers`` (a module of its own: a test that
 imported ``conftest`` by name would get whichever ``conftest`` came first on the path)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,6 @@
 """``toycount``: the toy backend, plus one line appended to a file per real evaluation,
 so tests can count evaluations across processes (kill and resume)."""
+
 from __future__ import annotations
 
 from toy_plugin import ToyBackend, ToyOptions

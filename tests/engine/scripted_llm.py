@@ -5,6 +5,7 @@ name one of a few program variants (faster, slower, wrong, broken); implementati
 return that variant, as full code or as an old/new edit, so the engine's real parsing,
 edit application, evaluation, repair and selection all run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,10 +15,14 @@ import re
 VARIANTS = {
     "builtin map": "def solution(xs):\n    return sum(map(int.__mul__, xs, xs))\n",
     "generator": "def solution(xs):\n    return sum(x * x for x in xs)\n",
-    "tight loop": ("def solution(xs):\n    total = 0\n    for x in xs:\n"
-                   "        total += x * x\n    return total\n"),
-    "padded loop": ("def solution(xs):\n    total = 0\n    for x in xs:\n        y = x\n"
-                    "        y = y * x\n        total += y\n    return total\n"),
+    "tight loop": (
+        "def solution(xs):\n    total = 0\n    for x in xs:\n"
+        "        total += x * x\n    return total\n"
+    ),
+    "padded loop": (
+        "def solution(xs):\n    total = 0\n    for x in xs:\n        y = x\n"
+        "        y = y * x\n        total += y\n    return total\n"
+    ),
     "wrong sum": "def solution(xs):\n    return sum(xs)\n",
     "syntax slip": "def solution(xs)\n    return sum(x * x for x in xs)\n",
 }
@@ -29,8 +34,9 @@ def digest(text: str) -> int:
 
 
 def current_program(prompt: str) -> str:
-    m = re.search(r"## (?:Current program|Failing program)[^\n]*\n```[a-z]*\n(.*?)```", prompt,
-                  re.S)
+    m = re.search(
+        r"## (?:Current program|Failing program)[^\n]*\n```[a-z]*\n(.*?)```", prompt, re.S
+    )
     return m.group(1) if m else ""
 
 

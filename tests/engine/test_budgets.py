@@ -1,5 +1,6 @@
 """Budgets stop a run cleanly, with its state saved and the reason in the summary;
 under injected LLM faults a run still completes and records every failure."""
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,15 @@ CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("budget,reason", [
-    ({"llm_calls": 5}, "budget.llm_calls"),
-    ({"tokens": 3000}, "budget.tokens"),
-    ({"evaluations": 3}, "budget.evaluations"),
-    ({"wall_s": 2.0}, "budget.wall_s"),
-])
+@pytest.mark.parametrize(
+    "budget,reason",
+    [
+        ({"llm_calls": 5}, "budget.llm_calls"),
+        ({"tokens": 3000}, "budget.tokens"),
+        ({"evaluations": 3}, "budget.evaluations"),
+        ({"wall_s": 2.0}, "budget.wall_s"),
+    ],
+)
 async def test_budget_stops_cleanly_and_resume_continues(llm_server, tmp_path, budget, reason):
     cfg = toy_config(llm_server, tmp_path, iterations=3, plans_per_candidate=3, codes_per_plan=2)
     cfg["budget"] = budget
@@ -47,8 +51,9 @@ async def test_budget_stops_cleanly_and_resume_continues(llm_server, tmp_path, b
     store.close()
     key = next(iter(budget))
     raised = {"llm_calls": 10_000, "tokens": 10**9, "evaluations": 10_000, "wall_s": 600}[key]
-    resumed = await resume_async(tmp_path / "run", progress=False,
-                                 overrides=[f"budget.{key}={raised}"])
+    resumed = await resume_async(
+        tmp_path / "run", progress=False, overrides=[f"budget.{key}={raised}"]
+    )
     assert resumed.stop_reason == "completed"
     store = RunStore(tmp_path / "run")
     assert store.beam(3) is not None
@@ -73,8 +78,12 @@ async def test_run_completes_under_30_percent_faults(tmp_path):
     faults = FaultPlan(rate=0.3, hang_s=5, retry_after_s=0.05)
     async with LLMTestServer(lambda r: reply(r.prompt), faults=faults, seed=11) as server:
         cfg = toy_config(server, tmp_path, iterations=2, plans_per_candidate=3)
-        cfg["llm"] = {"max_retries": 1, "timeout_s": 2, "backoff_base_s": 0.01,
-                      "backoff_max_s": 0.05}
+        cfg["llm"] = {
+            "max_retries": 1,
+            "timeout_s": 2,
+            "backoff_base_s": 0.01,
+            "backoff_max_s": 0.05,
+        }
         summary = await optimize_async(cfg)
         assert summary.stop_reason == "completed"
         faulted = [r for r in server.requests if r.fault is not None]
@@ -94,8 +103,7 @@ async def test_calls_in_flight_when_a_budget_is_reached_finish_and_are_journaled
     """Twelve calls at once against a token budget the first answers exhaust: the calls
     already sent finish and are journaled (paid for, never lost); none is sent after."""
     async with LLMTestServer(lambda r: reply(r.prompt), latency=0.3) as server:
-        cfg = toy_config(server, tmp_path, iterations=2, plans_per_candidate=12,
-                         codes_per_plan=1)
+        cfg = toy_config(server, tmp_path, iterations=2, plans_per_candidate=12, codes_per_plan=1)
         cfg["budget"] = {"tokens": 1}
         cfg["llm"]["max_concurrency"] = 4
         summary = await optimize_async(cfg)
@@ -108,22 +116,29 @@ async def test_calls_in_flight_when_a_budget_is_reached_finish_and_are_journaled
 
 def unpriced_config(tmp_path, model: str, **budget) -> Path:
     path = tmp_path / "run.toml"
-    path.write_text(f'backend = "toy"\nproblem = "sum_squares"\n[models]\nplan = ["{model}"]\n'
-                    + "".join(f"[budget]\n{k} = {v}\n" for k, v in budget.items()))
+    path.write_text(
+        f'backend = "toy"\nproblem = "sum_squares"\n[models]\nplan = ["{model}"]\n'
+        + "".join(f"[budget]\n{k} = {v}\n" for k, v in budget.items())
+    )
     return path
 
 
 def test_usd_budget_with_a_model_that_has_no_price_is_refused_up_front(tmp_path):
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-0000000000", "HOME": str(tmp_path)}
     config = unpriced_config(tmp_path, "openai::gpt-unpriced-9", usd=5.0)
-    out = subprocess.run([*CLI, "optimize", str(config), "--run-dir", str(tmp_path / "r")],
-                         capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [*CLI, "optimize", str(config), "--run-dir", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip().splitlines() == [
         "error: budget.usd: model openai::gpt-unpriced-9 has no price, so its calls would "
         "count as $0; give one in [llm] prices_file or inline as "
         '[llm.prices.openai."gpt-unpriced-9"] input = ..., output = ... (USD per million '
-        "tokens)"]
+        "tokens)"
+    ]
     assert not (tmp_path / "r").exists()
 
 
@@ -132,8 +147,7 @@ async def test_an_inline_price_makes_the_usd_budget_bind(tmp_path, monkeypatch):
     async with LLMTestServer(lambda r: reply(r.prompt)) as server:
         cfg = toy_config(server, tmp_path, iterations=3)
         cfg["models"] = {"plan": [f"openai@{server.openai_base_url}::gpt-unpriced-9"]}
-        cfg["llm"]["prices"] = {"openai": {"gpt-unpriced-9": {"input": 1000.0,
-                                                              "output": 1000.0}}}
+        cfg["llm"]["prices"] = {"openai": {"gpt-unpriced-9": {"input": 1000.0, "output": 1000.0}}}
         cfg["budget"] = {"usd": 1.0}
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000")
         summary = await optimize_async(cfg)

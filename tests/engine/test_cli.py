@@ -1,4 +1,5 @@
 """The command line: exit codes, one-line errors before anything is spent, --json output."""
+
 from __future__ import annotations
 
 import json
@@ -21,31 +22,54 @@ def cli(*args, **kw):
 def config(tmp_path, thread_server):
     model = f"openai-compatible@{thread_server.openai_base_url}::scripted"
     path = tmp_path / "run.toml"
-    path.write_text(f'backend = "toy"\nproblem = "sum_squares"\n[models]\nplan = ["{model}"]\n'
-                    '[search]\niterations = 1\nbeam_size = 1\nplans_per_candidate = 2\n'
-                    'codes_per_plan = 1\n')
+    path.write_text(
+        f'backend = "toy"\nproblem = "sum_squares"\n[models]\nplan = ["{model}"]\n'
+        "[search]\niterations = 1\nbeam_size = 1\nplans_per_candidate = 2\n"
+        "codes_per_plan = 1\n"
+    )
     return path
 
 
-@pytest.mark.parametrize("extra,needle", [
-    (["--set", "search.beam_size=0"], "search.beam_size"),
-    (["--set", "search.bogus=1"], "search.bogus: unknown key"),
-    (["--backend", "nosuch"], "unknown backend 'nosuch'"),
-    (["--problem", "nosuch"], "unknown problem 'nosuch'"),
-    (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
-    (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
-    (["--set", "backend_options.delay=1"], "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)"),
-    (["--set", "backend_options.delay_s='soon'"], "backend_options.delay_s: Input should be a "
-                                                 "valid number"),
-    (["--model", "nosuchprovider::m"], "models:"),
-    (["--model", "anthropic::claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
-    (["--set", "search.hw_feedback_probability=0.5", "--set", "search.direct=true",
-      "--set", "search.exhaustive_first_iterations=1"], "search.direct"),
-])
-def test_bad_input_exits_2_with_one_line_before_spending(config, thread_server, tmp_path,
-                                                         extra, needle):
-    env = {k: v for k, v in __import__("os").environ.items()
-           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--set", "search.beam_size=0"], "search.beam_size"),
+        (["--set", "search.bogus=1"], "search.bogus: unknown key"),
+        (["--backend", "nosuch"], "unknown backend 'nosuch'"),
+        (["--problem", "nosuch"], "unknown problem 'nosuch'"),
+        (["--set", "hardware.line_cost=0"], "hardware.line_cost"),
+        (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
+        (
+            ["--set", "backend_options.delay=1"],
+            "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)",
+        ),
+        (
+            ["--set", "backend_options.delay_s='soon'"],
+            "backend_options.delay_s: Input should be a valid number",
+        ),
+        (["--model", "nosuchprovider::m"], "models:"),
+        (["--model", "anthropic::claude-sonnet-4-5"], "ANTHROPIC_API_KEY"),
+        (
+            [
+                "--set",
+                "search.hw_feedback_probability=0.5",
+                "--set",
+                "search.direct=true",
+                "--set",
+                "search.exhaustive_first_iterations=1",
+            ],
+            "search.direct",
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_before_spending(
+    config, thread_server, tmp_path, extra, needle
+):
+    env = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    }
     env["HOME"] = str(tmp_path)  # no key file either
     out = cli("optimize", str(config), "--run-dir", str(tmp_path / "r"), *extra, env=env)
     assert out.returncode == 2, out.stderr
@@ -84,9 +108,19 @@ def test_plain_progress_lines_when_not_a_terminal(config, tmp_path):
 
 
 def test_log_json_lines(config, tmp_path):
-    out = cli("--log-json", "optimize", str(config), "--run-dir", str(tmp_path / "r"),
-              "--set", "search.plans_per_candidate=1", "--set", "llm.max_retries=0",
-              "--model", "openai-compatible@http://127.0.0.1:9/v1::down")
+    out = cli(
+        "--log-json",
+        "optimize",
+        str(config),
+        "--run-dir",
+        str(tmp_path / "r"),
+        "--set",
+        "search.plans_per_candidate=1",
+        "--set",
+        "llm.max_retries=0",
+        "--model",
+        "openai-compatible@http://127.0.0.1:9/v1::down",
+    )
     logs = [json.loads(line) for line in out.stderr.splitlines() if line.startswith("{")]
     assert logs and all("event" in entry and "level" in entry for entry in logs)
 
@@ -121,14 +155,21 @@ def test_doctor_names_missing_tools():
 def test_doctor_says_when_candidates_run_without_namespaces():
     weakest = "uid" if os.geteuid() == 0 else "none"
     out = cli("doctor", "toy", env={**os.environ, ISOLATION_ENV: weakest})
-    assert out.stdout.startswith(f"sandbox isolation: {weakest}  -> candidates run without "
-                                 "namespaces"), out.stdout
+    assert out.stdout.startswith(
+        f"sandbox isolation: {weakest}  -> candidates run without namespaces"
+    ), out.stdout
 
 
 def test_models_lists_and_checks_each_model(thread_server, tmp_path):
     model = f"openai-compatible@{thread_server.openai_base_url}::scripted"
-    out = cli("models", "--model", model, "--model",
-              "openai-compatible@http://127.0.0.1:9/v1::nobody-home", "--json")
+    out = cli(
+        "models",
+        "--model",
+        model,
+        "--model",
+        "openai-compatible@http://127.0.0.1:9/v1::nobody-home",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     text = json.dumps(rows)
@@ -139,15 +180,25 @@ def test_models_lists_and_checks_each_model(thread_server, tmp_path):
 def test_a_bug_in_a_provider_is_reported_as_a_bug(config, tmp_path):
     """Not a failed LLM call the run goes on after: one line without -v, the traceback
     with -v; the journal records no failed call for it."""
-    args = ["optimize", str(config), "--set", 'plugins=["buggy_llm_plugin"]',
-            "--model", "buggy::m", "--quiet"]
+    args = [
+        "optimize",
+        str(config),
+        "--set",
+        'plugins=["buggy_llm_plugin"]',
+        "--model",
+        "buggy::m",
+        "--quiet",
+    ]
     out = cli(*args, "--run-dir", str(tmp_path / "r"))
     assert out.returncode == 1
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert lines[-1] == ("error: internal error (a bug): TypeError: object of type 'CallParams' "
-                         "has no len() (run with -v for the traceback)")
+    assert lines[-1] == (
+        "error: internal error (a bug): TypeError: object of type 'CallParams' "
+        "has no len() (run with -v for the traceback)"
+    )
     assert "Traceback" not in out.stderr
     from autocomp_core.store import RunStore
+
     store = RunStore(tmp_path / "r")
     assert store.count("llm_calls") == 0 and not store.events("llm_error")
     store.close()

@@ -1,6 +1,7 @@
 """Run-time context selection and generated menus, end to end on the toy backend: the
 LLM's choices are journaled, resume and replay reuse them, and the prompts carry exactly
 what was chosen."""
+
 from __future__ import annotations
 
 import re
@@ -25,9 +26,14 @@ TOY_PACK = Path(__file__).parent.parent / "toybackend" / "knowledge"
 FILLER = "Each of these forms is charged per executed line by the toy machine. " * 40
 
 # ISA sections and their subsections; chosen ones marked
-SECTIONS = {"Arithmetic": ["add", "mul", "divmod"], "Loops": ["for", "while"],
-            "Builtins": ["sum", "map", "max"], "Strings": ["format", "join"],
-            "Files": ["open", "seek"], "Networking": ["socket", "http"]}
+SECTIONS = {
+    "Arithmetic": ["add", "mul", "divmod"],
+    "Loops": ["for", "while"],
+    "Builtins": ["sum", "map", "max"],
+    "Strings": ["format", "join"],
+    "Files": ["open", "seek"],
+    "Networking": ["socket", "http"],
+}
 CHOSEN_SECTIONS = {"Arithmetic", "Builtins"}
 CHOSEN_SUBSECTIONS = {"Arithmetic > mul", "Builtins > sum", "Builtins > map"}
 
@@ -65,10 +71,12 @@ def responder(request) -> str:
         return numbers_of(prompt, {"builtins instead of loops"})
     if "NEW optimization strategies" in prompt:
         tag = digest(prompt) % 1000
-        return ("Here you go:\n"
-                "- Hoist loop invariant expressions and repeated len calls out of the loops\n"
-                f"- GENMARK-{tag}-a: square with one multiplication per element via map\n"
-                f"- **GENMARK-{tag}-b**: fold the accumulation into a single sum() call\n")
+        return (
+            "Here you go:\n"
+            "- Hoist loop invariant expressions and repeated len calls out of the loops\n"
+            f"- GENMARK-{tag}-a: square with one multiplication per element via map\n"
+            f"- **GENMARK-{tag}-b**: fold the accumulation into a single sum() call\n"
+        )
     if prompt.rstrip().endswith("Plan:"):  # every plan triggers the "builtin" example
         return "Use the builtin map rewrite."
     return reply(prompt)
@@ -91,13 +99,19 @@ def text(call) -> str:
 
 def menu_part(call) -> str:
     body = call["request"]["dynamic"]
-    return body.split("## Optimization menu", 1)[1].split("\n## ", 1)[0] if \
-        "## Optimization menu" in body else ""
+    return (
+        body.split("## Optimization menu", 1)[1].split("\n## ", 1)[0]
+        if "## Optimization menu" in body
+        else ""
+    )
 
 
 def config(server, tmp_path, pack: Path | None = None, prompt=None, **search):
-    cfg = toy_config(server, tmp_path, **{"iterations": 2, "plans_per_candidate": 2,
-                                          "codes_per_plan": 1, **search})
+    cfg = toy_config(
+        server,
+        tmp_path,
+        **{"iterations": 2, "plans_per_candidate": 2, "codes_per_plan": 1, **search},
+    )
     cfg["prompt"] = {**({"pack": str(pack)} if pack else {}), **(prompt or {})}
     return cfg
 
@@ -108,25 +122,37 @@ def selection_requests(server) -> int:
 
 async def test_large_isa_is_narrowed_once_and_prompts_carry_the_choice(server, tmp_path):
     pack = make_pack(tmp_path / "pack", big_isa())
-    cfg = config(server, tmp_path, pack, {"fine_grained": True,
-                                         "examples_select_above_chars": 100})
+    cfg = config(server, tmp_path, pack, {"fine_grained": True, "examples_select_above_chars": 100})
     await optimize_async(cfg)
     store = RunStore(tmp_path / "run")
     assert len(calls(store, "select_context")) == 3  # sections, subsections, examples
     chosen = store.get_meta("context_selection")
-    assert chosen["isa"]["sections"] == [{"section": "Arithmetic", "subsections": ["mul"]},
-                                         {"section": "Builtins", "subsections": ["sum", "map"]}]
+    assert chosen["isa"]["sections"] == [
+        {"section": "Arithmetic", "subsections": ["mul"]},
+        {"section": "Builtins", "subsections": ["sum", "map"]},
+    ]
     assert chosen["isa"]["chars_before"] > 30_000 > chosen["isa"]["chars_after"]
     assert chosen["examples"]["examples"] == ["builtins instead of loops"]
     work = calls(store, "plan") + calls(store, "code")
     assert work
     for call in work:
         body = text(call)
-        for mark in ("PREAMBLE-MARK", "SECTION-HEAD-arithmetic", "MARK-arithmetic-mul",
-                     "MARK-builtins-sum", "MARK-builtins-map"):
+        for mark in (
+            "PREAMBLE-MARK",
+            "SECTION-HEAD-arithmetic",
+            "MARK-arithmetic-mul",
+            "MARK-builtins-sum",
+            "MARK-builtins-map",
+        ):
             assert mark in body
-        for mark in ("MARK-arithmetic-add", "MARK-builtins-max", "MARK-loops-for", "MARK-files",
-                     "SECTION-HEAD-networking", "counting with a dictionary"):
+        for mark in (
+            "MARK-arithmetic-add",
+            "MARK-builtins-max",
+            "MARK-loops-for",
+            "MARK-files",
+            "SECTION-HEAD-networking",
+            "counting with a dictionary",
+        ):
             assert mark not in body
         assert call["request"]["context"]["isa"] == chosen["isa"]["sections"]
         assert set(call["request"]["context"]["examples"]) <= {"builtins instead of loops"}
@@ -152,13 +178,16 @@ async def test_resume_reuses_the_selection(server, tmp_path):
     summary = await optimize_async(cfg)
     assert summary.stop_reason == "budget.llm_calls"
     assert selection_requests(server) == 1
-    summary = await resume_async(tmp_path / "run", progress=False,
-                                 overrides=["budget.llm_calls=1000"])
+    summary = await resume_async(
+        tmp_path / "run", progress=False, overrides=["budget.llm_calls=1000"]
+    )
     assert summary.stop_reason == "completed"
     assert selection_requests(server) == 1  # answered from the journal
     store = RunStore(tmp_path / "run")
-    assert all("MARK-builtins-max" in text(c) and "MARK-files-open" not in text(c)
-               for c in calls(store, "plan"))
+    assert all(
+        "MARK-builtins-max" in text(c) and "MARK-files-open" not in text(c)
+        for c in calls(store, "plan")
+    )
 
 
 async def test_isa_under_the_threshold_is_sent_whole(server, tmp_path):
@@ -168,22 +197,34 @@ async def test_isa_under_the_threshold_is_sent_whole(server, tmp_path):
     store = RunStore(tmp_path / "run")
     assert selection_requests(server) == 0 and not calls(store, "select_context")
     assert set(store.get_meta("context_selection")) == {"pack"}  # nothing chosen
-    assert all("SMALL-ISA-MARK" in text(c) and "## Loops" in text(c)
-               and c["request"]["context"]["isa"] == "all" for c in calls(store, "plan"))
+    assert all(
+        "SMALL-ISA-MARK" in text(c)
+        and "## Loops" in text(c)
+        and c["request"]["context"]["isa"] == "all"
+        for c in calls(store, "plan")
+    )
 
 
 async def test_generated_menu_replaces_the_static_one(server, tmp_path):
     static = KnowledgePack.from_dir(TOY_PACK).menu
-    await optimize_async(config(server, tmp_path, menu_strategy="generated",
-                                menu_keep_probability=1.0, generated_menu_size=5))
+    await optimize_async(
+        config(
+            server,
+            tmp_path,
+            menu_strategy="generated",
+            menu_keep_probability=1.0,
+            generated_menu_size=5,
+        )
+    )
     store = RunStore(tmp_path / "run")
     menus = store.events("generated_menu")
     beams = [len(store.beam(i)) for i in (0, 1)]
     assert len(calls(store, "menu")) == len(menus) == sum(beams)  # one per parent and iteration
     for event in menus:
         assert [m.split(":")[0].split("-")[0] for m in event["items"]] == ["GENMARK", "GENMARK"]
-        assert event["repeats"] == ["Hoist loop invariant expressions and repeated len calls "
-                                    "out of the loops"]  # a near-duplicate of a static item
+        assert event["repeats"] == [
+            "Hoist loop invariant expressions and repeated len calls out of the loops"
+        ]  # a near-duplicate of a static item
     for call in calls(store, "plan"):
         menu = menu_part(call)
         assert "GENMARK" in menu and "**" not in menu
@@ -193,8 +234,9 @@ async def test_generated_menu_replaces_the_static_one(server, tmp_path):
     await replay_async(tmp_path / "run", into=tmp_path / "replay")
     assert server.request_count == before
     replayed = RunStore(tmp_path / "replay").events("generated_menu")
-    assert [(e["iteration"], e["parent"], e["items"]) for e in replayed] == \
-           [(e["iteration"], e["parent"], e["items"]) for e in menus]
+    assert [(e["iteration"], e["parent"], e["items"]) for e in replayed] == [
+        (e["iteration"], e["parent"], e["items"]) for e in menus
+    ]
 
 
 async def test_mixed_menu_and_resume(server, tmp_path):

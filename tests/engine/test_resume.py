@@ -1,5 +1,6 @@
 """Crash safety: SIGKILL a run at random moments, resume it, and count what reached the
 LLM server and the evaluator against an uninterrupted run. Replay reaches the same beam."""
+
 from __future__ import annotations
 
 import json
@@ -48,11 +49,19 @@ def env() -> dict[str, str]:
 def write_config(tmp: Path, server: LLMTestServer, name: str) -> tuple[Path, Path, Path]:
     run_dir, counter = tmp / f"{name}-run", tmp / f"{name}-evals.txt"
     cfg = {
-        "backend": "toycount", "problem": "sum_squares", "seed": 3, "run_dir": str(run_dir),
+        "backend": "toycount",
+        "problem": "sum_squares",
+        "seed": 3,
+        "run_dir": str(run_dir),
         "backend_options": {"count_file": str(counter)},
         "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
-        "search": {"iterations": 3, "beam_size": 2, "plans_per_candidate": 2,
-                   "codes_per_plan": 2, "repair_failed": True},
+        "search": {
+            "iterations": 3,
+            "beam_size": 2,
+            "plans_per_candidate": 2,
+            "codes_per_plan": 2,
+            "repair_failed": True,
+        },
         "evaluation": {"parallelism": EVAL_SLOTS},
         "llm": {"max_concurrency": CONCURRENCY, "max_retries": 1, "timeout_s": 20},
     }
@@ -76,8 +85,9 @@ def evaluations(counter: Path) -> int:
 @pytest.fixture(scope="module")
 def server():
     rng = random.Random(5)
-    s = LLMTestServer(lambda req: reply(req.prompt),
-                      latency=lambda req: rng.uniform(0.02, 0.08)).start_in_thread()
+    s = LLMTestServer(
+        lambda req: reply(req.prompt), latency=lambda req: rng.uniform(0.02, 0.08)
+    ).start_in_thread()
     yield s
     s.stop_thread()
 
@@ -89,9 +99,13 @@ def reference(server, tmp_path_factory):
     before = server.request_count
     started = time.monotonic()
     subprocess.run([*CLI, "optimize", str(config), "--quiet"], env=env(), check=True)
-    return {"requests": server.request_count - before, "beam": final_beam(run_dir),
-            "evaluations": evaluations(counter), "seconds": time.monotonic() - started,
-            "run_dir": run_dir}
+    return {
+        "requests": server.request_count - before,
+        "beam": final_beam(run_dir),
+        "evaluations": evaluations(counter),
+        "seconds": time.monotonic() - started,
+        "run_dir": run_dir,
+    }
 
 
 def test_kill_at_random_points_and_resume(server, reference, tmp_path):
@@ -100,16 +114,21 @@ def test_kill_at_random_points_and_resume(server, reference, tmp_path):
     for trial in range(trials):
         config, run_dir, counter = write_config(tmp_path, server, f"t{trial}")
         before = server.request_count
-        proc = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"], env=env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*CLI, "optimize", str(config), "--quiet"],
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while not (run_dir / "run.sqlite").exists() and time.monotonic() < deadline:
             time.sleep(0.01)  # the run has started once its journal exists
         time.sleep(rng.uniform(0.0, reference["seconds"] * 0.8))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        resumed = subprocess.run([*CLI, "resume", str(run_dir), "--quiet"], env=env(),
-                                 capture_output=True, text=True)
+        resumed = subprocess.run(
+            [*CLI, "resume", str(run_dir), "--quiet"], env=env(), capture_output=True, text=True
+        )
         assert resumed.returncode == 0, resumed.stderr
         requests = server.request_count - before
         # nothing answered and journaled is asked again: only calls in flight at the kill
@@ -131,8 +150,21 @@ def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path, r
     before = server.request_count
     into = tmp_path / "replayed"
     extra = ["--reevaluate"] if reevaluate else []
-    out = subprocess.run([*CLI, "replay", str(reference["run_dir"]), "--into", str(into),
-                          *extra, "--quiet", "--json"], env=env(), capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            *CLI,
+            "replay",
+            str(reference["run_dir"]),
+            "--into",
+            str(into),
+            *extra,
+            "--quiet",
+            "--json",
+        ],
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert server.request_count == before
     assert final_beam(into) == reference["beam"]
@@ -141,8 +173,13 @@ def test_replay_reaches_the_same_beam_without_llm(server, reference, tmp_path, r
 
 def test_ctrl_c_saves_and_resume_finishes(server, reference, tmp_path):
     config, run_dir, _ = write_config(tmp_path, server, "sigint")
-    proc = subprocess.Popen([*CLI, "optimize", str(config)], env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CLI, "optimize", str(config)],
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (run_dir / "run.sqlite").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -153,8 +190,12 @@ def test_ctrl_c_saves_and_resume_finishes(server, reference, tmp_path):
     assert "autocomp-core resume" in err
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == "interrupted"
-    out = subprocess.run([*CLI, "resume", str(run_dir), "--quiet", "--json"], env=env(),
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [*CLI, "resume", str(run_dir), "--quiet", "--json"],
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["stop_reason"] == "completed"
     assert final_beam(run_dir) == reference["beam"]
@@ -169,8 +210,12 @@ def test_replay_of_an_incomplete_journal_fails_in_one_line(server, reference, tm
     with sqlite3.connect(damaged / "run.sqlite") as db:
         db.execute("DELETE FROM llm_calls WHERE phase = 'code'")
     before = server.request_count
-    out = subprocess.run([*CLI, "replay", str(damaged), "--into", str(tmp_path / "r"), "--quiet"],
-                         env=env(), capture_output=True, text=True)
+    out = subprocess.run(
+        [*CLI, "replay", str(damaged), "--into", str(tmp_path / "r"), "--quiet"],
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 1
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert lines == [lines[-1]] and "has no answer for a code request" in lines[-1]

@@ -1,6 +1,7 @@
 """A third-party backend plugin, built and installed as a real package, shows up in
 `autocomp-core backends` and can be optimized with; a broken plugin is reported by name
 and breaks nothing else."""
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,8 @@ def build_package(root: Path, name: str, module: str, body: str) -> Path:
     (src / module).mkdir(parents=True)
     (src / module / "__init__.py").write_text("")
     (src / module / "plugin.py").write_text(body)
-    (src / "pyproject.toml").write_text(textwrap.dedent(f"""
+    (src / "pyproject.toml").write_text(
+        textwrap.dedent(f"""
         [build-system]
         requires = ["setuptools"]
         build-backend = "setuptools.build_meta"
@@ -71,10 +73,11 @@ def build_package(root: Path, name: str, module: str, body: str) -> Path:
         name = "{name}"
         version = "0.3.1"
         [project.entry-points.autocomp]
-        {name.split('-')[-1]} = "{module}.plugin"
+        {name.split("-")[-1]} = "{module}.plugin"
         [tool.setuptools]
         packages = ["{module}"]
-    """))
+    """)
+    )
     return src
 
 
@@ -83,11 +86,25 @@ def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("thirdparty")
     target = root / "site"
     good = build_package(root, "autocomp-acme", "autocomp_acme", PLUGIN)
-    bad = build_package(root, "autocomp-broken", "autocomp_broken",
-                        "raise ImportError('libacme.so not found')\n")
+    bad = build_package(
+        root, "autocomp-broken", "autocomp_broken", "raise ImportError('libacme.so not found')\n"
+    )
     for pkg in (good, bad):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                        "--no-build-isolation", "--target", str(target), str(pkg)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "--target",
+                str(target),
+                str(pkg),
+            ],
+            check=True,
+        )
     return target
 
 
@@ -98,15 +115,21 @@ def env_with(site: Path) -> dict[str, str]:
 
 
 def test_installed_plugin_is_listed_and_broken_one_reported(site):
-    out = subprocess.run([*CLI, "backends", "--json"], env=env_with(site), capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [*CLI, "backends", "--json"], env=env_with(site), capture_output=True, text=True, check=True
+    )
     data = json.loads(out.stdout)
     acme = next(b for b in data["backends"] if b["name"] == "acme")
     assert acme["version"] == "0.3.1" and acme["problems"] == 1
     failure = next(f for f in data["plugin_failures"] if f["plugin"] == "broken")
     assert "libacme.so not found" in failure["error"]
-    problems = subprocess.run([*CLI, "problems", "acme", "--json"], env=env_with(site),
-                              capture_output=True, text=True, check=True)
+    problems = subprocess.run(
+        [*CLI, "problems", "acme", "--json"],
+        env=env_with(site),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(problems.stdout)[0]["id"] == "shrink"
 
 
@@ -121,10 +144,32 @@ def test_optimize_with_the_third_party_backend(site, tmp_path):
         run_dir = tmp_path / "run"
         model = f"openai-compatible@{server.openai_base_url}::acme-coder"
         out = subprocess.run(
-            [*CLI, "optimize", "--backend", "acme", "--problem", "shrink", "--model", model,
-             "--iterations", "1", "--beam-size", "1", "--plans", "1", "--codes", "1",
-             "--run-dir", str(run_dir), "--quiet", "--json"],
-            env=env_with(site), capture_output=True, text=True)
+            [
+                *CLI,
+                "optimize",
+                "--backend",
+                "acme",
+                "--problem",
+                "shrink",
+                "--model",
+                model,
+                "--iterations",
+                "1",
+                "--beam-size",
+                "1",
+                "--plans",
+                "1",
+                "--codes",
+                "1",
+                "--run-dir",
+                str(run_dir),
+                "--quiet",
+                "--json",
+            ],
+            env=env_with(site),
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0, out.stderr
         summary = json.loads(out.stdout)
         assert summary["initial_score"] == 10 and summary["best_score"] == 3

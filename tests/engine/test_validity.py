@@ -1,5 +1,6 @@
 """The engine's own validity rules: results below a backend's lower bound are refused before
 selection, and every evaluation draws its own input seeds."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,7 +54,7 @@ def test_evaluation_seeds_are_per_program_and_replayable():
     assert a != evaluation_seeds(7, "p", "code b", 3)
     assert a != evaluation_seeds(8, "p", "code a", 3)
     assert a != evaluation_seeds(7, "q", "code a", 3)
-    assert all(0 <= s < 2 ** 32 for s in evaluation_seeds(1, "p", "c", 20))
+    assert all(0 <= s < 2**32 for s in evaluation_seeds(1, "p", "c", 20))
     assert evaluation_seeds(1, "p", "c", 20)[:3] == evaluation_seeds(1, "p", "c", 3)
 
 

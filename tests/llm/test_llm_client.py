@@ -1,4 +1,5 @@
 """LLMClient against the protocol server: retries, limits, params, caching, usage, edits."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,7 @@ BOTH = ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6"]
 @pytest.mark.asyncio
 @pytest.mark.parametrize("model", BOTH)
 async def test_llm_retry_after_is_honoured(model, api_keys, make_settings, ask):
-    plan = FaultPlan(force=lambda r: Fault.RATE_LIMIT if r.index == 0 else None,
-                     retry_after_s=1.0)
+    plan = FaultPlan(force=lambda r: Fault.RATE_LIMIT if r.index == 0 else None, retry_after_s=1.0)
     async with LLMTestServer(faults=plan) as server:
         # backoff_max is tiny: only Retry-After can explain a pause of a second
         async with LLMClient(make_settings(server, backoff_max_s=0.01)) as client:
@@ -54,11 +54,17 @@ async def test_llm_bad_request_is_not_retried(model, api_keys, make_settings, as
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("model, message", [
-    ("openai::gpt-4.1", "This model's maximum context length is 128000 tokens. However, your "
-                        "messages resulted in 131072 tokens."),
-    ("anthropic::claude-sonnet-4-6", "prompt is too long: 210000 tokens > 200000 maximum"),
-])
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (
+            "openai::gpt-4.1",
+            "This model's maximum context length is 128000 tokens. However, your "
+            "messages resulted in 131072 tokens.",
+        ),
+        ("anthropic::claude-sonnet-4-6", "prompt is too long: 210000 tokens > 200000 maximum"),
+    ],
+)
 async def test_llm_context_length_is_recorded(model, message, api_keys, make_settings, ask):
     async with LLMTestServer(lambda r: Reply(status=400, error_message=message)) as server:
         async with LLMClient(make_settings(server)) as client:
@@ -71,12 +77,16 @@ async def test_llm_context_length_is_recorded(model, message, api_keys, make_set
 async def test_llm_rejected_parameters_are_learned_per_model(api_keys, make_settings, ask):
     def strict_server(request):
         if "temperature" in request.params:
-            return Reply(status=400, param="temperature",
-                         error_message="Unsupported value: 'temperature' does not support 0.7 "
-                                       "with this model. Only the default (1) value is supported.")
+            return Reply(
+                status=400,
+                param="temperature",
+                error_message="Unsupported value: 'temperature' does not support 0.7 "
+                "with this model. Only the default (1) value is supported.",
+            )
         if "reasoning_effort" in request.params:
-            return Reply(status=400, error_message="Unrecognized request argument supplied: "
-                                                   "reasoning_effort")
+            return Reply(
+                status=400, error_message="Unrecognized request argument supplied: reasoning_effort"
+            )
         return "fine"
 
     async with LLMTestServer(strict_server) as server:
@@ -120,18 +130,37 @@ async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask)
 
 @pytest.mark.asyncio
 async def test_llm_anthropic_prompt_puts_the_static_prefix_in_a_cached_block(
-        api_keys, make_settings, ask):
+    api_keys, make_settings, ask
+):
     async with LLMTestServer() as server:
         async with LLMClient(make_settings(server)) as client:
-            await client.complete(ask("anthropic::claude-sonnet-4-6", "the dynamic part",
-                                      static="ISA and rules", system="You are an expert."))
-            await client.complete(ask("openai::gpt-4.1", "the dynamic part",
-                                      static="ISA and rules", system="You are an expert."))
+            await client.complete(
+                ask(
+                    "anthropic::claude-sonnet-4-6",
+                    "the dynamic part",
+                    static="ISA and rules",
+                    system="You are an expert.",
+                )
+            )
+            await client.complete(
+                ask(
+                    "openai::gpt-4.1",
+                    "the dynamic part",
+                    static="ISA and rules",
+                    system="You are an expert.",
+                )
+            )
     anthropic_request, openai_request = server.requests
     assert anthropic_request.system == "You are an expert."
-    assert anthropic_request.messages == [{"role": "user", "content": [
-        {"type": "text", "text": "ISA and rules", "cache_control": {"type": "ephemeral"}},
-        {"type": "text", "text": "the dynamic part"}]}]
+    assert anthropic_request.messages == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "ISA and rules", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "the dynamic part"},
+            ],
+        }
+    ]
     user = openai_request.messages[-1]["content"]
     assert user.startswith("ISA and rules") and user.endswith("the dynamic part")
 
@@ -201,11 +230,15 @@ async def test_llm_model_concurrency_is_bounded(api_keys, make_settings, ask):
 
 @pytest.mark.asyncio
 async def test_llm_usage_is_aggregated_per_phase_and_model(api_keys, make_settings, ask):
-    async with LLMTestServer(faults=FaultPlan(force=lambda r: Fault.SERVER_ERROR
-                                              if r.index == 1 else None)) as server:
+    async with LLMTestServer(
+        faults=FaultPlan(force=lambda r: Fault.SERVER_ERROR if r.index == 1 else None)
+    ) as server:
         async with LLMClient(make_settings(server)) as client:
-            for phase, model in [("plan", "openai::gpt-4.1"), ("plan", "openai::gpt-4.1"),
-                                 ("code", "anthropic::claude-sonnet-4-6")]:
+            for phase, model in [
+                ("plan", "openai::gpt-4.1"),
+                ("plan", "openai::gpt-4.1"),
+                ("code", "anthropic::claude-sonnet-4-6"),
+            ]:
                 await client.complete(ask(model, phase=phase))
     usage = client.usage.to_dict()
     plan = usage["by_phase"]["plan"]["openai::gpt-4.1"]
@@ -214,7 +247,8 @@ async def test_llm_usage_is_aggregated_per_phase_and_model(api_keys, make_settin
     assert usage["by_phase"]["code"]["anthropic::claude-sonnet-4-6"]["calls"] == 1
     assert usage["total"]["calls"] == 3
     assert usage["total"]["cost_usd"] == pytest.approx(
-        sum(m["cost_usd"] for m in usage["by_model"].values()), abs=1e-6)
+        sum(m["cost_usd"] for m in usage["by_model"].values()), abs=1e-6
+    )
     assert client.usage.tokens == usage["total"]["input_tokens"] + usage["total"]["output_tokens"]
 
 
@@ -233,8 +267,13 @@ async def test_llm_validate_spends_nothing_and_complete_never_raises(api_keys, m
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("model,api", [("anthropic@{base}::claude-sonnet-4-6", "anthropic"),
-                                       ("openai@{base}/v1::gpt-5-mini", "openai")])
+@pytest.mark.parametrize(
+    "model,api",
+    [
+        ("anthropic@{base}::claude-sonnet-4-6", "anthropic"),
+        ("openai@{base}/v1::gpt-5-mini", "openai"),
+    ],
+)
 async def test_llm_an_endpoint_in_the_model_string_reaches_a_gateway(api_keys, ask, model, api):
     """Teams reach Claude and GPT through proxies: the URL in the model string is the only
     route here (no base_urls), and the provider's own prices still apply."""
@@ -284,8 +323,9 @@ async def test_llm_cancellation_propagates(api_keys, make_settings, ask):
 async def test_llm_check_models(api_keys, monkeypatch, make_settings):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     async with LLMTestServer(api_key=os.environ["OPENAI_API_KEY"]) as server:
-        rows = await check_models(make_settings(server), [
-            "openai::gpt-4.1", "anthropic::claude-sonnet-4-6", "bogus"])
+        rows = await check_models(
+            make_settings(server), ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6", "bogus"]
+        )
     by_model = {row["model"]: row for row in rows}
     assert by_model["openai::gpt-4.1"]["answers"] is True
     assert by_model["openai::gpt-4.1"]["key"] == "environment"
@@ -296,12 +336,16 @@ async def test_llm_check_models(api_keys, monkeypatch, make_settings):
 
 
 @pytest.mark.asyncio
-async def test_llm_sample_index_is_sent_as_seed_and_dropped_where_refused(api_keys, make_settings,
-                                                                          ask):
+async def test_llm_sample_index_is_sent_as_seed_and_dropped_where_refused(
+    api_keys, make_settings, ask
+):
     def server_side(request):
         if request.model == "no-seeds" and "seed" in request.params:
-            return Reply(status=400, param="seed",
-                         error_message="Unrecognized request argument supplied: seed")
+            return Reply(
+                status=400,
+                param="seed",
+                error_message="Unrecognized request argument supplied: seed",
+            )
         return f"seed {request.params.get('seed')}"
 
     async with LLMTestServer(server_side) as server:

@@ -1,4 +1,5 @@
 """Every injected fault, through the real OpenAI and Anthropic SDKs, classified and retried."""
+
 from __future__ import annotations
 
 import anyio
@@ -48,8 +49,9 @@ async def test_llm_fault_once_then_success(fault, model, api_keys, make_settings
 @pytest.mark.asyncio
 @pytest.mark.parametrize("model", MODELS[:2])
 @pytest.mark.parametrize("fault", [f for f in Fault if EXPECTED[f].retryable])
-async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(fault, model, api_keys,
-                                                                         make_settings, ask):
+async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(
+    fault, model, api_keys, make_settings, ask
+):
     plan = FaultPlan(force=lambda request: fault, retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
         async with LLMClient(make_settings(server, timeout_s=1.0, max_retries=2)) as client:
@@ -64,12 +66,14 @@ async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(fault, 
 
 @pytest.mark.asyncio
 async def test_llm_thirty_percent_faults_every_call_ends_and_every_failure_is_recorded(
-        api_keys, make_settings, ask):
+    api_keys, make_settings, ask
+):
     plan = FaultPlan(rate=0.3, retry_after_s=0.01)
     async with LLMTestServer(faults=plan, seed=7) as server:
         settings = make_settings(server, timeout_s=1.0, max_concurrency=25)
         responses = [None] * 100
         async with LLMClient(settings) as client:
+
             async def call(i):
                 model = MODELS[i % len(MODELS)]
                 responses[i] = await client.complete(ask(model, f"request {i}", sample=i))

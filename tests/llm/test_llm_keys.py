@@ -1,4 +1,5 @@
 """API keys: environment, key file with private permissions, never in messages or logs."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ def test_llm_key_file_readable_by_others_is_refused(tmp_path, mode):
 
 
 def test_llm_key_file_private_is_used(tmp_path):
-    path = _write_keys(tmp_path / "keys.toml", 'ANTHROPIC_API_KEY = "sk-ant-file-0000000000"\n',
-                       0o600)
+    path = _write_keys(
+        tmp_path / "keys.toml", 'ANTHROPIC_API_KEY = "sk-ant-file-0000000000"\n', 0o600
+    )
     store = KeyStore(str(path))
     assert store.get("ANTHROPIC_API_KEY") == "sk-ant-file-0000000000"
     assert store.source("ANTHROPIC_API_KEY") == "key file"
@@ -40,18 +42,23 @@ def test_llm_key_file_private_is_used(tmp_path):
 
 
 def test_llm_default_key_file_location(isolated_keys, monkeypatch):
-    _write_keys(isolated_keys / ".config/autocomp/keys.toml",
-                'OPENAI_API_KEY = "sk-default-file-00000000"\n', 0o600)
+    _write_keys(
+        isolated_keys / ".config/autocomp/keys.toml",
+        'OPENAI_API_KEY = "sk-default-file-00000000"\n',
+        0o600,
+    )
     assert KeyStore().get("OPENAI_API_KEY") == "sk-default-file-00000000"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-wins-0000000000")
     assert KeyStore().get("OPENAI_API_KEY") == "sk-env-wins-0000000000"
 
 
-def test_llm_default_key_file_follows_the_platform_config_dir(isolated_keys, monkeypatch,
-                                                              tmp_path):
+def test_llm_default_key_file_follows_the_platform_config_dir(isolated_keys, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    _write_keys(tmp_path / "xdg" / "autocomp" / "keys.toml",
-                'OPENAI_API_KEY = "sk-xdg-file-000000000000"\n', 0o600)
+    _write_keys(
+        tmp_path / "xdg" / "autocomp" / "keys.toml",
+        'OPENAI_API_KEY = "sk-xdg-file-000000000000"\n',
+        0o600,
+    )
     assert KeyStore().get("OPENAI_API_KEY") == "sk-xdg-file-000000000000"
 
 

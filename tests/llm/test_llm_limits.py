@@ -1,4 +1,5 @@
 """Rate buckets, backoff and error classification, as units."""
+
 from __future__ import annotations
 
 import time
@@ -87,20 +88,23 @@ def test_llm_backoff_full_jitter_and_retry_after_floor():
     assert client._backoff(1, 10**6) == 900  # a silly Retry-After is capped
 
 
-@pytest.mark.parametrize("status, message, kind", [
-    (429, "slow down", ErrorKind.RATE_LIMIT),
-    (529, "Overloaded", ErrorKind.OVERLOADED),
-    (503, "The engine is currently overloaded", ErrorKind.OVERLOADED),
-    (503, "unavailable", ErrorKind.SERVER),
-    (500, "oops", ErrorKind.SERVER),
-    (401, "bad key", ErrorKind.AUTHENTICATION),
-    (403, "forbidden", ErrorKind.AUTHENTICATION),
-    (408, "timeout", ErrorKind.TIMEOUT),
-    (400, "Invalid 'messages'", ErrorKind.BAD_REQUEST),
-    (400, "maximum context length is 8192 tokens", ErrorKind.CONTEXT_LENGTH),
-    (413, "prompt is too long", ErrorKind.CONTEXT_LENGTH),
-    (404, "model not found", ErrorKind.BAD_REQUEST),
-])
+@pytest.mark.parametrize(
+    "status, message, kind",
+    [
+        (429, "slow down", ErrorKind.RATE_LIMIT),
+        (529, "Overloaded", ErrorKind.OVERLOADED),
+        (503, "The engine is currently overloaded", ErrorKind.OVERLOADED),
+        (503, "unavailable", ErrorKind.SERVER),
+        (500, "oops", ErrorKind.SERVER),
+        (401, "bad key", ErrorKind.AUTHENTICATION),
+        (403, "forbidden", ErrorKind.AUTHENTICATION),
+        (408, "timeout", ErrorKind.TIMEOUT),
+        (400, "Invalid 'messages'", ErrorKind.BAD_REQUEST),
+        (400, "maximum context length is 8192 tokens", ErrorKind.CONTEXT_LENGTH),
+        (413, "prompt is too long", ErrorKind.CONTEXT_LENGTH),
+        (404, "model not found", ErrorKind.BAD_REQUEST),
+    ],
+)
 def test_llm_classify_status(status, message, kind):
     assert classify_status(status, message) is kind
 
@@ -112,14 +116,20 @@ def test_llm_retry_after_header_forms():
     assert 25 < parse_retry_after(http_date) <= 31
 
 
-@pytest.mark.parametrize("message, param", [
-    ("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
-     "'max_completion_tokens' instead.", "max_tokens"),
-    ("Unsupported value: 'temperature' does not support 0.2 with this model.", "temperature"),
-    ("Unrecognized request argument supplied: reasoning_effort", "reasoning_effort"),
-    ("top_k: Extra inputs are not permitted", "top_k"),
-    ("`temperature` and `top_p` cannot both be specified for this model.", None),
-    ("Invalid 'messages[0].content': string too long.", None),
-])
+@pytest.mark.parametrize(
+    "message, param",
+    [
+        (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+            "'max_completion_tokens' instead.",
+            "max_tokens",
+        ),
+        ("Unsupported value: 'temperature' does not support 0.2 with this model.", "temperature"),
+        ("Unrecognized request argument supplied: reasoning_effort", "reasoning_effort"),
+        ("top_k: Extra inputs are not permitted", "top_k"),
+        ("`temperature` and `top_p` cannot both be specified for this model.", None),
+        ("Invalid 'messages[0].content': string too long.", None),
+    ],
+)
 def test_llm_rejected_parameter_detection(message, param):
     assert _rejected_param(Exception(message), message) == param

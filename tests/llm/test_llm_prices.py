@@ -1,4 +1,5 @@
 """The price table: shipped TOML, user overrides, dated ids, unknown models."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,13 @@ from autocomp_core.llm.settings import LLMSettings
 
 def test_llm_shipped_prices_cover_real_models():
     table = load_prices()
-    for provider, model in [("openai", "gpt-5-mini"), ("openai", "gpt-5.4"), ("openai", "gpt-5.5"),
-                            ("anthropic", "claude-sonnet-4-6"), ("anthropic", "claude-opus-4-7")]:
+    for provider, model in [
+        ("openai", "gpt-5-mini"),
+        ("openai", "gpt-5.4"),
+        ("openai", "gpt-5.5"),
+        ("anthropic", "claude-sonnet-4-6"),
+        ("anthropic", "claude-opus-4-7"),
+    ]:
         entry = table[provider][model]
         assert entry["input"] > 0 and entry["output"] > entry["input"]
         assert entry["cached_input"] < entry["input"]
@@ -38,20 +44,26 @@ def test_llm_unknown_model_costs_zero_with_one_warning():
 
 def test_llm_user_prices_override_and_extend(tmp_path):
     user = tmp_path / "prices.toml"
-    user.write_text('[openai."gpt-5-mini"]\noutput = 3.0\n'
-                    '[openai-compatible."meta-llama/Llama-3.1-8B:free"]\ninput = 0.1\noutput = 0.2\n')
+    user.write_text(
+        '[openai."gpt-5-mini"]\noutput = 3.0\n'
+        '[openai-compatible."meta-llama/Llama-3.1-8B:free"]\ninput = 0.1\noutput = 0.2\n'
+    )
     client = LLMClient(LLMSettings(prices_file=str(user)))
     table = client.price_table()
     assert table["openai"]["gpt-5-mini"] == {"input": 0.25, "cached_input": 0.025, "output": 3.0}
-    assert client.prices.cost("openai-compatible", "meta-llama/Llama-3.1-8B:free",
-                              10**6, 10**6) == pytest.approx(0.3)
+    assert client.prices.cost(
+        "openai-compatible", "meta-llama/Llama-3.1-8B:free", 10**6, 10**6
+    ) == pytest.approx(0.3)
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[openai."x"]\ninput = -1\n', "must be a number"),
-    ('[openai."x"]\nprice = 1\n', "not one of"),
-    ("not toml [", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[openai."x"]\ninput = -1\n', "must be a number"),
+        ('[openai."x"]\nprice = 1\n', "not one of"),
+        ("not toml [", "not valid TOML"),
+    ],
+)
 def test_llm_bad_user_prices_are_refused(tmp_path, text, message):
     user = tmp_path / "prices.toml"
     user.write_text(text)

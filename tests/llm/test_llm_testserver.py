@@ -1,4 +1,5 @@
 """The protocol test server itself: scripting, latency, faults, thread mode."""
+
 from __future__ import annotations
 
 import random
@@ -25,8 +26,9 @@ def test_llm_server_in_thread_serves_a_subprocess_client():
                 r = client.chat.completions.create(model="m", messages=[{{"role": "user", "content": ask}}])
                 print(r.choices[0].message.content)
         """)
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["plan", "code"]
         assert server.request_count == 2 and server.requests[1].prompt == "Optimized code:"
@@ -58,14 +60,17 @@ async def test_llm_server_latency_per_prompt_and_scripted_errors():
     async with LLMTestServer(responder, latency=latency) as server:
         client = openai.AsyncOpenAI(api_key="x", base_url=server.openai_base_url, max_retries=0)
         fast = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "quick"}], max_tokens=10)
+            model="m", messages=[{"role": "user", "content": "quick"}], max_tokens=10
+        )
         started = time.monotonic()
-        await client.chat.completions.create(model="m",
-                                             messages=[{"role": "user", "content": "slow"}])
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "slow"}]
+        )
         slow_s = time.monotonic() - started
         with pytest.raises(openai.InternalServerError) as failure:
-            await client.chat.completions.create(model="m",
-                                                 messages=[{"role": "user", "content": "fail"}])
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "fail"}]
+            )
         await client.close()
     # max_tokens cuts the answer and says so
     assert fast.choices[0].finish_reason == "length" and fast.usage.completion_tokens == 10

@@ -1,5 +1,6 @@
 """Knowledge-builder test fixtures: the scripted LLM server, the documentation site served
 on 127.0.0.1 (with a second server standing for another site)."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,8 +28,9 @@ def sites(tmp_path_factory):
     shutil.copytree(DOCS / "site", root, dirs_exist_ok=True)
     for page in root.glob("*.html"):
         page.write_text(page.read_text().replace("OFFSITE_URL", other.url))
-    (root / "big.html").write_text("<html><body><h1>Trace</h1><p>" + "x" * BIG_PAGE_BYTES
-                                   + "</p></body></html>")
+    (root / "big.html").write_text(
+        "<html><body><h1>Trace</h1><p>" + "x" * BIG_PAGE_BYTES + "</p></body></html>"
+    )
     site = Site(root, redirects={"/moved.html": f"{other.url}/spec.html"})
     yield site, other
     site.close()

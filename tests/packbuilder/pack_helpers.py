@@ -1,5 +1,6 @@
 """Helpers of the knowledge-builder tests: the documentation folder, a folder served over
 HTTP on 127.0.0.1, a PDF made on the spot, the scripted server's model string."""
+
 from __future__ import annotations
 
 import threading
@@ -51,15 +52,24 @@ def make_pdf(path: Path) -> Path:
     pdf = FPDF()
     pdf.add_page()
     for title, paragraphs, code in [
-        ("Vecto programming rules", [
-            "Every program must define solution(xs) and return a plain int.",
-            "A program must never modify its input list in place.",
-            "Code must call only the standard built-ins of the language.",
-            "Every plan must state which rows of local memory it uses."], None),
-        ("Synchronization instructions", [
-            "vsync() waits until every queued command of both units has finished.",
-            "vfence(row) waits until the last command that touches that row has finished."],
-         "vload(0, a, 64);\nvsync();"),
+        (
+            "Vecto programming rules",
+            [
+                "Every program must define solution(xs) and return a plain int.",
+                "A program must never modify its input list in place.",
+                "Code must call only the standard built-ins of the language.",
+                "Every plan must state which rows of local memory it uses.",
+            ],
+            None,
+        ),
+        (
+            "Synchronization instructions",
+            [
+                "vsync() waits until every queued command of both units has finished.",
+                "vfence(row) waits until the last command that touches that row has finished.",
+            ],
+            "vload(0, a, 64);\nvsync();",
+        ),
     ]:
         pdf.set_font("Helvetica", "B", 18)
         pdf.cell(0, 12, title, new_x="LMARGIN", new_y="NEXT")

@@ -7,25 +7,39 @@ items from sentences, near-duplicates included, tops the menu up from a fixed li
 states rules from "must"/"never" sentences, names examples, and "repairs" an example by
 answering the problem's own program (or a broken one for ``UNREPAIRABLE`` examples).
 """
+
 from __future__ import annotations
 
 import json
 import re
 
 TOP_UP = [
-    "tile loops so each tile fits in local memory", "reorder loops for unit-stride access",
-    "unroll inner loops by the vector length", "fuse adjacent loops over the same data",
-    "hoist invariant loads out of inner loops", "double-buffer tiles to overlap loads and compute",
-    "keep partial sums in accumulators across iterations", "split loops to separate edge cases",
-    "replace divisions by shifts where exact", "merge small transfers into one large transfer",
-    "precompute address offsets outside the loop", "pipeline independent operations",
-    "reuse loaded operands for several outputs", "widen accumulators only at the end",
-    "move reductions out of the innermost loop", "batch configuration changes together",
-    "align buffers to the memory bus width", "prefer fused multiply-accumulate forms",
-    "skip loads whose data is already on chip", "minimize synchronization between units",
-    "specialize code for the common problem size", "vectorize the tail with masks",
-    "interleave independent accumulation chains", "cache small constant tables on chip",
-    "shrink the working set to raise reuse", "overlap stores of one tile with the next compute",
+    "tile loops so each tile fits in local memory",
+    "reorder loops for unit-stride access",
+    "unroll inner loops by the vector length",
+    "fuse adjacent loops over the same data",
+    "hoist invariant loads out of inner loops",
+    "double-buffer tiles to overlap loads and compute",
+    "keep partial sums in accumulators across iterations",
+    "split loops to separate edge cases",
+    "replace divisions by shifts where exact",
+    "merge small transfers into one large transfer",
+    "precompute address offsets outside the loop",
+    "pipeline independent operations",
+    "reuse loaded operands for several outputs",
+    "widen accumulators only at the end",
+    "move reductions out of the innermost loop",
+    "batch configuration changes together",
+    "align buffers to the memory bus width",
+    "prefer fused multiply-accumulate forms",
+    "skip loads whose data is already on chip",
+    "minimize synchronization between units",
+    "specialize code for the common problem size",
+    "vectorize the tail with masks",
+    "interleave independent accumulation chains",
+    "cache small constant tables on chip",
+    "shrink the working set to raise reuse",
+    "overlap stores of one tile with the next compute",
 ]
 
 CATEGORY_WORDS = [
@@ -33,16 +47,19 @@ CATEGORY_WORDS = [
     ("examples", ("example",)),
     ("rules", ("rule", "constraint", "requirement")),
     ("optimization", ("optimiz", "performance tip", "tuning", "faster", "porting")),
-    ("isa", ("isa", "instruction", "intrinsic", "gemmini.h", "api", "configuration",
-             "data movement")),
+    (
+        "isa",
+        ("isa", "instruction", "intrinsic", "gemmini.h", "api", "configuration", "data movement"),
+    ),
     ("architecture", ("architecture", "overview", "memory", "memories", "unit")),
 ]
 
 
 def route(prompt: str) -> str:
     lines = []
-    for sid, title, body in re.findall(r"^## Section (s\d+): (.*?) \(from .*?\)\n(.*?)(?=^## Section |\Z)",
-                                       prompt, re.S | re.M):
+    for sid, title, body in re.findall(
+        r"^## Section (s\d+): (.*?) \(from .*?\)\n(.*?)(?=^## Section |\Z)", prompt, re.S | re.M
+    ):
         low_title, low_body = title.lower(), body.lower()
         cats = [c for c, words in CATEGORY_WORDS if any(w in low_title for w in words)]
         if not cats:
@@ -79,8 +96,11 @@ def _entries(title: str, text: str) -> list[dict]:
             name = re.search(r"`([^`(]+)", piece)
             name = name.group(1) if name else piece.split()[0].strip("`:,.")
             if "PARAPHRASE-ME" in piece:  # the model rewords this one
-                piece = piece.replace("PARAPHRASE-ME ", "").replace(" the ", " a ").replace(
-                    "writes", "stores")
+                piece = (
+                    piece.replace("PARAPHRASE-ME ", "")
+                    .replace(" the ", " a ")
+                    .replace("writes", "stores")
+                )
             entries.append({"category": category, "name": name, "text": piece})
     return entries
 
@@ -98,12 +118,16 @@ def _sentences(text: str) -> list[str]:
 
 
 def _passages(prompt: str, ask: str) -> str:
-    return re.search(rf"come from the documentation of .*?\.\n\n(.*)\n\n{ask}", prompt,
-                     re.S).group(1)
+    return re.search(rf"come from the documentation of .*?\.\n\n(.*)\n\n{ask}", prompt, re.S).group(
+        1
+    )
 
 
-CUES = re.compile(r"reus|overlap|spread|serializ|double|tile|tiling|fuse|unroll|hoist|stall|"
-                  r"idle|pipelin|fewer|batch|port|translat|faster|avoid", re.I)
+CUES = re.compile(
+    r"reus|overlap|spread|serializ|double|tile|tiling|fuse|unroll|hoist|stall|"
+    r"idle|pipelin|fewer|batch|port|translat|faster|avoid",
+    re.I,
+)
 
 
 def menu(prompt: str) -> str:
@@ -134,21 +158,36 @@ def rules(prompt: str) -> str:
     out = {"general": [], "planning": [], "coding": []}
     for sentence in _sentences(passages):
         if re.search(r"\b(must|never|only)\b", sentence):
-            kind = "planning" if "plan" in sentence else "coding" if re.search(
-                r"\bcall|code|write", sentence) else "general"
+            kind = (
+                "planning"
+                if "plan" in sentence
+                else "coding"
+                if re.search(r"\bcall|code|write", sentence)
+                else "general"
+            )
             out[kind].append(sentence)
     return json.dumps(out)
 
 
 def examples(prompt: str) -> str:
     out = []
-    for sid, title, body in re.findall(r"^## (s\d+): (.*?)\n(.*?)(?=^## s\d+: |\n\nFor every example|\Z)",
-                                       prompt, re.S | re.M):
+    for sid, title, body in re.findall(
+        r"^## (s\d+): (.*?)\n(.*?)(?=^## s\d+: |\n\nFor every example|\Z)", prompt, re.S | re.M
+    ):
         name = title.split(" > ")[-1]
-        words = [w for w in re.findall(r"[a-z]{5,}", (name + " " + body[:300]).lower())
-                 if w not in ("example", "examples", "which", "there")]
-        out.append({"id": sid, "name": name, "triggers": list(dict.fromkeys(words))[:4],
-                    "phase": "code" if "```" in body else "plan"})
+        words = [
+            w
+            for w in re.findall(r"[a-z]{5,}", (name + " " + body[:300]).lower())
+            if w not in ("example", "examples", "which", "there")
+        ]
+        out.append(
+            {
+                "id": sid,
+                "name": name,
+                "triggers": list(dict.fromkeys(words))[:4],
+                "phase": "code" if "```" in body else "plan",
+            }
+        )
     return "```json\n" + json.dumps({"examples": out}) + "\n```"
 
 
@@ -165,10 +204,16 @@ def condense(prompt: str) -> str:
 
 
 # each prompt's title, and who answers it ("More ..." before the title it contains)
-HANDLERS = [("# Sorting documentation sections", route), ("# Copying ISA entries", extract),
-            ("# More optimization strategies", more_menu), ("# Optimization strategies", menu),
-            ("# Rules for programs", rules), ("# Naming examples", examples),
-            ("# Condensing the architecture", condense), ("# Repairing an example", repair)]
+HANDLERS = [
+    ("# Sorting documentation sections", route),
+    ("# Copying ISA entries", extract),
+    ("# More optimization strategies", more_menu),
+    ("# Optimization strategies", menu),
+    ("# Rules for programs", rules),
+    ("# Naming examples", examples),
+    ("# Condensing the architecture", condense),
+    ("# Repairing an example", repair),
+]
 
 
 def reply(prompt: str) -> str:

@@ -1,6 +1,7 @@
 """The knowledge builder end to end on a made-up target ("Vecto"): Markdown on disk, HTML
 pages crawled from a server on 127.0.0.1, a PDF made in the test, the LLM protocol test
 server scripted to route, extract and synthesize, examples checked with the toy backend."""
+
 from __future__ import annotations
 
 import itertools
@@ -28,9 +29,15 @@ LIMITS = CrawlLimits(max_depth=2, max_page_bytes=100_000)
 
 
 def options(server, out: Path, sources, **kw) -> BuildOptions:
-    return BuildOptions(sources=[str(s) for s in sources], out=out, model=model_of(server),
-                        target="Vecto", llm=LLMSettings(max_retries=0, timeout_s=30),
-                        quiet=True, **kw)
+    return BuildOptions(
+        sources=[str(s) for s in sources],
+        out=out,
+        model=model_of(server),
+        target="Vecto",
+        llm=LLMSettings(max_retries=0, timeout_s=30),
+        quiet=True,
+        **kw,
+    )
 
 
 def build(server, out: Path, sources, **kw) -> dict:
@@ -53,8 +60,12 @@ def built(pack_server, sites, tmp_path_factory):
     sources = [DOCS / "vecto-guide.md", f"{site.url}/index.html", pdf]
     before = pack_server.request_count
     summary = build(pack_server, tmp / "pack", sources, backend="toy", crawl=LIMITS)
-    return {"out": tmp / "pack", "summary": summary, "sources": sources,
-            "requests": pack_server.request_count - before}
+    return {
+        "out": tmp / "pack",
+        "summary": summary,
+        "sources": sources,
+        "requests": pack_server.request_count - before,
+    }
 
 
 def isa_entries(isa: str) -> list[tuple[str, str]]:
@@ -95,15 +106,24 @@ def test_pack_from_markdown_html_and_pdf(built):
     assert "A program must never modify its input list in place." in pack.rules_general
     # examples: kept, repaired or dropped by the toy backend, each with its reason
     by_name = {e.name: e for e in pack.examples}
-    assert set(by_name) == {"Example: squares with a built-in",
-                            "Example: squares with a local accumulator"}
+    assert set(by_name) == {
+        "Example: squares with a built-in",
+        "Example: squares with a local accumulator",
+    }
     assert all(e.triggers and e.phase == "code" for e in pack.examples)
     assert "def solution(xs)\n" not in by_name["Example: squares with a local accumulator"].text
-    assert (s["examples_found"], s["examples_kept"], s["examples_repaired"],
-            s["examples_dropped"]) == (3, 2, 1, 1)
+    assert (
+        s["examples_found"],
+        s["examples_kept"],
+        s["examples_repaired"],
+        s["examples_dropped"],
+    ) == (3, 2, 1, 1)
     assert "Example: squares with a built-in [code" in report and "builds and is correct" in report
-    assert re.search(r"Example: a broken sketch .*DROPPED: does not build \(compile_error: .*"
-                     r"repaired once, still compile_error", report)
+    assert re.search(
+        r"Example: a broken sketch .*DROPPED: does not build \(compile_error: .*"
+        r"repaired once, still compile_error",
+        report,
+    )
     assert s["llm_calls"] == built["requests"]
 
 
@@ -119,8 +139,9 @@ def test_crawl_stays_inside_its_site_and_limits(built, sites):
     assert skipped[f"{other.url}/spec.html"] == "another site"
     assert skipped[f"{site.url}/private/notes.html"] == "disallowed by robots.txt"
     assert skipped[f"{site.url}/deep3.html"] == "deeper than max_depth 2"
-    texts = " ".join(d["text"] for d in
-                     journal(built["out"]).get_meta("stage/sources")["output"]["documents"])
+    texts = " ".join(
+        d["text"] for d in journal(built["out"]).get_meta("stage/sources")["output"]["documents"]
+    )
     assert "SECRET-NOTES" not in texts and "TOO-DEEP" not in texts and "xxxxxxxx" not in texts
 
 
@@ -150,8 +171,9 @@ def test_rerun_asks_one_stage_again_and_reuses_the_rest(built, pack_server):
 
 def test_dry_run_lists_sections_and_estimates_without_llm(pack_server, tmp_path):
     before = pack_server.request_count
-    result = anyio.run(PackBuilder(options(pack_server, tmp_path / "pack",
-                                           [DOCS / "vecto-guide.md"])).dry_run)
+    result = anyio.run(
+        PackBuilder(options(pack_server, tmp_path / "pack", [DOCS / "vecto-guide.md"])).dry_run
+    )
     assert pack_server.request_count == before
     titles = [s["title"] for s in result["sections"]]
     assert "Vecto architecture > Memories" in titles and "License" in titles
@@ -166,15 +188,17 @@ def test_budgets_stop_the_build_and_a_rerun_finishes_it(pack_server, tmp_path):
     with pytest.raises(BuildStopped, match=re.escape("budget.llm_calls reached")):
         build(pack_server, tmp_path / "pack", sources, budget=_budget(llm_calls=2))
     assert pack_server.request_count - before == 2
-    spent = sum(c["response"]["usage"]["input_tokens"] + c["response"]["usage"]["output_tokens"]
-                for c in journal(tmp_path / "pack").llm_calls())
+    spent = sum(
+        c["response"]["usage"]["input_tokens"] + c["response"]["usage"]["output_tokens"]
+        for c in journal(tmp_path / "pack").llm_calls()
+    )
     with pytest.raises(BuildStopped, match=re.escape("budget.tokens reached")):
         build(pack_server, tmp_path / "pack", sources, budget=_budget(tokens=spent + 100))
     assert 2 < pack_server.request_count - before < 6
     summary = build(pack_server, tmp_path / "pack", sources)
     assert summary["llm_calls"] == pack_server.request_count - before  # nothing asked twice
     prices = tmp_path / "prices.toml"
-    prices.write_text('[openai-compatible]\nscripted = { input = 100.0, output = 100.0 }\n')
+    prices.write_text("[openai-compatible]\nscripted = { input = 100.0, output = 100.0 }\n")
     opts = options(pack_server, tmp_path / "priced", sources, budget=_budget(usd=0.05))
     opts.llm = LLMSettings(max_retries=0, timeout_s=30, prices_file=str(prices))
     with pytest.raises(BuildStopped, match=re.escape("budget.usd reached")):
@@ -191,13 +215,21 @@ def _budget(**kw):
 
 
 def test_verbatim_check_refuses_paraphrase():
-    index = VerbatimIndex(["- `vmac(acc, x, y)` multiplies registers x and y lane by lane\n"
-                           "  and adds the products to the accumulator register acc."])
-    assert index.check("`vmac(acc, x, y)` multiplies registers x and y lane by lane and adds "
-                       "the products to the accumulator register acc.").ok
-    for paraphrase in ("`vmac(acc, x, y)` multiplies registers y and x lane by lane",
-                       "`vmac(acc, x, y)` multiplies the registers x and y lane by lane",
-                       "vmac multiplies registers x and y lane by lane and adds the products"):
+    index = VerbatimIndex(
+        [
+            "- `vmac(acc, x, y)` multiplies registers x and y lane by lane\n"
+            "  and adds the products to the accumulator register acc."
+        ]
+    )
+    assert index.check(
+        "`vmac(acc, x, y)` multiplies registers x and y lane by lane and adds "
+        "the products to the accumulator register acc."
+    ).ok
+    for paraphrase in (
+        "`vmac(acc, x, y)` multiplies registers y and x lane by lane",
+        "`vmac(acc, x, y)` multiplies the registers x and y lane by lane",
+        "vmac multiplies registers x and y lane by lane and adds the products",
+    ):
         verdict = index.check(paraphrase)
         assert not verdict.ok and "not in the sources word for word" in verdict.reason
     assert not index.check("vmac").ok  # a bare name proves nothing
@@ -216,14 +248,18 @@ def test_missing_parser_and_bad_sources_are_one_line_errors(tmp_path, monkeypatc
     with pytest.raises(SourceError, match="no such file or folder"):
         source_files(tmp_path / "missing")
     monkeypatch.setitem(__import__("sys").modules, "pypdf", None)
-    with pytest.raises(SourceError, match=r"reading PDF needs pypdf: pip install 'autocomp-core\[pack\]'"):
+    with pytest.raises(
+        SourceError, match=r"reading PDF needs pypdf: pip install 'autocomp-core\[pack\]'"
+    ):
         pdf_to_markdown(b"%PDF-1.4")
 
 
 def test_bad_build_options_are_refused_before_anything_runs(pack_server, tmp_path):
-    for kw, message in [({"sources": []}, "no sources given"),
-                        ({"problem": "sum_squares"}, "--problem: has no effect without --backend"),
-                        ({"reruns": ["typo"]}, "--rerun typo: not a stage")]:
+    for kw, message in [
+        ({"sources": []}, "no sources given"),
+        ({"problem": "sum_squares"}, "--problem: has no effect without --backend"),
+        ({"reruns": ["typo"]}, "--rerun typo: not a stage"),
+    ]:
         opts = options(pack_server, tmp_path / "p", [DOCS / "vecto-guide.md"])
         for key, value in kw.items():
             setattr(opts, key, value)
@@ -239,8 +275,9 @@ def test_pack_folder_errors(tmp_path):
     (tmp_path / "knowledge.toml").write_text('isa = "isa.md"\n')
     with pytest.raises(PackError, match=re.escape("isa names 'isa.md', which is not a file")):
         read_pack(tmp_path)
-    (tmp_path / "knowledge.toml").write_text('[[examples]]\nname = "x"\nfile = "x.md"\n'
-                                             'phase = "later"\n')
+    (tmp_path / "knowledge.toml").write_text(
+        '[[examples]]\nname = "x"\nfile = "x.md"\nphase = "later"\n'
+    )
     (tmp_path / "x.md").write_text("x")
     with pytest.raises(PackError, match="phase must be one of plan, code"):
         read_pack(tmp_path)
@@ -253,8 +290,10 @@ def test_a_long_architecture_is_condensed(pack_server, tmp_path, monkeypatch):
     from autocomp_core.packbuilder.stages import Section
 
     monkeypatch.setattr(synthesis, "MAX_ARCHITECTURE_CHARS", 200)
-    sections = [Section(f"s{k}", "d1", "guide.md", f"Unit {k}", f"# Unit {k}\n" + "Fact. " * 40)
-                for k in range(3)]
+    sections = [
+        Section(f"s{k}", "d1", "guide.md", f"Unit {k}", f"# Unit {k}\n" + "Fact. " * 40)
+        for k in range(3)
+    ]
     client = LLMClient(LLMSettings(max_retries=0, timeout_s=30))
     client.validate_models([model_of(pack_server)])
     journal = BuildJournal(tmp_path / ".build", client, _budget(), model_of(pack_server))
@@ -273,15 +312,21 @@ def test_a_failed_call_stops_the_build_and_running_again_retries_only_it(tmp_pat
     failing = {"on": True}
 
     def fault(request):
-        return Fault.SERVER_ERROR if failing["on"] and "# Copying ISA entries" in request.prompt \
+        return (
+            Fault.SERVER_ERROR
+            if failing["on"] and "# Copying ISA entries" in request.prompt
             else None
+        )
 
     server = LLMTestServer(lambda req: reply(req.prompt), faults=FaultPlan(force=fault))
     server.start_in_thread()
     try:
         sources = [make_pdf(tmp_path / "rules.pdf")]
-        with pytest.raises(BuildError, match=r"extract: the LLM call for section s\d+ failed "
-                                             r"\(server: .*run the same command again"):
+        with pytest.raises(
+            BuildError,
+            match=r"extract: the LLM call for section s\d+ failed "
+            r"\(server: .*run the same command again",
+        ):
             build(server, tmp_path / "pack", sources)
         routed = [r for r in server.requests if "# Sorting documentation" in r.prompt]
         failing["on"] = False

@@ -1,6 +1,7 @@
 """A pack built from the Gemmini plugin's own Markdown, its examples checked with the real
 Gemmini backend (clang + Spike), then used for a two-iteration optimize against the LLM
 protocol test server."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ from autocomp_core.testing.llm_server import LLMTestServer
 
 REPO = Path(__file__).parents[2]
 KNOWLEDGE = REPO / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowledge"
-HAND_OPTIMIZED = (REPO / "plugins" / "autocomp_gemmini" / "tests" / "candidates"
-                  / "gemm_hand_optimized.c").read_text()
+HAND_OPTIMIZED = (
+    REPO / "plugins" / "autocomp_gemmini" / "tests" / "candidates" / "gemm_hand_optimized.c"
+).read_text()
 
 
 def gemmini_reply(prompt: str) -> str:
@@ -38,10 +40,20 @@ def gemmini_reply(prompt: str) -> str:
 @pytest.fixture(scope="module")
 def gemmini_pack(pack_server, tmp_path_factory):
     out = tmp_path_factory.mktemp("gemmini") / "pack"
-    summary = anyio.run(PackBuilder(BuildOptions(
-        sources=[str(KNOWLEDGE)], out=out, model=model_of(pack_server), target="Gemmini",
-        backend="gemmini", problem="gemm-64x64x64",
-        llm=LLMSettings(max_retries=0, timeout_s=60), quiet=True)).build)
+    summary = anyio.run(
+        PackBuilder(
+            BuildOptions(
+                sources=[str(KNOWLEDGE)],
+                out=out,
+                model=model_of(pack_server),
+                target="Gemmini",
+                backend="gemmini",
+                problem="gemm-64x64x64",
+                llm=LLMSettings(max_retries=0, timeout_s=60),
+                quiet=True,
+            )
+        ).build
+    )
     return out, summary
 
 
@@ -72,13 +84,24 @@ def test_two_iteration_optimize_with_the_built_pack(gemmini_pack, tmp_path):
 
     async def run():
         async with LLMTestServer(lambda req: gemmini_reply(req.prompt)) as server:
-            return await optimize_async({
-                "backend": "gemmini", "problem": "gemm-64x64x64", "seed": 5,
-                "run_dir": str(tmp_path / "run"), "prompt": {"pack": str(out)},
-                "models": {"plan": [model_of(server)]},
-                "search": {"iterations": 2, "beam_size": 1, "plans_per_candidate": 1,
-                           "codes_per_plan": 1, "menu_keep_probability": 1.0},
-                "llm": {"max_retries": 0, "timeout_s": 60}})
+            return await optimize_async(
+                {
+                    "backend": "gemmini",
+                    "problem": "gemm-64x64x64",
+                    "seed": 5,
+                    "run_dir": str(tmp_path / "run"),
+                    "prompt": {"pack": str(out)},
+                    "models": {"plan": [model_of(server)]},
+                    "search": {
+                        "iterations": 2,
+                        "beam_size": 1,
+                        "plans_per_candidate": 1,
+                        "codes_per_plan": 1,
+                        "menu_keep_probability": 1.0,
+                    },
+                    "llm": {"max_retries": 0, "timeout_s": 60},
+                }
+            )
 
     summary = anyio.run(run)
     assert summary.stop_reason == "completed" and summary.data["iterations_completed"] == 2

@@ -2,6 +2,7 @@
 ``build-pack`` made (the scripted LLM server builds a small one for the made-up "Vecto"
 target). The pack's files land in the plugin's knowledge folder as they are, and the
 generated plugin evaluates and passes its own tests with that pack."""
+
 from __future__ import annotations
 
 import json
@@ -25,16 +26,27 @@ CLI = [sys.executable, "-m", "autocomp_core.cli"]
 @pytest.fixture(scope="module")
 def pack(pack_server, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("vecto") / "pack"
-    anyio.run(PackBuilder(BuildOptions(
-        sources=[str(DOCS / "vecto-guide.md")], out=out, model=model_of(pack_server),
-        target="Vecto", llm=LLMSettings(max_retries=0, timeout_s=30), quiet=True)).build)
+    anyio.run(
+        PackBuilder(
+            BuildOptions(
+                sources=[str(DOCS / "vecto-guide.md")],
+                out=out,
+                model=model_of(pack_server),
+                target="Vecto",
+                llm=LLMSettings(max_retries=0, timeout_s=30),
+                quiet=True,
+            )
+        ).build
+    )
     return out
 
 
-def cli(*args: str, env: dict[str, str] | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=cwd)
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd
+    )
 
 
 def plugin_env(root: Path) -> dict[str, str]:
@@ -70,15 +82,22 @@ def test_a_plugin_started_from_a_built_pack_uses_it_and_passes_its_tests(pack, t
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["correct"]
 
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                           cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert " passed" in tests.stdout
 
 
 def test_the_language_and_extension_reach_the_backend(pack, tmp_path):
-    made = cli("new-backend", "vecto", "--dir", str(tmp_path), "--pack", str(pack),
-               "--language", "cuda")
+    made = cli(
+        "new-backend", "vecto", "--dir", str(tmp_path), "--pack", str(pack), "--language", "cuda"
+    )
     assert made.returncode == 0, made.stderr
     backend = (tmp_path / "autocomp-vecto" / "autocomp_vecto" / "backend.py").read_text()
     assert 'file_extension = ".cu"' in backend and 'language = "cuda"' in backend
@@ -88,11 +107,19 @@ def _broken_packs(pack: Path, tmp: Path) -> dict[str, Path]:
     """Copies of the pack, each broken one way."""
     found = {}
     for what, edit in [
-        ("missing file", lambda text: text.replace('architecture = "architecture.md"',
-                                                   'architecture = "gone.md"')),
+        (
+            "missing file",
+            lambda text: text.replace(
+                'architecture = "architecture.md"', 'architecture = "gone.md"'
+            ),
+        ),
         ("no menu", lambda text: text.split("menu = [")[0] + "menu = []\n"),
-        ("outside", lambda text: text.replace('architecture = "architecture.md"',
-                                              'architecture = "../secret.md"')),
+        (
+            "outside",
+            lambda text: text.replace(
+                'architecture = "architecture.md"', 'architecture = "../secret.md"'
+            ),
+        ),
     ]:
         folder = tmp / what.replace(" ", "-") / "pack"
         folder.mkdir(parents=True)
@@ -108,14 +135,16 @@ def _broken_packs(pack: Path, tmp: Path) -> dict[str, Path]:
     return found
 
 
-@pytest.mark.parametrize("what, message", [
-    ("missing file", "architecture names 'gone.md', which is not a file"),
-    ("no menu", "has no optimization menu"),
-    ("outside", "'../secret.md' is outside the pack folder"),
-    ("not a pack", "no knowledge pack in"),
-])
-def test_a_bad_pack_is_refused_in_one_line_and_nothing_is_written(pack, tmp_path, what,
-                                                                   message):
+@pytest.mark.parametrize(
+    "what, message",
+    [
+        ("missing file", "architecture names 'gone.md', which is not a file"),
+        ("no menu", "has no optimization menu"),
+        ("outside", "'../secret.md' is outside the pack folder"),
+        ("not a pack", "no knowledge pack in"),
+    ],
+)
+def test_a_bad_pack_is_refused_in_one_line_and_nothing_is_written(pack, tmp_path, what, message):
     folder = _broken_packs(pack, tmp_path).get(what, tmp_path)
     parent = tmp_path / "plugins"
     out = cli("new-backend", "vecto", "--dir", str(parent), "--pack", str(folder))

@@ -1,5 +1,6 @@
 """Report and dashboard fixtures: real toy runs against the scripted LLM test server,
 and one headless Chromium (Debian's) per test module."""
+
 from __future__ import annotations
 
 import os
@@ -22,9 +23,16 @@ from autocomp_core.api import optimize  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 
 #: flags that keep Chromium quiet and local on a headless machine
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 #: where screenshots go when refreshing docs/ (otherwise a temporary folder)
 SCREENSHOTS_ENV = "AUTOCOMP_SCREENSHOTS"
 
@@ -32,8 +40,9 @@ SCREENSHOTS_ENV = "AUTOCOMP_SCREENSHOTS"
 def scripted(low_s: float, high_s: float, seed: int) -> LLMTestServer:
     """The scripted LLM on its own thread, answering after a latency in [low_s, high_s]."""
     rng = random.Random(seed)
-    return LLMTestServer(lambda req: reply(req.prompt),
-                         latency=lambda req: rng.uniform(low_s, high_s)).start_in_thread()
+    return LLMTestServer(
+        lambda req: reply(req.prompt), latency=lambda req: rng.uniform(low_s, high_s)
+    ).start_in_thread()
 
 
 @pytest.fixture(scope="session")
@@ -57,8 +66,17 @@ def suite_dir(tmp_path_factory, scripted_server) -> Path:
     root = tmp_path_factory.mktemp("suite")
     optimize(toy_run_config(scripted_server, root / "sum_squares"), progress=False)
     for problem in ("prefix_max", "count_pairs"):
-        optimize(toy_run_config(scripted_server, root / problem, problem, iterations=1,
-                                plans_per_candidate=2, codes_per_plan=1), progress=False)
+        optimize(
+            toy_run_config(
+                scripted_server,
+                root / problem,
+                problem,
+                iterations=1,
+                plans_per_candidate=2,
+                codes_per_plan=1,
+            ),
+            progress=False,
+        )
     return root
 
 
@@ -86,8 +104,12 @@ def browser(tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=chromium_path(), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900})
+            str(profile),
+            executable_path=chromium_path(),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 900},
+        )
         yield context
         context.close()
 

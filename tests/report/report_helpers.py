@@ -1,5 +1,6 @@
 """Helpers shared by the report tests (imported by name: conftest puts this folder on
 the path)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,13 +9,23 @@ from pathlib import Path
 from autocomp_core.testing.llm_server import LLMTestServer
 
 
-def toy_run_config(server: LLMTestServer, run_dir: Path, problem: str = "sum_squares",
-                   **search) -> dict:
+def toy_run_config(
+    server: LLMTestServer, run_dir: Path, problem: str = "sum_squares", **search
+) -> dict:
     return {
-        "backend": "toy", "problem": problem, "seed": 7, "run_dir": str(run_dir),
+        "backend": "toy",
+        "problem": problem,
+        "seed": 7,
+        "run_dir": str(run_dir),
         "models": {"plan": [f"openai-compatible@{server.openai_base_url}::scripted"]},
-        "search": {"iterations": 3, "beam_size": 2, "plans_per_candidate": 3,
-                   "codes_per_plan": 2, "repair_failed": True, **search},
+        "search": {
+            "iterations": 3,
+            "beam_size": 2,
+            "plans_per_candidate": 3,
+            "codes_per_plan": 2,
+            "repair_failed": True,
+            **search,
+        },
         "llm": {"max_retries": 1, "timeout_s": 30},
     }
 
@@ -25,6 +36,9 @@ def snapshot(folder: Path) -> dict[str, tuple]:
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             st = path.stat()
-            out[str(path.relative_to(folder))] = (st.st_size, st.st_mtime_ns,
-                                                  hashlib.sha256(path.read_bytes()).hexdigest())
+            out[str(path.relative_to(folder))] = (
+                st.st_size,
+                st.st_mtime_ns,
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
     return out

@@ -3,6 +3,7 @@
 Access rules (token off loopback, 401 without it, foreign Host refused), the API, that
 it never writes to a run, and, in headless Chromium, that its page follows a run that
 is going on (against the LLM test server) until it ends."""
+
 from __future__ import annotations
 
 import contextlib
@@ -31,9 +32,13 @@ TOKEN = "s3cret-token"
 @contextlib.contextmanager
 def serving(root: Path, *args: str, env: dict | None = None):
     """``autocomp-core serve`` in a subprocess; yields its base URL."""
-    proc = subprocess.Popen([*CLI, "serve", str(root), "--port", "0", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [*CLI, "serve", str(root), "--port", "0", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = proc.stderr.readline()
         match = re.search(r"at (http://\S+/)", line)
@@ -46,6 +51,7 @@ def serving(root: Path, *args: str, env: dict | None = None):
 
 def get(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
     """A GET that follows no redirect and raises on no status."""
+
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kw):
             return None
@@ -64,17 +70,23 @@ def env_without_token() -> dict:
 
 @pytest.mark.parametrize("host", ["127.0.0.2", "0.0.0.0"])
 def test_an_address_off_127_0_0_1_needs_a_token(suite_dir, host):
-    out = subprocess.run([*CLI, "serve", str(suite_dir), "--host", host, "--port", "0"],
-                         capture_output=True, text=True, env=env_without_token(), timeout=60,
-                         check=False)
+    out = subprocess.run(
+        [*CLI, "serve", str(suite_dir), "--host", host, "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env_without_token(),
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs a token" in lines[0] and host in lines[0]
 
 
 def test_missing_directory_fails_in_one_line(tmp_path):
-    out = subprocess.run([*CLI, "serve", str(tmp_path / "nope")], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        [*CLI, "serve", str(tmp_path / "nope")], capture_output=True, text=True, check=False
+    )
     assert out.returncode == 2 and out.stderr.startswith("error: serve:")
 
 
@@ -109,13 +121,18 @@ def test_api_serves_runs_and_never_writes_to_them(suite_dir, tmp_path):
         status, _, body = get(base + "api/runs")
         rows = json.loads(body)
         assert status == 200 and [r["name"] for r in rows] == [
-            "count_pairs", "prefix_max", "sum_squares"]
+            "count_pairs",
+            "prefix_max",
+            "sum_squares",
+        ]
         assert all(r["state"] == "completed" for r in rows)
         status, headers, body = get(base + "api/runs/sum_squares", {"Accept-Encoding": "gzip"})
         assert status == 200 and headers["Content-Encoding"] == "gzip"
         data = json.loads(gzip.decompress(body))
-        assert data["summary"]["speedup"] == json.loads(
-            (root / "sum_squares" / "summary.json").read_text())["speedup"]
+        assert (
+            data["summary"]["speedup"]
+            == json.loads((root / "sum_squares" / "summary.json").read_text())["speedup"]
+        )
         assert get(base + "api/runs/sum_squares", {"If-None-Match": headers["ETag"]})[0] == 304
         assert get(base + "api/runs/nope")[0] == 404
         assert get(base + "api/runs/..%2F..%2Fetc")[0] == 404
@@ -125,20 +142,27 @@ def test_api_serves_runs_and_never_writes_to_them(suite_dir, tmp_path):
     assert snapshot(root) == before
 
 
-
-
 def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screenshots):
     root = tmp_path / "runs"
     root.mkdir()
     config = tmp_path / "live.toml"
-    config.write_text(tomli_w.dumps(toy_run_config(
-        slow_server, root / "live", iterations=3, plans_per_candidate=3, codes_per_plan=2)))
+    config.write_text(
+        tomli_w.dumps(
+            toy_run_config(
+                slow_server, root / "live", iterations=3, plans_per_candidate=3, codes_per_plan=2
+            )
+        )
+    )
     with serving(root) as base:
         view = open_page(base)
         page = view.page
         assert page.locator("#runs tbody tr").count() == 0
-        run = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        run = subprocess.Popen(
+            [*CLI, "optimize", str(config), "--quiet"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             page.wait_for_selector('#runs tr[data-run="live"]', timeout=60_000)
             page.screenshot(path=str(screenshots / "dashboard-runs.png"), full_page=True)
@@ -161,7 +185,8 @@ def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screensh
         total = store.count("candidates")
         store.close()
         page.wait_for_function(
-            f"document.querySelectorAll('#tree .node').length === {total}", timeout=30_000)
+            f"document.querySelectorAll('#tree .node').length === {total}", timeout=30_000
+        )
         page.wait_for_selector("#run-head .badge.completed", timeout=30_000)
         assert seen[0] < total
     origin = base.rstrip("/")

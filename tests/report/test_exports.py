@@ -1,5 +1,6 @@
 """Exports after every iteration: ``best<ext>``, ``summary.json`` and the iteration's
 candidates appear while the run goes on, always whole, and survive the run being killed."""
+
 from __future__ import annotations
 
 import json
@@ -20,14 +21,15 @@ from autocomp_core.store import RunStore
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
 
-
-
 def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server):
     run_dir = tmp_path / "run"
     config = tmp_path / "run.toml"
     config.write_text(tomli_w.dumps(toy_run_config(slow_server, run_dir, iterations=4)))
-    proc = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CLI, "optimize", str(config), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     seen: list[int] = []  # iterations_completed in each summary.json read while running
     deadline = time.monotonic() + 120
     try:
@@ -40,11 +42,14 @@ def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server)
                 if not seen or seen[-1] != done:
                     seen.append(done)
                     best = (run_dir / "best.py").read_text()
-                    index = json.loads((run_dir / "candidates" / f"iter-{done}" /
-                                        "index.json").read_text())
-                    assert index and all((run_dir / "candidates" / f"iter-{done}" /
-                                          f"{c['id']}.py").exists()
-                                         for c in index if c["failure"] != "no_program")
+                    index = json.loads(
+                        (run_dir / "candidates" / f"iter-{done}" / "index.json").read_text()
+                    )
+                    assert index and all(
+                        (run_dir / "candidates" / f"iter-{done}" / f"{c['id']}.py").exists()
+                        for c in index
+                        if c["failure"] != "no_program"
+                    )
                 if done >= 2:
                     proc.send_signal(signal.SIGKILL)  # the machine dies mid-run
                     break
@@ -67,7 +72,8 @@ def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server)
             index = json.loads((run_dir / "candidates" / f"iter-{i}" / "index.json").read_text())
             assert [c["id"] for c in index] == sorted(c.id for c in store.candidates(i))
             assert {c["id"] for c in index if c["in_beam"]} == set(store.beam(i)) & {
-                c["id"] for c in index}
+                c["id"] for c in index
+            }
     finally:
         store.close()
 
@@ -109,14 +115,21 @@ def test_a_best_result_below_the_lower_bound_is_flagged_as_suspect(tmp_path, bes
     store.set_meta("target", target_info(backend, problem))
     for cid, score, parents in (("root", 100.0, []), ("i1-b0-p0-c0", best, ["root"])):
         store.save_evaluation(cid, EvalResult(True, metric=score, unit="lines").to_dict())
-        store.save_candidate(Candidate(id=cid, iteration=len(parents), parents=parents,
-                                       origin=Origin.PLAN if parents else Origin.ROOT,
-                                       code=f"# {cid}\n", score=score, eval_key=cid))
+        store.save_candidate(
+            Candidate(
+                id=cid,
+                iteration=len(parents),
+                parents=parents,
+                origin=Origin.PLAN if parents else Origin.ROOT,
+                code=f"# {cid}\n",
+                score=score,
+                eval_key=cid,
+            )
+        )
     store.save_beam(0, ["root"], {"best": 100.0})
     store.save_beam(1, ["i1-b0-p0-c0"], {"best": best})
     store.event("session_end", stop_reason="completed")
-    summary = write_exports(tmp_path, store, backend, problem, Ledger(),
-                            stop_reason="completed")
+    summary = write_exports(tmp_path, store, backend, problem, Ledger(), stop_reason="completed")
     store.close()
     assert summary["impossible_result"] is flagged
     warning = "WARNING: the best result beats the lower bound"

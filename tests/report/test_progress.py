@@ -1,5 +1,6 @@
 """Terminal progress: a live panel on a terminal (a real pseudo-terminal here), nothing
 drawn under --log-json; in-flight counts come from the LLM door and the evaluator."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,9 @@ def on_a_terminal(*args: str) -> str:
     """Run the CLI with stdout and stderr on a pseudo-terminal; all it drew, escapes removed."""
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "110", "LINES": "40", "TERM": "xterm-256color"}
-    proc = subprocess.Popen([*CLI, *args], stdin=subprocess.DEVNULL, stdout=slave,
-                            stderr=slave, env=env)
+    proc = subprocess.Popen(
+        [*CLI, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -53,8 +55,9 @@ def on_a_terminal(*args: str) -> str:
 @pytest.fixture
 def config(tmp_path, scripted_server):
     path = tmp_path / "run.toml"
-    cfg = toy_run_config(scripted_server, tmp_path / "run", iterations=1, plans_per_candidate=2,
-                         codes_per_plan=2)
+    cfg = toy_run_config(
+        scripted_server, tmp_path / "run", iterations=1, plans_per_candidate=2, codes_per_plan=2
+    )
     cfg["budget"] = {"usd": 5.0, "llm_calls": 500}
     path.write_text(tomli_w.dumps(cfg))
     return path
@@ -63,8 +66,19 @@ def config(tmp_path, scripted_server):
 def test_live_panel_on_a_terminal(config):
     screen = on_a_terminal("optimize", str(config))
     assert "╭" in screen and "╰" in screen  # a panel was drawn
-    for label in ("autocomp toy / sum_squares", "iteration", "plans", "codes", "evaluations",
-                  "in flight", "running", "queued", "best", "tokens", "elapsed"):
+    for label in (
+        "autocomp toy / sum_squares",
+        "iteration",
+        "plans",
+        "codes",
+        "evaluations",
+        "in flight",
+        "running",
+        "queued",
+        "best",
+        "tokens",
+        "elapsed",
+    ):
         assert label in screen, label
     assert re.search(r"budget\s+\$ [\d.]+ of 5\.00 \(\d+%\); LLM calls \d+ of 500", screen)
     assert re.search(r"best\s+[\d.]+ lines \([\d.]+x\)", screen)
@@ -81,14 +95,16 @@ def test_log_json_draws_nothing_on_a_terminal(config):
 
 @pytest.mark.asyncio
 async def test_in_flight_counts_come_from_the_llm_door_and_the_evaluator(tmp_path):
-    config = validate({"backend": "toy", "problem": "sum_squares",
-                       "backend_options": {"delay_s": 0.6}})
+    config = validate(
+        {"backend": "toy", "problem": "sum_squares", "backend_options": {"delay_s": 0.6}}
+    )
     backend, problem, _ = load_backend(config)
     ledger = Ledger()
     budget = Budget(BudgetConfig(), ledger)
     store = RunStore(tmp_path)
-    evaluator = Evaluator(backend, problem, store, ledger, budget, slots=1, timeout_s=30,
-                          seed=1, want_feedback=False)
+    evaluator = Evaluator(
+        backend, problem, store, ledger, budget, slots=1, timeout_s=30, seed=1, want_feedback=False
+    )
     async with LLMTestServer(lambda req: "ok", latency=0.6) as server:
         client = LLMClient(LLMSettings(max_retries=0))
         llm = JournaledLLM(client, store, ledger, budget)
@@ -97,8 +113,12 @@ async def test_in_flight_counts_come_from_the_llm_door_and_the_evaluator(tmp_pat
         model = f"openai-compatible@{server.openai_base_url}::m"
 
         def ask(phase: str):
-            return llm.complete(LLMRequest(model=model, phase=phase,
-                                           prompt=Prompt(system="s", static="", dynamic=phase)))
+            return llm.complete(
+                LLMRequest(
+                    model=model, phase=phase, prompt=Prompt(system="s", static="", dynamic=phase)
+                )
+            )
+
         try:
             async with client, anyio.create_task_group() as tg:
                 tg.start_soon(evaluator.evaluate, problem.baseline_code)
@@ -106,9 +126,12 @@ async def test_in_flight_counts_come_from_the_llm_door_and_the_evaluator(tmp_pat
                 for phase in ("plan", "code", "repair"):
                     tg.start_soon(ask, phase)
                 await anyio.sleep(0.3)
-                assert progress.in_flight() == {"plans": 1, "codes": 2, "evaluations": 1,
-                                                "queued": 1}
-            assert progress.in_flight() == {"plans": 0, "codes": 0, "evaluations": 0,
-                                            "queued": 0}
+                assert progress.in_flight() == {
+                    "plans": 1,
+                    "codes": 2,
+                    "evaluations": 1,
+                    "queued": 1,
+                }
+            assert progress.in_flight() == {"plans": 0, "codes": 0, "evaluations": 0, "queued": 0}
         finally:
             store.close()

@@ -1,5 +1,6 @@
 """The report's data, read from real run journals: it agrees with the journal and the
 run's own summary, reads a run that is still being written, and never writes to it."""
+
 from __future__ import annotations
 
 import json
@@ -55,14 +56,21 @@ def test_run_data_agrees_with_the_journal_and_the_summary(suite_dir):
     assert s["lower_bound"] == summary["metric_lower_bound"]
     assert s["llm_calls"] == summary["llm_calls"] and s["tokens"] == summary["tokens"]
     assert data["usage"]["by_phase"].keys() == summary["llm_by_phase"].keys()
-    assert data["status"] == {**data["status"], "state": "completed", "iterations_done": 3,
-                              "iterations_total": 3}
+    assert data["status"] == {
+        **data["status"],
+        "state": "completed",
+        "iterations_done": 3,
+        "iterations_total": 3,
+    }
     assert [r["best"] for r in data["iterations"]] == list(summary["beam_history"].values())
 
     failures = {f["kind"]: f["count"] for f in data["failures"]}
     assert sum(failures.values()) == sum(n["status"] == "failed" for n in nodes.values())
-    assert all(ex["id"] in nodes and nodes[ex["id"]]["failure"] == f["kind"]
-               for f in data["failures"] for ex in f["examples"])
+    assert all(
+        ex["id"] in nodes and nodes[ex["id"]]["failure"] == f["kind"]
+        for f in data["failures"]
+        for ex in f["examples"]
+    )
 
     t = data["timeline"]
     assert 0 < t["both_busy_s"] <= min(t["llm_busy_s"], t["evaluation_busy_s"])
@@ -89,16 +97,33 @@ def test_reads_a_run_while_its_writer_goes_on(tmp_path):
     try:
         writer.event("session_start", pid=os.getpid())
         writer.save_evaluation("k0", EvalResult(True, metric=10.0, unit="lines").to_dict())
-        writer.save_candidate(Candidate(id="root", iteration=0, parents=[], origin="root",
-                                        code="x = 1\n", score=10.0, eval_key="k0"))
+        writer.save_candidate(
+            Candidate(
+                id="root",
+                iteration=0,
+                parents=[],
+                origin="root",
+                code="x = 1\n",
+                score=10.0,
+                eval_key="k0",
+            )
+        )
         writer.save_beam(0, ["root"], {"best": 10.0})
         assert run_data(tmp_path)["status"]["state"] == "running"
         reader = RunStore(tmp_path, readonly=True)
         try:
             with reader.reading():  # a reader in the middle of its snapshot...
                 first = reader.candidates()
-                writer.save_candidate(Candidate(id="i1-a", iteration=1, parents=["root"],
-                                                origin="plan", plan="p", code="x = 2\n"))
+                writer.save_candidate(
+                    Candidate(
+                        id="i1-a",
+                        iteration=1,
+                        parents=["root"],
+                        origin="plan",
+                        plan="p",
+                        code="x = 2\n",
+                    )
+                )
                 assert reader.candidates() == first  # ...sees one state, and blocks no writer
             assert len(reader.candidates()) == 2
         finally:

@@ -3,6 +3,7 @@
 The page of a real run must draw its plots, show one tree node per candidate, show a
 candidate's diff when it is clicked, make no request but for its own file, log no
 error, and show text from the run (LLM-written, untrusted) as text."""
+
 from __future__ import annotations
 
 import base64
@@ -29,8 +30,9 @@ PAINTED = """(id) => {
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "report", *args, "--html"], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        [*CLI, "report", *args, "--html"], capture_output=True, text=True, check=False
+    )
 
 
 def payload_of(page: Path) -> dict:
@@ -80,13 +82,15 @@ def test_report_page_in_a_browser(run_copy, open_page, screenshots):
     nodes = page.locator("#tree .node")
     assert nodes.count() == len(cands)
     assert sorted(nodes.evaluate_all("ns => ns.map(n => n.dataset.id)")) == sorted(
-        c.id for c in cands)
+        c.id for c in cands
+    )
     assert page.locator("#failures tbody tr").count() >= 1
 
     # a child whose program differs from its parent's: its diff names the changed lines
     by_id = {c.id: c for c in cands}
-    child = next(c for c in cands if c.origin == "plan" and c.code
-                 and c.code != by_id[c.parents[0]].code)
+    child = next(
+        c for c in cands if c.origin == "plan" and c.code and c.code != by_id[c.parents[0]].code
+    )
     parent = by_id[child.parents[0]]
     page.click(f'#tree .node[data-id="{child.id}"]')
     diff = page.locator("#detail-diff").inner_text()
@@ -117,7 +121,10 @@ def test_suite_page_across_problems(suite_dir, tmp_path, open_page, screenshots)
     page = view.page
     rows = page.locator("#runs tbody tr")
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.run)") == [
-        "count_pairs", "prefix_max", "sum_squares"]
+        "count_pairs",
+        "prefix_max",
+        "sum_squares",
+    ]
     assert page.evaluate(PAINTED, "suite-chart") > 500
     page.screenshot(path=str(screenshots / "suite.png"), full_page=True)
     page.click('#runs tr[data-run="sum_squares"]')
@@ -130,8 +137,10 @@ def test_suite_page_across_problems(suite_dir, tmp_path, open_page, screenshots)
     assert view.errors == []
 
 
-HOSTILE = ('<img src="http://192.0.2.1/x.png" onerror="window.__pwned=1">'
-           '</script><script>window.__pwned=2</script>')
+HOSTILE = (
+    '<img src="http://192.0.2.1/x.png" onerror="window.__pwned=1">'
+    "</script><script>window.__pwned=2</script>"
+)
 
 
 def test_text_from_the_run_is_shown_as_text(run_copy, open_page):
@@ -145,4 +154,3 @@ def test_text_from_the_run_is_shown_as_text(run_copy, open_page):
     assert view.page.evaluate("window.__pwned") is None
     assert [r.split("#")[0] for r in view.requests] == [url]
     assert view.errors == []
-

@@ -1,4 +1,5 @@
 """An LLM provider with a bug: ``buggy::model`` raises a ``TypeError`` on every call."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl
@@ -16,8 +17,13 @@ class BuggyClient:
         return None
 
 
-BUGGY = ProviderSpec(name="buggy", key_env=None, key_required=False,
-                     create=lambda ctx: BuggyClient(), description="a provider with a bug")
+BUGGY = ProviderSpec(
+    name="buggy",
+    key_env=None,
+    key_required=False,
+    create=lambda ctx: BuggyClient(),
+    description="a provider with a bug",
+)
 
 
 @hookimpl

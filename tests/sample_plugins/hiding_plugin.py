@@ -1,4 +1,5 @@
 """A hook wrapper (pluggy ``wrapper=True``) that hides the ``toy`` backend from the others."""
+
 from __future__ import annotations
 
 from collections.abc import Generator

@@ -1,5 +1,6 @@
 """``toylife``: the toy backend, writing ``open``, ``eval`` and ``close`` to a file as the
 engine opens it, evaluates with it and closes it."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 and logging, per evaluation it starts and per opening, which node it runs on (the node's
 ``AUTOCOMP_TEST_NODE``, ``engine`` where unset) and in which process; ``stall_on`` makes
 evaluations on one node wait until it is killed."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """A plugin whose registration hook fails at run time."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl

@@ -1,5 +1,6 @@
 """An executor plugin, registered as a third party would register one (Slurm, Kubernetes):
 ``recording`` evaluates on this machine and appends each program's problem to a file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,5 +31,11 @@ class RecordingExecutor(LocalExecutor):
 
 @hookimpl
 def autocomp_register_executors() -> list[ExecutorSpec]:
-    return [ExecutorSpec("recording", "this machine, logging every evaluation (test)",
-                         lambda options, plugins: RecordingExecutor(options), RecordingOptions)]
+    return [
+        ExecutorSpec(
+            "recording",
+            "this machine, logging every evaluation (test)",
+            lambda options, plugins: RecordingExecutor(options),
+            RecordingOptions,
+        )
+    ]

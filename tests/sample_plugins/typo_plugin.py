@@ -1,4 +1,5 @@
 """A plugin whose hook name is misspelled (the hook is ``autocomp_register_backends``)."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl

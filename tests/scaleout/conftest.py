@@ -1,6 +1,7 @@
 """A real Ray cluster on 127.0.0.1 for the scale-out tests: a head node and a second node
 with a resource of its own, started once for the module and stopped after it, with every
 process Ray started (checked). The LLM is the engine tests' scripted server."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ NODE_B = {"lane": 1.0, "node_b": 1.0}
 
 @pytest.fixture(scope="module")
 def cluster():
-    env = {"AUTOCOMP_TEST_NODE": "head",
-           "PYTHONPATH": os.pathsep.join([str(ENGINE_TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        "AUTOCOMP_TEST_NODE": "head",
+        "PYTHONPATH": os.pathsep.join([str(ENGINE_TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
     ray_cluster = LocalRayCluster(head_cpus=1, env=env)
     with ray_cluster:
         ray_cluster.add_node("b", num_cpus=1, resources=NODE_B, env={"AUTOCOMP_TEST_NODE": "b"})

@@ -5,6 +5,7 @@ The engine runs as the CLI in a subprocess (a driver of the cluster), as a user 
 Evaluations are logged by the ``toyplaced`` backend on the node that runs them
 (``tests/sample_plugins/placed_plugin.py``) and journaled by the engine with where they ran.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,20 +37,24 @@ def engine_env(cluster) -> dict[str, str]:
 
 
 def cli(cluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], env=engine_env(cluster), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [*CLI, *args], env=engine_env(cluster), capture_output=True, text=True, timeout=timeout
+    )
 
 
-def run_config(cluster, llm, tmp: Path, name: str, address: str | None = None,
-               **options: Any) -> tuple[Path, dict]:
+def run_config(
+    cluster, llm, tmp: Path, name: str, address: str | None = None, **options: Any
+) -> tuple[Path, dict]:
     """A small toyplaced run on the cluster; ``options`` go to the backend."""
     config = {
-        "backend": "toyplaced", "problem": "sum_squares", "seed": 5,
-        "run_dir": str(tmp / f"{name}-run"), "plugins": ["placed_plugin"],
+        "backend": "toyplaced",
+        "problem": "sum_squares",
+        "seed": 5,
+        "run_dir": str(tmp / f"{name}-run"),
+        "plugins": ["placed_plugin"],
         "backend_options": {"log_file": str(tmp / f"{name}.log"), **options},
         "models": {"plan": [f"openai-compatible@{llm.openai_base_url}::scripted"]},
-        "search": {"iterations": 2, "beam_size": 2, "plans_per_candidate": 2,
-                   "codes_per_plan": 2},
+        "search": {"iterations": 2, "beam_size": 2, "plans_per_candidate": 2, "codes_per_plan": 2},
         "executor": {"kind": "ray", "address": address or cluster.address},
         "llm": {"max_concurrency": 2, "max_retries": 1, "timeout_s": 30},
     }
@@ -118,9 +123,11 @@ def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
 
     async def slots() -> list[int]:
         async with RayExecutor(RayOptions(address=cluster.address)) as executor:
-            counts = [executor.slots(Resources(cpus=1, memory_mb=512)),
-                      executor.slots(Resources(cpus=0.5, memory_mb=512)),
-                      executor.slots(Resources(cpus=1, custom={"lane": 1}))]
+            counts = [
+                executor.slots(Resources(cpus=1, memory_mb=512)),
+                executor.slots(Resources(cpus=0.5, memory_mb=512)),
+                executor.slots(Resources(cpus=1, custom={"lane": 1})),
+            ]
             with pytest.raises(ValueError, match="needs 1 cpus, 1024 memory_mb, 1 gpus"):
                 executor.slots(Resources(cpus=1, gpus=1))
             return counts
@@ -130,8 +137,9 @@ def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
 
 def test_evaluations_land_on_the_node_that_has_their_resource(cluster, llm, nodes, tmp_path):
     """Through the Ray Client (``ray://``), as from a machine outside the cluster."""
-    config, data = run_config(cluster, llm, tmp_path, "placed", cluster.client_address,
-                              resource="node_b")
+    config, data = run_config(
+        cluster, llm, tmp_path, "placed", cluster.client_address, resource="node_b"
+    )
     out = cli(cluster, "optimize", str(config), "--quiet", "--json")
     assert out.returncode == 0, out.stderr
     _, evals = journal(Path(data["run_dir"]))
@@ -139,18 +147,24 @@ def test_evaluations_land_on_the_node_that_has_their_resource(cluster, llm, node
     b = nodes[cluster.ip(1)]["node_id"]
     for result in evals.values():  # journaled with where it ran
         where = result["placement"]
-        assert (where["executor"], where["node_id"], where["node_ip"], where["attempts"]) == \
-            ("ray", b, cluster.ip(1), 1)
+        assert (where["executor"], where["node_id"], where["node_ip"], where["attempts"]) == (
+            "ray",
+            b,
+            cluster.ip(1),
+            1,
+        )
     logged = evaluations_logged(Path(data["backend_options"]["log_file"]))
     assert {node for node, _ in logged} == {"b"} and len(logged) == len(evals)
     # the backend was opened on the node once per worker process, not per evaluation
-    opened = [line for line in Path(data["backend_options"]["log_file"]).read_text()
-              .splitlines() if line.split()[2] == "open"]
+    opened = [
+        line
+        for line in Path(data["backend_options"]["log_file"]).read_text().splitlines()
+        if line.split()[2] == "open"
+    ]
     assert 1 <= len(opened) < len(evals)
 
 
-def test_a_resource_no_node_offers_is_refused_before_anything_is_spent(cluster, llm,
-                                                                      tmp_path):
+def test_a_resource_no_node_offers_is_refused_before_anything_is_spent(cluster, llm, tmp_path):
     config, data = run_config(cluster, llm, tmp_path, "nowhere", resource="neuron_cores")
     before = llm.request_count
     out = cli(cluster, "optimize", str(config), "--quiet")
@@ -158,23 +172,31 @@ def test_a_resource_no_node_offers_is_refused_before_anything_is_spent(cluster, 
     assert out.stderr.strip().splitlines() == [
         "error: backend toyplaced: no node of the Ray cluster can run one evaluation: it "
         "needs 1 cpus, 512 memory_mb, 1 neuron_cores; the 2 nodes offer CPU, lane, memory, "
-        "node_b, object_store_memory"]
+        "node_b, object_store_memory"
+    ]
     assert llm.request_count == before and not Path(data["run_dir"]).exists()
 
 
-def test_a_node_killed_mid_evaluation_costs_a_retry_not_the_run(cluster, llm, nodes,
-                                                                tmp_path):
+def test_a_node_killed_mid_evaluation_costs_a_retry_not_the_run(cluster, llm, nodes, tmp_path):
     cluster.add_node("c", num_cpus=1, resources={"lane": 1.0}, env={"AUTOCOMP_TEST_NODE": "c"})
     # two evaluations at once (each holds the node's one lane for 1.5 s) need both b and c
-    config, data = run_config(cluster, llm, tmp_path, "killed", resource="lane",
-                              delay_s=1.5, stall_on="c")
+    config, data = run_config(
+        cluster, llm, tmp_path, "killed", resource="lane", delay_s=1.5, stall_on="c"
+    )
     log = Path(data["backend_options"]["log_file"])
-    engine = subprocess.Popen([*CLI, "optimize", str(config), "--quiet", "--json"],
-                              env=engine_env(cluster), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    engine = subprocess.Popen(
+        [*CLI, "optimize", str(config), "--quiet", "--json"],
+        env=engine_env(cluster),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        wait_for(lambda: any(node == "c" for node, _ in evaluations_logged(log)), engine,
-                 "an evaluation on node c")
+        wait_for(
+            lambda: any(node == "c" for node, _ in evaluations_logged(log)),
+            engine,
+            "an evaluation on node c",
+        )
         cluster.kill_node("c")  # while its evaluation stalls: mid-way
         out, err = engine.communicate(timeout=300)
     finally:
@@ -205,9 +227,12 @@ def test_the_engine_killed_and_resumed_repeats_no_finished_evaluation(cluster, l
     rng = random.Random(14)
     for trial in range(2):
         config, data = run_config(cluster, llm, tmp_path, f"killed-{trial}")
-        engine = subprocess.Popen([*CLI, "optimize", str(config), "--quiet"],
-                                  env=engine_env(cluster), stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        engine = subprocess.Popen(
+            [*CLI, "optimize", str(config), "--quiet"],
+            env=engine_env(cluster),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         log = Path(data["backend_options"]["log_file"])
         # the run evaluates on the cluster: the driver is connected
         wait_for(lambda log=log: evaluations_logged(log), engine, "a first evaluation")
@@ -222,23 +247,54 @@ def test_the_engine_killed_and_resumed_repeats_no_finished_evaluation(cluster, l
         assert sorted(set(logged)) == sorted({digest for _, digest in expected}), trial
         ref_cands, _ = journal(Path(reference["run_dir"]))
         cands, _ = journal(Path(data["run_dir"]))
-        assert sorted((c.id, c.score) for c in cands) == \
-            sorted((c.id, c.score) for c in ref_cands), trial
+        assert sorted((c.id, c.score) for c in cands) == sorted(
+            (c.id, c.score) for c in ref_cands
+        ), trial
 
 
 def test_a_suite_on_the_cluster_completes_resumes_after_sigkill_and_summarizes(
-        cluster, llm, tmp_path):
+    cluster, llm, tmp_path
+):
     suite = tmp_path / "suite"
     log = tmp_path / "suite.log"
-    args = ["optimize-suite", "--all", "--backend", "toyplaced", "--suite-dir", str(suite),
-            "--model", f"openai-compatible@{llm.openai_base_url}::scripted",
-            "--iterations", "1", "--beam-size", "1", "--plans", "2", "--codes", "1",
-            "--executor", "ray", "--set", f"executor.address={cluster.address!r}",
-            "--set", "plugins=['placed_plugin']",
-            "--set", f"backend_options.log_file={str(log)!r}",
-            "--set", "backend_options.delay_s=0.3", "--concurrency", "2", "--quiet"]
-    engine = subprocess.Popen([*CLI, *args], env=engine_env(cluster),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    args = [
+        "optimize-suite",
+        "--all",
+        "--backend",
+        "toyplaced",
+        "--suite-dir",
+        str(suite),
+        "--model",
+        f"openai-compatible@{llm.openai_base_url}::scripted",
+        "--iterations",
+        "1",
+        "--beam-size",
+        "1",
+        "--plans",
+        "2",
+        "--codes",
+        "1",
+        "--executor",
+        "ray",
+        "--set",
+        f"executor.address={cluster.address!r}",
+        "--set",
+        "plugins=['placed_plugin']",
+        "--set",
+        f"backend_options.log_file={str(log)!r}",
+        "--set",
+        "backend_options.delay_s=0.3",
+        "--concurrency",
+        "2",
+        "--quiet",
+    ]
+    engine = subprocess.Popen(
+        [*CLI, *args],
+        env=engine_env(cluster),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(lambda: len(evaluations_logged(log)) >= 3, engine, "some problems under way")
     engine.send_signal(signal.SIGKILL)
     engine.wait()

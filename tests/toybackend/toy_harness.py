@@ -6,6 +6,7 @@ Python line and call events executed inside the candidate file during a fixed wo
 It prints one line ``<nonce> <json>``; the nonce is read before the candidate is imported,
 so the candidate cannot print a result line of its own by accident or on purpose.
 """
+
 import json
 import os
 import random
@@ -37,8 +38,12 @@ def reference(problem, xs):
 
 EDGE_CASES = [[], [0], [7], [-3], [-3, 3], [0, 0, 0], [5, -5, 5, -5], [-1, -2, -3], [50, -50, 49]]
 #: Sizes of the fixed inputs the metric is measured on (same for every candidate).
-WORKLOAD_SIZES = {"sum_squares": (100, 100, 100), "prefix_max": (60, 60, 60),
-                  "count_pairs": (60, 60, 60), "count_negatives": (100, 100, 100)}
+WORKLOAD_SIZES = {
+    "sum_squares": (100, 100, 100),
+    "prefix_max": (60, 60, 60),
+    "count_pairs": (60, 60, 60),
+    "count_negatives": (100, 100, 100),
+}
 
 
 def random_lists(seed, sizes):
@@ -105,23 +110,33 @@ def main():
     try:
         exec(code, namespace)
     except Exception:
-        return report("crash", feedback="importing the candidate failed:\n" + traceback.format_exc())
+        return report(
+            "crash", feedback="importing the candidate failed:\n" + traceback.format_exc()
+        )
     solution = namespace.get("solution")
     if not callable(solution):
         return report("compile_error", feedback="the program defines no function `solution(xs)`")
     if getattr(getattr(solution, "__code__", None), "co_filename", None) != CANDIDATE:
-        return report("rejected", feedback="`solution` must be a Python function defined in the program")
+        return report(
+            "rejected", feedback="`solution` must be a Python function defined in the program"
+        )
 
     for index, xs in enumerate(check_inputs(seed)):
         expected = reference(problem, xs)
         try:
             got = solution(list(xs))
         except Exception:
-            return report("crash", feedback=f"solution raised on input #{index} {short(xs)}:\n"
-                                            + traceback.format_exc())
+            return report(
+                "crash",
+                feedback=f"solution raised on input #{index} {short(xs)}:\n"
+                + traceback.format_exc(),
+            )
         if not same(got, expected):
-            return report("wrong_answer", feedback=f"input #{index} {short(xs)}: expected "
-                                                   f"{short(expected)}, got {short(got)}")
+            return report(
+                "wrong_answer",
+                feedback=f"input #{index} {short(xs)}: expected "
+                f"{short(expected)}, got {short(got)}",
+            )
 
     tracer = Counting()
     inputs = workload(problem)
@@ -131,15 +146,19 @@ def main():
             solution(list(xs))
     except Exception:
         sys.settrace(None)
-        return report("crash", feedback="solution raised during the timed workload:\n"
-                                        + traceback.format_exc())
+        return report(
+            "crash",
+            feedback="solution raised during the timed workload:\n" + traceback.format_exc(),
+        )
     hijacked = sys.gettrace() != tracer.global_trace
     sys.settrace(None)
     if hijacked:
         return report("rejected", feedback="the program changed the trace function")
     lines = source.splitlines()
-    hot = [[n, count, lines[n - 1].strip() if 0 < n <= len(lines) else ""]
-           for n, count in tracer.lines.most_common(3)]
+    hot = [
+        [n, count, lines[n - 1].strip() if 0 < n <= len(lines) else ""]
+        for n, count in tracer.lines.most_common(3)
+    ]
     report("ok", lines=sum(tracer.lines.values()), calls=tracer.calls, runs=len(inputs), hot=hot)
 
 

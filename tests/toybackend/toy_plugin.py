@@ -6,6 +6,7 @@ calls it executes on a fixed workload: a deterministic metric (unit ``lines``) t
 optimizations lower. Load it with ``AUTOCOMP_PLUGINS=toy_plugin`` and this folder on the
 Python path (``tests/conftest.py`` does both).
 """
+
 from __future__ import annotations
 
 import json
@@ -53,11 +54,19 @@ class ToyHardware(HardwareConfig):
 
 
 class ToyOptions(BackendOptions):
-    delay_s: float = Field(0.0, ge=0, description="sleep before each evaluation (a slow "
-                                                  "compiler or simulator, for benchmarks)")
-    claimed_lower_bound: float | None = Field(None, gt=0, description=(
-        "a lower bound to claim instead of the true one (tests of the engine's refusal of "
-        "results below the bound)"))
+    delay_s: float = Field(
+        0.0,
+        ge=0,
+        description="sleep before each evaluation (a slow compiler or simulator, for benchmarks)",
+    )
+    claimed_lower_bound: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "a lower bound to claim instead of the true one (tests of the engine's refusal of "
+            "results below the bound)"
+        ),
+    )
 
 
 class ToyBackend(Backend):
@@ -77,11 +86,16 @@ class ToyBackend(Backend):
         found = []
         for problem_id, (task, returns) in PROBLEMS.items():
             path = HERE / "problems" / f"{problem_id}.py"
-            found.append(Problem(
-                id=problem_id, description=task, baseline_code=path.read_text(),
-                baseline_path=path,
-                context=f"`solution(xs)` gets a list of up to 100 ints in [-50, 50] and "
-                        f"returns {returns}."))
+            found.append(
+                Problem(
+                    id=problem_id,
+                    description=task,
+                    baseline_code=path.read_text(),
+                    baseline_path=path,
+                    context=f"`solution(xs)` gets a list of up to 100 ints in [-50, 50] and "
+                    f"returns {returns}.",
+                )
+            )
         return found
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
@@ -99,13 +113,17 @@ class ToyBackend(Backend):
 
     def doctor(self) -> list[DoctorCheck]:
         try:
-            version = subprocess.run([sys.executable, "--version"], capture_output=True,
-                                     text=True, timeout=30).stdout.strip()
+            version = subprocess.run(
+                [sys.executable, "--version"], capture_output=True, text=True, timeout=30
+            ).stdout.strip()
             ok = bool(version)
         except (OSError, subprocess.TimeoutExpired) as exc:
             version, ok = str(exc), False
-        return [DoctorCheck("python", ok, detail=version or sys.executable,
-                            fix="apt-get install -y python3")]
+        return [
+            DoctorCheck(
+                "python", ok, detail=version or sys.executable, fix="apt-get install -y python3"
+            )
+        ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         if problem.id not in PROBLEMS:
@@ -116,46 +134,73 @@ class ToyBackend(Backend):
         nonce = secrets.token_hex(16)
         run = await run_sandboxed(
             [sys.executable, "-I", "-B", "toy_harness.py", problem.id, str(ctx.seed)],
-            limits=SandboxLimits(wall_s=ctx.timeout_s, memory_mb=1024,
-                                 max_output_bytes=64_000),
+            limits=SandboxLimits(wall_s=ctx.timeout_s, memory_mb=1024, max_output_bytes=64_000),
             stdin=f"{nonce}\n".encode(),
-            files={"toy_harness.py": HARNESS, "candidate.py": code})
+            files={"toy_harness.py": HARNESS, "candidate.py": code},
+        )
         # the program's own output, without the harness's nonce-keyed report line
-        stdout = "\n".join(line for line in run.stdout.splitlines()
-                           if not line.startswith(nonce + " "))
-        base = dict(unit=self.metric_unit, stdout=stdout, stderr=run.stderr,
-                    duration_s=run.wall_s,
-                    verification={"seeds": [ctx.seed], "checks": ["edge cases and three seeded "
-                                                                  "random lists equal the reference"]})
+        stdout = "\n".join(
+            line for line in run.stdout.splitlines() if not line.startswith(nonce + " ")
+        )
+        base = dict(
+            unit=self.metric_unit,
+            stdout=stdout,
+            stderr=run.stderr,
+            duration_s=run.wall_s,
+            verification={
+                "seeds": [ctx.seed],
+                "checks": ["edge cases and three seeded random lists equal the reference"],
+            },
+        )
         if run.timed_out:
-            return EvalResult(False, failure=FailureKind.TIMEOUT,
-                              feedback=f"timed out after {ctx.timeout_s:g} s", **base)
+            return EvalResult(
+                False,
+                failure=FailureKind.TIMEOUT,
+                feedback=f"timed out after {ctx.timeout_s:g} s",
+                **base,
+            )
         report = _find_report(run.stdout, nonce)
         if report is None:
-            how = (f"exit code {run.returncode}" if run.returncode is not None
-                   else f"signal {run.signal}")
-            return EvalResult(False, failure=FailureKind.CRASH,
-                              feedback=f"the program ended ({how}) before the harness reported:\n"
-                                       f"{run.stderr[-2000:]}", **base)
+            how = (
+                f"exit code {run.returncode}"
+                if run.returncode is not None
+                else f"signal {run.signal}"
+            )
+            return EvalResult(
+                False,
+                failure=FailureKind.CRASH,
+                feedback=f"the program ended ({how}) before the harness reported:\n"
+                f"{run.stderr[-2000:]}",
+                **base,
+            )
         status = report["status"]
         if status != "ok":
-            return EvalResult(False, failure=FailureKind(status), feedback=report["feedback"],
-                              **base)
+            return EvalResult(
+                False, failure=FailureKind(status), feedback=report["feedback"], **base
+            )
         metric = report["lines"] * hw.line_cost + report["calls"] * hw.call_cost
         feedback = ""
         if ctx.want_feedback:
-            hot = "\n".join(f"  line {n}: {count} times  `{text}`" for n, count, text in report["hot"])
-            feedback = (f"{report['lines']} lines and {report['calls']} calls executed over "
-                        f"{report['runs']} runs; hottest lines:\n{hot}")
-        return EvalResult(True, metric=float(metric), feedback=feedback,
-                          extra={"line_events": float(report["lines"]),
-                                 "call_events": float(report["calls"])}, **base)
+            hot = "\n".join(
+                f"  line {n}: {count} times  `{text}`" for n, count, text in report["hot"]
+            )
+            feedback = (
+                f"{report['lines']} lines and {report['calls']} calls executed over "
+                f"{report['runs']} runs; hottest lines:\n{hot}"
+            )
+        return EvalResult(
+            True,
+            metric=float(metric),
+            feedback=feedback,
+            extra={"line_events": float(report["lines"]), "call_events": float(report["calls"])},
+            **base,
+        )
 
 
 def _find_report(stdout: str, nonce: str) -> dict | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(nonce + " "):
-            return json.loads(line[len(nonce) + 1:])
+            return json.loads(line[len(nonce) + 1 :])
     return None
 
 

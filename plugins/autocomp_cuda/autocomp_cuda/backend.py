@@ -1,4 +1,5 @@
 """The ``cuda`` backend: KernelBench-format problems evaluated by the hardened harness."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,15 +36,26 @@ KNOWLEDGE_DIR = Path(__file__).parent / "knowledge"
 #: Dense bf16 tensor-core peak (GFLOP/s) and memory bandwidth (GB/s): the fastest legal path
 #: for a kernel that stays within tolerance, so nothing honest beats the bound.
 GPU_PEAKS = {
-    "H200": (989_000, 4_800), "H100": (989_000, 3_350), "A100": (312_000, 2_039), "L40S": (362_000, 864),
-    "RTX 4090": (165_000, 1_008), "A10G": (125_000, 600), "L4": (121_000, 300), "T4": (65_000, 320),
+    "H200": (989_000, 4_800),
+    "H100": (989_000, 3_350),
+    "A100": (312_000, 2_039),
+    "L40S": (362_000, 864),
+    "RTX 4090": (165_000, 1_008),
+    "A10G": (125_000, 600),
+    "L4": (121_000, 300),
+    "T4": (65_000, 320),
 }
 
 STATUS_TO_FAILURE = {
-    "compile_error": FailureKind.COMPILE_ERROR, "load_error": FailureKind.CRASH,
-    "runtime_error": FailureKind.CRASH, "cuda_fault": FailureKind.CRASH, "oom": FailureKind.CRASH,
-    "timeout": FailureKind.TIMEOUT, "mismatch": FailureKind.WRONG_ANSWER,
-    "hack_suspected": FailureKind.REJECTED, "infra_error": FailureKind.INFRA_ERROR,
+    "compile_error": FailureKind.COMPILE_ERROR,
+    "load_error": FailureKind.CRASH,
+    "runtime_error": FailureKind.CRASH,
+    "cuda_fault": FailureKind.CRASH,
+    "oom": FailureKind.CRASH,
+    "timeout": FailureKind.TIMEOUT,
+    "mismatch": FailureKind.WRONG_ANSWER,
+    "hack_suspected": FailureKind.REJECTED,
+    "infra_error": FailureKind.INFRA_ERROR,
 }
 
 
@@ -51,9 +63,13 @@ class CudaHardware(HardwareConfig):
     """Where candidates run. ``cpu`` runs the same protocol with a host timer (CI, laptops)."""
 
     device: Literal["cuda", "cpu"] = "cpu"
-    gpus: list[int] = Field(default_factory=lambda: [0], description="GPU indices; one evaluation slot each")
+    gpus: list[int] = Field(
+        default_factory=lambda: [0], description="GPU indices; one evaluation slot each"
+    )
     gpu_name: str = Field("", description="e.g. H100, A100, RTX 4090: selects roofline peaks")
-    peak_gflops: float | None = Field(None, gt=0, description="override: peak GFLOP/s for the roofline bound")
+    peak_gflops: float | None = Field(
+        None, gt=0, description="override: peak GFLOP/s for the roofline bound"
+    )
     bandwidth_gbs: float | None = Field(None, gt=0, description="override: memory bandwidth GB/s")
 
 
@@ -65,11 +81,15 @@ HARNESS_OPTIONS = [f for f in dataclasses.fields(Settings) if f.name not in NOT_
 
 class _CudaOptions(BackendOptions):
     size: Literal["tiny", "full"] | None = Field(
-        None, description="problem size tier; default full on a GPU, tiny on the CPU")
-    cache_dir: Path | None = Field(None, description="references and builds; default "
-                                                     "$AUTOCOMP_CUDA_CACHE or the user cache dir")
-    compile_workers: int | None = Field(None, ge=1, description="candidates built at once; "
-                                                                "default half the CPUs")
+        None, description="problem size tier; default full on a GPU, tiny on the CPU"
+    )
+    cache_dir: Path | None = Field(
+        None,
+        description="references and builds; default $AUTOCOMP_CUDA_CACHE or the user cache dir",
+    )
+    compile_workers: int | None = Field(
+        None, ge=1, description="candidates built at once; default half the CPUs"
+    )
     kernelbench_path: Path | None = Field(None, description="a KernelBench checkout to import")
     kernelbench_levels: tuple[int, ...] = (1, 2, 3, 4)
     size_overrides: dict[str, dict[str, Any]] | None = None
@@ -79,8 +99,11 @@ class _CudaOptions(BackendOptions):
 #: ``[backend_options]``: the fields above, and one per harness setting (``trials``,
 #: ``reps``, ``warm_workers``...) typed and defaulted as in ``harness.Settings``.
 CudaOptions = create_model(
-    "CudaOptions", __base__=_CudaOptions, __module__=__name__,
-    **{f.name: (typing.get_type_hints(Settings)[f.name], f.default) for f in HARNESS_OPTIONS})
+    "CudaOptions",
+    __base__=_CudaOptions,
+    __module__=__name__,
+    **{f.name: (typing.get_type_hints(Settings)[f.name], f.default) for f in HARNESS_OPTIONS},
+)
 
 
 class CudaBackend(Backend):
@@ -101,18 +124,34 @@ class CudaBackend(Backend):
     @cached_property
     def settings(self) -> Settings:
         hw, o = self.hardware, self.options
-        peaks = next((v for k, v in GPU_PEAKS.items() if k.lower() in hw.gpu_name.lower()), (None, None)) \
-            if hw.device == "cuda" else (None, None)
-        return Settings(device=hw.device, size=o.size or ("full" if hw.device == "cuda" else "tiny"),
-                        peak_gflops=hw.peak_gflops or peaks[0], bandwidth_gbs=hw.bandwidth_gbs or peaks[1],
-                        **o.model_dump(include={f.name for f in HARNESS_OPTIONS}))
+        peaks = (
+            next(
+                (v for k, v in GPU_PEAKS.items() if k.lower() in hw.gpu_name.lower()), (None, None)
+            )
+            if hw.device == "cuda"
+            else (None, None)
+        )
+        return Settings(
+            device=hw.device,
+            size=o.size or ("full" if hw.device == "cuda" else "tiny"),
+            peak_gflops=hw.peak_gflops or peaks[0],
+            bandwidth_gbs=hw.bandwidth_gbs or peaks[1],
+            **o.model_dump(include={f.name for f in HARNESS_OPTIONS}),
+        )
 
     @cached_property
     def harness(self) -> Harness:
-        cache = self.options.cache_dir or os.environ.get("AUTOCOMP_CUDA_CACHE") \
+        cache = (
+            self.options.cache_dir
+            or os.environ.get("AUTOCOMP_CUDA_CACHE")
             or platformdirs.user_cache_path("autocomp-cuda")
-        return Harness(Path(cache).expanduser(), self.settings, gpu_ids=self.hardware.gpus,
-                       compile_workers=self.compile_workers)
+        )
+        return Harness(
+            Path(cache).expanduser(),
+            self.settings,
+            gpu_ids=self.hardware.gpus,
+            compile_workers=self.compile_workers,
+        )
 
     @property
     def compile_workers(self) -> int:
@@ -130,7 +169,9 @@ class CudaBackend(Backend):
         o = self.options
         specs = {s.id: s for s in suite(include_controls=o.include_controls)}
         if o.kernelbench_path:
-            for spec in importer.import_kernelbench(o.kernelbench_path, o.kernelbench_levels, o.size_overrides):
+            for spec in importer.import_kernelbench(
+                o.kernelbench_path, o.kernelbench_levels, o.size_overrides
+            ):
                 specs[spec.id] = spec
         return specs
 
@@ -146,27 +187,46 @@ class CudaBackend(Backend):
             if spec.id == ref:
                 return spec
         known = ", ".join(self._specs)
-        raise KeyError(f"unknown problem {ref!r} for backend 'cuda' (known: {known}; or a path to a .py reference)")
+        raise KeyError(
+            f"unknown problem {ref!r} for backend 'cuda' (known: {known}; or a path to a .py reference)"
+        )
 
     def _problem(self, spec: ProblemSpec) -> Problem:
         sizes = {**spec.constants, **spec.sizes(self.settings.size)}
-        shown = ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny) or "as in the file"
+        shown = (
+            ", ".join(f"{k}={v}" for k, v in sizes.items() if k.isupper() or k in spec.tiny)
+            or "as in the file"
+        )
         if self.settings.size == "tiny" and not spec.tiny:
-            shown = ("the file's size constants, halved where needed to fit the CPU (each evaluation's feedback "
-                     "says which sizes ran); write kernels that work for any size")
-        context = (f"Problem {spec.id}: {spec.description}\n"
-                   f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown}.\n"
-                   f"Tolerance: |out - ref_fp64| <= atol x RMS(ref) + rtol x |ref| element-wise with "
-                   f"{describe_tolerance(spec.atol, spec.rtol)}; "
-                   "integer outputs must match exactly.\n"
-                   "Write a complete Python file defining class ModelNew(nn.Module) with the same constructor and "
-                   "forward arguments as Model; module-level get_inputs/get_init_inputs are not needed.")
+            shown = (
+                "the file's size constants, halved where needed to fit the CPU (each evaluation's feedback "
+                "says which sizes ran); write kernels that work for any size"
+            )
+        context = (
+            f"Problem {spec.id}: {spec.description}\n"
+            f"Size tier '{self.settings.size}' on device '{self.settings.device}': {shown}.\n"
+            f"Tolerance: |out - ref_fp64| <= atol x RMS(ref) + rtol x |ref| element-wise with "
+            f"{describe_tolerance(spec.atol, spec.rtol)}; "
+            "integer outputs must match exactly.\n"
+            "Write a complete Python file defining class ModelNew(nn.Module) with the same constructor and "
+            "forward arguments as Model; module-level get_inputs/get_init_inputs are not needed."
+        )
         if spec.buffers_mutate:
             context += "\nBatchNorm runs in training mode: use batch statistics, do not fold it into an affine."
-        return Problem(id=spec.id, description=spec.description, baseline_code=baseline_source(spec),
-                       baseline_path=spec.path, context=context,
-                       metadata={"level": spec.level, "tags": spec.tags, "origin": spec.origin,
-                                 "reference_code": spec.source, "control": spec.control})
+        return Problem(
+            id=spec.id,
+            description=spec.description,
+            baseline_code=baseline_source(spec),
+            baseline_path=spec.path,
+            context=context,
+            metadata={
+                "level": spec.level,
+                "tags": spec.tags,
+                "origin": spec.origin,
+                "reference_code": spec.source,
+                "control": spec.control,
+            },
+        )
 
     def problems(self) -> list[Problem]:
         return [self._problem(s) for s in self._specs.values()]
@@ -185,14 +245,19 @@ class CudaBackend(Backend):
 
     def rules(self, problem: Problem) -> list[str]:
         torch_version, cuda_version = _torch_versions()
-        versions = (f"PyTorch {torch_version}, CUDA {cuda_version or 'none (CPU build)'}" if torch_version
-                    else "PyTorch (not installed)")
+        versions = (
+            f"PyTorch {torch_version}, CUDA {cuda_version or 'none (CPU build)'}"
+            if torch_version
+            else "PyTorch (not installed)"
+        )
         hw = self.hardware
         if hw.device == "cuda":
             where = f"The target is an NVIDIA {hw.gpu_name or 'GPU'} with {versions}."
         else:
-            where = (f"The target is the CPU ({versions}): kernels are C++ through load_inline (cpp_sources, "
-                     "no cuda_sources) or Triton (run by Triton's interpreter, for correctness only).")
+            where = (
+                f"The target is the CPU ({versions}): kernels are C++ through load_inline (cpp_sources, "
+                "no cuda_sources) or Triton (run by Triton's interpreter, for correctness only)."
+            )
         return [where]
 
     # ------------------------------------------------------------------ evaluation
@@ -217,7 +282,9 @@ class CudaBackend(Backend):
         hw = self.hardware
         if hw.device == "cuda":
             # Candidates compile while others time: the harness still times one at a time per GPU.
-            return Resources(cpus=1, gpus=1, memory_mb=16384, parallel=len(hw.gpus) + self.compile_workers)
+            return Resources(
+                cpus=1, gpus=1, memory_mb=16384, parallel=len(hw.gpus) + self.compile_workers
+            )
         # On the CPU a build beside a timing loop would disturb it: one evaluation at a time.
         return Resources(cpus=1, memory_mb=self.settings.memory_mb or 8192, parallel=1)
 
@@ -229,20 +296,54 @@ class CudaBackend(Backend):
             checks.append(DoctorCheck("torch", True, torch.__version__))
             if self.settings.device == "cuda":
                 ok = torch.cuda.is_available()
-                checks.append(DoctorCheck("CUDA device", ok, torch.cuda.get_device_name(0) if ok else
-                                          "torch sees no GPU", "install a CUDA build of torch and the NVIDIA driver"))
+                checks.append(
+                    DoctorCheck(
+                        "CUDA device",
+                        ok,
+                        torch.cuda.get_device_name(0) if ok else "torch sees no GPU",
+                        "install a CUDA build of torch and the NVIDIA driver",
+                    )
+                )
         except ImportError:
-            checks.append(DoctorCheck("torch", False, "not importable", "pip install 'torch>=2.13,<2.15'"))
-        checks.append(DoctorCheck("C++ compiler (g++)", bool(shutil.which("g++")), shutil.which("g++") or "missing",
-                                  "apt-get install -y g++"))
-        checks.append(DoctorCheck("ninja", bool(shutil.which("ninja")) or _has_module("ninja"),
-                                  shutil.which("ninja") or "", "pip install ninja"))
-        nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else "")
-        checks.append(DoctorCheck("nvcc", bool(nvcc) or self.settings.device == "cpu",
-                                  nvcc or "not found (needed for CUDA candidates on a GPU)",
-                                  "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)"))
-        checks.append(DoctorCheck("triton", _has_module("triton"), "for Triton candidates",
-                                  "pip install 'autocomp-cuda[triton]'", required=False))
+            checks.append(
+                DoctorCheck("torch", False, "not importable", "pip install 'torch>=2.13,<2.15'")
+            )
+        checks.append(
+            DoctorCheck(
+                "C++ compiler (g++)",
+                bool(shutil.which("g++")),
+                shutil.which("g++") or "missing",
+                "apt-get install -y g++",
+            )
+        )
+        checks.append(
+            DoctorCheck(
+                "ninja",
+                bool(shutil.which("ninja")) or _has_module("ninja"),
+                shutil.which("ninja") or "",
+                "pip install ninja",
+            )
+        )
+        nvcc = shutil.which("nvcc") or (
+            "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else ""
+        )
+        checks.append(
+            DoctorCheck(
+                "nvcc",
+                bool(nvcc) or self.settings.device == "cpu",
+                nvcc or "not found (needed for CUDA candidates on a GPU)",
+                "install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)",
+            )
+        )
+        checks.append(
+            DoctorCheck(
+                "triton",
+                _has_module("triton"),
+                "for Triton candidates",
+                "pip install 'autocomp-cuda[triton]'",
+                required=False,
+            )
+        )
         return checks
 
 
@@ -277,18 +378,28 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
     if v.message:
         lines.append(v.message)
     if v.status == "ok":
-        lines.append(f"candidate {v.candidate_ms:.4g} ms (IQR {v.candidate_iqr_ms or 0:.2g}) vs eager baseline "
-                     f"{v.baseline_ms:.4g} ms, measured interleaved: speedup {v.speedup or 0:.3g}x; "
-                     f"worst error {v.error_ratio or 0:.3g}x the tolerance")
+        lines.append(
+            f"candidate {v.candidate_ms:.4g} ms (IQR {v.candidate_iqr_ms or 0:.2g}) vs eager baseline "
+            f"{v.baseline_ms:.4g} ms, measured interleaved: speedup {v.speedup or 0:.3g}x; "
+            f"worst error {v.error_ratio or 0:.3g}x the tolerance"
+        )
         if v.compiled_baseline_ms:
-            lines.append(f"torch.compile baseline {v.compiled_baseline_ms:.4g} ms: speedup {v.speedup_vs_compiled:.3g}x")
+            lines.append(
+                f"torch.compile baseline {v.compiled_baseline_ms:.4g} ms: speedup {v.speedup_vs_compiled:.3g}x"
+            )
     if want_feedback:
         lines += v.notes
     if v.detail and v.status not in ("ok", "mismatch"):
         lines.append(v.detail[-1500:])
     extra: dict[str, float] = {}
-    for key in ("baseline_ms", "speedup", "candidate_iqr_ms", "error_ratio", "compiled_baseline_ms",
-                "speedup_vs_compiled"):
+    for key in (
+        "baseline_ms",
+        "speedup",
+        "candidate_iqr_ms",
+        "error_ratio",
+        "compiled_baseline_ms",
+        "speedup_vs_compiled",
+    ):
         value = getattr(v, key)
         if value is not None:
             extra[key] = float(value)
@@ -300,8 +411,14 @@ def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:
     for name, secs in v.breakdown_s.items():
         extra[f"eval_{name}_s"] = float(secs)
     ok = v.status == "ok"
-    return EvalResult(correct=ok, metric=v.candidate_ms if ok else None, unit="ms",
-                      failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),
-                      feedback="\n".join(lines), extra=extra, status=v.status,
-                      stderr=v.detail if not ok else "",
-                      duration_s=sum(v.phases_s.values()))
+    return EvalResult(
+        correct=ok,
+        metric=v.candidate_ms if ok else None,
+        unit="ms",
+        failure=None if ok else STATUS_TO_FAILURE.get(v.status, FailureKind.CRASH),
+        feedback="\n".join(lines),
+        extra=extra,
+        status=v.status,
+        stderr=v.detail if not ok else "",
+        duration_s=sum(v.phases_s.values()),
+    )

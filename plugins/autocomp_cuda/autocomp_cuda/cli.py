@@ -8,6 +8,7 @@ A candidate for problem ``L2/bias_gelu_sum`` is ``CANDIDATES_DIR/L2/bias_gelu_su
 ``CANDIDATES_DIR/L2_bias_gelu_sum.py``; a problem with no file counts as missing (0 in
 every ``fast_p``, as KernelBench counts it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,12 +52,17 @@ def _progress(done: int, total: int, problem: str, verdict: Verdict | None) -> N
         flags = f" [{', '.join(verdict.flags)}]" if verdict.flags else ""
         what = f"{verdict.status}{speed}{flags}"
         if verdict.sizes_auto:
-            what += "  (sizes: " + (", ".join(f"{k}={v}" for k, v in verdict.sizes.items()) or "the file's own") + ")"
+            what += (
+                "  (sizes: "
+                + (", ".join(f"{k}={v}" for k, v in verdict.sizes.items()) or "the file's own")
+                + ")"
+            )
     click.echo(f"[{done}/{total}] {problem}: {what}", err=True)
 
 
-async def _run_suite(backend, problems: list[str], sources: dict[str, str | None],
-                     seed: int, quiet: bool) -> dict[str, Verdict | None]:
+async def _run_suite(
+    backend, problems: list[str], sources: dict[str, str | None], seed: int, quiet: bool
+) -> dict[str, Verdict | None]:
     harness = backend.harness
     # References and builds of the next problems overlap with timing on the device slots.
     gate = asyncio.Semaphore(harness.device_slots + 1)
@@ -71,8 +77,12 @@ async def _run_suite(backend, problems: list[str], sources: dict[str, str | None
             async with gate:
                 try:
                     verdict = await harness.evaluate(backend.spec(problem), code, seed=seed)
-                except Exception as exc:  # the harness's fault (a reference that fails here): not fatal
-                    verdict = Verdict("infra_error", f"the evaluator failed: {type(exc).__name__}: {exc}")
+                except (
+                    Exception
+                ) as exc:  # the harness's fault (a reference that fails here): not fatal
+                    verdict = Verdict(
+                        "infra_error", f"the evaluator failed: {type(exc).__name__}: {exc}"
+                    )
         verdicts[problem] = verdict
         done += 1
         if not quiet:
@@ -89,17 +99,44 @@ def cuda() -> None:
 
 
 @cuda.command(name="suite")
-@click.argument("candidates", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--eager", is_flag=True, help="Evaluate each problem's own PyTorch program (no candidates dir).")
-@click.option("--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable).")
-@click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config (device=cuda, gpus=[0,1]).")
+@click.argument(
+    "candidates", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--eager", is_flag=True, help="Evaluate each problem's own PyTorch program (no candidates dir)."
+)
+@click.option(
+    "--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable)."
+)
+@click.option(
+    "--hw",
+    "hardware",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Hardware config (device=cuda, gpus=[0,1]).",
+)
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the results as JSON here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the results as JSON here.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table."
+)
 @click.option("--quiet", is_flag=True, help="No per-problem progress lines.")
-def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...], hardware: tuple[str, ...],
-                  options: tuple[str, ...], seed: int, out: Path | None, as_json: bool, quiet: bool) -> None:
+def suite_command(
+    candidates: Path | None,
+    eager: bool,
+    patterns: tuple[str, ...],
+    hardware: tuple[str, ...],
+    options: tuple[str, ...],
+    seed: int,
+    out: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """Evaluate one candidate per problem; print fast_p (ours and KernelBench-compatible)."""
     if (candidates is None) == (not eager):
         raise ConfigError("give a CANDIDATES directory or --eager (not both)")
@@ -113,8 +150,10 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
             path = candidate_file(candidates, problem)
             sources[problem] = path.read_text() if path else None
     if not eager and not any(sources.values()):
-        raise ConfigError(f"{candidates}: no candidate file for any of {len(problems)} problems "
-                          f"(expected e.g. {problems[0]}.py or {problems[0].replace('/', '_')}.py)")
+        raise ConfigError(
+            f"{candidates}: no candidate file for any of {len(problems)} problems "
+            f"(expected e.g. {problems[0]}.py or {problems[0].replace('/', '_')}.py)"
+        )
     verdicts = asyncio.run(_run_suite(backend, problems, sources, seed, quiet))
     summary = suite_results.summary(verdicts)
     summary["device"] = backend.settings.device
@@ -126,23 +165,44 @@ def suite_command(candidates: Path | None, eager: bool, patterns: tuple[str, ...
     else:
         click.echo(suite_results.format_table(verdicts))
         geomean = summary["geomean_speedup_scored"]
-        click.echo(f"geometric-mean speedup of scored candidates: {geomean:.3f}x" if geomean else
-                   "no scored candidate (correct, unflagged, timed)")
+        click.echo(
+            f"geometric-mean speedup of scored candidates: {geomean:.3f}x"
+            if geomean
+            else "no scored candidate (correct, unflagged, timed)"
+        )
 
 
 @cuda.command(name="gate")
 @click.argument("problems", nargs=-1)
-@click.option("--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable).")
+@click.option(
+    "--problem", "patterns", multiple=True, metavar="GLOB", help="Only these problems (repeatable)."
+)
 @click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Problems checked at once (each in its own reference worker).")
-@click.option("--report", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write a Markdown report: totals per reason, then one row per problem.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Problems checked at once (each in its own reference worker).",
+)
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a Markdown report: totals per reason, then one row per problem.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quiet", is_flag=True, help="No per-problem progress lines.")
-def gate_command(problems: tuple[str, ...], patterns: tuple[str, ...], hardware: tuple[str, ...],
-                 options: tuple[str, ...], jobs: int, report: Path | None, as_json: bool, quiet: bool) -> None:
+def gate_command(
+    problems: tuple[str, ...],
+    patterns: tuple[str, ...],
+    hardware: tuple[str, ...],
+    options: tuple[str, ...],
+    jobs: int,
+    report: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """Run the problem-quality gate (all problems, or the given ids / reference files); exit 1 if any fails."""
     if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # the workers share the cores
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
@@ -175,8 +235,11 @@ def gate_command(problems: tuple[str, ...], patterns: tuple[str, ...], hardware:
     wall = time.perf_counter() - started
     if report is not None:
         names = {ref: backend.spec(ref).path.stem for ref in ids}
-        report.write_text(gate.markdown_report(reports, names, wall, jobs, backend.settings.device,
-                                               backend.settings.size))
+        report.write_text(
+            gate.markdown_report(
+                reports, names, wall, jobs, backend.settings.device, backend.settings.size
+            )
+        )
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in reports], indent=2, default=str))
     else:

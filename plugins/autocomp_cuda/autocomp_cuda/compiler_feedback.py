@@ -1,4 +1,5 @@
 """Turning compiler output into feedback: errors located in the candidate, ptxas resource use."""
+
 from __future__ import annotations
 
 import re
@@ -6,9 +7,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ERROR_LINE = re.compile(r"^(?P<file>[^\s:]+\.(?:cpp|cu|cuh|h)):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<kind>error|warning|fatal error)?:?\s*(?P<msg>.*)$")
-NVCC_ERROR = re.compile(r"^(?P<file>[^\s(]+\.(?:cu|cuh))\((?P<line>\d+)\):\s*(?P<kind>error|warning)\s*:?\s*(?P<msg>.*)$")
-PTXAS_FUNC = re.compile(r"ptxas info\s*:\s*(?:Compiling entry function|Function properties for) '(?P<name>[^']+)'")
+ERROR_LINE = re.compile(
+    r"^(?P<file>[^\s:]+\.(?:cpp|cu|cuh|h)):(?P<line>\d+)(?::(?P<col>\d+))?:\s*(?P<kind>error|warning|fatal error)?:?\s*(?P<msg>.*)$"
+)
+NVCC_ERROR = re.compile(
+    r"^(?P<file>[^\s(]+\.(?:cu|cuh))\((?P<line>\d+)\):\s*(?P<kind>error|warning)\s*:?\s*(?P<msg>.*)$"
+)
+PTXAS_FUNC = re.compile(
+    r"ptxas info\s*:\s*(?:Compiling entry function|Function properties for) '(?P<name>[^']+)'"
+)
 PTXAS_USED = re.compile(r"ptxas info\s*:\s*Used (?P<regs>\d+) registers(?:, (?P<rest>.*))?")
 PTXAS_SPILL = re.compile(r"(?P<stores>\d+) bytes spill stores, (?P<loads>\d+) bytes spill loads")
 
@@ -36,7 +43,10 @@ def locate_errors(log: str, candidate: str, build_root: Path | None, limit: int 
         generated = _generated_line(build_root, match.group("file"), int(match.group("line")))
         line = candidate_line(generated, candidate) if generated else None
         prefix = f"candidate line {line}" if line else where
-        out.append(f"{prefix}: error: {match.group('msg').strip()}" + (f"\n    {generated.strip()}" if generated else ""))
+        out.append(
+            f"{prefix}: error: {match.group('msg').strip()}"
+            + (f"\n    {generated.strip()}" if generated else "")
+        )
         if len(out) >= limit:
             break
     return out
@@ -66,10 +76,17 @@ def ptxas_summary(log: str) -> list[dict[str, object]]:
             current = m.group("name")
         if m := PTXAS_SPILL.search(raw):
             if kernels and kernels[-1]["kernel"] == current:
-                kernels[-1].update(spill_stores=int(m.group("stores")), spill_loads=int(m.group("loads")))
+                kernels[-1].update(
+                    spill_stores=int(m.group("stores")), spill_loads=int(m.group("loads"))
+                )
             else:
-                kernels.append({"kernel": current, "spill_stores": int(m.group("stores")),
-                                "spill_loads": int(m.group("loads"))})
+                kernels.append(
+                    {
+                        "kernel": current,
+                        "spill_stores": int(m.group("stores")),
+                        "spill_loads": int(m.group("loads")),
+                    }
+                )
         if m := PTXAS_USED.search(raw):
             entry = {"kernel": current, "registers": int(m.group("regs"))}
             smem = re.search(r"(\d+) bytes smem", m.group("rest") or "")
@@ -87,7 +104,9 @@ def demangle(names: list[str]) -> list[str]:
     if not tool or not names:
         return names
     try:
-        done = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            [tool], input="\n".join(names), capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return names
     out = done.stdout.splitlines()
@@ -99,6 +118,12 @@ def describe_ptxas(kernels: list[dict[str, object]]) -> str:
     names = demangle([str(k["kernel"]) for k in kernels])
     for k, name in zip(kernels, names):
         spill = k.get("spill_stores", 0) or k.get("spill_loads", 0)
-        lines.append(f"kernel {name}: {k.get('registers', '?')} registers, {k.get('smem_bytes', 0)} B shared memory"
-                     + (f", SPILLS {k.get('spill_stores', 0)} B stores / {k.get('spill_loads', 0)} B loads" if spill else ""))
+        lines.append(
+            f"kernel {name}: {k.get('registers', '?')} registers, {k.get('smem_bytes', 0)} B shared memory"
+            + (
+                f", SPILLS {k.get('spill_stores', 0)} B stores / {k.get('spill_loads', 0)} B loads"
+                if spill
+                else ""
+            )
+        )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ answer (zeros, the mean as a constant, ones, any input returned unchanged) is re
 A problem that cannot run here at all is refused with the reason (it cannot shrink to the
 CPU budget, does not fit the GPU, does not import, or its reference is too slow).
 """
+
 from __future__ import annotations
 
 import time
@@ -16,8 +17,17 @@ from .harness import Harness, ProblemRefused
 from .problemset import ProblemSpec
 
 #: Why a problem is refused, as the report groups them.
-CATEGORIES = ("passed", "degenerate", "nondeterministic", "tolerance", "cannot_shrink", "too_big",
-              "reference_too_slow", "import_error", "reference_error")
+CATEGORIES = (
+    "passed",
+    "degenerate",
+    "nondeterministic",
+    "tolerance",
+    "cannot_shrink",
+    "too_big",
+    "reference_too_slow",
+    "import_error",
+    "reference_error",
+)
 
 
 @dataclass
@@ -30,8 +40,14 @@ class GateReport:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"problem": self.problem, "passed": self.passed, "category": self.category, "reasons": self.reasons,
-                "seconds": self.seconds, "details": self.details}
+        return {
+            "problem": self.problem,
+            "passed": self.passed,
+            "category": self.category,
+            "reasons": self.reasons,
+            "seconds": self.seconds,
+            "details": self.details,
+        }
 
 
 async def check_problem(harness: Harness, spec: ProblemSpec, seed: int = 0) -> GateReport:
@@ -48,28 +64,62 @@ async def _check(harness: Harness, spec: ProblemSpec, seed: int) -> GateReport:
         return GateReport(spec.id, False, [str(exc)], category=exc.reason)
     except Exception as exc:  # the first line says what; the traceback stays in the details
         text = str(exc).strip() or type(exc).__name__
-        return GateReport(spec.id, False, [f"the reference does not run: {text.splitlines()[0]}"],
-                          {"error": text}, category="reference_error")
+        return GateReport(
+            spec.id,
+            False,
+            [f"the reference does not run: {text.splitlines()[0]}"],
+            {"error": text},
+            category="reference_error",
+        )
     gate = meta.get("gate", {})
     found: list[tuple[str, str]] = []
     if not gate.get("deterministic"):
-        found.append(("nondeterministic", f"the reference is not deterministic (two runs with one seed differ by "
-                                          f"{gate.get('determinism_gap', float('nan')):.3g}x the tolerance)"))
-    passing = sorted(name for name, rejected in gate.get("probes_rejected", {}).items() if not rejected)
+        found.append(
+            (
+                "nondeterministic",
+                f"the reference is not deterministic (two runs with one seed differ by "
+                f"{gate.get('determinism_gap', float('nan')):.3g}x the tolerance)",
+            )
+        )
+    passing = sorted(
+        name for name, rejected in gate.get("probes_rejected", {}).items() if not rejected
+    )
     if passing:
         found.append(("degenerate", f"trivial answers pass: {', '.join(passing)}"))
     if gate.get("noise_to_signal", 0.0) > 1.0:
-        found.append(("degenerate", f"the output is rounding noise around zero: float32 and float64 runs differ by "
-                                    f"{gate['noise_to_signal']:.3g}x the output's RMS"))
+        found.append(
+            (
+                "degenerate",
+                f"the output is rounding noise around zero: float32 and float64 runs differ by "
+                f"{gate['noise_to_signal']:.3g}x the output's RMS",
+            )
+        )
     elif not gate.get("tolerance_sane"):
-        found.append(("tolerance", f"the fp32 reference is {meta.get('reference_error_ratio', 0):.3g}x the tolerance "
-                                   "away from float64: the tolerance is too tight for this problem"))
-    details = {"gate": gate, "output": meta.get("output"), "reference_error_ratio": meta.get("reference_error_ratio"),
-               "memory_bytes_full": gate.get("memory_bytes_full"), "sizes": meta.get("sizes") or {},
-               "sizes_auto": bool(meta.get("sizes_auto")), "measured": meta.get("measured"),
-               "full_size": meta.get("full_size"), "reference_s": meta.get("reference_s")}
-    return GateReport(spec.id, not found, [text for _, text in found], details,
-                      category=found[0][0] if found else "passed")
+        found.append(
+            (
+                "tolerance",
+                f"the fp32 reference is {meta.get('reference_error_ratio', 0):.3g}x the tolerance "
+                "away from float64: the tolerance is too tight for this problem",
+            )
+        )
+    details = {
+        "gate": gate,
+        "output": meta.get("output"),
+        "reference_error_ratio": meta.get("reference_error_ratio"),
+        "memory_bytes_full": gate.get("memory_bytes_full"),
+        "sizes": meta.get("sizes") or {},
+        "sizes_auto": bool(meta.get("sizes_auto")),
+        "measured": meta.get("measured"),
+        "full_size": meta.get("full_size"),
+        "reference_s": meta.get("reference_s"),
+    }
+    return GateReport(
+        spec.id,
+        not found,
+        [text for _, text in found],
+        details,
+        category=found[0][0] if found else "passed",
+    )
 
 
 def sizes_text(report: GateReport) -> str:
@@ -88,21 +138,41 @@ def totals(reports: list[GateReport]) -> dict[str, int]:
 def totals_line(reports: list[GateReport], wall_s: float) -> str:
     counts = totals(reports)
     refused = ", ".join(f"{k} {v}" for k, v in counts.items() if k != "passed") or "none"
-    return (f"{counts.get('passed', 0)} of {len(reports)} problems pass; refused: {refused}; "
-            f"wall time {wall_s:.0f} s")
+    return (
+        f"{counts.get('passed', 0)} of {len(reports)} problems pass; refused: {refused}; "
+        f"wall time {wall_s:.0f} s"
+    )
 
 
-def markdown_report(reports: list[GateReport], names: dict[str, str], wall_s: float, jobs: int, device: str,
-                    size: str) -> str:
+def markdown_report(
+    reports: list[GateReport],
+    names: dict[str, str],
+    wall_s: float,
+    jobs: int,
+    device: str,
+    size: str,
+) -> str:
     """Totals per reason, then one row per problem (reason, time, the sizes that ran)."""
-    lines = [f"# Quality gate: {len(reports)} problems (device {device}, size tier {size})", "",
-             f"Wall time {wall_s:.0f} s with {jobs} problem(s) at once; sum of per-problem times "
-             f"{sum(r.seconds for r in reports):.0f} s.", "", "| result | problems |", "|---|---:|"]
+    lines = [
+        f"# Quality gate: {len(reports)} problems (device {device}, size tier {size})",
+        "",
+        f"Wall time {wall_s:.0f} s with {jobs} problem(s) at once; sum of per-problem times "
+        f"{sum(r.seconds for r in reports):.0f} s.",
+        "",
+        "| result | problems |",
+        "|---|---:|",
+    ]
     lines += [f"| {category} | {count} |" for category, count in totals(reports).items()]
-    lines += ["", "| problem | name | result | seconds | sizes | reason |", "|---|---|---|---:|---|---|"]
+    lines += [
+        "",
+        "| problem | name | result | seconds | sizes | reason |",
+        "|---|---|---|---:|---|---|",
+    ]
     for r in reports:
         sizes = ", ".join(f"{k}={v}" for k, v in (r.details.get("sizes") or {}).items())
         reason = "; ".join(r.reasons).replace("|", "/").replace("\n", " ")
-        lines.append(f"| {r.problem} | {names.get(r.problem, '')} | {r.category} | {r.seconds:.1f} | {sizes} | "
-                     f"{reason} |")
+        lines.append(
+            f"| {r.problem} | {names.get(r.problem, '')} | {r.category} | {r.seconds:.1f} | {sizes} | "
+            f"{reason} |"
+        )
     return "\n".join(lines) + "\n"

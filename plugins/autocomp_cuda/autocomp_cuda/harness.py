@@ -13,6 +13,7 @@ allocation failure takes nothing else down. The next candidate's process is star
 of need (``workers.Worker``), so it finds torch already imported. This process never
 imports torch: tensors are only touched by the children and the judge.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,19 +60,27 @@ class Settings:
     timing_timeout_s: float = 300.0
     memory_mb: int | None = 8192
     static_checks: bool = True
-    require_custom_kernel: bool = False  # True: a pure-PyTorch ModelNew is refused, not just flagged
+    require_custom_kernel: bool = (
+        False  # True: a pure-PyTorch ModelNew is refused, not just flagged
+    )
     roofline_slack: float = 0.5  # reject below slack x the speed-of-light time
     side_stream_gap_ms: float = 0.1
     peak_gflops: float | None = None
     bandwidth_gbs: float | None = None
     compile_baseline: bool = False  # also time torch.compile(Model), interleaved like the eager one
     warm_workers: bool = True  # keep the next candidate's worker started, torch imported
-    worker_slack_s: float = 30.0  # beyond the phase watchdogs: startup, writing results; then killed
+    worker_slack_s: float = (
+        30.0  # beyond the phase watchdogs: startup, writing results; then killed
+    )
     standby_idle_s: float = 300.0  # a standby worker nobody used by then leaves on its own
 
     def phase_timeouts(self) -> dict[str, float]:
-        return {"setup": self.load_timeout_s, "load": self.load_timeout_s,
-                "correctness": self.correctness_timeout_s, "timing": self.timing_timeout_s}
+        return {
+            "setup": self.load_timeout_s,
+            "load": self.load_timeout_s,
+            "correctness": self.correctness_timeout_s,
+            "timing": self.timing_timeout_s,
+        }
 
 
 @dataclass
@@ -96,9 +105,13 @@ class Verdict:
     breakdown_s: dict[str, float] = field(default_factory=dict)
     build_cache_hit: bool | None = None
     worker_warm: bool | None = None  # the worker had its imports done when the job arrived
-    sizes: dict[str, Any] = field(default_factory=dict)  # module constants overridden ({}: the file's own)
+    sizes: dict[str, Any] = field(
+        default_factory=dict
+    )  # module constants overridden ({}: the file's own)
     sizes_auto: bool = False  # chosen by shrinking the problem to the CPU budget
-    shapes: dict[str, Any] = field(default_factory=dict)  # input and output shapes ({}: no reference ran)
+    shapes: dict[str, Any] = field(
+        default_factory=dict
+    )  # input and output shapes ({}: no reference ran)
 
     @property
     def speedup(self) -> float | None:
@@ -118,13 +131,27 @@ class Verdict:
         return self.status == "ok" and not self.flags
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "message": self.message, "candidate_ms": self.candidate_ms,
-                "baseline_ms": self.baseline_ms, "speedup": self.speedup, "candidate_iqr_ms": self.candidate_iqr_ms,
-                "compiled_baseline_ms": self.compiled_baseline_ms, "speedup_vs_compiled": self.speedup_vs_compiled,
-                "error_ratio": self.error_ratio, "flags": self.flags, "notes": self.notes, "info": self.info,
-                "phases_s": self.phases_s, "breakdown_s": self.breakdown_s, "build_cache_hit": self.build_cache_hit,
-                "worker_warm": self.worker_warm, "sizes": self.sizes, "sizes_auto": self.sizes_auto,
-                "scored": self.scored}
+        return {
+            "status": self.status,
+            "message": self.message,
+            "candidate_ms": self.candidate_ms,
+            "baseline_ms": self.baseline_ms,
+            "speedup": self.speedup,
+            "candidate_iqr_ms": self.candidate_iqr_ms,
+            "compiled_baseline_ms": self.compiled_baseline_ms,
+            "speedup_vs_compiled": self.speedup_vs_compiled,
+            "error_ratio": self.error_ratio,
+            "flags": self.flags,
+            "notes": self.notes,
+            "info": self.info,
+            "phases_s": self.phases_s,
+            "breakdown_s": self.breakdown_s,
+            "build_cache_hit": self.build_cache_hit,
+            "worker_warm": self.worker_warm,
+            "sizes": self.sizes,
+            "sizes_auto": self.sizes_auto,
+            "scored": self.scored,
+        }
 
 
 def describe_sizes(spec: ProblemSpec, sizes: dict[str, Any]) -> str:
@@ -185,8 +212,13 @@ class ProblemRefused(RuntimeError):
 
 
 class Harness:
-    def __init__(self, cache_dir: Path, settings: Settings, gpu_ids: list[int] | None = None,
-                 compile_workers: int | None = None):
+    def __init__(
+        self,
+        cache_dir: Path,
+        settings: Settings,
+        gpu_ids: list[int] | None = None,
+        compile_workers: int | None = None,
+    ):
         self.cache = Path(cache_dir)
         self.settings = settings
         (self.cache / "refs").mkdir(parents=True, exist_ok=True)
@@ -211,9 +243,12 @@ class Harness:
 
     # ------------------------------------------------------------------ child processes
     def _env(self, gpu: int | None) -> dict[str, str]:
-        env = {"PYTHONDONTWRITEBYTECODE": "1", "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
-               "PYTHONPATH": _import_path(),
-               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1)))}
+        env = {
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
+            "PYTHONPATH": _import_path(),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1))),
+        }
         if self.settings.device == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors for real checks
             env["CUDA_VISIBLE_DEVICES"] = ""
@@ -228,23 +263,38 @@ class Harness:
 
     def _judge_env(self, gpu: int | None) -> dict[str, str]:
         """The judge is ours (not sandboxed), but it still gets only what it needs."""
-        env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+        env = {
+            key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ
+        }
         return {**env, **self._env(gpu)}
 
     def _limits(self, wall_s: float) -> SandboxLimits:
-        return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
-                             file_size_mb=4096, max_processes=512, max_output_bytes=2_000_000)
+        return SandboxLimits(
+            wall_s=wall_s,
+            memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
+            file_size_mb=4096,
+            max_processes=512,
+            max_output_bytes=2_000_000,
+        )
 
-    async def _run_child(self, module: str, job: dict[str, Any], work: Path, wall_s: float) -> SandboxResult:
+    async def _run_child(
+        self, module: str, job: dict[str, Any], work: Path, wall_s: float
+    ) -> SandboxResult:
         (work / "job.json").write_text(json.dumps(job))
-        return await run_sandboxed([sys.executable, "-m", f"autocomp_cuda.runtime.{module}", str(work / "job.json")],
-                                   limits=self._limits(wall_s), cwd=work, env=self._env(None))
+        return await run_sandboxed(
+            [sys.executable, "-m", f"autocomp_cuda.runtime.{module}", str(work / "job.json")],
+            limits=self._limits(wall_s),
+            cwd=work,
+            env=self._env(None),
+        )
 
     def _eval_deadline_s(self) -> float:
         return sum(self.settings.phase_timeouts().values()) + self.settings.worker_slack_s
 
     def _start_worker(self, gpu: int | None) -> Worker:
-        return Worker(self._env(gpu), self._limits(self._eval_deadline_s()), self.settings.standby_idle_s)
+        return Worker(
+            self._env(gpu), self._limits(self._eval_deadline_s()), self.settings.standby_idle_s
+        )
 
     async def _take_worker(self, gpu: int | None) -> Worker:
         """The slot's standby worker if it can still take a job, else a new one."""
@@ -280,11 +330,27 @@ class Harness:
 
     def _ref_key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
-        text = json.dumps([spec.digest, s.size, s.device, seed, s.trials, held_sets(s), spec.atol, spec.rtol, _torch_tag(),
-                           REFERENCE_FORMAT, spec.tiny, TINY_BUDGET if self._shrinks(spec) else None])
+        text = json.dumps(
+            [
+                spec.digest,
+                s.size,
+                s.device,
+                seed,
+                s.trials,
+                held_sets(s),
+                spec.atol,
+                spec.rtol,
+                _torch_tag(),
+                REFERENCE_FORMAT,
+                spec.tiny,
+                TINY_BUDGET if self._shrinks(spec) else None,
+            ]
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
-    async def reference(self, spec: ProblemSpec, seed: int, gate: bool = False) -> tuple[Path, dict[str, Any]]:
+    async def reference(
+        self, spec: ProblemSpec, seed: int, gate: bool = False
+    ) -> tuple[Path, dict[str, Any]]:
         """Reference outputs for (problem, seed): computed once in their own process, then cached.
         The sizes they were computed at (``meta["sizes"]``) are the sizes every candidate runs at.
         Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why)."""
@@ -292,7 +358,9 @@ class Harness:
         key = base + ("-gate" if gate else "")
         lock = self._ref_locks.setdefault(base, asyncio.Lock())
         async with lock:
-            for found in ([key] if gate else [key, base + "-gate"]):  # the gate's references hold the same
+            for found in (
+                [key] if gate else [key, base + "-gate"]
+            ):  # the gate's references hold the same
                 meta_path = self.cache / "refs" / found / "meta.json"
                 if meta_path.exists():
                     meta = json.loads(meta_path.read_text())
@@ -302,22 +370,39 @@ class Harness:
             target = self.cache / "refs" / key
             with private_workdir("autocomp-cuda-ref-") as work:
                 (work / "problem.py").write_text(spec.source)
-                job = {"problem": {"path": str(work / "problem.py"), "overrides": spec.sizes(self.settings.size),
-                                   "id": spec.id},
-                       "shrink": TINY_BUDGET if self._shrinks(spec) else None, "held_copies": HELD_COPIES,
-                       "device": self.settings.device, "init_seed": seed,
-                       "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
-                       "trials": self.settings.trials,
-                       "out_dir": str(work / "out"), "atol": spec.atol, "rtol": spec.rtol, "gate": gate}
+                job = {
+                    "problem": {
+                        "path": str(work / "problem.py"),
+                        "overrides": spec.sizes(self.settings.size),
+                        "id": spec.id,
+                    },
+                    "shrink": TINY_BUDGET if self._shrinks(spec) else None,
+                    "held_copies": HELD_COPIES,
+                    "device": self.settings.device,
+                    "init_seed": seed,
+                    "trial_seeds": trial_seeds(
+                        seed, self.settings.trials + held_sets(self.settings)
+                    ),
+                    "trials": self.settings.trials,
+                    "out_dir": str(work / "out"),
+                    "atol": spec.atol,
+                    "rtol": spec.rtol,
+                    "gate": gate,
+                }
                 wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
                 async with self._reference_slots:
                     result = await self._run_child("reference_main", job, work, wall_s=wall_s)
                 meta_file = work / "out" / "meta.json"
                 if not meta_file.exists():
                     if result.timed_out:
-                        raise ProblemRefused(f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
-                                             f"{3 if gate else 2})", "reference_too_slow")
-                    raise RuntimeError(f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}")
+                        raise ProblemRefused(
+                            f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
+                            f"{3 if gate else 2})",
+                            "reference_too_slow",
+                        )
+                    raise RuntimeError(
+                        f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}"
+                    )
                 meta = json.loads(meta_file.read_text())
                 if meta.get("status") == "refused":
                     if meta["reason"] == "cannot_shrink":  # the same on every run: remembered
@@ -325,7 +410,9 @@ class Harness:
                         _keep_tree(work / "out", target)
                     raise ProblemRefused(meta["error"], meta["reason"])
                 if meta.get("status") != "ok":
-                    raise RuntimeError(f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}")
+                    raise RuntimeError(
+                        f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}"
+                    )
                 _take_ownership(work / "out")
                 tmp = target.with_name(target.name + ".tmp")
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -335,7 +422,9 @@ class Harness:
 
     # ------------------------------------------------------------------ build
     def build_key(self, code: str) -> str:
-        return hashlib.sha256(json.dumps([code, self.settings.device, _torch_tag()]).encode()).hexdigest()[:24]
+        return hashlib.sha256(
+            json.dumps([code, self.settings.device, _torch_tag()]).encode()
+        ).hexdigest()[:24]
 
     async def build(self, code: str) -> tuple[Path | None, Verdict | None, bool, str]:
         """Compile the candidate's extensions. Returns (prebuilt dir, failure, cache hit, build log)."""
@@ -346,27 +435,52 @@ class Harness:
         lock = self._build_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if (target / "built.json").exists():
-                return target, None, True, (target / "build.log").read_text() if (target / "build.log").exists() else ""
+                return (
+                    target,
+                    None,
+                    True,
+                    (target / "build.log").read_text() if (target / "build.log").exists() else "",
+                )
             async with self._compile_slots:
                 with private_workdir("autocomp-cuda-build-") as work:
                     (work / "candidate.py").write_text(code)
                     job = self._candidate_job(work, "build", None, None, 0)
-                    result = await self._run_child("candidate_main", job, work, wall_s=self.settings.compile_timeout_s)
+                    result = await self._run_child(
+                        "candidate_main", job, work, wall_s=self.settings.compile_timeout_s
+                    )
                     log = result.stdout + "\n" + result.stderr
                     outcome = _read_json(work / "result.json")
                     if result.timed_out or outcome is None:
                         if result.timed_out:
-                            return None, Verdict("timeout", f"compilation exceeded {self.settings.compile_timeout_s:g} s",
-                                                 detail=log[-4000:]), False, log
+                            return (
+                                None,
+                                Verdict(
+                                    "timeout",
+                                    f"compilation exceeded {self.settings.compile_timeout_s:g} s",
+                                    detail=log[-4000:],
+                                ),
+                                False,
+                                log,
+                            )
                         return None, _crash_verdict(result, "compile"), False, log
                     if outcome["status"] != "ok":
                         errors = compiler_feedback.locate_errors(log, code, work / "ext")
-                        status = "compile_error" if (errors or "Error building extension" in outcome.get("message", "")) \
+                        status = (
+                            "compile_error"
+                            if (errors or "Error building extension" in outcome.get("message", ""))
                             else outcome["status"]
+                        )
                         message = outcome.get("message", "")
                         if status == "compile_error":
-                            message = "compilation failed:\n" + ("\n".join(errors) or _tail_errors(log))
-                        return None, Verdict(status, message, detail=outcome.get("detail", "")), False, log
+                            message = "compilation failed:\n" + (
+                                "\n".join(errors) or _tail_errors(log)
+                            )
+                        return (
+                            None,
+                            Verdict(status, message, detail=outcome.get("detail", "")),
+                            False,
+                            log,
+                        )
                     _take_ownership(work)
                     tmp = target.with_name(target.name + ".tmp")
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -379,21 +493,48 @@ class Harness:
             return target, None, False, log
 
     # ------------------------------------------------------------------ evaluation
-    def _candidate_job(self, work: Path, mode: str, spec: ProblemSpec | None, seed: int | None,
-                       trials: int, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _candidate_job(
+        self,
+        work: Path,
+        mode: str,
+        spec: ProblemSpec | None,
+        seed: int | None,
+        trials: int,
+        sizes: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         s = self.settings
-        job: dict[str, Any] = {"mode": mode, "work_dir": str(work), "candidate": str(work / "candidate.py"),
-                               "device": "cuda" if s.device == "cuda" else "cpu", "settle_s": s.settle_s,
-                               "build_dir": str(work / "ext"), "phase_timeouts": s.phase_timeouts()}
+        job: dict[str, Any] = {
+            "mode": mode,
+            "work_dir": str(work),
+            "candidate": str(work / "candidate.py"),
+            "device": "cuda" if s.device == "cuda" else "cpu",
+            "settle_s": s.settle_s,
+            "build_dir": str(work / "ext"),
+            "phase_timeouts": s.phase_timeouts(),
+        }
         if mode == "build":
             job["phase_timeouts"] = {"setup": s.compile_timeout_s, "load": s.compile_timeout_s}
         if spec is not None:
-            job.update(problem={"path": str(work / "problem.py"), "id": spec.id,
-                                "overrides": spec.sizes(s.size) if sizes is None else sizes},
-                       init_seed=seed, trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)), trials=trials,
-                       in_place=spec.in_place, buffers_mutate=spec.buffers_mutate,
-                       timing={"warmup": s.warmup, "reps": s.reps, "samples": s.timed_samples,
-                               "compile_baseline": s.compile_baseline} if s.reps > 0 else None)
+            job.update(
+                problem={
+                    "path": str(work / "problem.py"),
+                    "id": spec.id,
+                    "overrides": spec.sizes(s.size) if sizes is None else sizes,
+                },
+                init_seed=seed,
+                trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)),
+                trials=trials,
+                in_place=spec.in_place,
+                buffers_mutate=spec.buffers_mutate,
+                timing={
+                    "warmup": s.warmup,
+                    "reps": s.reps,
+                    "samples": s.timed_samples,
+                    "compile_baseline": s.compile_baseline,
+                }
+                if s.reps > 0
+                else None,
+            )
         return job
 
     async def _device_slot(self):
@@ -413,14 +554,19 @@ class Harness:
         if self.settings.static_checks:
             findings = static_check.check(code)
             if findings:
-                return Verdict("hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings)))
+                return Verdict(
+                    "hack_suspected", "refused by static rules:\n" + "\n".join(map(str, findings))
+                )
         for judge in self._judges.values():
             judge.start()  # its imports overlap with the reference, the build and the run
         try:
             ref_dir, ref_meta = await self.reference(spec, seed)
         except ProblemRefused as exc:
-            return Verdict("infra_error", f"the problem cannot run here: {exc}",
-                           phases_s={"reference": loop.time() - started})
+            return Verdict(
+                "infra_error",
+                f"the problem cannot run here: {exc}",
+                phases_s={"reference": loop.time() - started},
+            )
         t_ref = loop.time()
         shapes = {"inputs": ref_meta.get("input_shapes"), "output": ref_meta["output"]}
         prebuilt, failure, cache_hit, build_log = await self.build(code)
@@ -439,7 +585,9 @@ class Harness:
                 (work / "candidate.py").write_text(code)
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"))
+                job = self._candidate_job(
+                    work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes")
+                )
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
                     job["prebuilt"] = str(work / "prebuilt")
@@ -456,7 +604,9 @@ class Harness:
                 outcome = _read_json(work / "result.json") or {}
                 if outcome.get("job_received"):
                     breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-                breakdown.update({k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005})
+                breakdown.update(
+                    {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
+                )
                 breakdown["judge"] = loop.time() - t_worker
                 if triton_cache is not None and verdict.status == "ok":
                     _keep_tree(work / "triton-cache", triton_cache)
@@ -468,13 +618,23 @@ class Harness:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
         verdict.shapes = shapes
-        verdict.sizes, verdict.sizes_auto = dict(ref_meta.get("sizes") or {}), bool(ref_meta.get("sizes_auto"))
+        verdict.sizes, verdict.sizes_auto = (
+            dict(ref_meta.get("sizes") or {}),
+            bool(ref_meta.get("sizes_auto")),
+        )
         if verdict.sizes_auto:
             verdict.notes.insert(0, describe_sizes(spec, verdict.sizes))
         verdict.build_cache_hit = cache_hit if prebuilt is not None else None
-        verdict.phases_s = {"reference": t_ref - started, "build": t_build - t_ref, "eval": loop.time() - t_build}
-        breakdown["other"] = max(0.0, verdict.phases_s["eval"] - sum(
-            v for k, v in breakdown.items() if not k.startswith("judge_")))
+        verdict.phases_s = {
+            "reference": t_ref - started,
+            "build": t_build - t_ref,
+            "eval": loop.time() - t_build,
+        }
+        breakdown["other"] = max(
+            0.0,
+            verdict.phases_s["eval"]
+            - sum(v for k, v in breakdown.items() if not k.startswith("judge_")),
+        )
         verdict.breakdown_s = breakdown
         if build_log and self.settings.device == "cuda":
             kernels = compiler_feedback.ptxas_summary(build_log)
@@ -491,31 +651,59 @@ class Harness:
         return self.cache / "triton" / self.build_key(code)
 
     # ------------------------------------------------------------------ judging (outside the candidate)
-    async def _judge(self, spec: ProblemSpec, work: Path, result: SandboxResult | None, ref_dir: Path,
-                     ref_meta: dict[str, Any], gpu: int | None, breakdown: dict[str, float]) -> Verdict:
+    async def _judge(
+        self,
+        spec: ProblemSpec,
+        work: Path,
+        result: SandboxResult | None,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        gpu: int | None,
+        breakdown: dict[str, float],
+    ) -> Verdict:
         """``result`` None: the worker overran the harness's deadline and was killed."""
         outcome = _read_json(work / "result.json")
         if outcome is None:
-            phase = (work / "phase.txt").read_text().strip() if (work / "phase.txt").exists() else "startup"
+            phase = (
+                (work / "phase.txt").read_text().strip()
+                if (work / "phase.txt").exists()
+                else "startup"
+            )
             if result is None or result.timed_out or "Timeout (" in result.stderr:
                 limit = self.settings.phase_timeouts().get(phase, self._eval_deadline_s())
-                return Verdict("timeout", f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
-                               detail=result.stderr[-3000:] if result else "")
+                return Verdict(
+                    "timeout",
+                    f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
+                    detail=result.stderr[-3000:] if result else "",
+                )
             return _crash_verdict(result, phase)
         info = outcome.get("info", {})
         if outcome["status"] != "ok":
-            return Verdict(outcome["status"], outcome.get("message", ""), detail=outcome.get("detail", ""), info=info)
+            return Verdict(
+                outcome["status"],
+                outcome.get("message", ""),
+                detail=outcome.get("detail", ""),
+                info=info,
+            )
         if not checksums_match(outcome.get("input_checksums"), ref_meta.get("input_checksums")):
-            return Verdict("infra_error", "the worker's inputs differ from the reference worker's (nondeterministic get_inputs?)",
-                           info=info)
+            return Verdict(
+                "infra_error",
+                "the worker's inputs differ from the reference worker's (nondeterministic get_inputs?)",
+                info=info,
+            )
         verdict = Verdict("ok", info=info)
         timing = outcome.get("timing")
         # Every correctness trial, and the outputs sampled from the timing loop (caching,
         # correct-only-at-first), against the float64 reference: in the judge.
-        request = {"ref_dir": str(ref_dir), "dtype": ref_meta["output"]["dtype"], "stride": ref_meta["output"]["stride"],
-                   "atol": spec.atol, "rtol": spec.rtol,
-                   "correctness": str(work / "correctness.pt"),
-                   "samples": str(work / "timed_samples.pt") if timing else None}
+        request = {
+            "ref_dir": str(ref_dir),
+            "dtype": ref_meta["output"]["dtype"],
+            "stride": ref_meta["output"]["stride"],
+            "atol": spec.atol,
+            "rtol": spec.rtol,
+            "correctness": str(work / "correctness.pt"),
+            "samples": str(work / "timed_samples.pt") if timing else None,
+        }
         try:
             answer = await self._judges[gpu].ask(request, self.settings.correctness_timeout_s)
         except JudgeError as exc:
@@ -523,24 +711,44 @@ class Harness:
         breakdown.update({f"judge_{k}": v for k, v in answer.get("seconds", {}).items()})
         if "error" in answer:
             if answer.get("unreadable"):
-                return Verdict("hack_suspected", f"the worker's output files were changed: {answer['error']}", info=info)
-            return Verdict("infra_error", f"comparing the outputs failed: {answer['error']}", info=info)
+                return Verdict(
+                    "hack_suspected",
+                    f"the worker's output files were changed: {answer['error']}",
+                    info=info,
+                )
+            return Verdict(
+                "infra_error", f"comparing the outputs failed: {answer['error']}", info=info
+            )
         checked = answer["correctness"]
         if checked["failure"]:
             failure = checked["failure"]
-            return Verdict("mismatch", f"trial {failure['index'] + 1}/{self.settings.trials}: {failure['reason']}",
-                           error_ratio=failure["error_ratio"], info=info)
+            return Verdict(
+                "mismatch",
+                f"trial {failure['index'] + 1}/{self.settings.trials}: {failure['reason']}",
+                error_ratio=failure["error_ratio"],
+                info=info,
+            )
         if checked["checked"] != self.settings.trials:
-            return Verdict("hack_suspected", f"the worker's output file holds {checked['checked']} of "
-                           f"{self.settings.trials} trials", info=info)
+            return Verdict(
+                "hack_suspected",
+                f"the worker's output file holds {checked['checked']} of "
+                f"{self.settings.trials} trials",
+                info=info,
+            )
         verdict.error_ratio = checked["worst"]
         if not timing:
             return verdict
         sampled = answer["samples"]
         if sampled["failure"]:
-            return Verdict("hack_suspected", f"an output produced during timing (call {sampled['failure']['rep'] + 1}) "
-                           f"is wrong although the correctness trials passed: {sampled['failure']['reason']}", info=info)
-        use_events = self.settings.device == "cuda" and all(v is not None for v in timing["candidate_event_ms"])
+            return Verdict(
+                "hack_suspected",
+                f"an output produced during timing (call {sampled['failure']['rep'] + 1}) "
+                f"is wrong although the correctness trials passed: {sampled['failure']['reason']}",
+                info=info,
+            )
+        use_events = self.settings.device == "cuda" and all(
+            v is not None for v in timing["candidate_event_ms"]
+        )
         cand = timing["candidate_event_ms"] if use_events else timing["candidate_host_ms"]
         base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
         verdict.candidate_ms, verdict.candidate_iqr_ms = _median_iqr(cand)
@@ -550,17 +758,28 @@ class Harness:
             verdict.compiled_baseline_ms, _ = _median_iqr(compiled)
         if use_events:
             # Host time after a device-wide sync includes side-stream work; events on one stream do not.
-            gap_c = statistics.median(h - e for h, e in zip(timing["candidate_host_ms"], timing["candidate_event_ms"]))
-            gap_b = statistics.median(h - e for h, e in zip(timing["baseline_host_ms"], timing["baseline_event_ms"]))
+            gap_c = statistics.median(
+                h - e for h, e in zip(timing["candidate_host_ms"], timing["candidate_event_ms"])
+            )
+            gap_b = statistics.median(
+                h - e for h, e in zip(timing["baseline_host_ms"], timing["baseline_event_ms"])
+            )
             if gap_c - gap_b > max(self.settings.side_stream_gap_ms, 0.5 * verdict.candidate_ms):
-                return Verdict("hack_suspected", f"host time exceeds CUDA-event time by {gap_c:.3f} ms "
-                               f"(baseline {gap_b:.3f} ms): work runs outside the timed stream", info=info)
+                return Verdict(
+                    "hack_suspected",
+                    f"host time exceeds CUDA-event time by {gap_c:.3f} ms "
+                    f"(baseline {gap_b:.3f} ms): work runs outside the timed stream",
+                    info=info,
+                )
         calls = timing.get("kernel_calls_per_timed_call", [])
         if outcome.get("custom_code"):
             if calls and min(calls) == 0:
-                return Verdict("hack_suspected", "the candidate's own kernels did not run in "
-                               f"{sum(1 for c in calls if c == 0)} of {len(calls)} timed calls (a branch skips them)",
-                               info=info)
+                return Verdict(
+                    "hack_suspected",
+                    "the candidate's own kernels did not run in "
+                    f"{sum(1 for c in calls if c == 0)} of {len(calls)} timed calls (a branch skips them)",
+                    info=info,
+                )
         else:
             message = "no custom kernel ran: ModelNew uses only PyTorch operators"
             if self.settings.require_custom_kernel:
@@ -569,13 +788,20 @@ class Harness:
             verdict.notes.append(message + " (excluded from fast_p)")
         bound = self.refusal_bound_ms(spec, ref_meta)
         if bound is not None and verdict.candidate_ms < bound:
-            return Verdict("hack_suspected", f"measured {verdict.candidate_ms:.4g} ms is below the lower bound "
-                           f"{bound:.4g} ms ({self.settings.roofline_slack:g} x the speed-of-light time for this "
-                           "device, from FLOPs and bytes moved): implausible", info=info,
-                           candidate_ms=verdict.candidate_ms, baseline_ms=verdict.baseline_ms)
+            return Verdict(
+                "hack_suspected",
+                f"measured {verdict.candidate_ms:.4g} ms is below the lower bound "
+                f"{bound:.4g} ms ({self.settings.roofline_slack:g} x the speed-of-light time for this "
+                "device, from FLOPs and bytes moved): implausible",
+                info=info,
+                candidate_ms=verdict.candidate_ms,
+                baseline_ms=verdict.baseline_ms,
+            )
         if outcome.get("weights_unmatched"):
-            verdict.notes.append("reference weights with no same-named, same-shaped ModelNew parameter: "
-                                 + ", ".join(outcome["weights_unmatched"][:8]))
+            verdict.notes.append(
+                "reference weights with no same-named, same-shaped ModelNew parameter: "
+                + ", ".join(outcome["weights_unmatched"][:8])
+            )
         return verdict
 
     def verification(self, spec: ProblemSpec, seed: int, verdict: Verdict) -> dict[str, Any]:
@@ -583,26 +809,44 @@ class Harness:
         and each input set follow from ``seed``, so a verdict replays exactly), the shapes
         run and the checks applied (those after the phase a failure stopped at did not run)."""
         s = self.settings
-        checks = ["static AST rules (no reference, timer, allclose or torch internals reached)"] \
-            if s.static_checks else []
-        checks += ["the reference run in its own process, in float64; the candidate's worker never holds its outputs",
-                   f"correctness: {s.trials} seeded input sets; each output a plain torch.Tensor of the reference's "
-                   "shape, dtype and strides, then values within tolerance, non-finite values at the same places "
-                   "(compared in the judge process)",
-                   "every call: inputs unchanged, model state unchanged, no thread left running, the output "
-                   "stable after forward returned"]
+        checks = (
+            ["static AST rules (no reference, timer, allclose or torch internals reached)"]
+            if s.static_checks
+            else []
+        )
+        checks += [
+            "the reference run in its own process, in float64; the candidate's worker never holds its outputs",
+            f"correctness: {s.trials} seeded input sets; each output a plain torch.Tensor of the reference's "
+            "shape, dtype and strides, then values within tolerance, non-finite values at the same places "
+            "(compared in the judge process)",
+            "every call: inputs unchanged, model state unchanged, no thread left running, the output "
+            "stable after forward returned",
+        ]
         if s.reps > 0:
-            checks.append(f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
-                          f"{s.timed_samples} random ones and the last checked against the reference; the "
-                          "candidate's own kernels ran in every timed call")
+            checks.append(
+                f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
+                f"{s.timed_samples} random ones and the last checked against the reference; the "
+                "candidate's own kernels ran in every timed call"
+            )
         bound = self.refusal_bound_ms(spec)
         if bound is not None:
-            checks.append(f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused")
+            checks.append(
+                f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused"
+            )
         seeds = trial_seeds(seed, s.trials + held_sets(s))
-        return {"seeds": {"evaluation": seed, "trials": seeds[:s.trials], "timed_checked": seeds[s.trials:]},
-                "shapes": verdict.shapes, "checks": checks}
+        return {
+            "seeds": {
+                "evaluation": seed,
+                "trials": seeds[: s.trials],
+                "timed_checked": seeds[s.trials :],
+            },
+            "shapes": verdict.shapes,
+            "checks": checks,
+        }
 
-    def lower_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None) -> float | None:
+    def lower_bound_ms(
+        self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None
+    ) -> float | None:
         """The speed-of-light time: FLOPs at the peak rate, or bytes moved (inputs and output,
         known once a reference ran: from ``ref_meta`` or the last one of this problem) at
         the peak bandwidth, whichever is longer. None without peaks."""
@@ -614,13 +858,17 @@ class Harness:
         if flops and s.peak_gflops:
             bound = max(bound, flops / (s.peak_gflops * 1e9) * 1e3)
         if ref_meta is not None:
-            self._bytes_moved[spec.id] = (ref_meta.get("input_bytes") or 0) + (ref_meta.get("output_bytes") or 0)
+            self._bytes_moved[spec.id] = (ref_meta.get("input_bytes") or 0) + (
+                ref_meta.get("output_bytes") or 0
+            )
         moved = self._bytes_moved.get(spec.id, 0)
         if moved and s.bandwidth_gbs:
             bound = max(bound, moved / (s.bandwidth_gbs * 1e9) * 1e3)
         return bound or None
 
-    def refusal_bound_ms(self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None) -> float | None:
+    def refusal_bound_ms(
+        self, spec: ProblemSpec, ref_meta: dict[str, Any] | None = None
+    ) -> float | None:
         """The one lower bound of this backend: ``roofline_slack`` x the speed-of-light time.
         The harness refuses a time below it (``hack_suspected``) and the backend declares it
         as ``metric_lower_bound``, so the engine's ``impossible_result`` rule applies the
@@ -634,7 +882,10 @@ def _import_path() -> str:
     interpreters: installed packages need nothing, a checkout on PYTHONPATH needs it passed on."""
     import autocomp_core
 
-    roots = [str(Path(module.__file__).resolve().parent.parent) for module in (sys.modules[__package__], autocomp_core)]
+    roots = [
+        str(Path(module.__file__).resolve().parent.parent)
+        for module in (sys.modules[__package__], autocomp_core)
+    ]
     roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return os.pathsep.join(dict.fromkeys(roots))
 
@@ -685,10 +936,15 @@ def _crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     elif any(m in text for m in CUDA_FAULT_MARKERS):
         status = "cuda_fault"
     else:
-        status = "load_error" if phase in ("setup", "load", "startup", "compile") else "runtime_error"
+        status = (
+            "load_error" if phase in ("setup", "load", "startup", "compile") else "runtime_error"
+        )
     how = f"signal {result.signal}" if result.signal else f"exit code {result.returncode}"
-    return Verdict(status, f"the worker died during {phase} ({how}); a fresh worker is used next",
-                   detail=result.stderr[-3000:])
+    return Verdict(
+        status,
+        f"the worker died during {phase} ({how}); a fresh worker is used next",
+        detail=result.stderr[-3000:],
+    )
 
 
 def median_ms(values: list[float]) -> float:

@@ -7,6 +7,7 @@ a single file gets ``file:{path}``. Imported problems pass the same quality gate
 device (tier ``tiny``) their size constants are halved until one forward fits a budget
 (``runtime/shrink.py``), unless the config gives ``size_overrides`` for them.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,28 +21,40 @@ FILE_NAME = re.compile(r"^(?P<id>\d+)_(?P<name>.+)\.py$")
 def kernelbench_levels(root: Path) -> dict[int, Path]:
     root = Path(root).expanduser()
     for base in (root / "KernelBench", root):
-        found = {int(p.name[5:]): p for p in base.glob("level[0-9]*") if p.is_dir() and p.name[5:].isdigit()}
+        found = {
+            int(p.name[5:]): p
+            for p in base.glob("level[0-9]*")
+            if p.is_dir() and p.name[5:].isdigit()
+        }
         if found:
             return found
-    raise FileNotFoundError(f"{root}: no KernelBench level folders (expected KernelBench/level1 ... level4)")
+    raise FileNotFoundError(
+        f"{root}: no KernelBench level folders (expected KernelBench/level1 ... level4)"
+    )
 
 
-def import_kernelbench(root: Path, levels: tuple[int, ...] = (1, 2, 3, 4),
-                       overrides: dict[str, dict] | None = None) -> list[ProblemSpec]:
+def import_kernelbench(
+    root: Path, levels: tuple[int, ...] = (1, 2, 3, 4), overrides: dict[str, dict] | None = None
+) -> list[ProblemSpec]:
     """Every parseable problem of the chosen levels, ordered by level and number."""
     specs = []
     for level, folder in sorted(kernelbench_levels(root).items()):
         if level not in levels:
             continue
-        files = [(int(m.group("id")), p) for p in folder.glob("*.py") if (m := FILE_NAME.match(p.name))]
+        files = [
+            (int(m.group("id")), p) for p in folder.glob("*.py") if (m := FILE_NAME.match(p.name))
+        ]
         for number, path in sorted(files):
             problem_id = f"kb/L{level}/{number}"
             try:
                 spec = parse_problem(path, problem_id, origin="kernelbench")
             except ValueError:
                 continue
-            spec.description = spec.description if not spec.description.startswith("KernelBench-format") \
+            spec.description = (
+                spec.description
+                if not spec.description.startswith("KernelBench-format")
                 else f"KernelBench level {level} problem {number}: {path.stem.split('_', 1)[1]}"
+            )
             if overrides and problem_id in overrides:
                 spec.tiny = dict(overrides[problem_id])
             specs.append(spec)

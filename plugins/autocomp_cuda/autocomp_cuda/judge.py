@@ -6,6 +6,7 @@ made and the last references loaded when the next candidate arrives. It is plain
 ``subprocess`` with a thread per request, not an asyncio subprocess, so one harness can be
 used from successive event loops (``asyncio.run`` per call in scripts and tests).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,13 @@ class Judge:
             self._finalizer.detach()
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "autocomp_cuda.runtime.judge_main", f"{self.idle_s:g}"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=self.env, text=True,
-                start_new_session=True)  # Ctrl-C in the engine's terminal is the engine's to handle
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=self.env,
+                text=True,
+                start_new_session=True,
+            )  # Ctrl-C in the engine's terminal is the engine's to handle
             self._greeted = False
             self._finalizer = weakref.finalize(self, _stop, self._proc, False)
 

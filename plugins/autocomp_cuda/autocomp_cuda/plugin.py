@@ -1,4 +1,5 @@
 """Entry point: registers the ``cuda`` backend with autocomp."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl

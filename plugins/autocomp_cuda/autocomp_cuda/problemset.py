@@ -5,6 +5,7 @@ Ours add an ``AUTOCOMP`` dict (ignored by KernelBench's harness) holding the tin
 overrides for CPU runs, the FLOP formula, tolerances and whether buffers may change.
 This module reads files with ``ast`` only, so it never imports torch.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,12 @@ PROBLEM_ROOT = Path(__file__).parent / "problems"
 LEVEL_DIRS = {"level1": "L1", "level2": "L2", "level3": "L3", "controls": "ctrl"}
 #: Default (atol, rtol) per floating output dtype, for problems that set none: a few units in
 #: the last place of each, so half precision is judged by what half precision can hold.
-DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
-                   "bfloat16": (2e-2, 2e-2)}
+DTYPE_TOLERANCE = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
 
 #: The budget one forward must fit on the CPU device when a problem brings no tiny sizes
 #: (imported ones): its size constants are halved until it does (``runtime/shrink.py``).
@@ -26,7 +31,12 @@ DTYPE_TOLERANCE = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-4), "float16": 
 #: (an architecture's own layer widths are not size constants); FLOPs and operators of one
 #: forward. The CPU runs a forward in float32 and float64 and compares outputs in float64
 #: several times per trial, so these bound the time the gate and each evaluation take.
-TINY_BUDGET = {"max_elements": 2**20, "max_weight_elements": 64 * 2**20, "max_flops": 2e9, "max_ops": 10_000}
+TINY_BUDGET = {
+    "max_elements": 2**20,
+    "max_weight_elements": 64 * 2**20,
+    "max_flops": 2e9,
+    "max_ops": 10_000,
+}
 #: Device memory one evaluation holds, in multiples of the problem's inputs, output and
 #: weights: the reference worker's float32 and float64 copies, or the candidate worker's
 #: input sets (5 trials and 4 held for the checked timed calls), the timing buffers, one
@@ -34,7 +44,9 @@ TINY_BUDGET = {"max_elements": 2**20, "max_weight_elements": 64 * 2**20, "max_fl
 HELD_COPIES = 12
 
 
-def tolerance_for(dtype: str, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
+def tolerance_for(
+    dtype: str, atol: float | None = None, rtol: float | None = None
+) -> tuple[float, float]:
     """The problem's tolerances where it sets them, else the defaults of ``dtype`` (a torch name)."""
     default = DTYPE_TOLERANCE.get(dtype, DTYPE_TOLERANCE["float32"])
     return (default[0] if atol is None else atol), (default[1] if rtol is None else rtol)
@@ -43,7 +55,9 @@ def tolerance_for(dtype: str, atol: float | None = None, rtol: float | None = No
 def describe_tolerance(atol: float | None, rtol: float | None) -> str:
     if atol is not None and rtol is not None:
         return f"atol={atol:g}, rtol={rtol:g}"
-    pairs = [(name, *tolerance_for(name, atol, rtol)) for name in ("float32", "float16", "bfloat16")]
+    pairs = [
+        (name, *tolerance_for(name, atol, rtol)) for name in ("float32", "float16", "bfloat16")
+    ]
     return "atol/rtol by output dtype: " + ", ".join(f"{name} {a:g}/{r:g}" for name, a, r in pairs)
 
 
@@ -104,7 +118,11 @@ def _literal(node: ast.AST) -> Any:
         pass
     if isinstance(node, (ast.Tuple, ast.List)):  # (8192 * 2,)
         items = [_literal(e) for e in node.elts]
-        return None if any(i is None for i in items) else (tuple(items) if isinstance(node, ast.Tuple) else items)
+        return (
+            None
+            if any(i is None for i in items)
+            else (tuple(items) if isinstance(node, ast.Tuple) else items)
+        )
     return const_int(node)
 
 
@@ -114,7 +132,11 @@ def top_level_assignments(tree: ast.Module) -> list[tuple[str, Any]]:
     Handles ``a = b = 1``, ``D, H, W = 16, 32, 32`` and ``x: int = 1``."""
     found: list[tuple[str, Any]] = []
     for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.value is not None
+        ):
             found.append((node.target.id, _literal(node.value)))
         if not isinstance(node, ast.Assign):
             continue
@@ -122,20 +144,28 @@ def top_level_assignments(tree: ast.Module) -> list[tuple[str, Any]]:
         for target in node.targets:
             if isinstance(target, ast.Name):
                 found.append((target.id, value))
-            elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+            elif isinstance(target, (ast.Tuple, ast.List)) and all(
+                isinstance(t, ast.Name) for t in target.elts
+            ):
                 parts = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else []
                 for i, t in enumerate(target.elts):
-                    found.append((t.id, _literal(parts[i]) if len(parts) == len(target.elts) else None))
+                    found.append(
+                        (t.id, _literal(parts[i]) if len(parts) == len(target.elts) else None)
+                    )
     return found
 
 
 def const_int(node: ast.AST) -> int | None:
     """An int written with literals only (``4096``, ``8192 * 2``, ``2**14``), else None."""
-    if not all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
-               for n in ast.walk(node)):
+    if not all(
+        isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+        for n in ast.walk(node)
+    ):
         return None
     try:
-        value = eval(compile(ast.Expression(node), "<size>", "eval"), {"__builtins__": {}})  # literals only
+        value = eval(
+            compile(ast.Expression(node), "<size>", "eval"), {"__builtins__": {}}
+        )  # literals only
     except Exception:
         return None
     return value if type(value) is int else None
@@ -161,7 +191,9 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
             constants.pop(target, None)  # reassigned to something computed
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
     if missing:
-        raise ValueError(f"{path}: not a KernelBench-format reference (missing {', '.join(missing)})")
+        raise ValueError(
+            f"{path}: not a KernelBench-format reference (missing {', '.join(missing)})"
+        )
     description = (ast.get_docstring(tree) or "").strip()
     if not description:
         description = f"KernelBench-format problem {path.stem}"
@@ -201,13 +233,18 @@ def baseline_source(spec: ProblemSpec) -> str:
     if not any(isinstance(node, ast.ClassDef) and node.name == "Model" for node in tree.body):
         raise ValueError(f"{spec.path}: Model is not a top-level class")
     # Keep the text as written (comments included): rename at each place the name occurs.
-    places = [(node.lineno, node.col_offset, isinstance(node, ast.ClassDef)) for node in ast.walk(tree)
-              if (isinstance(node, ast.ClassDef) and node.name == "Model" and node in tree.body)
-              or (isinstance(node, ast.Name) and node.id == "Model")]
+    places = [
+        (node.lineno, node.col_offset, isinstance(node, ast.ClassDef))
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.ClassDef) and node.name == "Model" and node in tree.body)
+        or (isinstance(node, ast.Name) and node.id == "Model")
+    ]
     lines = spec.source.splitlines(keepends=True)
-    for lineno, col, is_class in sorted(places, reverse=True):  # right to left: earlier columns stay valid
+    for lineno, col, is_class in sorted(
+        places, reverse=True
+    ):  # right to left: earlier columns stay valid
         line = lines[lineno - 1].encode()  # ast columns count UTF-8 bytes
         if is_class:  # the class statement: its name follows "class "
             col = line.index(b"class Model", col) + len(b"class ")
-        lines[lineno - 1] = (line[:col] + b"ModelNew" + line[col + len(b"Model"):]).decode()
+        lines[lineno - 1] = (line[:col] + b"ModelNew" + line[col + len(b"Model") :]).decode()
     return "".join(lines)

@@ -6,6 +6,7 @@ reference). Working on the syntax tree, not on regexes, a ``try:`` around a comp
 ``pass`` in an empty ``__init__`` is not flagged; aliasing (``T = torch``) and ``setattr``
 are. The runtime checks in the worker back every rule up, so these are a first line only.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,15 +32,22 @@ FORBIDDEN_MODULES = {
 }
 FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "globals", "setattr", "delattr", "vars"}
 FORBIDDEN_ATTRS = {
-    "_getframe": "frame introspection", "f_back": "frame introspection", "f_locals": "frame introspection",
-    "get_objects": "heap introspection", "get_referrers": "heap introspection",
-    "_make_subclass": "lazy tensor subclass", "__torch_function__": "tensor subclass hooks",
-    "__torch_dispatch__": "tensor subclass hooks", "modules": None,  # only sys.modules, checked below
+    "_getframe": "frame introspection",
+    "f_back": "frame introspection",
+    "f_locals": "frame introspection",
+    "get_objects": "heap introspection",
+    "get_referrers": "heap introspection",
+    "_make_subclass": "lazy tensor subclass",
+    "__torch_function__": "tensor subclass hooks",
+    "__torch_dispatch__": "tensor subclass hooks",
+    "modules": None,  # only sys.modules, checked below
     "set_float32_matmul_precision": "global precision switch (TF32)",
-    "allow_tf32": "global TF32 switch", "allow_fp16_reduced_precision_reduction": "global precision switch",
+    "allow_tf32": "global TF32 switch",
+    "allow_fp16_reduced_precision_reduction": "global precision switch",
     "allow_bf16_reduced_precision_reduction": "global precision switch",
     "use_deterministic_algorithms": "global determinism switch",
-    "set_default_dtype": "global dtype switch", "elapsed_time": "timer access",
+    "set_default_dtype": "global dtype switch",
+    "elapsed_time": "timer access",
 }
 TORCH_ROOTS = {"torch", "time", "math", "F", "nn", "triton", "tl"}
 
@@ -63,8 +71,13 @@ def _torch_aliases(tree: ast.AST) -> set[str]:
                     aliases.add((a.asname or a.name).split(".")[0])
     assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
     while True:
-        grown = {t.id for n in assigns if _module_path_root(n.value) in aliases
-                 for t in n.targets if isinstance(t, ast.Name)} - aliases
+        grown = {
+            t.id
+            for n in assigns
+            if _module_path_root(n.value) in aliases
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        } - aliases
         if not grown:
             return aliases
         aliases |= grown
@@ -82,41 +95,78 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             for name in names:
                 top = name.split(".")[0]
                 if top in FORBIDDEN_MODULES:
-                    findings.append(Finding("forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line))
+                    findings.append(
+                        Finding(
+                            "forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line
+                        )
+                    )
                 if top == reference_module:
                     findings.append(Finding("reference", "imports the reference problem", line))
             if isinstance(node, ast.ImportFrom) and node.module == "sys":
                 for a in node.names:
                     if a.name in ("_getframe", "modules"):
                         findings.append(Finding("introspection", f"imports sys.{a.name}", line))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
-            findings.append(Finding("dynamic-code", f"calls {node.func.id}(): not needed by a kernel", line))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FORBIDDEN_CALLS
+        ):
+            findings.append(
+                Finding("dynamic-code", f"calls {node.func.id}(): not needed by a kernel", line)
+            )
         elif isinstance(node, ast.Attribute):
             if node.attr == "modules":
                 if attribute_root(node) == "sys":
                     findings.append(Finding("introspection", "reads sys.modules", line))
             elif FORBIDDEN_ATTRS.get(node.attr):
-                findings.append(Finding("forbidden-attribute", f"uses .{node.attr}: {FORBIDDEN_ATTRS[node.attr]}", line))
+                findings.append(
+                    Finding(
+                        "forbidden-attribute",
+                        f"uses .{node.attr}: {FORBIDDEN_ATTRS[node.attr]}",
+                        line,
+                    )
+                )
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 for sub in ast.walk(target):
                     if isinstance(sub, ast.Attribute) and attribute_root(sub) in aliases:
-                        findings.append(Finding("monkeypatch", f"assigns to {ast.unparse(sub)}", line))
+                        findings.append(
+                            Finding("monkeypatch", f"assigns to {ast.unparse(sub)}", line)
+                        )
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
                 text = ast.unparse(base)
                 if text.endswith("Tensor") or text.endswith("_TensorBase"):
-                    findings.append(Finding("tensor-subclass", f"class {node.name} subclasses {text}", line))
+                    findings.append(
+                        Finding("tensor-subclass", f"class {node.name} subclasses {text}", line)
+                    )
                 if text == "Model" and not defines_model:
-                    findings.append(Finding("reference", f"class {node.name} subclasses the reference Model", line))
-        elif isinstance(node, ast.Name) and node.id == "Model" and isinstance(node.ctx, ast.Load) and not defines_model:
+                    findings.append(
+                        Finding(
+                            "reference", f"class {node.name} subclasses the reference Model", line
+                        )
+                    )
+        elif (
+            isinstance(node, ast.Name)
+            and node.id == "Model"
+            and isinstance(node.ctx, ast.Load)
+            and not defines_model
+        ):
             findings.append(Finding("reference", "uses the reference Model", line))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and reference_module in node.value:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and reference_module in node.value
+        ):
             findings.append(Finding("reference", "names the reference module", line))
     unique = {(f.rule, f.message, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: f.line)

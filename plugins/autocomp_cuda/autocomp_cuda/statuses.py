@@ -1,4 +1,5 @@
 """Verdict statuses and the error texts that classify a dead worker (no torch: the engine reads these)."""
+
 from __future__ import annotations
 
 # Statuses kept distinct all the way to the report (see the plugin README).
@@ -12,9 +13,33 @@ OOM = "oom"
 MISMATCH = "mismatch"
 HACK = "hack_suspected"
 INFRA_ERROR = "infra_error"
-STATUSES = (OK, COMPILE_ERROR, LOAD_ERROR, RUNTIME_ERROR, CUDA_FAULT, TIMEOUT, OOM, MISMATCH, HACK, INFRA_ERROR)
+STATUSES = (
+    OK,
+    COMPILE_ERROR,
+    LOAD_ERROR,
+    RUNTIME_ERROR,
+    CUDA_FAULT,
+    TIMEOUT,
+    OOM,
+    MISMATCH,
+    HACK,
+    INFRA_ERROR,
+)
 
-CUDA_FAULT_MARKERS = ("cuda error", "illegal memory access", "device-side assert", "an illegal instruction",
-                      "misaligned address", "unspecified launch failure", "cudaerror", "acceleratorerror")
-OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "std::bad_alloc",
-               "outofmemoryerror")
+CUDA_FAULT_MARKERS = (
+    "cuda error",
+    "illegal memory access",
+    "device-side assert",
+    "an illegal instruction",
+    "misaligned address",
+    "unspecified launch failure",
+    "cudaerror",
+    "acceleratorerror",
+)
+OOM_MARKERS = (
+    "out of memory",
+    "can't allocate memory",
+    "cannot allocate memory",
+    "std::bad_alloc",
+    "outofmemoryerror",
+)

@@ -5,6 +5,7 @@ failed ones count as 0), as KernelBench defines it. Our ``fast_p`` differs in tw
 both reported: the baseline is timed live, interleaved with the candidate, and a candidate
 that is correct but flagged (no custom kernel, implausible speed) does not count.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,9 @@ from .harness import Verdict
 P_VALUES = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 
 
-def fast_p(verdicts: dict[str, Verdict | None], p: float, strict: bool = True, against: str = "eager") -> float:
+def fast_p(
+    verdicts: dict[str, Verdict | None], p: float, strict: bool = True, against: str = "eager"
+) -> float:
     """Fraction of problems solved correctly with speedup above ``p`` over the eager (or the
     compiled) baseline; strict: flagged candidates excluded."""
     if not verdicts:
@@ -41,11 +44,16 @@ def summary(verdicts: dict[str, Verdict | None]) -> dict[str, Any]:
         "problems": len(verdicts),
         "statuses": statuses,
         "fast_p": {str(p): fast_p(verdicts, p, strict=True) for p in P_VALUES},
-        "fast_p_kernelbench_compatible": {str(p): fast_p(verdicts, p, strict=False) for p in P_VALUES},
+        "fast_p_kernelbench_compatible": {
+            str(p): fast_p(verdicts, p, strict=False) for p in P_VALUES
+        },
         "geomean_speedup_scored": geomean,
         # against torch.compile(Model), where that baseline was timed (compile_baseline = true)
-        "fast_p_vs_compiled": {str(p): fast_p(verdicts, p, strict=True, against="compiled") for p in P_VALUES}
-        if any(v is not None and v.compiled_baseline_ms for v in verdicts.values()) else None,
+        "fast_p_vs_compiled": {
+            str(p): fast_p(verdicts, p, strict=True, against="compiled") for p in P_VALUES
+        }
+        if any(v is not None and v.compiled_baseline_ms for v in verdicts.values())
+        else None,
         "per_problem": {k: (v.to_dict() if v is not None else None) for k, v in verdicts.items()},
     }
 
@@ -60,4 +68,6 @@ def format_table(verdicts: dict[str, Verdict | None]) -> str:
         lines.append(f"{name:40} {v.status:16} {speed:>8}  {','.join(v.flags)}")
     strict = "  ".join(f"fast_{p:g}={fast_p(verdicts, p):.2f}" for p in P_VALUES)
     loose = "  ".join(f"fast_{p:g}={fast_p(verdicts, p, strict=False):.2f}" for p in P_VALUES)
-    return "\n".join(lines + [f"ours (flags excluded): {strict}", f"KernelBench-compatible: {loose}"])
+    return "\n".join(
+        lines + [f"ours (flags excluded): {strict}", f"KernelBench-compatible: {loose}"]
+    )

@@ -7,6 +7,7 @@ job file. The harness keeps one such worker in standby per device slot, so the n
 candidate finds the imports done. Isolation is unchanged: each worker serves exactly one
 candidate and ends with it (a crashed or hung candidate takes nothing else down).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,12 +36,20 @@ class Worker:
         self.started = time.monotonic()
         self.dispatched = False
         self.loop = asyncio.get_running_loop()
-        argv = [sys.executable, "-m", "autocomp_cuda.runtime.candidate_main", str(self.job_path),
-                "--wait", f"{idle_s:g}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "autocomp_cuda.runtime.candidate_main",
+            str(self.job_path),
+            "--wait",
+            f"{idle_s:g}",
+        ]
         # The sandbox limit covers the idle wait and every phase after it; the harness
         # applies its own, tighter deadline from the moment it hands over the job.
         limits = dataclasses.replace(limits, wall_s=limits.wall_s + idle_s)
-        self.task = asyncio.ensure_future(run_sandboxed(argv, limits=limits, cwd=self.work, env=env))
+        self.task = asyncio.ensure_future(
+            run_sandboxed(argv, limits=limits, cwd=self.work, env=env)
+        )
         # A callback, not a finally: it runs even when the task is cancelled before it started
         # (an event loop that ends right after starting a standby worker).
         self.task.add_done_callback(self._remove_if_unused)
@@ -60,8 +69,12 @@ class Worker:
         except RuntimeError:
             return False
         age = time.monotonic() - self.started
-        return (current is self.loop and not self.task.done() and not self.dispatched
-                and age < self.idle_s - min(IDLE_MARGIN_S, self.idle_s / 2))
+        return (
+            current is self.loop
+            and not self.task.done()
+            and not self.dispatched
+            and age < self.idle_s - min(IDLE_MARGIN_S, self.idle_s / 2)
+        )
 
     async def wait_ready(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

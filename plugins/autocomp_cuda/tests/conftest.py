@@ -1,4 +1,5 @@
 """Shared fixtures: one build/reference cache per test session."""
+
 from __future__ import annotations
 
 import os
@@ -20,6 +21,13 @@ def cuda_cache(shared_cache_dir) -> Path:
 @pytest.fixture(scope="session")
 def make_backend(cuda_cache):
     def make(device: str = "cpu", **options) -> CudaBackend:
-        opts = {"cache_dir": str(cuda_cache), "reps": 8, "warmup": 2, "include_controls": True, **options}
+        opts = {
+            "cache_dir": str(cuda_cache),
+            "reps": 8,
+            "warmup": 2,
+            "include_controls": True,
+            **options,
+        }
         return CudaBackend(hardware={"device": device}, options=opts)
+
     return make

@@ -1,4 +1,5 @@
 """The adversarial suite: every hack rejected or flagged; every honest kernel accepted (CPU ones here)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +23,9 @@ async def _evaluate(make_backend, path: Path, device: str):
     options = settings_of(path)
     if meta.get("static") == "off":
         options["static_checks"] = False
-    backend = make_backend(device, **{k: v for k, v in options.items() if k not in ("peak_gflops", "bandwidth_gbs")})
+    backend = make_backend(
+        device, **{k: v for k, v in options.items() if k not in ("peak_gflops", "bandwidth_gbs")}
+    )
     if "peak_gflops" in options:
         backend.settings.peak_gflops = options["peak_gflops"]
         backend.settings.bandwidth_gbs = options["bandwidth_gbs"]

@@ -1,4 +1,5 @@
 """``autocomp-core cuda suite|gate``: real subprocesses, real evaluations on the CPU device."""
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,30 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_suite_reports_each_problem_and_both_fast_p_columns(tmp_path, cuda_cache):
     (tmp_path / "L2").mkdir()
-    shutil.copy(ADV / "honest" / "fused_scale_bias_clamp_cpp.py", tmp_path / "L2" / "scale_bias_clamp_mul.py")
+    shutil.copy(
+        ADV / "honest" / "fused_scale_bias_clamp_cpp.py",
+        tmp_path / "L2" / "scale_bias_clamp_mul.py",
+    )
     shutil.copy(ADV / "hacks" / "h11b_identity.py", tmp_path / "L1_relu.py")
     out = tmp_path / "results.json"
-    done = cli("cuda", "suite", str(tmp_path), "--problem", "L2/scale_bias_clamp_mul", "--problem", "L1/relu",
-               "--problem", "L1/gelu_erf", "--option", f"cache_dir={json.dumps(str(cuda_cache))}",
-               "--option", "reps=5", "--out", str(out), "--json")
+    done = cli(
+        "cuda",
+        "suite",
+        str(tmp_path),
+        "--problem",
+        "L2/scale_bias_clamp_mul",
+        "--problem",
+        "L1/relu",
+        "--problem",
+        "L1/gelu_erf",
+        "--option",
+        f"cache_dir={json.dumps(str(cuda_cache))}",
+        "--option",
+        "reps=5",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary == json.loads(out.read_text())
@@ -37,8 +56,18 @@ def test_suite_reports_each_problem_and_both_fast_p_columns(tmp_path, cuda_cache
 
 
 def test_eager_programs_count_only_in_the_kernelbench_compatible_column(cuda_cache):
-    done = cli("cuda", "suite", "--eager", "--problem", "L1/relu", "--option",
-               f"cache_dir={json.dumps(str(cuda_cache))}", "--option", "reps=3", "--quiet")
+    done = cli(
+        "cuda",
+        "suite",
+        "--eager",
+        "--problem",
+        "L1/relu",
+        "--option",
+        f"cache_dir={json.dumps(str(cuda_cache))}",
+        "--option",
+        "reps=3",
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     assert "no_custom_kernel" in done.stdout
     assert "ours (flags excluded): fast_0=0.00" in done.stdout
@@ -46,8 +75,17 @@ def test_eager_programs_count_only_in_the_kernelbench_compatible_column(cuda_cac
 
 
 def test_gate_command_refuses_a_control_and_exits_1(cuda_cache, tmp_path):
-    done = cli("cuda", "gate", "L1/relu", "ctrl/stochastic_dropout", "--option",
-               f"cache_dir={json.dumps(str(cuda_cache))}", "--json", "--report", str(tmp_path / "gate.md"))
+    done = cli(
+        "cuda",
+        "gate",
+        "L1/relu",
+        "ctrl/stochastic_dropout",
+        "--option",
+        f"cache_dir={json.dumps(str(cuda_cache))}",
+        "--json",
+        "--report",
+        str(tmp_path / "gate.md"),
+    )
     assert done.returncode == 1, done.stderr
     reports = {r["problem"]: r for r in json.loads(done.stdout)}
     assert reports["L1/relu"]["passed"] is True
@@ -58,13 +96,19 @@ def test_gate_command_refuses_a_control_and_exits_1(cuda_cache, tmp_path):
     assert "| ctrl/stochastic_dropout | stochastic_dropout | nondeterministic |" in table, table
 
 
-@pytest.mark.parametrize("args, message", [
-    (["suite"], "give a CANDIDATES directory or --eager"),
-    (["suite", "--eager", "--problem", "L9/*"], "--problem L9/*: matches none"),
-    (["suite", "{empty}"], "no candidate file for any of"),
-    (["suite", "--eager", "--option", "trails=2"], "backend_options.trails: unknown key (known: "),
-    (["gate", "L1/nosuch"], "unknown problem 'L1/nosuch'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["suite"], "give a CANDIDATES directory or --eager"),
+        (["suite", "--eager", "--problem", "L9/*"], "--problem L9/*: matches none"),
+        (["suite", "{empty}"], "no candidate file for any of"),
+        (
+            ["suite", "--eager", "--option", "trails=2"],
+            "backend_options.trails: unknown key (known: ",
+        ),
+        (["gate", "L1/nosuch"], "unknown problem 'L1/nosuch'"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     done = cli("cuda", *[a.replace("{empty}", str(tmp_path)) for a in args])
     assert done.returncode == 2, done.stderr

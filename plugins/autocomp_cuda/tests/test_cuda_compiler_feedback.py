@@ -1,4 +1,5 @@
 """Compiler feedback from the real nvcc on this machine (compiling runs without a GPU)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,7 +16,9 @@ from autocomp_cuda.adversarial import ROOT as ADV
 
 def find_nvcc() -> str:
     """The machine's nvcc, else the one NVIDIA's nvcc wheel put in this venv (setup.sh)."""
-    found = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    found = shutil.which("nvcc") or (
+        "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None
+    )
     if found:
         return found
     wheel = importlib.util.find_spec("nvidia")
@@ -23,6 +26,7 @@ def find_nvcc() -> str:
     hits = [p for root in roots for p in Path(root).glob("cu*/bin/nvcc")]
     assert hits, "no nvcc: scripts/setup.sh installs nvidia-cuda-nvcc where the machine has none"
     return str(hits[0])
+
 
 KERNELS = r"""
 __global__ void tiled(const float* x, float* y) {
@@ -44,8 +48,13 @@ __global__ void pressure(const float* x, float* y, int k) {
 
 def nvcc(source: str, folder: Path, *flags: str) -> str:
     (folder / "k.cu").write_text(source)
-    done = subprocess.run([find_nvcc(), "-c", "-arch=sm_90", *flags, "k.cu", "-o", "k.o"], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [find_nvcc(), "-c", "-arch=sm_90", *flags, "k.cu", "-o", "k.o"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done.stdout + done.stderr
 
 
@@ -65,7 +74,9 @@ def test_nvcc_errors_point_at_the_candidate_line(tmp_path):
     candidate = f'import torch\nCUDA = r"""\n{cuda}"""\n'
     log = nvcc(cuda, tmp_path)
     located = compiler_feedback.locate_errors(log, candidate, tmp_path)
-    assert located and located[0].startswith("candidate line 4: error: identifier \"undefined_thing\" is undefined")
+    assert located and located[0].startswith(
+        'candidate line 4: error: identifier "undefined_thing" is undefined'
+    )
 
 
 @pytest.mark.asyncio

@@ -1,4 +1,5 @@
 """The problem-quality gate over the whole suite, and the two negative controls it must refuse."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,7 +22,9 @@ async def test_gate_passes_suite_and_refuses_controls(make_backend):
     assert {s.level for s in specs} == {"L1", "L2", "L3", "ctrl"}
     reports = await asyncio.gather(*(backend.check_problem(s.id) for s in specs))
     by_id = {r.problem: r for r in reports}
-    failed = {r.problem: r.reasons for r in reports if not r.passed and not r.problem.startswith("ctrl/")}
+    failed = {
+        r.problem: r.reasons for r in reports if not r.passed and not r.problem.startswith("ctrl/")
+    }
     assert not failed, failed
     sizes = {r.problem: r.details["memory_bytes_full"] for r in reports}
     assert all(sizes.values()), sizes  # known for every problem
@@ -39,7 +42,7 @@ def test_integer_dtypes_are_preserved(make_backend):
     assert report.details["output"]["dtype"] == "int64"
 
 
-ROUNDING_NOISE = '''import torch
+ROUNDING_NOISE = """import torch
 import torch.nn as nn
 
 
@@ -55,7 +58,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_an_output_that_is_rounding_noise_is_degenerate(make_backend, tmp_path):
@@ -66,7 +69,7 @@ def test_an_output_that_is_rounding_noise_is_degenerate(make_backend, tmp_path):
     assert "rounding noise" in report.reasons[0], report.reasons
 
 
-SELU_ON_NON_NEGATIVE = '''import torch
+SELU_ON_NON_NEGATIVE = """import torch
 import torch.nn as nn
 
 
@@ -81,17 +84,18 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # The identity on [-1, 1] (mirrored inputs stay on it too): stretched ones leave it.
-HARDTANH_ON_UNIT = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "torch.nn.functional.hardtanh(x)").replace(
-    "torch.rand(64, 300) * 4.0", "torch.rand(64, 300)")
+HARDTANH_ON_UNIT = SELU_ON_NON_NEGATIVE.replace(
+    "torch.selu(x)", "torch.nn.functional.hardtanh(x)"
+).replace("torch.rand(64, 300) * 4.0", "torch.rand(64, 300)")
 
 # A line on every input, not only on these: computing it is the problem, not a trick.
 TIMES_A_SCALAR = SELU_ON_NON_NEGATIVE.replace("torch.selu(x)", "x * 3.5")
 
 # Makes a tensor inside forward: in the float64 run it must be float64 too.
-MAKES_ITS_OWN_TENSOR = '''import torch
+MAKES_ITS_OWN_TENSOR = """import torch
 import torch.nn as nn
 
 
@@ -106,11 +110,12 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_covers_tensors_made_in_forward(
-        make_backend, tmp_path):
+    make_backend, tmp_path
+):
     backend = make_backend("cpu")
     (tmp_path / "selu.py").write_text(SELU_ON_NON_NEGATIVE)
     (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
@@ -118,11 +123,17 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     (tmp_path / "hardtanh.py").write_text(HARDTANH_ON_UNIT)
 
     async def checks():
-        return await asyncio.gather(*(backend.check_problem(str(tmp_path / name))
-                                      for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py")))
+        return await asyncio.gather(
+            *(
+                backend.check_problem(str(tmp_path / name))
+                for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py")
+            )
+        )
 
     selu, own, scalar, hardtanh = asyncio.run(checks())
-    assert not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0], selu.reasons
+    assert (
+        not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0]
+    ), selu.reasons
     assert not hardtanh.passed and "identity_input0" in hardtanh.reasons[0], hardtanh.reasons
     assert scalar.passed, scalar.reasons
     assert own.passed, own.reasons

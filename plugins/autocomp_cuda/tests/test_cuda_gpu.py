@@ -1,4 +1,5 @@
 """GPU-only checks (run by gpu_check.sh on a machine with an NVIDIA GPU)."""
+
 from __future__ import annotations
 
 import pytest
@@ -55,11 +56,13 @@ async def test_cuda_kernel_is_accepted_with_ptxas_resources_in_its_feedback(make
     code = (ADV / "honest" / "fused_scale_bias_clamp_cuda.py").read_text()
     result = await backend.evaluate(problem, code, EvalContext())
     assert result.correct, result.feedback
-    assert "kernel fused_kernel(" in result.feedback and " registers" in result.feedback, result.feedback
+    assert "kernel fused_kernel(" in result.feedback and " registers" in result.feedback, (
+        result.feedback
+    )
     assert result.extra["excluded_from_fast_p"] == 0.0
 
 
-HUGE = '''import torch
+HUGE = """import torch
 import torch.nn as nn
 
 
@@ -78,11 +81,13 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.mark.asyncio
-async def test_a_problem_too_big_for_the_gpu_is_refused_in_one_line_before_allocating(make_backend, tmp_path):
+async def test_a_problem_too_big_for_the_gpu_is_refused_in_one_line_before_allocating(
+    make_backend, tmp_path
+):
     path = tmp_path / "huge.py"
     path.write_text(HUGE)
     report = await make_backend("cuda", size="full").check_problem(str(path))

@@ -1,4 +1,5 @@
 """Distinct statuses, compiler feedback located in the candidate, comparison and static rules."""
+
 from __future__ import annotations
 
 import math
@@ -25,21 +26,44 @@ def _status(result):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("body, status, failure", [
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n", "ok", None),
-    ("class Other(nn.Module):\n    pass\n", "load_error", FailureKind.CRASH),
-    ("import not_a_module_anywhere\n", "load_error", FailureKind.CRASH),
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        raise ValueError('boom')\n", "runtime_error",
-     FailureKind.CRASH),
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.empty(2**42)\n", "oom", FailureKind.CRASH),
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 1.01\n", "mismatch",
-     FailureKind.WRONG_ANSWER),
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x).double()\n", "mismatch",
-     FailureKind.WRONG_ANSWER),
-    ("class ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n", "timeout",
-     FailureKind.TIMEOUT),
-    ("class ModelNew(nn.Module)\n    pass\n", "compile_error", FailureKind.COMPILE_ERROR),
-])
+@pytest.mark.parametrize(
+    "body, status, failure",
+    [
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n",
+            "ok",
+            None,
+        ),
+        ("class Other(nn.Module):\n    pass\n", "load_error", FailureKind.CRASH),
+        ("import not_a_module_anywhere\n", "load_error", FailureKind.CRASH),
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        raise ValueError('boom')\n",
+            "runtime_error",
+            FailureKind.CRASH,
+        ),
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.empty(2**42)\n",
+            "oom",
+            FailureKind.CRASH,
+        ),
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x) * 1.01\n",
+            "mismatch",
+            FailureKind.WRONG_ANSWER,
+        ),
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x).double()\n",
+            "mismatch",
+            FailureKind.WRONG_ANSWER,
+        ),
+        (
+            "class ModelNew(nn.Module):\n    def forward(self, x):\n        while True:\n            pass\n",
+            "timeout",
+            FailureKind.TIMEOUT,
+        ),
+        ("class ModelNew(nn.Module)\n    pass\n", "compile_error", FailureKind.COMPILE_ERROR),
+    ],
+)
 async def test_statuses(make_backend, body, status, failure):
     backend = make_backend("cpu", correctness_timeout_s=8)
     result = await _eval(backend, "L1/relu", RELU_HEAD + body)
@@ -59,7 +83,8 @@ async def test_cpp_compile_error_points_at_candidate_line(make_backend):
         "}\n"
         "'''\n"
         "ext = load_inline('autocomp_test_broken', cpp_sources=SRC, functions=['f'])\n"
-        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n")
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    )
     result = await _eval(make_backend("cpu"), "L1/relu", code)
     assert _status(result) == "compile_error", result.feedback
     assert "candidate line 7" in result.feedback and "undefined_symbol" in result.feedback
@@ -80,6 +105,7 @@ def test_check_output_exact_type_shape_dtype():
 
     class Sub(torch.Tensor):
         pass
+
     assert not check_output(ref.as_subclass(Sub), ref.double(), ref.dtype, 1e-4, 1e-4).ok
     ints = torch.tensor([1, 2, 3])
     assert math.isinf(error_ratio(torch.tensor([1, 2, 4]), ints, 1e-4, 1e-4))
@@ -96,26 +122,41 @@ def test_check_output_asserts_strides_before_values():
     broadcast = row.expand(3, 4)  # stride 0: one row written, three claimed
     # the worker records the strides forward returned; its snapshot (a clone) is dense again
     assert broadcast.clone().stride() == (4, 1)
-    assert not check_output(broadcast.clone(), broadcast.double(), ref.dtype, 1e-4, 1e-4,
-                            list(broadcast.stride()), want).ok
+    assert not check_output(
+        broadcast.clone(), broadcast.double(), ref.dtype, 1e-4, 1e-4, list(broadcast.stride()), want
+    ).ok
     # a dimension of size 1 is never stepped over: its stride does not matter
-    assert check_output(row.t().contiguous().t(), row.double(), row.dtype, 1e-4, 1e-4,
-                        [1, 1], list(row.stride())).ok
+    assert check_output(
+        row.t().contiguous().t(), row.double(), row.dtype, 1e-4, 1e-4, [1, 1], list(row.stride())
+    ).ok
 
 
 def test_static_rules_allow_honest_constructs_and_catch_evasions():
-    honest = ("import torch\ntry:\n    x = 1\nexcept RuntimeError as e:\n    raise e\n"
-              "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        pass\n")
+    honest = (
+        "import torch\ntry:\n    x = 1\nexcept RuntimeError as e:\n    raise e\n"
+        "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        pass\n"
+    )
     assert static_check.check(honest) == []
-    for bad in ("import threading", "T = torch\nT.allclose = None", "setattr(torch, 'equal', None)",
-                "import sys\nsys._getframe(0)", "torch.backends.cuda.matmul.allow_tf32 = True",
-                "class L(torch.Tensor):\n    pass", "class M(Model):\n    pass", "exec('1')"):
+    for bad in (
+        "import threading",
+        "T = torch\nT.allclose = None",
+        "setattr(torch, 'equal', None)",
+        "import sys\nsys._getframe(0)",
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        "class L(torch.Tensor):\n    pass",
+        "class M(Model):\n    pass",
+        "exec('1')",
+    ):
         assert static_check.check("import torch\n" + bad), bad
 
 
 def test_fast_p_counts_flagged_only_in_compatible_mode():
-    verdicts = {"a": Verdict("ok", candidate_ms=1.0, baseline_ms=2.0), "b": Verdict("mismatch"),
-                "c": Verdict("ok", candidate_ms=1.0, baseline_ms=3.0, flags=["no_custom_kernel"]), "d": None}
+    verdicts = {
+        "a": Verdict("ok", candidate_ms=1.0, baseline_ms=2.0),
+        "b": Verdict("mismatch"),
+        "c": Verdict("ok", candidate_ms=1.0, baseline_ms=3.0, flags=["no_custom_kernel"]),
+        "d": None,
+    }
     assert fast_p(verdicts, 1.0) == 0.25
     assert fast_p(verdicts, 1.0, strict=False) == 0.5
     assert fast_p(verdicts, 0.0) == 0.25
@@ -143,20 +184,33 @@ def test_fast_p_against_the_compiled_baseline():
 
 @pytest.mark.asyncio
 async def test_tracebacks_show_the_candidates_frames_not_the_harness(make_backend):
-    code = RELU_HEAD + ("def helper(x):\n    raise ValueError('boom')\n\n"
-                        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return helper(x)\n")
+    code = RELU_HEAD + (
+        "def helper(x):\n    raise ValueError('boom')\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return helper(x)\n"
+    )
     result = await _eval(make_backend("cpu"), "L1/relu", code)
     assert _status(result) == "runtime_error"
     assert 'File "candidate.py", line 9, in forward' in result.feedback
-    assert 'File "candidate.py", line 5, in helper' in result.feedback and "ValueError: boom" in result.feedback
-    assert "candidate_main.py" not in result.feedback and "harness or library frame" in result.feedback
+    assert (
+        'File "candidate.py", line 5, in helper' in result.feedback
+        and "ValueError: boom" in result.feedback
+    )
+    assert (
+        "candidate_main.py" not in result.feedback and "harness or library frame" in result.feedback
+    )
 
 
 def test_input_checksums_from_two_processes_agree_up_to_summation_order():
     # Seen: a gate run with --jobs 2 (one thread) and an evaluation (two threads) summed the
     # same input's squares to 131366.3208035507 and 131366.32080355068.
     ref = [[[196841.10869449377, 131366.32080355068, 974537078.182555]], [None]]
-    assert checksums_match([[[196841.10869449377, 131366.3208035507, 974537078.182555]], [None]], ref)
-    assert not checksums_match([[[196841.10869449377, 131402.7, 974537078.182555]], [None]], ref)  # drawn anew
-    assert not checksums_match([[[196841.10869449377, 131366.32080355068, 974537078.182555]]], ref)  # a trial short
+    assert checksums_match(
+        [[[196841.10869449377, 131366.3208035507, 974537078.182555]], [None]], ref
+    )
+    assert not checksums_match(
+        [[[196841.10869449377, 131402.7, 974537078.182555]], [None]], ref
+    )  # drawn anew
+    assert not checksums_match(
+        [[[196841.10869449377, 131366.32080355068, 974537078.182555]]], ref
+    )  # a trial short
     assert not checksums_match(None, ref)

@@ -1,5 +1,6 @@
 """Problems from outside the suite: a KernelBench-layout checkout and single reference files,
 through the same gate, with tolerances that follow the output dtype unless a problem sets them."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,7 @@ from autocomp_core.backend import EvalContext
 
 from autocomp_cuda.problemset import tolerance_for
 
-HALF_TANH = '''import torch
+HALF_TANH = """import torch
 import torch.nn as nn
 
 
@@ -22,9 +23,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-SCALED_ROW_SUM = '''import torch
+SCALED_ROW_SUM = """import torch
 import torch.nn as nn
 
 
@@ -43,16 +44,16 @@ def get_inputs():
 
 def get_init_inputs():
     return [0.5]
-'''
+"""
 
-HALF_CANDIDATE = '''import torch
+HALF_CANDIDATE = """import torch
 import torch.nn as nn
 
 
 class ModelNew(nn.Module):
     def forward(self, x, y):
         return torch.tanh(x.float() * y.float()).half()  # float32 math, rounded once at the end
-'''
+"""
 
 
 @pytest.fixture
@@ -72,8 +73,10 @@ def test_checkout_problems_are_listed_by_level_and_number(make_backend, checkout
     assert [i for i in ids if i.startswith("kb/")] == ["kb/L1/1", "kb/L2/7"]
     only2 = make_backend("cpu", kernelbench_path=str(checkout), kernelbench_levels=[2]).problems()
     assert [p.id for p in only2 if p.id.startswith("kb/")] == ["kb/L2/7"]
-    assert "KernelBench level 2 problem 7: Scaled_row_sum" in make_backend(
-        "cpu", kernelbench_path=str(checkout)).load_problem("kb/L2/7").description
+    assert (
+        "KernelBench level 2 problem 7: Scaled_row_sum"
+        in make_backend("cpu", kernelbench_path=str(checkout)).load_problem("kb/L2/7").description
+    )
 
 
 @pytest.mark.asyncio
@@ -93,7 +96,9 @@ async def test_imported_problems_pass_the_gate_and_evaluate(make_backend, checko
 
 
 @pytest.mark.asyncio
-async def test_a_single_reference_file_loads_by_path_and_a_too_tight_tolerance_is_refused(make_backend, tmp_path):
+async def test_a_single_reference_file_loads_by_path_and_a_too_tight_tolerance_is_refused(
+    make_backend, tmp_path
+):
     loose = tmp_path / "half_tanh.py"
     loose.write_text(HALF_TANH)
     tight = tmp_path / "half_tanh_tight.py"
@@ -115,6 +120,8 @@ def test_tolerances_follow_the_dtype_unless_the_problem_sets_them():
 def test_a_missing_checkout_is_a_one_line_problem_error(tmp_path):
     from autocomp_core.runner import ConfigError, load_problem, make_backend
 
-    backend = make_backend("cuda", {"device": "cpu"}, {"kernelbench_path": str(tmp_path / "nowhere")})
+    backend = make_backend(
+        "cuda", {"device": "cpu"}, {"kernelbench_path": str(tmp_path / "nowhere")}
+    )
     with pytest.raises(ConfigError, match="no KernelBench level folders"):
         load_problem(backend, "kb/L1/1")

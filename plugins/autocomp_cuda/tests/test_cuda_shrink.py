@@ -1,5 +1,6 @@
 """Imported problems run anywhere: on the CPU device a problem that brings no tiny sizes is
 shrunk to a budget, keeping the relations its code needs; one that cannot shrink says so."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,7 @@ from autocomp_core.backend import EvalContext
 from autocomp_cuda.runtime import common, shrink
 
 # 16 M-element input and a 32 M-element weight at its own sizes: too big for the CPU budget.
-WIDE_LINEAR = '''import torch
+WIDE_LINEAR = """import torch
 import torch.nn as nn
 
 
@@ -34,10 +35,10 @@ def get_inputs():
 
 def get_init_inputs():
     return [in_features, out_features, bias_shape]
-'''
+"""
 
 # A 128 M-element weight that no module constant sizes.
-FIXED_WEIGHT = '''import torch
+FIXED_WEIGHT = """import torch
 import torch.nn as nn
 
 
@@ -59,10 +60,10 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # The width must stay divisible by 16 heads; the sequence and batch may shrink.
-ATTENTION = '''import torch
+ATTENTION = """import torch
 import torch.nn as nn
 
 
@@ -87,11 +88,11 @@ def get_inputs():
 
 def get_init_inputs():
     return [embed_dim, num_heads]
-'''
+"""
 
 
 # The forward needs real values (a boolean mask): shape-only tensors cannot run it.
-MASKED_SUM = '''import torch
+MASKED_SUM = """import torch
 import torch.nn as nn
 
 
@@ -109,7 +110,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.fixture
@@ -122,18 +123,34 @@ def checkout(tmp_path):
 
 
 def test_knobs_are_size_constants_and_overrides_reach_what_is_computed_from_them(tmp_path):
-    source = ("import torch\nbatch_size = 2\nD, H, W = 16, 32, 3\nkernel_size = 64\nnum_layers = 32\n"
-              "input_shape = (32768,)\nlayer_sizes = [1024, 4]\nout_channels = 8 * 16\n"
-              "bias_shape = (out_channels, 1, 1)\n")
+    source = (
+        "import torch\nbatch_size = 2\nD, H, W = 16, 32, 3\nkernel_size = 64\nnum_layers = 32\n"
+        "input_shape = (32768,)\nlayer_sizes = [1024, 4]\nout_channels = 8 * 16\n"
+        "bias_shape = (out_channels, 1, 1)\n"
+    )
     found = {k.label: k.value for k in shrink.knobs(source)}
-    assert found == {"batch_size": 2, "D": 16, "H": 32, "input_shape[0]": 32768, "layer_sizes[0]": 1024,
-                     "out_channels": 128}
-    overrides = shrink.overrides_for(source, {"H": 8, "input_shape[0]": 64, "layer_sizes[0]": 16, "out_channels": 32})
+    assert found == {
+        "batch_size": 2,
+        "D": 16,
+        "H": 32,
+        "input_shape[0]": 32768,
+        "layer_sizes[0]": 1024,
+        "out_channels": 128,
+    }
+    overrides = shrink.overrides_for(
+        source, {"H": 8, "input_shape[0]": 64, "layer_sizes[0]": 16, "out_channels": 32}
+    )
     assert overrides == {"H": 8, "input_shape": (64,), "layer_sizes": [16, 4], "out_channels": 32}
     path = tmp_path / "p.py"
     path.write_text(source)
     module = common.load_module(path, "sized", overrides)
-    assert (module.D, module.H, module.W, module.bias_shape, module.layer_sizes) == (16, 8, 3, (32, 1, 1), [16, 4])
+    assert (module.D, module.H, module.W, module.bias_shape, module.layer_sizes) == (
+        16,
+        8,
+        3,
+        (32, 1, 1),
+        [16, 4],
+    )
 
 
 def test_shrinking_keeps_the_relations_the_code_needs(tmp_path):
@@ -142,25 +159,36 @@ def test_shrinking_keeps_the_relations_the_code_needs(tmp_path):
     found = shrink.shrink(path)
     assert found.error is None and found.measure.fits(shrink.Budget())
     assert "embed_dim" not in found.sizes  # 24 is not divisible by 16 heads: left as written
-    assert found.sizes["seq_len"] < 4096 and found.full.data[1] > shrink.Budget().max_elements >= found.measure.data[1]
+    assert (
+        found.sizes["seq_len"] < 4096
+        and found.full.data[1] > shrink.Budget().max_elements >= found.measure.data[1]
+    )
 
 
 @pytest.mark.asyncio
-async def test_an_imported_problem_too_big_for_the_cpu_is_shrunk_gated_and_evaluated(make_backend, checkout):
+async def test_an_imported_problem_too_big_for_the_cpu_is_shrunk_gated_and_evaluated(
+    make_backend, checkout
+):
     backend = make_backend("cpu", kernelbench_path=str(checkout))
     report = await backend.check_problem("kb/L1/1")
     assert report.passed, report.reasons
     sizes = report.details["sizes"]
-    assert report.details["sizes_auto"] and sizes and all(sizes[k] < v for k, v in
-                                                          {"batch_size": 4096, "in_features": 4096}.items())
+    assert (
+        report.details["sizes_auto"]
+        and sizes
+        and all(sizes[k] < v for k, v in {"batch_size": 4096, "in_features": 4096}.items())
+    )
     problem = backend.load_problem("kb/L1/1")
     assert "halved where needed" in problem.context
     result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
     assert result.correct, result.feedback
     assert "sizes shrunk automatically to fit the CPU: batch_size=" in result.feedback
     # Explicit overrides win over shrinking.
-    chosen = make_backend("cpu", kernelbench_path=str(checkout),
-                          size_overrides={"kb/L1/1": {"batch_size": 8, "in_features": 32, "out_features": 64}})
+    chosen = make_backend(
+        "cpu",
+        kernelbench_path=str(checkout),
+        size_overrides={"kb/L1/1": {"batch_size": 8, "in_features": 32, "out_features": 64}},
+    )
     report = await chosen.check_problem("kb/L1/1")
     assert report.passed and not report.details["sizes_auto"]
     assert report.details["sizes"] == {"batch_size": 8, "in_features": 32, "out_features": 64}
@@ -172,10 +200,13 @@ async def test_a_problem_that_cannot_shrink_is_refused_in_one_line(make_backend,
     report = await backend.check_problem("kb/L1/2")
     assert not report.passed and report.category == "cannot_shrink"
     assert len(report.reasons) == 1 and "\n" not in report.reasons[0]
-    assert "weight w (8192, 16384)" in report.reasons[0] and "batch_size=1" in report.reasons[0], report.reasons
-    result = await backend.evaluate(backend.load_problem("kb/L1/2"), FIXED_WEIGHT,
-                                    EvalContext())
-    assert result.feedback.startswith("status: infra_error\nthe problem cannot run here: cannot shrink"), result.feedback
+    assert "weight w (8192, 16384)" in report.reasons[0] and "batch_size=1" in report.reasons[0], (
+        report.reasons
+    )
+    result = await backend.evaluate(backend.load_problem("kb/L1/2"), FIXED_WEIGHT, EvalContext())
+    assert result.feedback.startswith(
+        "status: infra_error\nthe problem cannot run here: cannot shrink"
+    ), result.feedback
 
 
 def test_a_forward_that_needs_values_runs_for_real_only_once_it_is_small(tmp_path):
@@ -185,4 +216,6 @@ def test_a_forward_that_needs_values_runs_for_real_only_once_it_is_small(tmp_pat
     full = shrink.measure(path, {}, shrink.Budget.unlimited(max_ops=2_000))
     assert full.data[1] == 2**26 and full.flops is None
     found = shrink.shrink(path)
-    assert found.error is None and found.sizes == {"size": 2**20} and found.measure.flops is not None
+    assert (
+        found.error is None and found.sizes == {"size": 2**20} and found.measure.flops is not None
+    )

@@ -1,6 +1,7 @@
 """What a CUDA evaluation rests on: seeds drawn per program and recorded with the shapes and
 checks (``EvalResult.verification``, shown by ``eval --json``), and one lower bound shared by
 the harness's roofline refusal and the engine's ``impossible_result`` rule."""
+
 from __future__ import annotations
 
 import json
@@ -24,21 +25,47 @@ def test_eval_json_reports_the_seeds_shapes_and_checks_of_each_program(tmp_path,
     path = tmp_path / "relu.py"
     path.write_text(RELU)
     runs = {}
-    for name, code in {"first": RELU, "other": RELU + "\n# another program, other inputs\n"}.items():
+    for name, code in {
+        "first": RELU,
+        "other": RELU + "\n# another program, other inputs\n",
+    }.items():
         path.write_text(code)
-        out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "cuda", "L1/relu", str(path),
-                              "--json", "--seed", "5", "--hw", "device=cpu", "--option", "reps=3",
-                              "--option", f"cache_dir={json.dumps(str(cuda_cache))}"],
-                             capture_output=True, text=True, env=os.environ)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autocomp_core.cli",
+                "eval",
+                "cuda",
+                "L1/relu",
+                str(path),
+                "--json",
+                "--seed",
+                "5",
+                "--hw",
+                "device=cpu",
+                "--option",
+                "reps=3",
+                "--option",
+                f"cache_dir={json.dumps(str(cuda_cache))}",
+            ],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+        )
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
         runs[name] = json.loads(out.stdout)
     v = runs["first"]["verification"]
     (seed,) = evaluation_seeds(5, "L1/relu", RELU, 1)
-    seeds = trial_seeds(seed, 5 + 4)  # 5 correctness trials, then 3 sampled timed calls and the last
+    seeds = trial_seeds(
+        seed, 5 + 4
+    )  # 5 correctness trials, then 3 sampled timed calls and the last
     assert v["seeds"] == {"evaluation": seed, "trials": seeds[:5], "timed_checked": seeds[5:]}
     assert runs["other"]["verification"]["seeds"] != v["seeds"]  # the inputs follow the program
     assert v["shapes"]["inputs"] == [[16, 96]] and v["shapes"]["output"]["stride"] == [96, 1]
-    assert any("strides" in c for c in v["checks"]) and any("timing: 3 calls" in c for c in v["checks"])
+    assert any("strides" in c for c in v["checks"]) and any(
+        "timing: 3 calls" in c for c in v["checks"]
+    )
 
 
 @pytest.mark.asyncio
@@ -46,16 +73,24 @@ async def test_the_backend_declares_the_bound_its_harness_refuses_below(make_bac
     """One rule: ``metric_lower_bound`` is the harness's roofline refusal bound (FLOPs and,
     once a reference ran, bytes moved), so the engine refuses the same numbers."""
     backend = make_backend("cpu", reps=3)
-    backend.settings.peak_gflops, backend.settings.bandwidth_gbs = 1e-3, 1e-6  # absurdly slow device
+    backend.settings.peak_gflops, backend.settings.bandwidth_gbs = (
+        1e-3,
+        1e-6,
+    )  # absurdly slow device
     problem = backend.load_problem("L1/relu")
     spec = backend.spec(problem.id)
     flops_only = backend.metric_lower_bound(problem)
-    assert flops_only == pytest.approx(spec.flop_count("tiny") / 1e6 * 1e3 * backend.settings.roofline_slack)
+    assert flops_only == pytest.approx(
+        spec.flop_count("tiny") / 1e6 * 1e3 * backend.settings.roofline_slack
+    )
     result = await backend.evaluate(problem, RELU, EvalContext())
     assert result.status == "hack_suspected" and "below the lower bound" in result.feedback
     moved = 2 * 16 * 96 * 4  # the input and the output, float32
     bound = backend.metric_lower_bound(problem)
-    assert bound == pytest.approx(moved / 1e-6 / 1e9 * 1e3 * backend.settings.roofline_slack) and bound > flops_only
+    assert (
+        bound == pytest.approx(moved / 1e-6 / 1e9 * 1e3 * backend.settings.roofline_slack)
+        and bound > flops_only
+    )
     assert f"{bound:.4g} ms" in result.feedback
 
 

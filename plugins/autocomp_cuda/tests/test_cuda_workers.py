@@ -1,4 +1,5 @@
 """Workers started ahead of need: warm, still one process per candidate, never left behind."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,12 +12,16 @@ from autocomp_cuda.workers import Worker
 
 HEAD = "import torch\nimport torch.nn as nn\n\n"
 # Leaves a mark in the environment of whatever process imports it.
-MARKER = HEAD + ("import os\nos.environ['AUTOCOMP_LEAKED_MARK'] = '1'\n"
-                 "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n")
+MARKER = HEAD + (
+    "import os\nos.environ['AUTOCOMP_LEAKED_MARK'] = '1'\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+)
 # Correct only in a process the previous candidate never touched.
-SEES_MARKER = HEAD + ("import os\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                      "        scale = 2.0 if os.environ.get('AUTOCOMP_LEAKED_MARK') else 1.0\n"
-                      "        return torch.relu(x) * scale\n")
+SEES_MARKER = HEAD + (
+    "import os\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        scale = 2.0 if os.environ.get('AUTOCOMP_LEAKED_MARK') else 1.0\n"
+    "        return torch.relu(x) * scale\n"
+)
 
 
 @pytest.mark.asyncio
@@ -76,12 +81,20 @@ async def test_an_unused_standby_worker_leaves_on_its_own(make_backend):
 
 @pytest.mark.asyncio
 async def test_a_worker_that_disarms_its_watchdog_is_killed_at_the_deadline(make_backend):
-    hang = HEAD + ("import faulthandler\n"
-                   "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                   "        faulthandler.cancel_dump_traceback_later()\n"
-                   "        while True:\n            pass\n")
-    backend = make_backend("cpu", static_checks=False, load_timeout_s=6, correctness_timeout_s=2,
-                           timing_timeout_s=2, worker_slack_s=2)
+    hang = HEAD + (
+        "import faulthandler\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        faulthandler.cancel_dump_traceback_later()\n"
+        "        while True:\n            pass\n"
+    )
+    backend = make_backend(
+        "cpu",
+        static_checks=False,
+        load_timeout_s=6,
+        correctness_timeout_s=2,
+        timing_timeout_s=2,
+        worker_slack_s=2,
+    )
     harness = backend.harness
     try:
         verdict = await harness.evaluate(backend.spec("L1/relu"), hang)
@@ -98,13 +111,22 @@ def test_static_rules_refuse_disarming_the_watchdog():
     assert findings and "watchdog" in findings[0].message
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"trails": 3}, "backend_options.trails: unknown key (known: "),
-    ({"trials": "many"}, "backend_options.trials: Input should be a valid integer"),
-    ({"warm_workers": "maybe"}, "backend_options.warm_workers: Input should be a valid boolean"),
-    ({"size": "huge"}, "backend_options.size: Input should be 'tiny' or 'full'"),
-    ({"compile_workers": 0}, "backend_options.compile_workers: Input should be greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"trails": 3}, "backend_options.trails: unknown key (known: "),
+        ({"trials": "many"}, "backend_options.trials: Input should be a valid integer"),
+        (
+            {"warm_workers": "maybe"},
+            "backend_options.warm_workers: Input should be a valid boolean",
+        ),
+        ({"size": "huge"}, "backend_options.size: Input should be 'tiny' or 'full'"),
+        (
+            {"compile_workers": 0},
+            "backend_options.compile_workers: Input should be greater than or equal to 1",
+        ),
+    ],
+)
 def test_bad_backend_options_are_one_line_config_errors(options, message):
     with pytest.raises(ConfigError) as err:
         make_configured_backend("cuda", {"device": "cpu"}, options)
@@ -119,10 +141,16 @@ def test_workers_find_the_packages_where_the_engine_found_them(make_backend):
     import sys
 
     path = make_backend("cpu").harness._env(None)["PYTHONPATH"]
-    probe = ("import importlib.util, autocomp_cuda.runtime; "
-             "assert importlib.util.find_spec('autocomp_core') is not None")
-    done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True,
-                          env={"PATH": os.environ["PATH"], "PYTHONPATH": path})  # -S: no site-packages at all
+    probe = (
+        "import importlib.util, autocomp_cuda.runtime; "
+        "assert importlib.util.find_spec('autocomp_core') is not None"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", probe],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": path},
+    )  # -S: no site-packages at all
     assert done.returncode == 0, done.stderr
 
 
@@ -130,6 +158,8 @@ def test_on_gpus_candidates_compile_while_others_time(make_backend):
     # No GPU is needed to ask: the engine runs this many evaluations at once; the harness
     # still times one candidate at a time per GPU (its device-slot queue).
     backend = make_backend("cpu")
-    gpus = type(backend)(hardware={"device": "cuda", "gpus": [0, 1]}, options={"compile_workers": 3})
+    gpus = type(backend)(
+        hardware={"device": "cuda", "gpus": [0, 1]}, options={"compile_workers": 3}
+    )
     assert gpus.resources().parallel == 5 and gpus.harness.device_slots == 2
     assert backend.resources().parallel == 1

@@ -1,4 +1,5 @@
 """Gold result of the ADMM problem (mirrors harness/harness_admm.c in float32)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,6 +36,8 @@ def admm_gold(p: dict, seed: int) -> np.ndarray:
     for t in range(n - 1):
         u[t] = -(x[t] @ v["KT"]) - v["d"][t]
         x[t + 1] = x[t] @ v["AT"] + u[t] @ v["BT"]
-    z = np.clip(u + v["y"], np.float32(p["admm_umin"]), np.float32(p["admm_umax"])).astype(np.float32)
+    z = np.clip(u + v["y"], np.float32(p["admm_umin"]), np.float32(p["admm_umax"])).astype(
+        np.float32
+    )
     y = (v["y"] + u - z).astype(np.float32)
     return np.concatenate([x.ravel(), u.ravel(), z.ravel(), y.ravel()])

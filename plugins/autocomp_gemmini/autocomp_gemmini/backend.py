@@ -1,4 +1,5 @@
 """GemminiBackend: the autocomp Backend for Gemmini (bare-metal RISC-V + our Gemmini model)."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -25,8 +26,10 @@ INT8_ONLY = ("gemm", "conv")
 
 class GemminiBackend(Backend):
     name: ClassVar[str] = "gemmini"
-    description: ClassVar[str] = ("Gemmini systolic-array accelerator: C against gemmini.h, built for bare-metal "
-                                  "RISC-V and run on Spike with our Gemmini functional + timing model")
+    description: ClassVar[str] = (
+        "Gemmini systolic-array accelerator: C against gemmini.h, built for bare-metal "
+        "RISC-V and run on Spike with our Gemmini functional + timing model"
+    )
     file_extension: ClassVar[str] = ".c"
     language: ClassVar[str] = "c"
     metric_unit: ClassVar[str] = "cycles"
@@ -63,8 +66,10 @@ class GemminiBackend(Backend):
         DIM 4). ValueError for a combination without gold results (fp32 GEMM or convolution)."""
         spec = self._spec(problem)
         if spec.family in INT8_ONLY and self.hardware.dtype != "int8":
-            raise ValueError(f"{problem.id} is an int8 problem: hardware.dtype = {self.hardware.dtype!r} is "
-                             f"supported only by {', '.join(i for i, s in catalog.specs().items() if s.requires)}")
+            raise ValueError(
+                f"{problem.id} is an int8 problem: hardware.dtype = {self.hardware.dtype!r} is "
+                f"supported only by {', '.join(i for i, s in catalog.specs().items() if s.requires)}"
+            )
         if not spec.requires:
             return self.hardware
         return GemminiConfig(**{**self.hardware.model_dump(), **spec.requires})
@@ -81,15 +86,25 @@ class GemminiBackend(Backend):
 
     def rules(self, problem: Problem) -> list[str]:
         hw = self.hardware_for(problem)
-        elem = "int8 (elem_t) with int32 (acc_t) accumulators" if hw.dtype == "int8" else "fp32 (elem_t and acc_t)"
+        elem = (
+            "int8 (elem_t) with int32 (acc_t) accumulators"
+            if hw.dtype == "int8"
+            else "fp32 (elem_t and acc_t)"
+        )
         return [
             f"The systolic array is {hw.pe_dim}x{hw.pe_dim} (DIM={hw.pe_dim}); data types are {elem}.",
-            (f"The scratchpad holds {hw.spad_kb} KB: {hw.spad_rows} rows of DIM elements in {hw.spad_banks} "
-             f"banks (addresses 0..{hw.spad_rows - 1})."),
-            (f"The accumulator holds {hw.acc_kb} KB: {hw.acc_rows} rows of DIM acc_t (local addresses with bit "
-             f"31 set; rows 0..{hw.acc_rows - 1})."),
-            (f"One mvin moves at most DIM={hw.pe_dim} rows and {hw.max_block_len * hw.pe_dim} columns into the "
-             f"scratchpad ({hw.max_block_len_acc * hw.pe_dim} into the accumulator)."),
+            (
+                f"The scratchpad holds {hw.spad_kb} KB: {hw.spad_rows} rows of DIM elements in {hw.spad_banks} "
+                f"banks (addresses 0..{hw.spad_rows - 1})."
+            ),
+            (
+                f"The accumulator holds {hw.acc_kb} KB: {hw.acc_rows} rows of DIM acc_t (local addresses with bit "
+                f"31 set; rows 0..{hw.acc_rows - 1})."
+            ),
+            (
+                f"One mvin moves at most DIM={hw.pe_dim} rows and {hw.max_block_len * hw.pe_dim} columns into the "
+                f"scratchpad ({hw.max_block_len_acc * hw.pe_dim} into the accumulator)."
+            ),
         ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
@@ -100,12 +115,14 @@ class GemminiBackend(Backend):
         (seed,) = evaluation_seeds(ctx.seed, problem.id, code, 1)
         if opts.mode == "external":
             assert opts.external_command is not None  # GemminiOptions checks it
-            result = await evaluate.evaluate_external(spec, code, hw, seed, ctx.timeout_s, opts.memory_mb,
-                                                      opts.external_command)
+            result = await evaluate.evaluate_external(
+                spec, code, hw, seed, ctx.timeout_s, opts.memory_mb, opts.external_command
+            )
         else:
             timing_toml = opts.timing_toml.read_text() if opts.timing_toml else None
-            result = await evaluate.evaluate_model(spec, code, hw, seed, ctx.timeout_s, opts.memory_mb,
-                                                   ctx.want_feedback, timing_toml)
+            result = await evaluate.evaluate_model(
+                spec, code, hw, seed, ctx.timeout_s, opts.memory_mb, ctx.want_feedback, timing_toml
+            )
         result.verification = evaluate.verification(spec, seed, opts.mode)
         return result
 

@@ -6,6 +6,7 @@ and its harness in `harness/harness_<family>.c`. The harness fills its inputs wi
 counter-based hash that `hash_stream` mirrors, so the gold result is computed here in
 numpy without trusting anything the candidate's process reports about its inputs.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -23,7 +24,6 @@ PROBLEMS_DIR = PACKAGE_DIR / "problems"
 FAMILIES = ("gemm", "conv", "admm")
 
 
-
 def hash_stream(seed: int, n: int) -> np.ndarray:
     """uint32 element i of stream `seed` (the harness's `harness_hash`)."""
     i = np.arange(n, dtype=np.uint32)
@@ -39,14 +39,18 @@ def hash_stream(seed: int, n: int) -> np.ndarray:
 def fill_elem(seed: int, n: int, is_float: bool) -> np.ndarray:
     x = hash_stream(seed, n)
     if is_float:
-        return ((x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(1.0))
+        return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(
+            1.0
+        )
     return (x >> np.uint32(24)).astype(np.uint8).view(np.int8)
 
 
 def fill_acc(seed: int, n: int, is_float: bool) -> np.ndarray:
     x = hash_stream(seed, n)
     if is_float:
-        return ((x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(1.0))
+        return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(
+            1.0
+        )
     return x.view(np.int32) >> 14
 
 
@@ -83,8 +87,10 @@ class Spec:
         if self.family == "gemm":
             return f"M={p['gemm_m']}, N={p['gemm_n']}, K={p['gemm_k']}"
         if self.family == "conv":
-            return (f"batch={p['conv_batch']}, in={p['conv_in_dim']}x{p['conv_in_dim']}x{p['conv_in_ch']}, "
-                    f"out_ch={p['conv_out_ch']}, kernel={p['conv_kdim']}, stride={p['conv_stride']}")
+            return (
+                f"batch={p['conv_batch']}, in={p['conv_in_dim']}x{p['conv_in_dim']}x{p['conv_in_ch']}, "
+                f"out_ch={p['conv_out_ch']}, kernel={p['conv_kdim']}, stride={p['conv_stride']}"
+            )
         return f"nx={p['admm_nx']}, nu={p['admm_nu']}, horizon={p['admm_horizon']}"
 
     @property
@@ -93,8 +99,13 @@ class Spec:
         if self.family == "gemm":
             return p["gemm_m"] * p["gemm_n"] * p["gemm_k"]
         if self.family == "conv":
-            return (p["conv_batch"] * p["conv_out_dim"] ** 2 * p["conv_out_ch"]
-                    * p["conv_kdim"] ** 2 * p["conv_in_ch"])
+            return (
+                p["conv_batch"]
+                * p["conv_out_dim"] ** 2
+                * p["conv_out_ch"]
+                * p["conv_kdim"] ** 2
+                * p["conv_in_ch"]
+            )
         return int(p["macs"])
 
     def min_bytes(self, elem_bytes: int) -> int:
@@ -128,8 +139,13 @@ def specs() -> dict[str, Spec]:
             continue
         data = tomllib.loads(path.read_text())
         for entry in data["problem"]:
-            out[entry["id"]] = Spec(id=entry["id"], family=family, description=entry["description"],
-                                    params=dict(entry["params"]), requires=dict(entry.get("requires", {})))
+            out[entry["id"]] = Spec(
+                id=entry["id"],
+                family=family,
+                description=entry["description"],
+                params=dict(entry["params"]),
+                requires=dict(entry.get("requires", {})),
+            )
     return out
 
 
@@ -144,26 +160,42 @@ def vendor_path(spec: Spec) -> Path:
 def context(spec: Spec) -> str:
     p = spec.params
     defines = ", ".join(f"{k}={v}" for k, v in spec.defines().items())
-    head = (f"{spec.description}\nThe candidate is the C function `solution()` with the baseline's signature; "
-            f"the harness calls it once between the start and the end of the measured region and checks "
-            f"its output bit for bit (fp32: within 1e-4 relative). These macros are #defined before your code: "
-            f"{defines}. gemmini.h is already included; do not add #include lines.")
+    head = (
+        f"{spec.description}\nThe candidate is the C function `solution()` with the baseline's signature; "
+        f"the harness calls it once between the start and the end of the measured region and checks "
+        f"its output bit for bit (fp32: within 1e-4 relative). These macros are #defined before your code: "
+        f"{defines}. gemmini.h is already included; do not add #include lines."
+    )
     if spec.family == "gemm":
-        head += (f"\nC[{p['gemm_m']}][{p['gemm_n']}] = {'relu(' if p['gemm_act'] else '('}round(GEMM_SCALE * "
-                 f"(A[{p['gemm_m']}][{p['gemm_k']}] x B[{p['gemm_k']}][{p['gemm_n']}] + bias[{p['gemm_n']}]))), "
-                 "saturated to int8; bias is added to every row.")
+        head += (
+            f"\nC[{p['gemm_m']}][{p['gemm_n']}] = {'relu(' if p['gemm_act'] else '('}round(GEMM_SCALE * "
+            f"(A[{p['gemm_m']}][{p['gemm_k']}] x B[{p['gemm_k']}][{p['gemm_n']}] + bias[{p['gemm_n']}]))), "
+            "saturated to int8; bias is added to every row."
+        )
     elif spec.family == "conv":
-        head += ("\nNHWC input, weights [kh][kw][in_ch][out_ch], bias per output channel; output = "
-                 "act(round(CONV_SCALE * (conv + bias))) saturated to int8.")
+        head += (
+            "\nNHWC input, weights [kh][kw][in_ch][out_ch], bias per output channel; output = "
+            "act(round(CONV_SCALE * (conv + bias))) saturated to int8."
+        )
     return head
 
 
 def to_problem(spec: Spec) -> Problem:
     path = baseline_path(spec)
-    return Problem(id=spec.id, description=spec.description, baseline_code=path.read_text(),
-                   baseline_path=path, context=context(spec),
-                   metadata={"family": spec.family, "params": spec.params, "requires": spec.requires,
-                             "macs": spec.macs, "vendor_path": str(vendor_path(spec))})
+    return Problem(
+        id=spec.id,
+        description=spec.description,
+        baseline_code=path.read_text(),
+        baseline_path=path,
+        context=context(spec),
+        metadata={
+            "family": spec.family,
+            "params": spec.params,
+            "requires": spec.requires,
+            "macs": spec.macs,
+            "vendor_path": str(vendor_path(spec)),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------- gold results
@@ -190,12 +222,18 @@ def gemm_gold(p: dict, seed: int) -> np.ndarray:
 def conv_gold(p: dict, seed: int) -> np.ndarray:
     bsz, ind, ic, oc = p["conv_batch"], p["conv_in_dim"], p["conv_in_ch"], p["conv_out_ch"]
     kd, st, pad, od = p["conv_kdim"], p["conv_stride"], p["conv_pad"], p["conv_out_dim"]
-    x = fill_elem(seed * 4 + 1, bsz * ind * ind * ic, False).reshape(bsz, ind, ind, ic).astype(np.float64)
+    x = (
+        fill_elem(seed * 4 + 1, bsz * ind * ind * ic, False)
+        .reshape(bsz, ind, ind, ic)
+        .astype(np.float64)
+    )
     w = fill_elem(seed * 4 + 2, kd * kd * ic * oc, False).reshape(kd, kd, ic, oc).astype(np.float64)
     bias = fill_acc(seed * 4 + 3, oc, False).astype(np.int64)
     xp = np.zeros((bsz, ind + 2 * pad, ind + 2 * pad, ic))
-    xp[:, pad:pad + ind, pad:pad + ind] = x
-    win = np.lib.stride_tricks.sliding_window_view(xp, (kd, kd), axis=(1, 2))[:, ::st, ::st][:, :od, :od]
+    xp[:, pad : pad + ind, pad : pad + ind] = x
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kd, kd), axis=(1, 2))[:, ::st, ::st][
+        :, :od, :od
+    ]
     cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(bsz * od * od, kd * kd * ic)
     acc = (cols @ w.reshape(-1, oc)).astype(np.int64) + bias
     return store_unit(acc, p["conv_scale"], bool(p["conv_act"])).reshape(bsz, od, od, oc)

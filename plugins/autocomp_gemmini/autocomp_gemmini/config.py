@@ -1,5 +1,6 @@
 """The Gemmini hardware configuration (validated fields and the C parameter header) and the
 backend's options."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -25,8 +26,10 @@ class GemminiOptions(BackendOptions):
     @model_validator(mode="after")
     def _external_needs_a_command(self) -> GemminiOptions:
         if self.mode == "external" and not self.external_command:
-            raise ValueError("mode = 'external' needs external_command (the argv that runs "
-                             "an ELF, with {elf} for its path)")
+            raise ValueError(
+                "mode = 'external' needs external_command (the argv that runs "
+                "an ELF, with {elf} for its path)"
+            )
         return self
 
 
@@ -42,10 +45,14 @@ class GemminiConfig(HardwareConfig):
     @model_validator(mode="after")
     def _sizes_fit(self) -> GemminiConfig:
         if self.spad_kb * 1024 % (self.spad_banks * self.row_bytes):
-            raise ValueError(f"spad_kb={self.spad_kb} is not a whole number of {self.spad_banks} banks "
-                             f"of {self.row_bytes}-byte rows")
+            raise ValueError(
+                f"spad_kb={self.spad_kb} is not a whole number of {self.spad_banks} banks "
+                f"of {self.row_bytes}-byte rows"
+            )
         if self.acc_kb * 1024 % self.acc_row_bytes:
-            raise ValueError(f"acc_kb={self.acc_kb} is not a whole number of {self.acc_row_bytes}-byte rows")
+            raise ValueError(
+                f"acc_kb={self.acc_kb} is not a whole number of {self.acc_row_bytes}-byte rows"
+            )
         return self
 
     @property

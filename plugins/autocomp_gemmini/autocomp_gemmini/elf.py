@@ -1,4 +1,5 @@
 """Read symbols from a 64-bit little-endian ELF file (a program or an object)."""
+
 from __future__ import annotations
 
 import struct
@@ -19,9 +20,11 @@ def _entries(path: Path | str) -> list[tuple[str, int, int, int]]:
     data = Path(path).read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
-    e_shoff, = struct.unpack_from("<Q", data, 0x28)
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
     e_shentsize, e_shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)]
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)
+    ]
     out: list[tuple[str, int, int, int]] = []
     for sh in sections:
         if sh[1] != 2:  # SHT_SYMTAB
@@ -30,9 +33,11 @@ def _entries(path: Path | str) -> list[tuple[str, int, int, int]]:
         str_off = strtab[4]
         off, size, entsize = sh[4], sh[5], sh[9]
         for pos in range(off, off + size, entsize):
-            st_name, _info, _other, shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", data, pos)
+            st_name, _info, _other, shndx, st_value, st_size = struct.unpack_from(
+                "<IBBHQQ", data, pos
+            )
             if not st_name:
                 continue
             end = data.index(b"\0", str_off + st_name)
-            out.append((data[str_off + st_name:end].decode(), st_value, st_size, shndx))
+            out.append((data[str_off + st_name : end].decode(), st_value, st_size, shndx))
     return out

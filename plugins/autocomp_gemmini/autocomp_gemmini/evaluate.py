@@ -8,6 +8,7 @@ the seeded inputs. In model mode the measured cycles and the outputs come from t
 own record of the region the harness brackets, not from anything the program prints; in
 external mode only report lines carrying the run's secret nonce are believed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,25 +35,43 @@ from .model import native
 from .model.base import ArrayConfig
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
-ALLOWED_INCLUDES = re.compile(r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'
-                              r'stdio|stdlib|string|runtime)\.h[>"]\s*$')
+ALLOWED_INCLUDES = re.compile(
+    r'^\s*#\s*include\s*[<"](\S*/)?(gemmini|gemmini_params|stdint|stddef|stdbool|'
+    r'stdio|stdlib|string|runtime)\.h[>"]\s*$'
+)
 FORBIDDEN = [
-    (re.compile(r"\b(asm|__asm__|__asm)\b"), "inline assembly is not allowed: use the gemmini.h macros"),
-    (re.compile(r"\bROCC_INSTRUCTION\w*"), "raw RoCC instructions are not allowed: use the gemmini.h macros"),
+    (
+        re.compile(r"\b(asm|__asm__|__asm)\b"),
+        "inline assembly is not allowed: use the gemmini.h macros",
+    ),
+    (
+        re.compile(r"\bROCC_INSTRUCTION\w*"),
+        "raw RoCC instructions are not allowed: use the gemmini.h macros",
+    ),
     (re.compile(r"\bharness_\w+"), "the harness's internals are off limits"),
-    (re.compile(r"\b(tohost|fromhost|rt_exit|rt_halt|rt_trap|exit)\s*\("), "ending the program is not allowed"),
-    (re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE), "#include lines are not allowed (gemmini.h is already included)"),
+    (
+        re.compile(r"\b(tohost|fromhost|rt_exit|rt_halt|rt_trap|exit)\s*\("),
+        "ending the program is not allowed",
+    ),
+    (
+        re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE),
+        "#include lines are not allowed (gemmini.h is already included)",
+    ),
     (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
 ]
 COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 #: What a candidate's object may use without defining: the runtime's libc subset (gemmini.h
 #: itself is header-only). The harness, the HTIF mailbox and the exit path are out of reach.
 ALLOWED_UNDEFINED = {"printf", "puts", "memset", "memcpy", "abs"}
-CHECKS_SOURCE = ("source: no #include, inline assembly, raw RoCC, main() or harness names; the object "
-                 "uses only gemmini.h and printf/puts/memset/memcpy/abs")
+CHECKS_SOURCE = (
+    "source: no #include, inline assembly, raw RoCC, main() or harness names; the object "
+    "uses only gemmini.h and printf/puts/memset/memcpy/abs"
+)
 SENTINEL = 0x5A
 GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
-SPIKE_MEMORY_MB = 256  # Spike's -m<MB>: main memory at 0x80000000 (where link.ld places the program)
+SPIKE_MEMORY_MB = (
+    256  # Spike's -m<MB>: main memory at 0x80000000 (where link.ld places the program)
+)
 SPIKE_MEMORY = (0x80000000, SPIKE_MEMORY_MB << 20)
 
 
@@ -74,7 +93,7 @@ def check_source(code: str) -> tuple[str, str | None]:
     for pattern, reason in FORBIDDEN:
         match = pattern.search(bare)
         if match:
-            line = bare[:match.start()].count("\n") + 1
+            line = bare[: match.start()].count("\n") + 1
             return code, f"line {line}: {reason} (found {match.group(0).strip()!r})"
     if not re.search(r"\bsolution\s*\(", bare):
         return code, "no solution() function found: the candidate must define void solution(...)"
@@ -84,15 +103,23 @@ def check_source(code: str) -> tuple[str, str | None]:
 def prelude(spec: Spec, model: bool) -> str:
     defines = "".join(f"#define {k} {v}\n" for k, v in spec.defines().items())
     flag = "#define GEMMINI_MODEL 1\n" if model else ""
-    return f"{flag}{defines}#include \"gemmini.h\"\n#include \"runtime.h\"\n#line 1 \"solution.c\"\n"
+    return f'{flag}{defines}#include "gemmini.h"\n#include "runtime.h"\n#line 1 "solution.c"\n'
 
 
 def _limits(timeout_s: float, memory_mb: int) -> SandboxLimits:
     return SandboxLimits(wall_s=timeout_s, memory_mb=memory_mb, max_processes=64)
 
 
-async def build(work: Path, spec: Spec, code: str, hw: GemminiConfig, seed: int, model: bool,
-                timeout_s: float, nonce: int = 0) -> BuildOutcome:
+async def build(
+    work: Path,
+    spec: Spec,
+    code: str,
+    hw: GemminiConfig,
+    seed: int,
+    model: bool,
+    timeout_s: float,
+    nonce: int = 0,
+) -> BuildOutcome:
     """Compile the candidate alone (its errors are the candidate's; it sees neither the seed nor
     the nonce), then link with the harness."""
     start = time.perf_counter()
@@ -100,34 +127,77 @@ async def build(work: Path, spec: Spec, code: str, hw: GemminiConfig, seed: int,
     (work / "solution.c").write_text(prelude(spec, model) + code)
     cc = toolchain.clang()
     if cc is None:
-        return BuildOutcome(False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)")
-    defines = ([f"-D{k}={v}" for k, v in spec.defines(seed).items()] + [f"-DHARNESS_NONCE={nonce:#x}ull"]
-               + (["-DGEMMINI_MODEL"] if model else []))
-    includes = [f"-I{work}", f"-I{toolchain.INCLUDE_DIR}", f"-I{toolchain.RUNTIME_DIR}", f"-I{toolchain.HARNESS_DIR}"]
+        return BuildOutcome(
+            False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)"
+        )
+    defines = (
+        [f"-D{k}={v}" for k, v in spec.defines(seed).items()]
+        + [f"-DHARNESS_NONCE={nonce:#x}ull"]
+        + (["-DGEMMINI_MODEL"] if model else [])
+    )
+    includes = [
+        f"-I{work}",
+        f"-I{toolchain.INCLUDE_DIR}",
+        f"-I{toolchain.RUNTIME_DIR}",
+        f"-I{toolchain.HARNESS_DIR}",
+    ]
     limits = _limits(timeout_s, 2048)
-    compile_cand = await run_sandboxed([cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
-                                       cwd=work, limits=limits)
+    compile_cand = await run_sandboxed(
+        [cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
+        cwd=work,
+        limits=limits,
+    )
     if not compile_cand.ok:
         text = compile_cand.stderr or compile_cand.stdout
         kind = FailureKind.TIMEOUT if compile_cand.timed_out else FailureKind.COMPILE_ERROR
         return BuildOutcome(False, None, kind, _compiler_errors(text), time.perf_counter() - start)
     reaching = sorted(undefined_symbols(work / "solution.o") - ALLOWED_UNDEFINED)
     if reaching:
-        return BuildOutcome(False, None, FailureKind.REJECTED,
-                            f"Rejected: solution() refers to {', '.join(reaching)}: a candidate may use gemmini.h "
-                            f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only", time.perf_counter() - start)
-    sources = [str(toolchain.RUNTIME_DIR / "crt.S"), str(toolchain.RUNTIME_DIR / "runtime.c"),
-               str(toolchain.HARNESS_DIR / "harness_common.c"),
-               str(toolchain.HARNESS_DIR / f"harness_{spec.family}.c")]
-    link = await run_sandboxed([cc, *toolchain.CFLAGS, *defines, *includes, "-T",
-                                str(toolchain.RUNTIME_DIR / "link.ld"), *sources, "solution.o", "-o", "prog.elf"],
-                               cwd=work, limits=limits)
+        return BuildOutcome(
+            False,
+            None,
+            FailureKind.REJECTED,
+            f"Rejected: solution() refers to {', '.join(reaching)}: a candidate may use gemmini.h "
+            f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only",
+            time.perf_counter() - start,
+        )
+    sources = [
+        str(toolchain.RUNTIME_DIR / "crt.S"),
+        str(toolchain.RUNTIME_DIR / "runtime.c"),
+        str(toolchain.HARNESS_DIR / "harness_common.c"),
+        str(toolchain.HARNESS_DIR / f"harness_{spec.family}.c"),
+    ]
+    link = await run_sandboxed(
+        [
+            cc,
+            *toolchain.CFLAGS,
+            *defines,
+            *includes,
+            "-T",
+            str(toolchain.RUNTIME_DIR / "link.ld"),
+            *sources,
+            "solution.o",
+            "-o",
+            "prog.elf",
+        ],
+        cwd=work,
+        limits=limits,
+    )
     if not link.ok:
         text = link.stderr or link.stdout
         # An undefined or duplicate symbol is the candidate's doing; anything else is ours.
-        kind = FailureKind.COMPILE_ERROR if ("undefined" in text or "duplicate" in text) else FailureKind.INFRA_ERROR
-        return BuildOutcome(False, None, kind, "link failed:\n" + _compiler_errors(text),
-                            time.perf_counter() - start)
+        kind = (
+            FailureKind.COMPILE_ERROR
+            if ("undefined" in text or "duplicate" in text)
+            else FailureKind.INFRA_ERROR
+        )
+        return BuildOutcome(
+            False,
+            None,
+            kind,
+            "link failed:\n" + _compiler_errors(text),
+            time.perf_counter() - start,
+        )
     return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
 
 
@@ -152,27 +222,47 @@ def _gold_bytes(problem_id: str, seed: int, is_float: bool) -> bytes:
     return np.ascontiguousarray(gold(specs()[problem_id], seed, is_float)).tobytes()
 
 
-async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, timeout_s: float,
-                         memory_mb: int, want_feedback: bool, timing_toml: str | None = None) -> EvalResult:
+async def evaluate_model(
+    spec: Spec,
+    code: str,
+    hw: GemminiConfig,
+    seed: int,
+    timeout_s: float,
+    memory_mb: int,
+    want_feedback: bool,
+    timing_toml: str | None = None,
+) -> EvalResult:
     t0 = time.perf_counter()
     code, reason = check_source(code)
     if reason:
-        return EvalResult(correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}",
-                          duration_s=time.perf_counter() - t0)
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.REJECTED,
+            feedback=f"Rejected: {reason}",
+            duration_s=time.perf_counter() - t0,
+        )
     with private_workdir("autocomp-gemmini-") as work:
         os.chmod(work, 0o755)
         built = await build(work, spec, code, hw, seed, True, timeout_s)
         if not built.ok:
-            return EvalResult(correct=False, failure=built.failure, feedback=built.message,
-                              stderr=built.message, duration_s=time.perf_counter() - t0,
-                              extra={"build_s": built.seconds})
+            return EvalResult(
+                correct=False,
+                failure=built.failure,
+                feedback=built.message,
+                stderr=built.message,
+                duration_s=time.perf_counter() - t0,
+                extra={"build_s": built.seconds},
+            )
         syms = symbols(built.elf)
         spec_file = {
             "hardware": hw.model_dump(),
             "array": asdict(ArrayConfig.of(hw)),
             "results": str(work / "results.json"),
             "outputs": str(work / "outputs.bin"),
-            "roi_functions": {"begin": list(syms["harness_roi_begin"]), "end": list(syms["harness_roi_end"])},
+            "roi_functions": {
+                "begin": list(syms["harness_roi_begin"]),
+                "end": list(syms["harness_roi_end"]),
+            },
         }
         want = _gold_bytes(spec.id, seed, hw.dtype == "fp32")
         spec_file["output_bytes"] = len(want) + 2 * GUARD_BYTES
@@ -185,63 +275,119 @@ async def evaluate_model(spec: Spec, code: str, hw: GemminiConfig, seed: int, ti
             os.chmod(work / library.name, 0o755)
             spec_file["native"] = str(work / library.name)
         (work / "spec.json").write_text(json.dumps(spec_file))
-        env = {**toolchain.spike_env(), "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        argv = [*toolchain.spike_command(), "--isa=rv64gc", f"--extlib={toolchain.extension_path()}",
-                "--extension=gemmini", f"-m{SPIKE_MEMORY_MB}", "prog.elf"]
+        env = {
+            **toolchain.spike_env(),
+            "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+        argv = [
+            *toolchain.spike_command(),
+            "--isa=rv64gc",
+            f"--extlib={toolchain.extension_path()}",
+            "--extension=gemmini",
+            f"-m{SPIKE_MEMORY_MB}",
+            "prog.elf",
+        ]
         t_sim = time.perf_counter()
         run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
         sim_s = time.perf_counter() - t_sim
         timings = {"build_s": built.seconds, "sim_s": sim_s}
         results_path = work / "results.json"
         results = json.loads(results_path.read_text()) if results_path.exists() else None
-        common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
+        common = {
+            "stdout": run.stdout,
+            "stderr": run.stderr,
+            "duration_s": time.perf_counter() - t0,
+        }
         if results is None or results.get("status") not in ("ok",):
             return _failed_run(run, results, timings, common)
         if not run.ok:
-            return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
-                              feedback=f"the program exited with status {run.returncode} after the measured "
-                                       f"region\n{run.stdout[-2000:]}", **common)
+            return EvalResult(
+                correct=False,
+                failure=FailureKind.CRASH,
+                extra=timings,
+                feedback=f"the program exited with status {run.returncode} after the measured "
+                f"region\n{run.stdout[-2000:]}",
+                **common,
+            )
         dumped = (work / "outputs.bin").read_bytes()
-        got, guards = dumped[:len(want)], dumped[len(want):]
+        got, guards = dumped[: len(want)], dumped[len(want) :]
         verdict = guard_verdict(guards) or compare(spec, got, want, hw.dtype == "fp32")
         extra = {**timings, **feedback.metrics(results, spec, hw)}
         if verdict:
-            return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, extra=extra,
-                              **common)
+            return EvalResult(
+                correct=False,
+                failure=FailureKind.WRONG_ANSWER,
+                feedback=verdict,
+                extra=extra,
+                **common,
+            )
         text = feedback.describe(results, spec, hw) if want_feedback else ""
-        return EvalResult(correct=True, metric=float(results["cycles"]), unit="cycles", feedback=text,
-                          extra=extra, **common)
+        return EvalResult(
+            correct=True,
+            metric=float(results["cycles"]),
+            unit="cycles",
+            feedback=text,
+            extra=extra,
+            **common,
+        )
 
 
 def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalResult:
     if results is not None and results.get("status") == "model_error":
         message = results["error"]
         last = results.get("last_command", "")
-        text = f"Gemmini rejected a command: {message}" + (f"\n(last command: {last})" if last else "")
-        wrong = ("missing gemmini_fence" in message or "outside its arrays" in message)
+        text = f"Gemmini rejected a command: {message}" + (
+            f"\n(last command: {last})" if last else ""
+        )
+        wrong = "missing gemmini_fence" in message or "outside its arrays" in message
         kind = FailureKind.WRONG_ANSWER if wrong else FailureKind.CRASH
         if "may not call the harness" in message:
             kind = FailureKind.REJECTED
         return EvalResult(correct=False, failure=kind, feedback=text, extra=timings, **common)
     if results is not None and results.get("status") == "internal_error":
-        return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR,
-                          feedback="the Gemmini model failed (not the candidate's fault)",
-                          extra=timings, **{**common, "stderr": results.get("error", "")})
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.INFRA_ERROR,
+            feedback="the Gemmini model failed (not the candidate's fault)",
+            extra=timings,
+            **{**common, "stderr": results.get("error", "")},
+        )
     if run.timed_out:
-        return EvalResult(correct=False, failure=FailureKind.TIMEOUT, extra=timings,
-                          feedback=f"the simulation did not finish within {run.wall_s:.0f} s "
-                                   "(an endless loop, or far too much work)", **common)
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.TIMEOUT,
+            extra=timings,
+            feedback=f"the simulation did not finish within {run.wall_s:.0f} s "
+            "(an endless loop, or far too much work)",
+            **common,
+        )
     trap = re.search(r"trap: mcause=(\d+) mepc=(0x[0-9a-f]+) mtval=(0x[0-9a-f]+)", run.stdout)
     if trap:
-        cause = {"2": "illegal instruction", "5": "load access fault", "7": "store access fault",
-                 "4": "misaligned load", "6": "misaligned store"}.get(trap.group(1), f"mcause {trap.group(1)}")
-        return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
-                          feedback=f"the program crashed: {cause} at pc {trap.group(2)} "
-                                   f"(address {trap.group(3)}): an out-of-bounds pointer?", **common)
-    return EvalResult(correct=False, failure=FailureKind.CRASH, extra=timings,
-                      feedback=f"the program ended (status {run.returncode}) without reaching the end of "
-                               f"the measured region\n{(run.stderr or run.stdout)[-1500:]}", **common)
+        cause = {
+            "2": "illegal instruction",
+            "5": "load access fault",
+            "7": "store access fault",
+            "4": "misaligned load",
+            "6": "misaligned store",
+        }.get(trap.group(1), f"mcause {trap.group(1)}")
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.CRASH,
+            extra=timings,
+            feedback=f"the program crashed: {cause} at pc {trap.group(2)} "
+            f"(address {trap.group(3)}): an out-of-bounds pointer?",
+            **common,
+        )
+    return EvalResult(
+        correct=False,
+        failure=FailureKind.CRASH,
+        extra=timings,
+        feedback=f"the program ended (status {run.returncode}) without reaching the end of "
+        f"the measured region\n{(run.stderr or run.stdout)[-1500:]}",
+        **common,
+    )
 
 
 def guard_verdict(guards: bytes) -> str | None:
@@ -251,8 +397,10 @@ def guard_verdict(guards: bytes) -> str | None:
         changed = [i for i, b in enumerate(blob) if b != GUARD_VALUE]
         if changed:
             span = GUARD_BYTES - changed[0] if where == "before" else changed[-1] + 1
-            return (f"Wrong answer: solution() wrote outside the output array, up to {span} bytes {where} it "
-                    "(check the loop bounds and tile sizes).")
+            return (
+                f"Wrong answer: solution() wrote outside the output array, up to {span} bytes {where} it "
+                "(check the loop bounds and tile sizes)."
+            )
     return None
 
 
@@ -273,7 +421,10 @@ def compare(spec: Spec, got: bytes, want: bytes, is_float: bool) -> str | None:
     idx = np.flatnonzero(bad)
     shape = gold_shape(spec)
     where = [np.unravel_index(int(i), shape) if shape else (int(i),) for i in idx[:3]]
-    details = ", ".join(f"{tuple(int(x) for x in pos)}: got {g[i]} expected {w[i]}" for pos, i in zip(where, idx[:3]))
+    details = ", ".join(
+        f"{tuple(int(x) for x in pos)}: got {g[i]} expected {w[i]}"
+        for pos, i in zip(where, idx[:3])
+    )
     text = f"Wrong answer: {n_bad} of {g.size} output elements differ; first at {details}."
     if not is_float and np.all(g[idx] == SENTINEL):
         text += " Those elements were never written (they still hold the harness's fill value)."
@@ -296,24 +447,32 @@ def gold_shape(spec: Spec) -> tuple[int, ...]:
 
 
 CHECKS = {
-    "model": [CHECKS_SOURCE,
-              "model: the measured region is begun once, by the harness's own functions, and the "
-              "simulation ends with it",
-              "model: the outputs the simulator dumps when solution() returns equal the numpy gold result "
-              "(int8 bit for bit, fp32 within 1e-4 relative; NaN never matches)",
-              "model: the 4096 guard bytes before and after the outputs are untouched"],
-    "external": [CHECKS_SOURCE,
-                 "external: only report lines carrying this run's secret nonce are read; output imitating "
-                 "them is refused",
-                 "external: the reported hash of every output buffer, guards included, equals that of the numpy "
-                 "gold result (fp32 outputs: every value, within 1e-4 relative)"],
+    "model": [
+        CHECKS_SOURCE,
+        "model: the measured region is begun once, by the harness's own functions, and the "
+        "simulation ends with it",
+        "model: the outputs the simulator dumps when solution() returns equal the numpy gold result "
+        "(int8 bit for bit, fp32 within 1e-4 relative; NaN never matches)",
+        "model: the 4096 guard bytes before and after the outputs are untouched",
+    ],
+    "external": [
+        CHECKS_SOURCE,
+        "external: only report lines carrying this run's secret nonce are read; output imitating "
+        "them is refused",
+        "external: the reported hash of every output buffer, guards included, equals that of the numpy "
+        "gold result (fp32 outputs: every value, within 1e-4 relative)",
+    ],
 }
 
 
 def verification(spec: Spec, seed: int, mode: str) -> dict:
     """What an evaluation rests on: one seed (the timed run is the checked run), the problem's
     fixed shape (the candidate may specialize to it: that shape is what is measured)."""
-    return {"seeds": {"timed": seed}, "shapes": {"timed": spec.shape()}, "checks": list(CHECKS[mode])}
+    return {
+        "seeds": {"timed": seed},
+        "shapes": {"timed": spec.shape()},
+        "checks": list(CHECKS[mode]),
+    }
 
 
 REPORT = "AUTOCOMP-"
@@ -336,23 +495,33 @@ def read_report(stdout: str, nonce: int) -> tuple[list[str], str | None]:
     lines = []
     for line in stdout.splitlines():
         if line.startswith(prefix):
-            lines.append(line[len(prefix):])
+            lines.append(line[len(prefix) :])
         elif REPORT in line or _FORGED_COUNT.search(line):
-            return lines, f"Rejected: the program printed a line imitating the harness's report: {line[:120]!r}"
+            return (
+                lines,
+                f"Rejected: the program printed a line imitating the harness's report: {line[:120]!r}",
+            )
     return lines, None
 
 
-def judge_report(spec: Spec, lines: list[str], want: bytes, is_float: bool, nonce: int) -> tuple[float | None, str]:
+def judge_report(
+    spec: Spec, lines: list[str], want: bytes, is_float: bool, nonce: int
+) -> tuple[float | None, str]:
     """(cycles, "") when the reported outputs equal the gold result, else (None, why not)."""
     cycles = [int(line.split()[1]) for line in lines if line.startswith("cycles ")]
-    outputs = {int(f[1]): (int(f[2]), int(f[3], 16)) for f in (line.split() for line in lines)
-               if f[0] == "output" and len(f) == 4}
+    outputs = {
+        int(f[1]): (int(f[2]), int(f[3], 16))
+        for f in (line.split() for line in lines)
+        if f[0] == "output" and len(f) == 4
+    }
     if len(cycles) != 1 or sorted(outputs) != [0, 1, 2]:
         return None, "the harness's report is incomplete (the program ended early?)"
     guard = bytes([GUARD_VALUE]) * GUARD_BYTES
     if outputs[1] != outputs[2] or outputs[1] != (GUARD_BYTES, report_hash(guard, nonce)):
-        return None, ("Wrong answer: solution() wrote outside the output array (the guard bytes around it "
-                      "changed; check the loop bounds and tile sizes).")
+        return None, (
+            "Wrong answer: solution() wrote outside the output array (the guard bytes around it "
+            "changed; check the loop bounds and tile sizes)."
+        )
     if is_float:
         data = bytearray()
         for line in lines:
@@ -361,21 +530,34 @@ def judge_report(spec: Spec, lines: list[str], want: bytes, is_float: bool, nonc
         verdict = compare(spec, bytes(data), want, True)
     elif outputs[0] != (len(want), report_hash(want, nonce)):
         notes = [line[5:] for line in lines if line.startswith("note ")]
-        verdict = "Wrong answer: the outputs differ from the gold result" + (f" ({notes[0]})" if notes else "") + "."
+        verdict = (
+            "Wrong answer: the outputs differ from the gold result"
+            + (f" ({notes[0]})" if notes else "")
+            + "."
+        )
     else:
         verdict = None
     return (None, verdict) if verdict else (float(cycles[0]), "")
 
 
-async def evaluate_external(spec: Spec, code: str, hw: GemminiConfig, seed: int, timeout_s: float,
-                            memory_mb: int, command: list[str]) -> EvalResult:
+async def evaluate_external(
+    spec: Spec,
+    code: str,
+    hw: GemminiConfig,
+    seed: int,
+    timeout_s: float,
+    memory_mb: int,
+    command: list[str],
+) -> EvalResult:
     """Build without the model hooks and run `command` ({elf} = the program), e.g. a real
     Spike-with-Gemmini or a FireSim launcher. The harness reports the cycles (rdcycle) and a
     hash of every output buffer on lines tagged with a nonce drawn here; the verdict is ours."""
     t0 = time.perf_counter()
     code, reason = check_source(code)
     if reason:
-        return EvalResult(correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}")
+        return EvalResult(
+            correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}"
+        )
     nonce = secrets.randbits(64)
     with private_workdir("autocomp-gemmini-ext-") as work:
         os.chmod(work, 0o755)
@@ -383,22 +565,44 @@ async def evaluate_external(spec: Spec, code: str, hw: GemminiConfig, seed: int,
         if not built.ok:
             return EvalResult(correct=False, failure=built.failure, feedback=built.message)
         argv = [part.replace("{elf}", str(built.elf)) for part in command]
-        run = await run_sandboxed(argv, cwd=work, limits=_limits(timeout_s, memory_mb),
-                                  env={"OPENBLAS_NUM_THREADS": "1", **toolchain.spike_env(),
-                                       "AUTOCOMP_GEMMINI_HARDWARE": json.dumps(hw.model_dump())})
+        run = await run_sandboxed(
+            argv,
+            cwd=work,
+            limits=_limits(timeout_s, memory_mb),
+            env={
+                "OPENBLAS_NUM_THREADS": "1",
+                **toolchain.spike_env(),
+                "AUTOCOMP_GEMMINI_HARDWARE": json.dumps(hw.model_dump()),
+            },
+        )
     common = {"stdout": run.stdout, "stderr": run.stderr, "duration_s": time.perf_counter() - t0}
     if run.timed_out:
-        return EvalResult(correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common)
+        return EvalResult(
+            correct=False, failure=FailureKind.TIMEOUT, feedback="external run timed out", **common
+        )
     lines, forged = read_report(run.stdout, nonce)
     if forged:
-        return EvalResult(correct=False, failure=FailureKind.REJECTED, status="forged_report", feedback=forged,
-                          **common)
+        return EvalResult(
+            correct=False,
+            failure=FailureKind.REJECTED,
+            status="forged_report",
+            feedback=forged,
+            **common,
+        )
     is_float = hw.dtype == "fp32"
-    cycles, verdict = judge_report(spec, lines, _gold_bytes(spec.id, seed, is_float), is_float, nonce)
+    cycles, verdict = judge_report(
+        spec, lines, _gold_bytes(spec.id, seed, is_float), is_float, nonce
+    )
     if cycles is not None:
         return EvalResult(correct=True, metric=cycles, unit="cycles", **common)
     if lines and "incomplete" not in verdict:
-        return EvalResult(correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, **common)
-    return EvalResult(correct=False, failure=FailureKind.CRASH,
-                      feedback=f"external run ended with status {run.returncode} without the harness's full "
-                               f"report\n{(run.stderr or run.stdout)[-1500:]}", **common)
+        return EvalResult(
+            correct=False, failure=FailureKind.WRONG_ANSWER, feedback=verdict, **common
+        )
+    return EvalResult(
+        correct=False,
+        failure=FailureKind.CRASH,
+        feedback=f"external run ended with status {run.returncode} without the harness's full "
+        f"report\n{(run.stderr or run.stdout)[-1500:]}",
+        **common,
+    )

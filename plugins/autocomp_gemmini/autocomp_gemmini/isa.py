@@ -5,6 +5,7 @@ opcode custom-3 (0x7B), funct7 selects the command, rs1/rs2 carry the operands.
 Our header (`include/gemmini.h`) and our model (`model/`) both use these numbers, so a
 program built here runs unchanged on a real Spike-with-Gemmini or FireSim.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -54,9 +55,17 @@ FULL_BIT = 1 << 29
 ROW_MASK = (1 << 29) - 1
 
 NAMES = {
-    CONFIG: "config", MVIN: "mvin", MVIN2: "mvin2", MVIN3: "mvin3", MVOUT: "mvout",
-    COMPUTE_PRELOADED: "compute_preloaded", COMPUTE_ACCUMULATED: "compute_accumulated",
-    PRELOAD: "preload", FLUSH: "flush", LOOP_WS: "loop_ws", LOOP_CONV_WS: "loop_conv_ws",
+    CONFIG: "config",
+    MVIN: "mvin",
+    MVIN2: "mvin2",
+    MVIN3: "mvin3",
+    MVOUT: "mvout",
+    COMPUTE_PRELOADED: "compute_preloaded",
+    COMPUTE_ACCUMULATED: "compute_accumulated",
+    PRELOAD: "preload",
+    FLUSH: "flush",
+    LOOP_WS: "loop_ws",
+    LOOP_CONV_WS: "loop_conv_ws",
 }
 
 

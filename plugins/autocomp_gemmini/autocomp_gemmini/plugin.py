@@ -1,4 +1,5 @@
 """Entry point registered under `[project.entry-points.autocomp] gemmini`."""
+
 from autocomp_core import hookimpl
 
 

@@ -12,6 +12,7 @@ A command the model rejects ends the simulation with exit status 3 after recordi
 Spike calls in once per command, so this path is kept lean: the model's private commands
 go through a small table, and the last command is kept raw and only formatted for an error.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,9 @@ class Session:
         self.xpr = proc.state.XPR  # a live view of the registers; fetching it costs ~10 us
         if self.compiled is not None and cfg.dtype == "int8":
             self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
-            self.g = self.compiled.NativeGemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
+            self.g = self.compiled.NativeGemmini(
+                cfg, self.mem, self.timing, delay_stores=path is not None
+            )
         else:
             from autocomp_gemmini.model.functional import Gemmini
 
@@ -60,9 +63,15 @@ class Session:
         self.rocc = 0
         self.issued = 0
         self.done = False
-        self.last: tuple[int, int, int] | None = None  # (funct, rs1, rs2) of the last Gemmini command
-        self.private = {isa.MODEL_READ_CYCLES: self.read_cycles, MODEL_FENCE: self.fence,
-                        isa.MODEL_ROI_BEGIN: self.begin, isa.MODEL_ROI_END: self.finish}
+        self.last: tuple[int, int, int] | None = (
+            None  # (funct, rs1, rs2) of the last Gemmini command
+        )
+        self.private = {
+            isa.MODEL_READ_CYCLES: self.read_cycles,
+            MODEL_FENCE: self.fence,
+            isa.MODEL_ROI_BEGIN: self.begin,
+            isa.MODEL_ROI_END: self.finish,
+        }
 
     def _compiled(self):
         """The compiled model the evaluator built (`native_model`), or None: the Python model then
@@ -73,7 +82,10 @@ class Session:
         try:
             return native.load(path)
         except (ImportError, OSError, native.NativeUnavailable) as exc:
-            print(f"gemmini model: the compiled model did not load ({exc}); using the Python model", file=sys.stderr)
+            print(
+                f"gemmini model: the compiled model did not load ({exc}); using the Python model",
+                file=sys.stderr,
+            )
             return None
 
     def _memory(self, proc):
@@ -84,14 +96,18 @@ class Session:
             try:
                 fast = self.compiled.NativeMemory(proc, *region)
                 load = proc.mmu.load_reserved_64
-                first_words = b"".join((load(region[0] + 8 * i) & (2**64 - 1)).to_bytes(8, "little") for i in range(8))
+                first_words = b"".join(
+                    (load(region[0] + 8 * i) & (2**64 - 1)).to_bytes(8, "little") for i in range(8)
+                )
                 if fast.read(region[0], 64) == first_words:
                     return fast
                 problem = "it reads different bytes"
             except RuntimeError as exc:
                 problem = str(exc)
-            print(f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
-                  file=sys.stderr)
+            print(
+                f"gemmini model: direct memory access unavailable ({problem}); using PySpike's MMU calls",
+                file=sys.stderr,
+            )
         from autocomp_gemmini.model.memory import SpikeMemory
 
         return SpikeMemory(proc.mmu)
@@ -116,7 +132,9 @@ class Session:
         lo, size = self.spec["roi_functions"][which]
         pc = proc.state.pc
         if not (lo <= pc < lo + size):
-            raise GemminiError(f"model-private command '{which}' issued from pc {pc:#x}, outside the harness")
+            raise GemminiError(
+                f"model-private command '{which}' issued from pc {pc:#x}, outside the harness"
+            )
 
     def write_results(self, payload: dict) -> None:
         with open(self.spec["results"], "w") as fh:
@@ -150,8 +168,9 @@ class Session:
     def begin(self, proc, rs1: int) -> int:
         self.check_pc(proc, "begin")
         if self.roi_begin is not None:  # solution() called the harness to restart the count
-            raise GemminiError("the measured region was begun a second time: solution() may not call "
-                               "the harness")
+            raise GemminiError(
+                "the measured region was begun a second time: solution() may not call the harness"
+            )
         self.g.fence()
         self.timing.reset_stats()  # statistics cover the measured region only
         self.g.counters = Counters()
@@ -165,36 +184,44 @@ class Session:
             raise GemminiError("end of the measured region without a beginning")
         if self.g.in_flight():
             pending = self.timing.last_end - self.timing.cpu_now()
-            raise GemminiError(f"solution() returned with accelerator work still in flight "
-                               f"({pending:.0f} cycles outstanding): missing gemmini_fence() before return")
+            raise GemminiError(
+                f"solution() returned with accelerator work still in flight "
+                f"({pending:.0f} cycles outstanding): missing gemmini_fence() before return"
+            )
         self.g.fence()
         cycles = self.timing.cpu_now() - self.roi_begin
         count = int.from_bytes(self.mem.read(descriptor, 8), "little")
         entries = []
         for i in range(min(count, 4)):
             entry = self.mem.read(descriptor + 8 + 16 * i, 16)
-            entries.append((int.from_bytes(entry[:8], "little"), int.from_bytes(entry[8:], "little")))
+            entries.append(
+                (int.from_bytes(entry[:8], "little"), int.from_bytes(entry[8:], "little"))
+            )
         expected = self.spec.get("output_bytes")
         if not 1 <= count <= 4 or (expected is not None and sum(n for _, n in entries) != expected):
-            raise GemminiError("the harness's record of its output buffers was overwritten: "
-                               "solution() wrote outside its arrays")
+            raise GemminiError(
+                "the harness's record of its output buffers was overwritten: "
+                "solution() wrote outside its arrays"
+            )
         blobs = [self.mem.read(addr, nbytes) for addr, nbytes in entries]
         with open(self.spec["outputs"], "wb") as fh:
             fh.writelines(blobs)
         c = self.g.counters
-        self.write_results({
-            "status": "ok",
-            "cycles": cycles,
-            "cpu_instructions": self.timing.instret - self.roi_instret,
-            "rocc_commands": self.rocc,
-            "commands": c.commands,
-            "macs": c.macs,
-            "bytes_in": c.bytes_in,
-            "bytes_out": c.bytes_out,
-            "timing": self.timing.summary(),
-            "utilization": self.g.utilization(),
-            "memory_words": self.mem.words,
-        })
+        self.write_results(
+            {
+                "status": "ok",
+                "cycles": cycles,
+                "cpu_instructions": self.timing.instret - self.roi_instret,
+                "rocc_commands": self.rocc,
+                "commands": c.commands,
+                "macs": c.macs,
+                "bytes_in": c.bytes_in,
+                "bytes_out": c.bytes_out,
+                "timing": self.timing.summary(),
+                "utilization": self.g.utilization(),
+                "memory_words": self.mem.words,
+            }
+        )
         self.done = True
         # The simulation ends with the measured region: no code of the candidate's runs after
         # the results are written (it could have planted a return address to rewrite them).
@@ -219,8 +246,11 @@ class GemminiRocc(riscv.isa.ROCC):
 
     def _fail(self, status: str, message: str, code: int) -> None:
         session = GemminiRocc.session
-        payload = {"status": status, "error": message,
-                   "last_command": session.last_cmd if session else ""}
+        payload = {
+            "status": status,
+            "error": message,
+            "last_command": session.last_cmd if session else "",
+        }
         try:
             path = session.spec.get("results") if session else None
             if path:

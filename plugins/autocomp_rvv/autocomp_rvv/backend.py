@@ -5,6 +5,7 @@ instruction count of the kernel region on Spike, whose outputs are checked too (
 modelled cycles (costmodel.py), or cycles measured on a real board over SSH when
 ``[hardware.board]`` is set. Inputs come from seeds drawn for each program.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,10 +65,14 @@ class RvvBackend(Backend):
         hw = self.hardware
         vlens = ", ".join(str(v) for v in hw.all_check_vlens)
         return [
-            (f"The target core has VLEN={hw.effective_vlen} and DLEN={hw.effective_dlen} bits; performance is "
-             f"modelled cycles of a {hw.core}-like core."),
-            (f"The code must be vector-length agnostic: it is checked under VLEN = {vlens}. Take vl from "
-             "vsetvl (or vsetvlmax) and never hard-code the number of elements per register."),
+            (
+                f"The target core has VLEN={hw.effective_vlen} and DLEN={hw.effective_dlen} bits; performance is "
+                f"modelled cycles of a {hw.core}-like core."
+            ),
+            (
+                f"The code must be vector-length agnostic: it is checked under VLEN = {vlens}. Take vl from "
+                "vsetvl (or vsetvlmax) and never hard-code the number of elements per register."
+            ),
         ]
 
     def params(self) -> CoreParams:
@@ -109,9 +114,11 @@ class RvvBackend(Backend):
         # inputs no candidate can know in advance: the correctness cases use check_seed + i
         check_seed, timed_seed = evaluation_seeds(ctx.seed, problem.id, code, 2)
         checks: list[str] = []
-        verification = {"seeds": {"checks": check_seed, "timed": timed_seed},
-                        "shapes": {"checks": list(spec.case_shapes), "timed": spec.bench_shape},
-                        "checks": checks}
+        verification = {
+            "seeds": {"checks": check_seed, "timed": timed_seed},
+            "shapes": {"checks": list(spec.case_shapes), "timed": spec.bench_shape},
+            "checks": checks,
+        }
         extra: dict[str, float] = {}
         with private_workdir("autocomp-rvv-") as workdir:
             workdir.chmod(0o777)
@@ -119,58 +126,103 @@ class RvvBackend(Backend):
                 t = time.perf_counter()
                 built = await self._builder.build(spec, code, workdir, hw.autovectorize, timed_seed)
                 extra["build_s"] = time.perf_counter() - t
-                checks += ["source: no counters, CSRs, host interface, inline assembly or constructors",
-                           "object: only memcpy/memset/memmove undefined; no system calls, counter or CSR "
-                           "access, or init sections in the machine code"]
+                checks += [
+                    "source: no counters, CSRs, host interface, inline assembly or constructors",
+                    "object: only memcpy/memset/memmove undefined; no system calls, counter or CSR "
+                    "access, or init sections in the machine code",
+                ]
 
                 t = time.perf_counter()
-                outcomes = await asyncio.gather(*(qemu_check(tools.qemu, built.linux, vlen, check_seed,
-                                                             ctx.timeout_s) for vlen in hw.all_check_vlens),
-                                                return_exceptions=True)
-                for outcome in outcomes:  # report the smallest failing VLEN, whichever finished first
+                outcomes = await asyncio.gather(
+                    *(
+                        qemu_check(tools.qemu, built.linux, vlen, check_seed, ctx.timeout_s)
+                        for vlen in hw.all_check_vlens
+                    ),
+                    return_exceptions=True,
+                )
+                for (
+                    outcome
+                ) in outcomes:  # report the smallest failing VLEN, whichever finished first
                     if isinstance(outcome, BaseException):
                         raise outcome
                 extra["qemu_s"] = time.perf_counter() - t
-                checks += [f"qemu-user VLEN={vlen}: every case against the reference, guard pages, read-only "
-                           "inputs" for vlen in hw.all_check_vlens]
+                checks += [
+                    f"qemu-user VLEN={vlen}: every case against the reference, guard pages, read-only "
+                    "inputs"
+                    for vlen in hw.all_check_vlens
+                ]
 
                 t = time.perf_counter()
-                run = await spike_count(tools.spike, built.baremetal, hw.effective_vlen, ctx.timeout_s)
+                run = await spike_count(
+                    tools.spike, built.baremetal, hw.effective_vlen, ctx.timeout_s
+                )
                 extra["spike_s"] = time.perf_counter() - t
                 checks.append("timed run (Spike): minstret equals the traced instruction count")
                 t = time.perf_counter()
                 image = outputs_image(run.insns, parse_layout(run.stdout))
-                checks.append("timed run (Spike): every store lands in an output or the kernel's stack")
-                await verify_timed_outputs(tools.qemu, built.verifier, workdir, image, timed_seed, ctx.timeout_s)
+                checks.append(
+                    "timed run (Spike): every store lands in an output or the kernel's stack"
+                )
+                await verify_timed_outputs(
+                    tools.qemu, built.verifier, workdir, image, timed_seed, ctx.timeout_s
+                )
                 extra["verify_s"] = time.perf_counter() - t
-                checks.append("timed run (Spike): its outputs, rebuilt from the commit log, match the "
-                              "reference (checked without the candidate in the process)")
+                checks.append(
+                    "timed run (Spike): its outputs, rebuilt from the commit log, match the "
+                    "reference (checked without the candidate in the process)"
+                )
                 report = model_cycles(run.insns, self.params_for(hw))
-                extra.update(instructions=float(run.instret), modelled_cycles=float(report.cycles),
-                             vector_instructions=float(report.vector_instructions),
-                             vlen=float(hw.effective_vlen), dlen=float(hw.effective_dlen))
+                extra.update(
+                    instructions=float(run.instret),
+                    modelled_cycles=float(report.cycles),
+                    vector_instructions=float(report.vector_instructions),
+                    vlen=float(hw.effective_vlen),
+                    dlen=float(hw.effective_dlen),
+                )
                 metric = float(report.cycles)
                 feedback = f"{report.summary()}\nExact instruction count (Spike): {run.instret}."
 
                 if hw.board is not None:
                     t = time.perf_counter()
-                    cycles, instret = await board_mode.run_on_board(hw.board, built.linux, timed_seed)
+                    cycles, instret = await board_mode.run_on_board(
+                        hw.board, built.linux, timed_seed
+                    )
                     extra["board_s"] = time.perf_counter() - t
                     extra.update(board_cycles=float(cycles), board_instret=float(instret))
-                    checks.append(f"board: each of the {hw.board.reps} timed calls checked, on fresh inputs")
+                    checks.append(
+                        f"board: each of the {hw.board.reps} timed calls checked, on fresh inputs"
+                    )
                     metric = float(cycles)
                     feedback += f"\nMeasured on the board {hw.board.host}: {cycles} cycles, {instret} instructions."
             except (BuildFailure, RunFailure) as exc:
-                return EvalResult(correct=False, failure=exc.kind, feedback=exc.feedback,
-                                  stdout=getattr(exc, "stdout", ""), stderr=exc.stderr, extra=extra,
-                                  verification=verification, duration_s=time.perf_counter() - started)
+                return EvalResult(
+                    correct=False,
+                    failure=exc.kind,
+                    feedback=exc.feedback,
+                    stdout=getattr(exc, "stdout", ""),
+                    stderr=exc.stderr,
+                    extra=extra,
+                    verification=verification,
+                    duration_s=time.perf_counter() - started,
+                )
             except board_mode.BoardError as exc:
-                return EvalResult(correct=False, failure=FailureKind.INFRA_ERROR, feedback=str(exc),
-                                  extra=extra, verification=verification,
-                                  duration_s=time.perf_counter() - started)
-        return EvalResult(correct=True, metric=metric, unit=self.metric_unit,
-                          feedback=feedback if ctx.want_feedback else "", extra=extra,
-                          verification=verification, duration_s=time.perf_counter() - started)
+                return EvalResult(
+                    correct=False,
+                    failure=FailureKind.INFRA_ERROR,
+                    feedback=str(exc),
+                    extra=extra,
+                    verification=verification,
+                    duration_s=time.perf_counter() - started,
+                )
+        return EvalResult(
+            correct=True,
+            metric=metric,
+            unit=self.metric_unit,
+            feedback=feedback if ctx.want_feedback else "",
+            extra=extra,
+            verification=verification,
+            duration_s=time.perf_counter() - started,
+        )
 
     def params_for(self, hw: RvvHardware) -> CoreParams:
         return CORE_PRESETS[hw.core].with_lengths(hw.effective_vlen, hw.effective_dlen)

@@ -15,6 +15,7 @@ interface, hold inline assembly or run code outside its calls, and the compiled 
 checked for the instructions and sections such tricks need (a macro can hide a word from the
 source check, not from the disassembly).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,15 +44,19 @@ FORBIDDEN = [
     (re.compile(r"\b(ecall|ebreak)\b"), "system calls"),
     (re.compile(r"^\s*(int|void)\s+main\s*\(", re.MULTILINE), "a main function"),
     (re.compile(r"\b(asm|__asm__|__asm)\b"), "inline assembly (use the RVV intrinsics)"),
-    (re.compile(r"\b(constructor|destructor|init_array|fini_array)\b|\bsection\s*\("),
-     "code or data placed to run outside the kernel's calls"),
+    (
+        re.compile(r"\b(constructor|destructor|init_array|fini_array)\b|\bsection\s*\("),
+        "code or data placed to run outside the kernel's calls",
+    ),
 ]
 #: Sections that make code run outside the kernel's calls.
 FORBIDDEN_SECTIONS = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors")
 #: CSRs a compiled kernel may touch: the vector and floating-point state (vlenb, frm...).
 ALLOWED_CSRS = {"vstart", "vxsat", "vxrm", "vcsr", "vl", "vtype", "vlenb", "fflags", "frm", "fcsr"}
 _CSR_OP = re.compile(r"^(csrr[wsc]i?|csr[rwsc]i?|rd(cycle|time|instret)h?|f[rs](csr|rm|flags)i?)$")
-_SYSTEM_OP = re.compile(r"^(ecall|ebreak|c\.ebreak|wfi|mret|sret|dret|uret|sfence\.\S+|hfence\.\S+)$")
+_SYSTEM_OP = re.compile(
+    r"^(ecall|ebreak|c\.ebreak|wfi|mret|sret|dret|uret|sfence\.\S+|hfence\.\S+)$"
+)
 COMPILE_LIMITS = SandboxLimits(wall_s=60.0, memory_mb=4096, max_output_bytes=200_000)
 
 
@@ -81,26 +86,55 @@ def screen_source(code: str) -> None:
             stripped = line.split("//")[0]
             m = regex.search(stripped)
             if m:
-                raise BuildFailure(FailureKind.REJECTED,
-                                   f"line {lineno}: `{m.group(0)}` is not allowed in a kernel ({what}); "
-                                   "the kernel may only compute its outputs")
+                raise BuildFailure(
+                    FailureKind.REJECTED,
+                    f"line {lineno}: `{m.group(0)}` is not allowed in a kernel ({what}); "
+                    "the kernel may only compute its outputs",
+                )
 
 
 def kernel_flags(spec: ProblemSpec, autovectorize: bool) -> list[str]:
-    flags = ["--target=riscv64-unknown-elf", *ARCH_FLAGS, "-mcmodel=medany", "-O2", "-ffreestanding",
-             "-fno-pic", "-Wall", "-Wno-unused-function", "-I", str(spec.folder),
-             "-include", str(spec.kernel_header)]
+    flags = [
+        "--target=riscv64-unknown-elf",
+        *ARCH_FLAGS,
+        "-mcmodel=medany",
+        "-O2",
+        "-ffreestanding",
+        "-fno-pic",
+        "-Wall",
+        "-Wno-unused-function",
+        "-I",
+        str(spec.folder),
+        "-include",
+        str(spec.kernel_header),
+    ]
     if not autovectorize:
         flags += ["-fno-vectorize", "-fno-slp-vectorize"]
     return flags
 
 
 def _harness_flags(spec: ProblemSpec, baremetal: bool) -> list[str]:
-    common = [*ARCH_FLAGS, "-O2", "-I", str(RUNTIME_DIR), "-I", str(spec.folder),
-              f"-DH_RTOL={spec.rtol!r}", f"-DH_ATOL={spec.atol!r}", "-fno-vectorize", "-fno-slp-vectorize"]
+    common = [
+        *ARCH_FLAGS,
+        "-O2",
+        "-I",
+        str(RUNTIME_DIR),
+        "-I",
+        str(spec.folder),
+        f"-DH_RTOL={spec.rtol!r}",
+        f"-DH_ATOL={spec.atol!r}",
+        "-fno-vectorize",
+        "-fno-slp-vectorize",
+    ]
     if baremetal:
-        return ["--target=riscv64-unknown-elf", "-mcmodel=medany", "-ffreestanding", "-fno-pic",
-                "-DRVV_BAREMETAL", *common]
+        return [
+            "--target=riscv64-unknown-elf",
+            "-mcmodel=medany",
+            "-ffreestanding",
+            "-fno-pic",
+            "-DRVV_BAREMETAL",
+            *common,
+        ]
     return ["--target=riscv64-linux-gnu", *common]
 
 
@@ -133,11 +167,15 @@ class Builder:
     async def _run(self, argv: list[str], workdir: Path, what: str) -> str:
         result = await run_sandboxed(argv, cwd=workdir, limits=COMPILE_LIMITS)
         if result.timed_out:
-            raise BuildFailure(FailureKind.TIMEOUT, f"{what} did not finish within {COMPILE_LIMITS.wall_s:.0f} s")
+            raise BuildFailure(
+                FailureKind.TIMEOUT, f"{what} did not finish within {COMPILE_LIMITS.wall_s:.0f} s"
+            )
         if not result.ok:
-            raise BuildFailure(FailureKind.COMPILE_ERROR,
-                               f"{what} failed:\n{tidy_compiler_output(result.stderr + result.stdout, workdir)}",
-                               result.stderr)
+            raise BuildFailure(
+                FailureKind.COMPILE_ERROR,
+                f"{what} failed:\n{tidy_compiler_output(result.stderr + result.stdout, workdir)}",
+                result.stderr,
+            )
         return result.stdout
 
     async def _harness_objects(self, spec: ProblemSpec) -> Path:
@@ -154,55 +192,163 @@ class Builder:
                 folder.chmod(0o777)  # the sandbox may run the compiler as another uid
                 clang = self.tools.clang
                 try:
-                    await self._run([clang, *_harness_flags(spec, False), "-c", str(spec.harness),
-                                     "-o", "harness_linux.o"], folder, "harness build (Linux)")
-                    await self._run([clang, *_harness_flags(spec, True), "-c", str(spec.harness),
-                                     "-o", "harness_bm.o"], folder, "harness build (bare metal)")
-                    await self._run([clang, "--target=riscv64-unknown-elf", *ARCH_FLAGS, "-mcmodel=medany",
-                                     "-c", str(RUNTIME_DIR / "crt.S"), "-o", "crt.o"], folder, "crt build")
-                    await self._run([clang, *kernel_flags(spec, False), "-c", str(spec.folder / "baseline.c"),
-                                     "-o", "baseline.o"], folder, "baseline build")
-                    await self._run([clang, "--target=riscv64-linux-gnu", "-static", "-fuse-ld=lld",
-                                     "harness_linux.o", "baseline.o", "-lm", "-o", VERIFIER], folder,
-                                    "verifier link")
+                    await self._run(
+                        [
+                            clang,
+                            *_harness_flags(spec, False),
+                            "-c",
+                            str(spec.harness),
+                            "-o",
+                            "harness_linux.o",
+                        ],
+                        folder,
+                        "harness build (Linux)",
+                    )
+                    await self._run(
+                        [
+                            clang,
+                            *_harness_flags(spec, True),
+                            "-c",
+                            str(spec.harness),
+                            "-o",
+                            "harness_bm.o",
+                        ],
+                        folder,
+                        "harness build (bare metal)",
+                    )
+                    await self._run(
+                        [
+                            clang,
+                            "--target=riscv64-unknown-elf",
+                            *ARCH_FLAGS,
+                            "-mcmodel=medany",
+                            "-c",
+                            str(RUNTIME_DIR / "crt.S"),
+                            "-o",
+                            "crt.o",
+                        ],
+                        folder,
+                        "crt build",
+                    )
+                    await self._run(
+                        [
+                            clang,
+                            *kernel_flags(spec, False),
+                            "-c",
+                            str(spec.folder / "baseline.c"),
+                            "-o",
+                            "baseline.o",
+                        ],
+                        folder,
+                        "baseline build",
+                    )
+                    await self._run(
+                        [
+                            clang,
+                            "--target=riscv64-linux-gnu",
+                            "-static",
+                            "-fuse-ld=lld",
+                            "harness_linux.o",
+                            "baseline.o",
+                            "-lm",
+                            "-o",
+                            VERIFIER,
+                        ],
+                        folder,
+                        "verifier link",
+                    )
                 except BuildFailure as exc:  # our own sources failed: not the candidate's fault
                     raise BuildFailure(FailureKind.INFRA_ERROR, exc.feedback, exc.stderr) from None
             return folder
 
-    async def build(self, spec: ProblemSpec, code: str, workdir: Path, autovectorize: bool = False,
-                    seed: int = 1) -> Built:
+    async def build(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        workdir: Path,
+        autovectorize: bool = False,
+        seed: int = 1,
+    ) -> Built:
         """Both programs of a candidate; ``seed`` draws the inputs of the bare-metal (timed) run."""
         screen_source(code)
         cached = await self._harness_objects(spec)
         for name in ("harness_linux.o", "harness_bm.o", "crt.o"):
             (workdir / name).write_bytes((cached / name).read_bytes())
         (workdir / CANDIDATE).write_text(code)
-        await self._run([self.tools.clang, *kernel_flags(spec, autovectorize), "-c", CANDIDATE,
-                         "-o", "kernel.o"], workdir, "compiling the candidate")
+        await self._run(
+            [
+                self.tools.clang,
+                *kernel_flags(spec, autovectorize),
+                "-c",
+                CANDIDATE,
+                "-o",
+                "kernel.o",
+            ],
+            workdir,
+            "compiling the candidate",
+        )
         await self._check_symbols(spec, workdir)
         await self._check_machine_code(workdir)
-        await self._run([self.tools.clang, "--target=riscv64-linux-gnu", "-static", "-fuse-ld=lld",
-                         "harness_linux.o", "kernel.o", "-lm", "-o", "prog_linux"], workdir, "linking (Linux)")
-        await self._run([self.tools.lld, "-T", str(RUNTIME_DIR / "link.ld"), f"--defsym=H_SEED={int(seed)}",
-                         "crt.o", "harness_bm.o", "kernel.o", "-o", "prog.elf"], workdir, "linking (bare metal)")
-        return Built(linux=workdir / "prog_linux", baremetal=workdir / "prog.elf", verifier=cached / VERIFIER)
+        await self._run(
+            [
+                self.tools.clang,
+                "--target=riscv64-linux-gnu",
+                "-static",
+                "-fuse-ld=lld",
+                "harness_linux.o",
+                "kernel.o",
+                "-lm",
+                "-o",
+                "prog_linux",
+            ],
+            workdir,
+            "linking (Linux)",
+        )
+        await self._run(
+            [
+                self.tools.lld,
+                "-T",
+                str(RUNTIME_DIR / "link.ld"),
+                f"--defsym=H_SEED={int(seed)}",
+                "crt.o",
+                "harness_bm.o",
+                "kernel.o",
+                "-o",
+                "prog.elf",
+            ],
+            workdir,
+            "linking (bare metal)",
+        )
+        return Built(
+            linux=workdir / "prog_linux", baremetal=workdir / "prog.elf", verifier=cached / VERIFIER
+        )
 
     async def _check_machine_code(self, workdir: Path) -> None:
         """Refuse the instructions and sections a kernel needs to talk to the system or run
         outside its calls, whatever macros spelled them."""
-        listing = await self._run([self.tools.objdump, "-h", "-d", "kernel.o"], workdir, "disassembling")
+        listing = await self._run(
+            [self.tools.objdump, "-h", "-d", "kernel.o"], workdir, "disassembling"
+        )
         for line in listing.splitlines():
             parts = line.split()
             if len(parts) > 1 and parts[0].isdigit() and parts[1].startswith(FORBIDDEN_SECTIONS):
-                raise BuildFailure(FailureKind.REJECTED, f"the kernel has a `{parts[1]}` section: code that runs "
-                                                         "outside the kernel's calls is not allowed")
+                raise BuildFailure(
+                    FailureKind.REJECTED,
+                    f"the kernel has a `{parts[1]}` section: code that runs "
+                    "outside the kernel's calls is not allowed",
+                )
             fields = line.split("\t")
             if len(fields) < 3 or not fields[0].strip().endswith(":"):
                 continue
             op, args = fields[2].strip(), fields[3].strip() if len(fields) > 3 else ""
-            if _SYSTEM_OP.match(op) or (_CSR_OP.match(op) and _csr_of(op, args) not in ALLOWED_CSRS):
-                raise BuildFailure(FailureKind.REJECTED, f"the compiled kernel contains `{(op + ' ' + args).strip()}`"
-                                   + ": a kernel may not make system calls or touch counters and CSRs")
+            if _SYSTEM_OP.match(op) or (
+                _CSR_OP.match(op) and _csr_of(op, args) not in ALLOWED_CSRS
+            ):
+                raise BuildFailure(
+                    FailureKind.REJECTED,
+                    f"the compiled kernel contains `{(op + ' ' + args).strip()}`"
+                    + ": a kernel may not make system calls or touch counters and CSRs",
+                )
 
     async def _check_symbols(self, spec: ProblemSpec, workdir: Path) -> None:
         listing = await self._run([self.tools.nm, "kernel.o"], workdir, "listing symbols")
@@ -214,11 +360,15 @@ class Builder:
             elif len(parts) == 3 and parts[1] in "TtWw":
                 defined.add(parts[2])
         if spec.function not in defined:
-            raise BuildFailure(FailureKind.COMPILE_ERROR,
-                               f"the candidate does not define the function `{spec.function}` (see kernel.h)")
+            raise BuildFailure(
+                FailureKind.COMPILE_ERROR,
+                f"the candidate does not define the function `{spec.function}` (see kernel.h)",
+            )
         missing = sorted(undefined - ALLOWED_UNDEFINED)
         if missing:
             names = ", ".join(f"`{m}`" for m in missing)
-            raise BuildFailure(FailureKind.COMPILE_ERROR,
-                               f"the kernel calls {names}, which is not available: kernels run without libc "
-                               "or libm (bare metal); write the code inline (e.g. a polynomial exp)")
+            raise BuildFailure(
+                FailureKind.COMPILE_ERROR,
+                f"the kernel calls {names}, which is not available: kernels run without libc "
+                "or libm (bare metal); write the code inline (e.g. a polynomial exp)",
+            )

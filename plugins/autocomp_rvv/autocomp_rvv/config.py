@@ -1,4 +1,5 @@
 """The RVV hardware config: which core the cycle model imitates, its VLEN/DLEN, and an optional board."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -43,7 +44,9 @@ class RvvHardware(HardwareConfig):
     vlen: int | None = None
     dlen: int | None = None
     check_vlens: tuple[int, ...] = (128, 256)
-    autovectorize: bool = False  # let clang auto-vectorize plain C (off: vectorization is the candidate's)
+    autovectorize: bool = (
+        False  # let clang auto-vectorize plain C (off: vectorization is the candidate's)
+    )
     board: BoardConfig | None = None
 
     @field_validator("vlen")
@@ -66,7 +69,9 @@ class RvvHardware(HardwareConfig):
     @model_validator(mode="after")
     def _dlen_fits(self) -> RvvHardware:
         if self.effective_dlen > self.effective_vlen:
-            raise ValueError(f"dlen ({self.effective_dlen}) cannot exceed vlen ({self.effective_vlen})")
+            raise ValueError(
+                f"dlen ({self.effective_dlen}) cannot exceed vlen ({self.effective_vlen})"
+            )
         return self
 
     @property

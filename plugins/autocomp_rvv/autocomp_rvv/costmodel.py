@@ -20,6 +20,7 @@ touched) into *modelled* cycles. It is a model, not a measurement:
   instruction to pass through its pipe. Vector-to-scalar moves make the scalar core wait.
 * The region's cycles are when the last instruction, scalar or vector, completes.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,17 +74,60 @@ def _load_presets() -> dict[str, CoreParams]:
 CORE_PRESETS: dict[str, CoreParams] = _load_presets()
 
 # --------------------------------------------------------------------------- classification
-_LOAD = re.compile(r"^vl(?:(?P<s>s)?(?:seg(?P<nf>\d))?e(?P<eew>\d+)(?:ff)?|(?P<x>[uo]x)(?:seg(?P<nfx>\d))?ei\d+"
-                   r"|(?P<whole>\d)re(?P<weew>\d+)|(?P<mask>m))\.v$")
-_STORE = re.compile(r"^vs(?:(?P<s>s)?(?:seg(?P<nf>\d))?e(?P<eew>\d+)|(?P<x>[uo]x)(?:seg(?P<nfx>\d))?ei\d+"
-                    r"|(?P<whole>\d)r|(?P<mask>m))\.v$")
-_FMA = {"vfmacc", "vfnmacc", "vfmsac", "vfnmsac", "vfmadd", "vfnmadd", "vfmsub", "vfnmsub", "vfwmacc",
-        "vfwnmacc", "vfwmsac", "vfwnmsac", "vmacc", "vnmsac", "vmadd", "vnmsub", "vwmacc", "vwmaccu",
-        "vwmaccsu", "vwmaccus"}
-_MUL = {"vfmul", "vfwmul", "vmul", "vmulh", "vmulhu", "vmulhsu", "vwmul", "vwmulu", "vwmulsu", "vsmul"}
+_LOAD = re.compile(
+    r"^vl(?:(?P<s>s)?(?:seg(?P<nf>\d))?e(?P<eew>\d+)(?:ff)?|(?P<x>[uo]x)(?:seg(?P<nfx>\d))?ei\d+"
+    r"|(?P<whole>\d)re(?P<weew>\d+)|(?P<mask>m))\.v$"
+)
+_STORE = re.compile(
+    r"^vs(?:(?P<s>s)?(?:seg(?P<nf>\d))?e(?P<eew>\d+)|(?P<x>[uo]x)(?:seg(?P<nfx>\d))?ei\d+"
+    r"|(?P<whole>\d)r|(?P<mask>m))\.v$"
+)
+_FMA = {
+    "vfmacc",
+    "vfnmacc",
+    "vfmsac",
+    "vfnmsac",
+    "vfmadd",
+    "vfnmadd",
+    "vfmsub",
+    "vfnmsub",
+    "vfwmacc",
+    "vfwnmacc",
+    "vfwmsac",
+    "vfwnmsac",
+    "vmacc",
+    "vnmsac",
+    "vmadd",
+    "vnmsub",
+    "vwmacc",
+    "vwmaccu",
+    "vwmaccsu",
+    "vwmaccus",
+}
+_MUL = {
+    "vfmul",
+    "vfwmul",
+    "vmul",
+    "vmulh",
+    "vmulhu",
+    "vmulhsu",
+    "vwmul",
+    "vwmulu",
+    "vwmulsu",
+    "vsmul",
+}
 _DIV = {"vfdiv", "vfrdiv", "vfsqrt", "vdiv", "vdivu", "vrem", "vremu"}
-_PERMUTE = {"vslideup", "vslidedown", "vslide1up", "vslide1down", "vfslide1up", "vfslide1down",
-            "vrgather", "vrgatherei16", "vcompress"}
+_PERMUTE = {
+    "vslideup",
+    "vslidedown",
+    "vslide1up",
+    "vslide1down",
+    "vfslide1up",
+    "vfslide1down",
+    "vrgather",
+    "vrgatherei16",
+    "vcompress",
+}
 _TO_SCALAR = {"vmv.x.s", "vfmv.f.s", "vcpop.m", "vfirst.m"}
 _VSET = {"vsetvli", "vsetivli", "vsetvl"}
 _SCALAR_MUL = {"mul", "mulh", "mulhu", "mulhsu", "mulw"}
@@ -100,21 +144,30 @@ class ModelReport:
     cycles: int
     instructions: int
     vector_instructions: int
-    scalar_cycles: int  # cycles the scalar core spent (issue + scalar work + waiting for the vector unit)
+    scalar_cycles: (
+        int  # cycles the scalar core spent (issue + scalar work + waiting for the vector unit)
+    )
     pipe_busy: dict[str, int]
     lmul_use: Counter = field(default_factory=Counter)
     top: list[tuple[str, int]] = field(default_factory=list)  # mnemonics by pipe cycles
 
     def summary(self) -> str:
         """Feedback for the next prompt."""
-        busy = ", ".join(f"{p} pipe busy {100 * c / max(self.cycles, 1):.0f}%" for p, c in self.pipe_busy.items())
+        busy = ", ".join(
+            f"{p} pipe busy {100 * c / max(self.cycles, 1):.0f}%" for p, c in self.pipe_busy.items()
+        )
         lmul = ", ".join(f"{_lmul_name(k)}: {v}" for k, v in sorted(self.lmul_use.items()))
         top = ", ".join(f"{m} {c}" for m, c in self.top)
         lines = [
-            (f"Modelled {self.cycles} cycles on a {self.core}-like core (VLEN {self.vlen}, DLEN {self.dlen}); "
-             f"{self.instructions} instructions executed, {self.vector_instructions} of them vector."),
-            (f"Vector unit: {busy}." if self.vector_instructions else
-             "No vector instructions executed: the kernel runs entirely on the scalar core."),
+            (
+                f"Modelled {self.cycles} cycles on a {self.core}-like core (VLEN {self.vlen}, DLEN {self.dlen}); "
+                f"{self.instructions} instructions executed, {self.vector_instructions} of them vector."
+            ),
+            (
+                f"Vector unit: {busy}."
+                if self.vector_instructions
+                else "No vector instructions executed: the kernel runs entirely on the scalar core."
+            ),
         ]
         if lmul:
             lines.append(f"Vector instructions by LMUL: {lmul}.")
@@ -206,11 +259,19 @@ class _Machine:
             if mm:
                 return pipe, self._mem_cycles(insn, mm), p.lat_load if pipe == "load" else 1, False
         root = m.split(".")[0]
-        widen = root.startswith(("vw", "vfw", "vn", "vfn")) and root not in ("vwredsum", "vwredsumu")
+        widen = root.startswith(("vw", "vfw", "vn", "vfn")) and root not in (
+            "vwredsum",
+            "vwredsumu",
+        )
         width = 2 * sew if widen else sew
         groups = max(1, math.ceil(vl * width / p.dlen))
         if root in _DIV:
-            return "arith", max(groups, vl * p.div_cycles_per_elem // max(1, p.dlen // width)), p.lat_fma, widen
+            return (
+                "arith",
+                max(groups, vl * p.div_cycles_per_elem // max(1, p.dlen // width)),
+                p.lat_fma,
+                widen,
+            )
         if root in _FMA:
             return "arith", groups, p.lat_fma, widen
         if root in _MUL:
@@ -260,7 +321,15 @@ def model_cycles(insns: list[Insn], params: CoreParams) -> ModelReport:
         else:
             machine.scalar(insn)
     cycles = max(machine.t, machine.end)
-    return ModelReport(core=params.name, vlen=params.vlen, dlen=params.dlen, cycles=int(cycles),
-                       instructions=len(insns), vector_instructions=nvec, scalar_cycles=int(machine.t),
-                       pipe_busy=dict(machine.pipe_busy), lmul_use=lmul_use,
-                       top=machine.by_mnemonic.most_common(5))
+    return ModelReport(
+        core=params.name,
+        vlen=params.vlen,
+        dlen=params.dlen,
+        cycles=int(cycles),
+        instructions=len(insns),
+        vector_instructions=nvec,
+        scalar_cycles=int(machine.t),
+        pipe_busy=dict(machine.pipe_busy),
+        lmul_use=lmul_use,
+        top=machine.by_mnemonic.most_common(5),
+    )

@@ -1,4 +1,5 @@
 """Entry point of the ``rvv`` plugin (``[project.entry-points.autocomp] rvv``)."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl

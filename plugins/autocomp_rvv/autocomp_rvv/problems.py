@@ -4,6 +4,7 @@ A folder holds ``problem.toml`` (description, prompt context, tolerances, benchm
 ``kernel.h`` (the prototype every candidate is compiled against), ``baseline.c`` and
 ``harness.c`` (inputs, reference, checks; see ``data/runtime/rvv_harness.h``).
 """
+
 from __future__ import annotations
 
 import re
@@ -48,13 +49,24 @@ class ProblemSpec:
 def _read(folder: Path) -> tuple[dict, Problem]:
     meta = tomllib.loads((folder / "problem.toml").read_text())
     header = (folder / "kernel.h").read_text()
-    context = (f"{meta['context'].strip()}\n\nThe candidate is compiled with this header force-included "
-               f"(kernel.h):\n```c\n{header.strip()}\n```")
+    context = (
+        f"{meta['context'].strip()}\n\nThe candidate is compiled with this header force-included "
+        f"(kernel.h):\n```c\n{header.strip()}\n```"
+    )
     baseline = folder / "baseline.c"
-    problem = Problem(id=folder.name, description=meta["description"], baseline_code=baseline.read_text(),
-                      baseline_path=baseline, context=context,
-                      metadata={"function": meta["function"], "rtol": meta.get("rtol", 0.0),
-                                "atol": meta.get("atol", 0.0), "bench_shape": meta.get("bench_shape", "")})
+    problem = Problem(
+        id=folder.name,
+        description=meta["description"],
+        baseline_code=baseline.read_text(),
+        baseline_path=baseline,
+        context=context,
+        metadata={
+            "function": meta["function"],
+            "rtol": meta.get("rtol", 0.0),
+            "atol": meta.get("atol", 0.0),
+            "bench_shape": meta.get("bench_shape", ""),
+        },
+    )
     return meta, problem
 
 
@@ -65,8 +77,10 @@ def _case_shapes(harness: str) -> tuple[str, ...]:
     if not names or not cases:
         return ()
     dims = re.findall(r'"(\w+)"', names.group(1))
-    return tuple(", ".join(f"{d}={v.strip()}" for d, v in zip(dims, case.split(",")))
-                 for case in re.findall(r"\{([^{}]*)\}", cases.group(1)))
+    return tuple(
+        ", ".join(f"{d}={v.strip()}" for d, v in zip(dims, case.split(",")))
+        for case in re.findall(r"\{([^{}]*)\}", cases.group(1))
+    )
 
 
 @lru_cache(maxsize=1)
@@ -74,13 +88,19 @@ def _catalog() -> dict[str, tuple[ProblemSpec, Problem]]:
     found = {}
     for folder in sorted(p for p in PROBLEMS_DIR.iterdir() if (p / "problem.toml").is_file()):
         meta, problem = _read(folder)
-        spec = ProblemSpec(id=folder.name, folder=folder, function=meta["function"],
-                           rtol=float(meta.get("rtol", 0.0)), atol=float(meta.get("atol", 0.0)),
-                           bench_ops=int(meta["bench_ops"]), bench_load_bytes=int(meta["bench_load_bytes"]),
-                           bench_store_bytes=int(meta["bench_store_bytes"]),
-                           elem_bits=int(meta.get("elem_bits", 32)),
-                           case_shapes=_case_shapes((folder / "harness.c").read_text()),
-                           bench_shape=meta.get("bench_shape", ""))
+        spec = ProblemSpec(
+            id=folder.name,
+            folder=folder,
+            function=meta["function"],
+            rtol=float(meta.get("rtol", 0.0)),
+            atol=float(meta.get("atol", 0.0)),
+            bench_ops=int(meta["bench_ops"]),
+            bench_load_bytes=int(meta["bench_load_bytes"]),
+            bench_store_bytes=int(meta["bench_store_bytes"]),
+            elem_bits=int(meta.get("elem_bits", 32)),
+            case_shapes=_case_shapes((folder / "harness.c").read_text()),
+            bench_shape=meta.get("bench_shape", ""),
+        )
         found[folder.name] = (spec, problem)
     return found
 
@@ -93,4 +113,6 @@ def spec_for(problem: Problem) -> ProblemSpec:
     try:
         return _catalog()[problem.id][0]
     except KeyError:
-        raise KeyError(f"unknown rvv problem {problem.id!r} (known: {', '.join(_catalog())})") from None
+        raise KeyError(
+            f"unknown rvv problem {problem.id!r} (known: {', '.join(_catalog())})"
+        ) from None

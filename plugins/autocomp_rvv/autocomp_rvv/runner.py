@@ -1,4 +1,5 @@
 """Running built programs in the sandbox: correctness under qemu-user, instruction counts on Spike."""
+
 from __future__ import annotations
 
 import re
@@ -40,27 +41,46 @@ def failure_from_output(stdout: str, where: str) -> str | None:
 
 
 def kind_of(message: str) -> FailureKind:
-    memory = ("out-of-bounds", "read-only input", "invalid memory", "misaligned", "illegal instruction")
-    return FailureKind.CRASH if any(word in message for word in memory) else FailureKind.WRONG_ANSWER
+    memory = (
+        "out-of-bounds",
+        "read-only input",
+        "invalid memory",
+        "misaligned",
+        "illegal instruction",
+    )
+    return (
+        FailureKind.CRASH if any(word in message for word in memory) else FailureKind.WRONG_ANSWER
+    )
 
 
 async def qemu_check(qemu: str, program: Path, vlen: int, seed: int, timeout_s: float) -> float:
     """Run every correctness case at one VLEN; return the wall time or raise RunFailure."""
     limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000)
-    result = await run_sandboxed([*qemu_argv(qemu, vlen), str(program), "check", str(seed)],
-                                 cwd=program.parent, limits=limits)
+    result = await run_sandboxed(
+        [*qemu_argv(qemu, vlen), str(program), "check", str(seed)],
+        cwd=program.parent,
+        limits=limits,
+    )
     where = f"VLEN={vlen}"
     if result.timed_out:
-        raise RunFailure(FailureKind.TIMEOUT, f"{where}: the checks did not finish within {timeout_s:.0f} s "
-                         "(infinite loop? a strip-mining loop whose vl never reaches 0?)",
-                         result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.TIMEOUT,
+            f"{where}: the checks did not finish within {timeout_s:.0f} s "
+            "(infinite loop? a strip-mining loop whose vl never reaches 0?)",
+            result.stdout,
+            result.stderr,
+        )
     message = failure_from_output(result.stdout, where)
     if message:
         raise RunFailure(kind_of(message), message, result.stdout, result.stderr)
     if not result.ok or "PASS" not in result.stdout:
         how = f"signal {result.signal}" if result.signal else f"exit code {result.returncode}"
-        raise RunFailure(FailureKind.CRASH, f"{where}: the program ended abnormally ({how}) "
-                         f"{result.stderr.strip()[-400:]}", result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.CRASH,
+            f"{where}: the program ended abnormally ({how}) {result.stderr.strip()[-400:]}",
+            result.stdout,
+            result.stderr,
+        )
     return result.wall_s
 
 
@@ -79,33 +99,57 @@ class SpikeRun:
 async def spike_count(spike: str, program: Path, vlen: int, timeout_s: float) -> SpikeRun:
     """Run the bare-metal program on Spike with a commit log; return the kernel region."""
     log = program.parent / "spike.log"
-    limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000,
-                           file_size_mb=1024)
-    result = await run_sandboxed([spike, f"--isa={spike_isa(vlen)}", f"-m{SPIKE_MEMORY_MB}",
-                                  f"--instructions={SPIKE_MAX_INSTRUCTIONS}", "-l", "--log-commits",
-                                  f"--log={log.name}", program.name],
-                                 cwd=program.parent, limits=limits)
+    limits = SandboxLimits(
+        wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000, file_size_mb=1024
+    )
+    result = await run_sandboxed(
+        [
+            spike,
+            f"--isa={spike_isa(vlen)}",
+            f"-m{SPIKE_MEMORY_MB}",
+            f"--instructions={SPIKE_MAX_INSTRUCTIONS}",
+            "-l",
+            "--log-commits",
+            f"--log={log.name}",
+            program.name,
+        ],
+        cwd=program.parent,
+        limits=limits,
+    )
     if result.timed_out:
-        raise RunFailure(FailureKind.TIMEOUT, f"Spike did not finish within {timeout_s:.0f} s",
-                         result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.TIMEOUT,
+            f"Spike did not finish within {timeout_s:.0f} s",
+            result.stdout,
+            result.stderr,
+        )
     try:
         insns = parse_region(log.read_text(errors="replace") if log.exists() else "")
     except TraceError as exc:
         stopped = "" if result.ok else f" (Spike exit code {result.returncode})"
-        raise RunFailure(FailureKind.CRASH, f"Spike run: {exc}{stopped}", result.stdout,
-                         result.stderr) from None
+        raise RunFailure(
+            FailureKind.CRASH, f"Spike run: {exc}{stopped}", result.stdout, result.stderr
+        ) from None
     finally:
         log.unlink(missing_ok=True)
     instret = reported_instret(result.stdout)
     if instret is None:
-        raise RunFailure(FailureKind.TIMEOUT if "instructions" in result.stderr else FailureKind.CRASH,
-                         f"Spike run ended without reporting a count (stopped after at most "
-                         f"{SPIKE_MAX_INSTRUCTIONS} instructions?) {result.stderr.strip()[-300:]}",
-                         result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.TIMEOUT if "instructions" in result.stderr else FailureKind.CRASH,
+            f"Spike run ended without reporting a count (stopped after at most "
+            f"{SPIKE_MAX_INSTRUCTIONS} instructions?) {result.stderr.strip()[-300:]}",
+            result.stdout,
+            result.stderr,
+        )
     # minstret's difference counts the first csrr too; anything else means it was tampered with
     if instret != len(insns) + 1:
-        raise RunFailure(FailureKind.REJECTED, f"instruction counter mismatch: minstret says {instret - 1}, "
-                         f"the trace holds {len(insns)} instructions", result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.REJECTED,
+            f"instruction counter mismatch: minstret says {instret - 1}, "
+            f"the trace holds {len(insns)} instructions",
+            result.stdout,
+            result.stderr,
+        )
     return SpikeRun(insns=insns, instret=len(insns), wall_s=result.wall_s, stdout=result.stdout)
 
 

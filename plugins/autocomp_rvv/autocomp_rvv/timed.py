@@ -7,6 +7,7 @@ outputs of the timed call, and refuses any store outside them and the kernel's o
 A trusted verifier (the harness linked with the problem's baseline: the candidate is not in
 its process) then checks those outputs against the reference, element by element.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,9 @@ from .trace import Insn
 GUARD_BYTES = 64
 IMAGE_FILE = "timed_outputs.bin"
 
-_LINE = re.compile(r"^(BUF|OUT) (\S+) 0x([0-9a-f]+) (\d+)$|^STACK 0x([0-9a-f]+) 0x([0-9a-f]+)$", re.MULTILINE)
+_LINE = re.compile(
+    r"^(BUF|OUT) (\S+) 0x([0-9a-f]+) (\d+)$|^STACK 0x([0-9a-f]+) 0x([0-9a-f]+)$", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,11 @@ def parse_layout(stdout: str) -> Layout:
             region = Region(m.group(2), int(m.group(3), 16), int(m.group(4)))
             (buffers if m.group(1) == "BUF" else outputs).append(region)
     if stack is None or not outputs:
-        raise RunFailure(FailureKind.INFRA_ERROR, "the bare-metal harness did not print its buffer layout",
-                         stdout)
+        raise RunFailure(
+            FailureKind.INFRA_ERROR,
+            "the bare-metal harness did not print its buffer layout",
+            stdout,
+        )
     return Layout(tuple(buffers), tuple(outputs), stack)
 
 
@@ -76,8 +82,8 @@ def outputs_image(insns: list[Insn], layout: Layout) -> bytes:
             for out, image, mask in zip(layout.outputs, images, masks):
                 if out.start <= addr and end <= out.end:
                     at = addr - out.start
-                    image[at:at + len(data)] = data
-                    mask[at:at + len(data)] = b"\1" * len(data)
+                    image[at : at + len(data)] = data
+                    mask[at : at + len(data)] = b"\1" * len(data)
                     break
             else:
                 raise stray_store(insn, addr, layout)
@@ -91,17 +97,26 @@ def stray_store(insn: Insn, addr: int, layout: Layout) -> RunFailure:
     for buf in (*layout.outputs, *layout.buffers):
         if buf.start - GUARD_BYTES <= addr < buf.end + GUARD_BYTES:
             if buf.name not in outputs:
-                return RunFailure(FailureKind.CRASH, f"{where}: write into the read-only input `{buf.name}`")
+                return RunFailure(
+                    FailureKind.CRASH, f"{where}: write into the read-only input `{buf.name}`"
+                )
             side = "past the end of" if addr >= buf.start else "before the start of"
-            return RunFailure(FailureKind.CRASH, f"{where}: out-of-bounds write {side} `{buf.name}` "
-                                                 f"(byte offset {addr - buf.start} of {buf.size})")
-    return RunFailure(FailureKind.REJECTED, f"{where}: the kernel stored to address {addr:#x}, outside its "
-                                            "outputs and its own stack (a static or global variable, or memory "
-                                            "it does not own); a kernel may only write its outputs")
+            return RunFailure(
+                FailureKind.CRASH,
+                f"{where}: out-of-bounds write {side} `{buf.name}` "
+                f"(byte offset {addr - buf.start} of {buf.size})",
+            )
+    return RunFailure(
+        FailureKind.REJECTED,
+        f"{where}: the kernel stored to address {addr:#x}, outside its "
+        "outputs and its own stack (a static or global variable, or memory "
+        "it does not own); a kernel may only write its outputs",
+    )
 
 
-async def verify_timed_outputs(qemu: str, verifier: Path, workdir: Path, image: bytes, seed: int,
-                               timeout_s: float) -> None:
+async def verify_timed_outputs(
+    qemu: str, verifier: Path, workdir: Path, image: bytes, seed: int, timeout_s: float
+) -> None:
     """Check the timed call's outputs with the trusted verifier; RunFailure if they are wrong.
     The verifier is copied in from the build cache only now, after every store was judged."""
     (workdir / IMAGE_FILE).write_bytes(image)
@@ -109,11 +124,19 @@ async def verify_timed_outputs(qemu: str, verifier: Path, workdir: Path, image: 
     local.unlink(missing_ok=True)
     shutil.copy2(verifier, local)  # the sandbox shows the program only its own work dir
     limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000)
-    result = await run_sandboxed([*qemu_argv(qemu, 128), str(local), "verify", str(seed), IMAGE_FILE],
-                                 cwd=workdir, limits=limits)
+    result = await run_sandboxed(
+        [*qemu_argv(qemu, 128), str(local), "verify", str(seed), IMAGE_FILE],
+        cwd=workdir,
+        limits=limits,
+    )
     message = failure_from_output(result.stdout, "the timed run on Spike")
     if message:
         raise RunFailure(kind_of(message), message, result.stdout, result.stderr)
     if not result.ok or "PASS" not in result.stdout:  # our own verifier failed
-        raise RunFailure(FailureKind.INFRA_ERROR, "the verifier of the timed run failed: "
-                         f"{(result.stdout + result.stderr).strip()[-400:]}", result.stdout, result.stderr)
+        raise RunFailure(
+            FailureKind.INFRA_ERROR,
+            "the verifier of the timed run failed: "
+            f"{(result.stdout + result.stderr).strip()[-400:]}",
+            result.stdout,
+            result.stderr,
+        )

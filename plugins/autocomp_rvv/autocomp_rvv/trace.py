@@ -6,6 +6,7 @@ one ``mem 0x...`` entry per element accessed; a store's entry also holds the val
 (``mem 0xADDR 0xVALUE``, two hex digits per byte). The region of interest lies between the two
 ``csrr ..., minstret`` reads of the harness.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,7 @@ def parse_region(log: str | Path) -> list[Insn]:
     text = Path(log).read_text(errors="replace") if isinstance(log, Path) else log
     first = text.find("minstret")  # skip the harness set-up quickly
     if first > 0:
-        text = text[text.rfind("\n", 0, first) + 1:]
+        text = text[text.rfind("\n", 0, first) + 1 :]
     insns: list[Insn] = []
     inside = False
     reads = 0
@@ -75,8 +76,9 @@ def parse_region(log: str | Path) -> list[Insn]:
             if c:
                 rest = c.group(1)
                 if "mem " in rest and (written := _STORE.findall(rest)):
-                    current.stores = tuple((int(a, 16), int(v, 16).to_bytes(len(v) // 2, "little"))
-                                           for a, v in written)
+                    current.stores = tuple(
+                        (int(a, 16), int(v, 16).to_bytes(len(v) // 2, "little")) for a, v in written
+                    )
                 if current.is_vector:
                     v = _VTYPE.match(rest)
                     if v:
@@ -88,7 +90,9 @@ def parse_region(log: str | Path) -> list[Insn]:
                         current.mem_addrs = [int(a, 16) for a in _MEM.findall(rest)]
                 current = None
     if reads < 2:
-        raise TraceError("the Spike log does not contain the kernel region (the program did not finish?)")
+        raise TraceError(
+            "the Spike log does not contain the kernel region (the program did not finish?)"
+        )
     return insns
 
 

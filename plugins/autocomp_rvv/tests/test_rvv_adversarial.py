@@ -1,6 +1,7 @@
 """Candidates that try to pass without doing the work, each refused with its reason; honest but
 unusual ones stay accepted. Every adversarial file in tests/adversarial was accepted by the
 evaluator before the timed run was checked (see docs/evaluation-validity.md)."""
+
 from __future__ import annotations
 
 import json
@@ -33,18 +34,29 @@ async def evaluate(backend: RvvBackend, code: str, problem_id: str = "vadd_f32",
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("name, kind, words", [
-    # the issue's hole: work skipped where the kernel is timed (15 cycles; honest 1519)
-    ("vadd_f32_skips_when_timed.c", FailureKind.WRONG_ANSWER, "the timed run on Spike: benchmark (n=3001)"),
-    # static state: the first call (Spike's only one) does nothing
-    ("vadd_f32_skips_first_call.c", FailureKind.REJECTED, "static or global variable"),
-    ("vadd_f32_caches_by_size.c", FailureKind.REJECTED, "static or global variable"),
-    # the kernel asks Spike's host to create a file while it is timed
-    ("vadd_f32_htif_escape.c", FailureKind.REJECTED, "outside its outputs and its own stack"),
-    # a forged "PASS" line, by a constructor or by the kernel, with the words hidden from the source screen
-    ("vadd_f32_forges_pass.c", FailureKind.REJECTED, "`.init_array` section"),
-    ("vadd_f32_syscall_in_kernel.c", FailureKind.REJECTED, "the compiled kernel contains `ecall`"),
-])
+@pytest.mark.parametrize(
+    "name, kind, words",
+    [
+        # the issue's hole: work skipped where the kernel is timed (15 cycles; honest 1519)
+        (
+            "vadd_f32_skips_when_timed.c",
+            FailureKind.WRONG_ANSWER,
+            "the timed run on Spike: benchmark (n=3001)",
+        ),
+        # static state: the first call (Spike's only one) does nothing
+        ("vadd_f32_skips_first_call.c", FailureKind.REJECTED, "static or global variable"),
+        ("vadd_f32_caches_by_size.c", FailureKind.REJECTED, "static or global variable"),
+        # the kernel asks Spike's host to create a file while it is timed
+        ("vadd_f32_htif_escape.c", FailureKind.REJECTED, "outside its outputs and its own stack"),
+        # a forged "PASS" line, by a constructor or by the kernel, with the words hidden from the source screen
+        ("vadd_f32_forges_pass.c", FailureKind.REJECTED, "`.init_array` section"),
+        (
+            "vadd_f32_syscall_in_kernel.c",
+            FailureKind.REJECTED,
+            "the compiled kernel contains `ecall`",
+        ),
+    ],
+)
 async def test_adversarial_candidates_are_refused(backend, name, kind, words):
     result = await evaluate(backend, (ADVERSARIAL / name).read_text())
     assert not result.correct
@@ -75,14 +87,18 @@ def _vadd_inputs(seed: int, n: int) -> np.ndarray:
 async def test_an_answer_memorized_for_a_fixed_seed_is_refused(backend, monkeypatch):
     """Before, the timed run always used seed 1; a kernel could carry that run's answer."""
     table = ", ".join(f"{float(v).hex()}f" for v in _vadd_inputs(1, 3001))
-    code = ("#include <stdint.h>\n#include <stddef.h>\n"
-            f"static const float answer[3001] = {{{table}}};\n"
-            "void vadd_f32(const float *a, const float *b, float *c, size_t n) {\n"
-            "  if ((uintptr_t)c >= 0x80000000u && (uintptr_t)c < 0x90000000u && n == 3001) {\n"
-            "    for (size_t i = 0; i < n; i++) c[i] = answer[i];\n    return;\n  }\n"
-            "  for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];\n}\n")
+    code = (
+        "#include <stdint.h>\n#include <stddef.h>\n"
+        f"static const float answer[3001] = {{{table}}};\n"
+        "void vadd_f32(const float *a, const float *b, float *c, size_t n) {\n"
+        "  if ((uintptr_t)c >= 0x80000000u && (uintptr_t)c < 0x90000000u && n == 3001) {\n"
+        "    for (size_t i = 0; i < n; i++) c[i] = answer[i];\n    return;\n  }\n"
+        "  for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];\n}\n"
+    )
     result = await evaluate(backend, code)
-    assert result.failure is FailureKind.WRONG_ANSWER and "the timed run on Spike" in result.feedback
+    assert (
+        result.failure is FailureKind.WRONG_ANSWER and "the timed run on Spike" in result.feedback
+    )
     assert result.verification["seeds"]["timed"] != 1
     # the memorized answer is right for seed 1: only the fresh seed refuses it
     monkeypatch.setattr("autocomp_rvv.backend.evaluation_seeds", lambda *args: [7, 1])
@@ -105,15 +121,31 @@ async def test_seeds_shapes_and_checks_are_reported_and_replay(backend):
     assert v == again.verification and first.metric == again.metric
     assert other.verification["seeds"] != v["seeds"]  # another program, other inputs
     assert v["shapes"]["timed"] == "n=3001" and "n=0" in v["shapes"]["checks"]
-    assert any("VLEN=128" in c for c in v["checks"]) and any("rebuilt from the commit log" in c
-                                                              for c in v["checks"])
+    assert any("VLEN=128" in c for c in v["checks"]) and any(
+        "rebuilt from the commit log" in c for c in v["checks"]
+    )
 
 
 def test_eval_json_reports_seeds_shapes_and_checks(tmp_path):
     path = tmp_path / "vadd.c"
     path.write_text((HERE / "candidates" / "vadd_f32_rvv.c").read_text())
-    out = subprocess.run([sys.executable, "-m", "autocomp_core.cli", "eval", "rvv", "vadd_f32", str(path),
-                          "--json", "--seed", "5"], capture_output=True, text=True, env=os.environ)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autocomp_core.cli",
+            "eval",
+            "rvv",
+            "vadd_f32",
+            str(path),
+            "--json",
+            "--seed",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["seed"] == 5 and set(data["verification"]) == {"seeds", "shapes", "checks"}
@@ -125,14 +157,18 @@ async def test_the_engine_refuses_an_rvv_result_below_the_bound(monkeypatch):
     backend = RvvBackend()
     problem = backend.load_problem("vadd_f32")
     monkeypatch.setattr(RvvBackend, "metric_lower_bound", lambda self, p: 10_000.0)
-    result = await evaluate_guarded(backend, problem, (HERE / "candidates" / "vadd_f32_rvv.c").read_text(),
-                                    EvalContext())
+    result = await evaluate_guarded(
+        backend, problem, (HERE / "candidates" / "vadd_f32_rvv.c").read_text(), EvalContext()
+    )
     assert result.status == IMPOSSIBLE_RESULT and result.failure is FailureKind.REJECTED
 
 
 # ---------------------------------------------------------------------------- store checks, no toolchain
-LAYOUT = Layout(buffers=(Region("a", 0x1000, 16), Region("c", 0x2000, 16)), outputs=(Region("c", 0x2000, 16),),
-                stack=Region("stack", 0x9000, 0x1000))
+LAYOUT = Layout(
+    buffers=(Region("a", 0x1000, 16), Region("c", 0x2000, 16)),
+    outputs=(Region("c", 0x2000, 16),),
+    stack=Region("stack", 0x9000, 0x1000),
+)
 
 
 def store(addr: int, data: bytes) -> Insn:
@@ -140,18 +176,25 @@ def store(addr: int, data: bytes) -> Insn:
 
 
 def test_the_image_holds_what_the_timed_call_wrote():
-    image = outputs_image([store(0x2004, b"\1\2\3\4"), store(0x9ff0, b"stack!!!")], LAYOUT)
+    image = outputs_image([store(0x2004, b"\1\2\3\4"), store(0x9FF0, b"stack!!!")], LAYOUT)
     assert image[:16] == bytes(4) + b"\1\2\3\4" + bytes(8)
     assert image[16:] == bytes(4) + b"\1" * 4 + bytes(8)  # the written mask
 
 
-@pytest.mark.parametrize("addr, kind, words", [
-    (0x2010, FailureKind.CRASH, "past the end of `c`"),
-    (0x2000 - GUARD_BYTES, FailureKind.CRASH, "before the start of `c`"),
-    (0x1004, FailureKind.CRASH, "read-only input `a`"),
-    (0xA000, FailureKind.REJECTED, "outside its outputs and its own stack"),  # above the measuring frame
-    (0x80001000, FailureKind.REJECTED, "outside its outputs"),
-])
+@pytest.mark.parametrize(
+    "addr, kind, words",
+    [
+        (0x2010, FailureKind.CRASH, "past the end of `c`"),
+        (0x2000 - GUARD_BYTES, FailureKind.CRASH, "before the start of `c`"),
+        (0x1004, FailureKind.CRASH, "read-only input `a`"),
+        (
+            0xA000,
+            FailureKind.REJECTED,
+            "outside its outputs and its own stack",
+        ),  # above the measuring frame
+        (0x80001000, FailureKind.REJECTED, "outside its outputs"),
+    ],
+)
 def test_stores_outside_the_outputs_are_named(addr, kind, words):
     with pytest.raises(Exception) as info:
         outputs_image([store(addr, b"\0" * 4)], LAYOUT)

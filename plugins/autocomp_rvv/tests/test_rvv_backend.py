@@ -1,4 +1,5 @@
 """The rvv backend end to end with the real toolchain: clang-19, qemu-user, Spike."""
+
 from __future__ import annotations
 
 from importlib.metadata import entry_points
@@ -14,8 +15,16 @@ from autocomp_core import hookspecs
 from autocomp_core.backend import EvalContext, FailureKind
 
 CANDIDATES = Path(__file__).parent / "candidates"
-PROBLEM_IDS = ["dwconv3x3_f32", "gemm_f32", "qs8_add", "softmax_expsum_f32", "softmax_max_f32",
-               "softmax_scale_f32", "transpose_f32", "vadd_f32"]
+PROBLEM_IDS = [
+    "dwconv3x3_f32",
+    "gemm_f32",
+    "qs8_add",
+    "softmax_expsum_f32",
+    "softmax_max_f32",
+    "softmax_scale_f32",
+    "transpose_f32",
+    "vadd_f32",
+]
 
 
 def candidate(name: str) -> str:
@@ -91,14 +100,17 @@ async def test_baseline_correct_and_vectorized_candidate_faster(backend, problem
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("name, kind, words", [
-    ("vadd_f32_tailbug.c", FailureKind.WRONG_ANSWER, "never written"),
-    ("vadd_f32_lmul_mismatch.c", FailureKind.WRONG_ANSWER, "elements of `c` wrong"),
-    ("vadd_f32_oob.c", FailureKind.CRASH, "out-of-bounds access past the end of `a`"),
-    ("vadd_f32_writes_input.c", FailureKind.CRASH, "write into the read-only input `a`"),
-    ("vadd_f32_syntax_error.c", FailureKind.COMPILE_ERROR, "candidate.c:5:"),
-    ("vadd_f32_reads_counter.c", FailureKind.REJECTED, "line 6: `minstret`"),
-])
+@pytest.mark.parametrize(
+    "name, kind, words",
+    [
+        ("vadd_f32_tailbug.c", FailureKind.WRONG_ANSWER, "never written"),
+        ("vadd_f32_lmul_mismatch.c", FailureKind.WRONG_ANSWER, "elements of `c` wrong"),
+        ("vadd_f32_oob.c", FailureKind.CRASH, "out-of-bounds access past the end of `a`"),
+        ("vadd_f32_writes_input.c", FailureKind.CRASH, "write into the read-only input `a`"),
+        ("vadd_f32_syntax_error.c", FailureKind.COMPILE_ERROR, "candidate.c:5:"),
+        ("vadd_f32_reads_counter.c", FailureKind.REJECTED, "line 6: `minstret`"),
+    ],
+)
 async def test_bad_candidates_are_rejected_with_a_reason(backend, name, kind, words):
     result = await evaluate(backend, "vadd_f32", candidate(name))
     assert not result.correct

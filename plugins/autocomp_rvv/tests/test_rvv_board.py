@@ -1,4 +1,5 @@
 """Board mode against a real OpenSSH server on 127.0.0.1 whose remote command runs qemu-user."""
+
 from __future__ import annotations
 
 import getpass
@@ -31,16 +32,18 @@ def sshd(tmp_path_factory):
     d = tmp_path_factory.mktemp("sshd")
     d.chmod(0o755)
     for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True
+        )
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
     (d / "authorized_keys").chmod(0o600)
     port = _free_port()
     (d / "sshd_config").write_text(f"""\
 Port {port}
 ListenAddress 127.0.0.1
-HostKey {d / 'host_key'}
-AuthorizedKeysFile {d / 'authorized_keys'}
-PidFile {d / 'sshd.pid'}
+HostKey {d / "host_key"}
+AuthorizedKeysFile {d / "authorized_keys"}
+PidFile {d / "sshd.pid"}
 PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -50,8 +53,11 @@ PermitRootLogin yes
 LogLevel ERROR
 """)
     Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory sshd insists on
-    proc = subprocess.Popen([sshd_bin, "-D", "-e", "-f", str(d / "sshd_config")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sshd_bin, "-D", "-e", "-f", str(d / "sshd_config")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -61,8 +67,15 @@ LogLevel ERROR
             assert proc.poll() is None, proc.stdout.read().decode()
             time.sleep(0.05)
     (d / "remote").mkdir()
-    yield {"host": "127.0.0.1", "port": port, "user": getpass.getuser(), "key": str(d / "client_key"),
-           "remote_dir": str(d / "remote"), "run_prefix": QEMU, "reps": 3}
+    yield {
+        "host": "127.0.0.1",
+        "port": port,
+        "user": getpass.getuser(),
+        "key": str(d / "client_key"),
+        "remote_dir": str(d / "remote"),
+        "run_prefix": QEMU,
+        "reps": 3,
+    }
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -102,7 +115,9 @@ async def test_unreachable_board_is_an_infrastructure_error(sshd):
 
 @pytest.mark.asyncio
 async def test_wrong_key_is_an_infrastructure_error(sshd, other_key):
-    _, result = await _evaluate({**sshd, "key": str(other_key)}, (CANDIDATES / "vadd_f32_rvv.c").read_text())
+    _, result = await _evaluate(
+        {**sshd, "key": str(other_key)}, (CANDIDATES / "vadd_f32_rvv.c").read_text()
+    )
     assert result.failure is FailureKind.INFRA_ERROR and "board" in result.feedback
 
 
@@ -115,7 +130,9 @@ async def test_a_kernel_that_fails_on_the_board_is_wrong(sshd):
     problem = backend.load_problem("vadd_f32")
     code = (CANDIDATES / "vadd_f32_fixed_vlen.c").read_text()
     result = await backend.evaluate(problem, code, EvalContext())
-    assert result.failure is FailureKind.WRONG_ANSWER and result.feedback.startswith("board 127.0.0.1")
+    assert result.failure is FailureKind.WRONG_ANSWER and result.feedback.startswith(
+        "board 127.0.0.1"
+    )
 
 
 @pytest.mark.asyncio

@@ -1,4 +1,5 @@
 """The cycle model and the Spike log reader, on hand-made instruction streams and log text."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,9 @@ SATURN = CORE_PRESETS["saturn"]
 K230 = CORE_PRESETS["k230"]
 
 
-def vec(mnemonic: str, operands: str, vl: int, lmul: float = 1.0, sew: int = 32, addrs=None) -> Insn:
+def vec(
+    mnemonic: str, operands: str, vl: int, lmul: float = 1.0, sew: int = 32, addrs=None
+) -> Insn:
     return Insn(0, mnemonic, operands, sew=sew, lmul=lmul, vl=vl, mem_addrs=list(addrs or []))
 
 
@@ -48,10 +51,15 @@ def test_widening_ops_occupy_twice_the_width():
 
 def test_strided_and_indexed_accesses_cost_per_element():
     n = 16
-    unit_load = model_cycles([vec("vle32.v", "v8, (a0)", vl=n, lmul=2, addrs=unit(0x1000, n))], SATURN)
-    strided = model_cycles([vec("vlse32.v", "v8, (a0), a1", vl=n, lmul=2, addrs=unit(0x1000, n, 256))], SATURN)
-    indexed = model_cycles([vec("vluxei32.v", "v8, (a0), v16", vl=n, lmul=2,
-                                addrs=unit(0x1000, n, 256))], K230)
+    unit_load = model_cycles(
+        [vec("vle32.v", "v8, (a0)", vl=n, lmul=2, addrs=unit(0x1000, n))], SATURN
+    )
+    strided = model_cycles(
+        [vec("vlse32.v", "v8, (a0), a1", vl=n, lmul=2, addrs=unit(0x1000, n, 256))], SATURN
+    )
+    indexed = model_cycles(
+        [vec("vluxei32.v", "v8, (a0), v16", vl=n, lmul=2, addrs=unit(0x1000, n, 256))], K230
+    )
     assert unit_load.pipe_busy["load"] == 4  # 16 x 32 bits / 128
     assert strided.pipe_busy["load"] == 16  # one element per cycle, 16 cache lines
     assert indexed.pipe_busy["load"] == 32  # K230-like: half an element per cycle
@@ -60,7 +68,9 @@ def test_strided_and_indexed_accesses_cost_per_element():
 def test_segment_accesses_depend_on_the_core():
     n = 8
     seg = [vec("vlseg4e32.v", "v8, (a0)", vl=n, addrs=unit(0x1000, 4 * n))]
-    assert model_cycles(seg, SATURN).pipe_busy["load"] == 8 + 3  # full bandwidth + one per extra field
+    assert (
+        model_cycles(seg, SATURN).pipe_busy["load"] == 8 + 3
+    )  # full bandwidth + one per extra field
     assert model_cycles(seg, K230).pipe_busy["load"] == 32  # element by element
 
 
@@ -73,8 +83,14 @@ def test_independent_accumulators_beat_a_dependency_chain():
 def test_decoupling_overlaps_scalar_and_vector_work():
     stream = []
     for _ in range(20):
-        stream += [vec("vle32.v", "v8, (a0)", vl=32, lmul=4, addrs=unit(0x1000, 32)), scalar(), scalar()]
-    coupled = CORE_PRESETS["saturn"].__class__(**{**SATURN.__dict__, "decoupled": False, "queue_depth": 0})
+        stream += [
+            vec("vle32.v", "v8, (a0)", vl=32, lmul=4, addrs=unit(0x1000, 32)),
+            scalar(),
+            scalar(),
+        ]
+    coupled = CORE_PRESETS["saturn"].__class__(
+        **{**SATURN.__dict__, "decoupled": False, "queue_depth": 0}
+    )
     assert model_cycles(stream, SATURN).cycles < model_cycles(stream, coupled).cycles
 
 
@@ -86,7 +102,9 @@ def test_moving_a_result_to_the_scalar_core_waits_for_the_vector_unit():
 
 
 def test_summary_names_core_pipes_and_lmul():
-    report = model_cycles([vec("vle32.v", "v8, (a0)", vl=16, lmul=2, addrs=unit(0, 16))] * 3, SATURN)
+    report = model_cycles(
+        [vec("vle32.v", "v8, (a0)", vl=16, lmul=2, addrs=unit(0, 16))] * 3, SATURN
+    )
     text = report.summary()
     assert "saturn-like" in text and "load pipe busy" in text and "m2: 3" in text
 
@@ -119,8 +137,11 @@ def test_log_reader_keeps_only_the_region_with_vector_state():
 
 
 def test_log_reader_reports_traps_and_missing_regions():
-    trap = LOG.replace("core   0: 0x00000000800010a0", "core   0: exception trap_load_access_fault, epc "
-                       "0x0000000080001090\ncore   0: 0x00000000800010a0")
+    trap = LOG.replace(
+        "core   0: 0x00000000800010a0",
+        "core   0: exception trap_load_access_fault, epc "
+        "0x0000000080001090\ncore   0: 0x00000000800010a0",
+    )
     with pytest.raises(TraceError, match="trap_load_access_fault"):
         parse_region(trap)
     with pytest.raises(TraceError, match="kernel region"):

@@ -1,4 +1,5 @@
 """The knowledge pack's code examples compile with the real RVV toolchain."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,12 @@ from autocomp_rvv.backend import RvvBackend
 from autocomp_rvv.toolchain import Tools
 
 PACK = RvvBackend().knowledge(RvvBackend().load_problem("vadd_f32"))
-BLOCKS = [(e.name, block) for e in PACK.examples for block in re.findall(r"```c\n(.*?)```", e.text, re.DOTALL)
-          if "riscv_vector.h" in block]
+BLOCKS = [
+    (e.name, block)
+    for e in PACK.examples
+    for block in re.findall(r"```c\n(.*?)```", e.text, re.DOTALL)
+    if "riscv_vector.h" in block
+]
 
 
 def test_every_kernel_example_has_code():
@@ -22,8 +27,25 @@ def test_every_kernel_example_has_code():
 @pytest.mark.parametrize("name, code", BLOCKS, ids=[name for name, _ in BLOCKS])
 def test_example_compiles_without_warnings(name, code):
     clang = Tools.find().clang
-    result = subprocess.run([clang, "--target=riscv64-unknown-elf", "-march=rv64gcv", "-ffreestanding",
-                             "-fsyntax-only", "-Wall", "-Werror", "-include", "stdint.h", "-include",
-                             "stddef.h", "-xc", "-"], input=code, text=True, capture_output=True,
-                            check=False)
+    result = subprocess.run(
+        [
+            clang,
+            "--target=riscv64-unknown-elf",
+            "-march=rv64gcv",
+            "-ffreestanding",
+            "-fsyntax-only",
+            "-Wall",
+            "-Werror",
+            "-include",
+            "stdint.h",
+            "-include",
+            "stddef.h",
+            "-xc",
+            "-",
+        ],
+        input=code,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr

@@ -5,6 +5,7 @@ Built from ``autocomp-core new-backend``'s layout and kept thin on purpose: the 
 (``emulator/``, ``evaluate.py``), Neuron mode (``neuron.py``), the problems (``problems/``) and
 the knowledge pack (``knowledge/``) live in their own modules.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -46,7 +47,9 @@ class TrnHardware(HardwareConfig):
     (compile and run on a NeuronCore with the installed Neuron SDK), ``auto`` (neuron where a
     device and the SDK are found, else emulator)."""
 
-    generation: Literal["trn1", "trn2"] = Field("trn1", description="NeuronCore-v2 (Trn1) or NeuronCore-v3 (Trn2)")
+    generation: Literal["trn1", "trn2"] = Field(
+        "trn1", description="NeuronCore-v2 (Trn1) or NeuronCore-v3 (Trn2)"
+    )
     mode: Literal["auto", "emulator", "neuron"] = "auto"
 
 
@@ -55,17 +58,27 @@ class TrnOptions(BackendOptions):
     limit is also capped by the run's ``evaluation.timeout_s``."""
 
     seeds: int = Field(3, ge=1, le=8, description="random inputs each candidate is checked on")
-    trace_timeout_s: float = Field(60.0, gt=0, description="wall-clock limit of the tracing process")
-    replay_timeout_s: float = Field(120.0, gt=0, description="wall-clock limit of the replay process")
+    trace_timeout_s: float = Field(
+        60.0, gt=0, description="wall-clock limit of the tracing process"
+    )
+    replay_timeout_s: float = Field(
+        120.0, gt=0, description="wall-clock limit of the replay process"
+    )
     memory_mb: int = Field(6144, ge=512, description="memory limit of each evaluation process")
-    neuron_cores: int | None = Field(None, ge=1, description="Neuron mode: NeuronCores to use (default: all)")
-    benchmark_iters: int = Field(10, ge=1, description="Neuron mode: timed iterations (P99 reported)")
+    neuron_cores: int | None = Field(
+        None, ge=1, description="Neuron mode: NeuronCores to use (default: all)"
+    )
+    benchmark_iters: int = Field(
+        10, ge=1, description="Neuron mode: timed iterations (P99 reported)"
+    )
     benchmark_warmup: int = Field(2, ge=0, description="Neuron mode: warm-up iterations")
 
 
 class TrnBackend(Backend):
     name = "trn"
-    description = "AWS Trainium NKI kernels: NumPy NKI emulator with a per-engine cost model, or a NeuronCore"
+    description = (
+        "AWS Trainium NKI kernels: NumPy NKI emulator with a per-engine cost model, or a NeuronCore"
+    )
     file_extension = ".py"
     language = "python"
     code_anchor = "import"
@@ -95,15 +108,28 @@ class TrnBackend(Backend):
     @cached_property
     def emulator(self) -> EmulatorEvaluator:
         o = self.options
-        return EmulatorEvaluator(Settings(self.hardware.generation, o.seeds, o.trace_timeout_s, o.replay_timeout_s,
-                                          o.memory_mb))
+        return EmulatorEvaluator(
+            Settings(
+                self.hardware.generation,
+                o.seeds,
+                o.trace_timeout_s,
+                o.replay_timeout_s,
+                o.memory_mb,
+            )
+        )
 
     @cached_property
     def neuron_evaluator(self) -> neuron.NeuronEvaluator:
         o = self.options
-        return neuron.NeuronEvaluator(self.neuron_env, self.hardware.generation, o.seeds,
-                                      o.trace_timeout_s + o.replay_timeout_s, o.benchmark_warmup, o.benchmark_iters,
-                                      o.neuron_cores)
+        return neuron.NeuronEvaluator(
+            self.neuron_env,
+            self.hardware.generation,
+            o.seeds,
+            o.trace_timeout_s + o.replay_timeout_s,
+            o.benchmark_warmup,
+            o.benchmark_iters,
+            o.neuron_cores,
+        )
 
     # -- problems and prompts -----------------------------------------------------------
     def problems(self) -> list[Problem]:
@@ -113,46 +139,68 @@ class TrnBackend(Backend):
         return self._problem(spec_by_id(ref))
 
     def _problem(self, spec: ProblemSpec) -> Problem:
-        lines = [f"Problem {spec.id}: {spec.title}. {spec.description}.",
-                 f"Kernel signature: {spec.entry}({', '.join(i.name for i in spec.inputs)}"
-                 + "".join(f", {k}={v!r}" for k, v in spec.kwargs.items()) + "), returning the output HBM "
-                 "tensor(s) it creates with nl.ndarray(..., buffer=nl.shared_hbm).",
-                 f"Shapes: {spec.describe_shapes()}.",
-                 f"Correctness: every output element within {spec.atol:g} + {spec.rtol:g} x |reference| of a "
-                 "float64 reference, on fresh random inputs, at exactly the shapes above.",
-                 f"Target: {self.generation.name} NeuronCore; speed-of-light bound "
-                 f"{spec.lower_bound_us(self.generation):.1f} us."]
+        lines = [
+            f"Problem {spec.id}: {spec.title}. {spec.description}.",
+            f"Kernel signature: {spec.entry}({', '.join(i.name for i in spec.inputs)}"
+            + "".join(f", {k}={v!r}" for k, v in spec.kwargs.items())
+            + "), returning the output HBM "
+            "tensor(s) it creates with nl.ndarray(..., buffer=nl.shared_hbm).",
+            f"Shapes: {spec.describe_shapes()}.",
+            f"Correctness: every output element within {spec.atol:g} + {spec.rtol:g} x |reference| of a "
+            "float64 reference, on fresh random inputs, at exactly the shapes above.",
+            f"Target: {self.generation.name} NeuronCore; speed-of-light bound "
+            f"{spec.lower_bound_us(self.generation):.1f} us.",
+        ]
         if spec.language == "pytorch":
-            lines.append("The starting program is PyTorch: translate it into an NKI kernel named "
-                         f"{spec.entry} taking the forward() arguments as HBM tensors.")
-        return Problem(id=spec.id, description=spec.description, baseline_code=spec.baseline_code(),
-                       baseline_path=spec.baseline_path, context="\n".join(lines),
-                       metadata={"suite": spec.suite, "language": spec.language,
-                                 "published_ms": list(spec.published_ms) if spec.published_ms else None})
+            lines.append(
+                "The starting program is PyTorch: translate it into an NKI kernel named "
+                f"{spec.entry} taking the forward() arguments as HBM tensors."
+            )
+        return Problem(
+            id=spec.id,
+            description=spec.description,
+            baseline_code=spec.baseline_code(),
+            baseline_path=spec.baseline_path,
+            context="\n".join(lines),
+            metadata={
+                "suite": spec.suite,
+                "language": spec.language,
+                "published_ms": list(spec.published_ms) if spec.published_ms else None,
+            },
+        )
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         return KnowledgePack.from_dir(HERE / "knowledge")
 
     def rules(self, problem: Problem) -> list[str]:
         gen = self.generation
-        where = ("Latency is modelled by the NKI emulator's per-engine cost model (not measured on hardware)."
-                 if self.mode == "emulator" else "Latency is the P99 measured on a NeuronCore.")
-        return [f"The target is a {gen.name} NeuronCore: SBUF {gen.sbuf_bytes_per_partition // 1024} KiB and "
-                f"PSUM 16 KiB per partition, TensorE {gen.pe_ghz} GHz, VectorE {gen.dve_ghz} GHz, ScalarE "
-                f"{gen.act_ghz} GHz. {where}"]
+        where = (
+            "Latency is modelled by the NKI emulator's per-engine cost model (not measured on hardware)."
+            if self.mode == "emulator"
+            else "Latency is the P99 measured on a NeuronCore."
+        )
+        return [
+            f"The target is a {gen.name} NeuronCore: SBUF {gen.sbuf_bytes_per_partition // 1024} KiB and "
+            f"PSUM 16 KiB per partition, TensorE {gen.pe_ghz} GHz, VectorE {gen.dve_ghz} GHz, ScalarE "
+            f"{gen.act_ghz} GHz. {where}"
+        ]
 
     # -- evaluation -----------------------------------------------------------------------
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         spec = spec_by_id(problem.id)  # KeyError for a problem this backend does not have
         if self.mode == "neuron":
-            verdict = await self.neuron_evaluator.evaluate(spec, code, ctx.seed, timeout_s=ctx.timeout_s)
+            verdict = await self.neuron_evaluator.evaluate(
+                spec, code, ctx.seed, timeout_s=ctx.timeout_s
+            )
             unit = "us"
         else:
             verdict = await self.emulator.evaluate(spec, code, ctx.seed, timeout_s=ctx.timeout_s)
             unit = "modelled us"
         if verdict.status == "infra_error":  # the evaluator's own failure: the engine records it
             raise RuntimeError(f"the trn evaluator failed on {problem.id}: {verdict.message}")
-        result = to_eval_result(verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback)
+        result = to_eval_result(
+            verdict, unit, spec.lower_bound_us(self.generation), ctx.want_feedback
+        )
         if self.mode != "neuron":
             result.verification = verification(spec, code, ctx.seed, self.emulator.settings.seeds)
         return result
@@ -161,11 +209,15 @@ class TrnBackend(Backend):
         return spec_by_id(problem.id).lower_bound_us(self.generation)
 
     def resources(self) -> Resources:
-        if self.mode == "neuron":  # one NeuronCore per evaluation, as many at once as this machine has
+        if (
+            self.mode == "neuron"
+        ):  # one NeuronCore per evaluation, as many at once as this machine has
             cores = self.neuron_env.cores
             if self.options.neuron_cores:
                 cores = min(cores, self.options.neuron_cores)
-            return Resources(cpus=1, memory_mb=8192, custom={NEURON_CORES: 1}, available={NEURON_CORES: cores})
+            return Resources(
+                cpus=1, memory_mb=8192, custom={NEURON_CORES: 1}, available={NEURON_CORES: cores}
+            )
         # tracing, then replaying: one single-threaded process at a time
         return Resources(cpus=1, memory_mb=self.options.memory_mb)
 
@@ -179,42 +231,80 @@ class TrnBackend(Backend):
             return importlib.util.find_spec(module) is not None
 
         env = self.neuron_env
-        checks = [DoctorCheck("numpy", has("numpy"), "", "pip install numpy"),
-                  DoctorCheck("ml_dtypes (bf16/fp8 storage)", has("ml_dtypes"), "", "pip install ml-dtypes"),
-                  DoctorCheck("NKI emulator", True, "built in; used where no NeuronCore is found"),
-                  DoctorCheck("torch (optional: PyTorch-source problems)", has("torch"), "",
-                              "pip install 'autocomp-trn[torch]'")]
+        checks = [
+            DoctorCheck("numpy", has("numpy"), "", "pip install numpy"),
+            DoctorCheck(
+                "ml_dtypes (bf16/fp8 storage)", has("ml_dtypes"), "", "pip install ml-dtypes"
+            ),
+            DoctorCheck("NKI emulator", True, "built in; used where no NeuronCore is found"),
+            DoctorCheck(
+                "torch (optional: PyTorch-source problems)",
+                has("torch"),
+                "",
+                "pip install 'autocomp-trn[torch]'",
+            ),
+        ]
         need_neuron = self.hardware.mode == "neuron"
-        checks.append(DoctorCheck("Neuron devices" + ("" if need_neuron else " (optional)"),
-                                  bool(env.devices) or not need_neuron,
-                                  ", ".join(env.devices) or "none found (emulator mode)",
-                                  "run on a Trainium instance with the Neuron driver (aws-neuronx-dkms)"))
-        checks.append(DoctorCheck("Neuron SDK NKI" + ("" if need_neuron else " (optional)"),
-                                  env.v1 or env.v2 or not need_neuron,
-                                  "neuronxcc.nki" if env.v1 else "nki" if env.v2 else "not installed",
-                                  "pip install neuronx-cc --extra-index-url=https://pip.repos.neuron.amazonaws.com"))
+        checks.append(
+            DoctorCheck(
+                "Neuron devices" + ("" if need_neuron else " (optional)"),
+                bool(env.devices) or not need_neuron,
+                ", ".join(env.devices) or "none found (emulator mode)",
+                "run on a Trainium instance with the Neuron driver (aws-neuronx-dkms)",
+            )
+        )
+        checks.append(
+            DoctorCheck(
+                "Neuron SDK NKI" + ("" if need_neuron else " (optional)"),
+                env.v1 or env.v2 or not need_neuron,
+                "neuronxcc.nki" if env.v1 else "nki" if env.v2 else "not installed",
+                "pip install neuronx-cc --extra-index-url=https://pip.repos.neuron.amazonaws.com",
+            )
+        )
         return checks
 
 
-def to_eval_result(v: Verdict, unit: str, lower_bound_us: float, want_feedback: bool = True) -> EvalResult:
+def to_eval_result(
+    v: Verdict, unit: str, lower_bound_us: float, want_feedback: bool = True
+) -> EvalResult:
     """A candidate's verdict as the engine's result; the failure kind is the verdict's status."""
     lines = [f"status: {v.status}"]
     if v.message:
         lines.append(v.message)
     extra: dict[str, float] = {f"{k}": float(s) for k, s in v.phases_s.items()}
     if v.ok and v.latency_us is not None:
-        lines.append(f"latency {v.latency_us:.2f} {unit}; speed-of-light bound {lower_bound_us:.2f} us "
-                     f"({100 * lower_bound_us / v.latency_us:.0f}% of the bound)")
-        extra.update(latency_us=float(v.latency_us), lower_bound_us=float(lower_bound_us),
-                     instructions=float(v.details.get("instructions", 0)))
+        lines.append(
+            f"latency {v.latency_us:.2f} {unit}; speed-of-light bound {lower_bound_us:.2f} us "
+            f"({100 * lower_bound_us / v.latency_us:.0f}% of the bound)"
+        )
+        extra.update(
+            latency_us=float(v.latency_us),
+            lower_bound_us=float(lower_bound_us),
+            instructions=float(v.details.get("instructions", 0)),
+        )
         for engine, busy in (v.details.get("busy_us") or {}).items():
             extra[f"busy_{engine}_us"] = float(busy)
         if want_feedback and v.summary:
             lines.append(v.summary)
     ok = v.ok and v.latency_us is not None
     # ok without a latency: crash; a latency below the bound: the engine's impossible_result
-    failure = (None if ok else FailureKind.CRASH if v.ok
-               else FailureKind.REJECTED if v.status == IMPOSSIBLE_RESULT else FailureKind(v.status))
-    return EvalResult(correct=ok, metric=float(v.latency_us) if ok else None, unit=unit, failure=failure,
-                      feedback="\n".join(lines), extra=extra, status=v.status, stderr="" if ok else v.message,
-                      duration_s=sum(v.phases_s.values()))
+    failure = (
+        None
+        if ok
+        else FailureKind.CRASH
+        if v.ok
+        else FailureKind.REJECTED
+        if v.status == IMPOSSIBLE_RESULT
+        else FailureKind(v.status)
+    )
+    return EvalResult(
+        correct=ok,
+        metric=float(v.latency_us) if ok else None,
+        unit=unit,
+        failure=failure,
+        feedback="\n".join(lines),
+        extra=extra,
+        status=v.status,
+        stderr="" if ok else v.message,
+        duration_s=sum(v.phases_s.values()),
+    )

@@ -1,5 +1,6 @@
 """Comparing kernel outputs with the float64 reference: per-element tolerance, non-finite values
 and constant outputs (the known false pass of an all-zero result) are all refused."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,26 +15,38 @@ class Comparison:
     worst_ratio: float = 0.0  # worst |err| / tolerance over all outputs and seeds
 
 
-def compare(outputs: list[np.ndarray], references: list[np.ndarray], atol: float, rtol: float) -> Comparison:
+def compare(
+    outputs: list[np.ndarray], references: list[np.ndarray], atol: float, rtol: float
+) -> Comparison:
     """``outputs``/``references``: one array per output, leading axis = seed."""
     worst = 0.0
     for k, (out, ref) in enumerate(zip(outputs, references)):
         o = np.asarray(out, dtype=np.float64)
         r = np.asarray(ref, dtype=np.float64)
         if o.shape != r.shape:
-            return Comparison(False, f"output {k} has shape {list(o.shape[1:])}, expected {list(r.shape[1:])}")
+            return Comparison(
+                False, f"output {k} has shape {list(o.shape[1:])}, expected {list(r.shape[1:])}"
+            )
         finite = np.isfinite(o)
         if not finite.all():
             bad = int((~finite).sum())
             where = tuple(int(i) for i in np.argwhere(~finite)[0][1:])
-            return Comparison(False, f"output {k} holds {bad} NaN/Inf values (first at {list(where)}): elements "
-                                     "never written, or computed from memory nothing wrote (fresh SBUF/PSUM "
-                                     "tiles hold NaN until written)")
+            return Comparison(
+                False,
+                f"output {k} holds {bad} NaN/Inf values (first at {list(where)}): elements "
+                "never written, or computed from memory nothing wrote (fresh SBUF/PSUM "
+                "tiles hold NaN until written)",
+            )
         for s in range(o.shape[0]):
             if np.ptp(o[s]) == 0 and np.ptp(r[s]) > 0:
-                return Comparison(False, f"output {k} is constant ({o[s].flat[0]:.6g} everywhere) but the "
-                                         "reference is not")
-        for s in range(o.shape[0]):  # one seed at a time, in place: outputs can be tens of millions of elements
+                return Comparison(
+                    False,
+                    f"output {k} is constant ({o[s].flat[0]:.6g} everywhere) but the "
+                    "reference is not",
+                )
+        for s in range(
+            o.shape[0]
+        ):  # one seed at a time, in place: outputs can be tens of millions of elements
             ratio = o[s] - r[s]
             np.abs(ratio, out=ratio)
             tol = np.abs(r[s])
@@ -46,8 +59,12 @@ def compare(outputs: list[np.ndarray], references: list[np.ndarray], atol: float
                 bad = int((ratio > 1.0).sum())
                 where = [int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)]
                 expected, got = r[s][tuple(where)], o[s][tuple(where)]
-                return Comparison(False, f"output {k} differs from the reference at {bad} of {ratio.size} elements "
-                                         f"(on random input {s + 1} of {o.shape[0]}); worst at {where}: expected "
-                                         f"{expected:.6g}, got {got:.6g} (allowed |err| <= {atol:g} + {rtol:g} x "
-                                         "|expected|)", worst)
+                return Comparison(
+                    False,
+                    f"output {k} differs from the reference at {bad} of {ratio.size} elements "
+                    f"(on random input {s + 1} of {o.shape[0]}); worst at {where}: expected "
+                    f"{expected:.6g}, got {got:.6g} (allowed |err| <= {atol:g} + {rtol:g} x "
+                    "|expected|)",
+                    worst,
+                )
     return Comparison(True, "", worst)

@@ -5,6 +5,7 @@ The tracing process runs the candidate and nothing else; the replay process runs
 plugin's code on the trace (data), on inputs drawn from seeds the tracing process never sees.
 Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,21 +62,25 @@ def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[in
 
 
 #: What an emulator-mode verdict rests on, for ``EvalResult.verification``.
-CHECKS = ["screen: the kernel's source (imports, names, constructs)",
-          "trace: the kernel called twice in a sandbox on opaque handles, identical traces required",
-          "replay: every hardware rule re-checked by the plugin's own code on the trace",
-          "outputs: computed from the trace on each seed's inputs, compared shape first with a float64 "
-          "reference; any NaN or Inf, or a constant output where the reference varies, fails",
-          "cost: the trace whose outputs were checked is the trace that is costed",
-          "bound: a latency more than 1% below the speed-of-light bound is impossible_result"]
+CHECKS = [
+    "screen: the kernel's source (imports, names, constructs)",
+    "trace: the kernel called twice in a sandbox on opaque handles, identical traces required",
+    "replay: every hardware rule re-checked by the plugin's own code on the trace",
+    "outputs: computed from the trace on each seed's inputs, compared shape first with a float64 "
+    "reference; any NaN or Inf, or a constant output where the reference varies, fails",
+    "cost: the trace whose outputs were checked is the trace that is costed",
+    "bound: a latency more than 1% below the speed-of-light bound is impossible_result",
+]
 
 
 def verification(spec: ProblemSpec, code: str, seed: int, count: int) -> dict:
     """The seeds, shapes and checks of one emulator-mode evaluation: the checked trace is the timed
     one, so both run at the same shape."""
-    return {"seeds": {"checks": seeds_for(seed, spec.id, code, count)},
-            "shapes": {"checks": spec.describe_shapes(), "timed": spec.describe_shapes()},
-            "checks": list(CHECKS)}
+    return {
+        "seeds": {"checks": seeds_for(seed, spec.id, code, count)},
+        "shapes": {"checks": spec.describe_shapes(), "timed": spec.describe_shapes()},
+        "checks": list(CHECKS),
+    }
 
 
 def import_path() -> str:
@@ -90,8 +95,14 @@ def import_path() -> str:
 
 
 def child_env() -> dict[str, str]:
-    return {"PYTHONPATH": import_path(), "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    return {
+        "PYTHONPATH": import_path(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+    }
 
 
 def last_json(text: str) -> dict | None:
@@ -109,8 +120,12 @@ def _ended_badly(run: SandboxResult, what: str, limit: float) -> Verdict:
         return Verdict("timeout", f"{what} ran past its {limit:.0f} s limit and was killed")
     tail = (run.stderr or run.stdout or "").strip()[-1500:]
     if run.signal:
-        return Verdict("crash", f"{what} was killed by signal {run.signal}" + (f":\n{tail}" if tail else ""))
-    return Verdict("crash", f"{what} exited with status {run.returncode}" + (f":\n{tail}" if tail else ""))
+        return Verdict(
+            "crash", f"{what} was killed by signal {run.signal}" + (f":\n{tail}" if tail else "")
+        )
+    return Verdict(
+        "crash", f"{what} exited with status {run.returncode}" + (f":\n{tail}" if tail else "")
+    )
 
 
 class EmulatorEvaluator:
@@ -120,21 +135,55 @@ class EmulatorEvaluator:
         self.settings = settings
 
     def _limits(self, wall_s: float) -> SandboxLimits:
-        return SandboxLimits(wall_s=wall_s, memory_mb=self.settings.memory_mb, file_size_mb=1024, max_processes=64)
+        return SandboxLimits(
+            wall_s=wall_s, memory_mb=self.settings.memory_mb, file_size_mb=1024, max_processes=64
+        )
 
-    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, *, full: bool = False,
-                       numeric: bool = True, use_screen: bool = True, timeout_s: float | None = None) -> Verdict:
+    async def evaluate(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        seed: int = 0,
+        *,
+        full: bool = False,
+        numeric: bool = True,
+        use_screen: bool = True,
+        timeout_s: float | None = None,
+    ) -> Verdict:
         """``timeout_s`` (the run's evaluation limit) caps each stage's own limit."""
         s, cap = self.settings, timeout_s or float("inf")
-        verdict = await self._evaluate(spec, code, seed, full, numeric, use_screen, min(s.trace_timeout_s, cap),
-                                       min(s.replay_timeout_s, cap))
+        verdict = await self._evaluate(
+            spec,
+            code,
+            seed,
+            full,
+            numeric,
+            use_screen,
+            min(s.trace_timeout_s, cap),
+            min(s.replay_timeout_s, cap),
+        )
         lines = code.splitlines()
-        if verdict.line and 0 < verdict.line <= len(lines) and not verdict.message.startswith("refused before"):
-            verdict.message = f"line {verdict.line}: {lines[verdict.line - 1].strip()}\n{verdict.message}"
+        if (
+            verdict.line
+            and 0 < verdict.line <= len(lines)
+            and not verdict.message.startswith("refused before")
+        ):
+            verdict.message = (
+                f"line {verdict.line}: {lines[verdict.line - 1].strip()}\n{verdict.message}"
+            )
         return verdict
 
-    async def _evaluate(self, spec: ProblemSpec, code: str, seed: int, full: bool, numeric: bool,
-                        use_screen: bool, trace_s: float, replay_s: float) -> Verdict:
+    async def _evaluate(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        seed: int,
+        full: bool,
+        numeric: bool,
+        use_screen: bool,
+        trace_s: float,
+        replay_s: float,
+    ) -> Verdict:
         s = self.settings
         phases: dict[str, float] = {}
         seeds = seeds_for(seed, spec.id, code, s.seeds)
@@ -144,40 +193,84 @@ class EmulatorEvaluator:
         if use_screen:
             findings = screen.check(code)
             if findings:
-                return Verdict("rejected", "refused before running:\n" + "\n".join(map(str, findings)),
-                               line=findings[0].line, code=findings[0].rule,
-                               phases_s={"screen_s": time.perf_counter() - t})
+                return Verdict(
+                    "rejected",
+                    "refused before running:\n" + "\n".join(map(str, findings)),
+                    line=findings[0].line,
+                    code=findings[0].rule,
+                    phases_s={"screen_s": time.perf_counter() - t},
+                )
         phases["screen_s"] = time.perf_counter() - t
         gen = GENERATIONS[s.generation]
         inputs, _ = spec.shapes(full)
         with private_workdir("autocomp-trn-") as work:
             work.chmod(0o755)
             (work / "kernel.py").write_text(code)
-            request = {"kernel": "kernel.py", "entry": spec.entry, "generation": gen.name,
-                       "sbuf_bytes": gen.sbuf_bytes_per_partition, "max_events": s.max_events,
-                       "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs], "kwargs": spec.kwargs}
+            request = {
+                "kernel": "kernel.py",
+                "entry": spec.entry,
+                "generation": gen.name,
+                "sbuf_bytes": gen.sbuf_bytes_per_partition,
+                "max_events": s.max_events,
+                "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs],
+                "kwargs": spec.kwargs,
+            }
             (work / "trace_request.json").write_text(json.dumps(request))
             t = time.perf_counter()
-            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.trace_main",
-                                       str(work / "trace_request.json")], limits=self._limits(trace_s),
-                                      cwd=work, env=child_env())
+            run = await run_sandboxed(
+                [
+                    sys.executable,
+                    "-m",
+                    "autocomp_trn.runtime.trace_main",
+                    str(work / "trace_request.json"),
+                ],
+                limits=self._limits(trace_s),
+                cwd=work,
+                env=child_env(),
+            )
             phases["trace_s"] = time.perf_counter() - t
             status_path = work / "status.json"
-            status = json.loads(status_path.read_text()) if status_path.exists() and not run.timed_out else None
+            status = (
+                json.loads(status_path.read_text())
+                if status_path.exists() and not run.timed_out
+                else None
+            )
             if status is None or not isinstance(status, dict):
                 v = _ended_badly(run, "tracing the kernel", trace_s)
                 v.phases_s = phases
                 return v
             if status.get("status") != "ok":
-                return Verdict(str(status.get("status")), str(status.get("message", "")),
-                               line=int(status.get("line") or 0), code=str(status.get("code", "")), phases_s=phases)
-            (work / "replay_request.json").write_text(json.dumps({
-                "problem": spec.id, "trace": str(work / "trace.json"), "seeds": seeds, "generation": gen.name,
-                "full": full, "numeric": numeric}))
+                return Verdict(
+                    str(status.get("status")),
+                    str(status.get("message", "")),
+                    line=int(status.get("line") or 0),
+                    code=str(status.get("code", "")),
+                    phases_s=phases,
+                )
+            (work / "replay_request.json").write_text(
+                json.dumps(
+                    {
+                        "problem": spec.id,
+                        "trace": str(work / "trace.json"),
+                        "seeds": seeds,
+                        "generation": gen.name,
+                        "full": full,
+                        "numeric": numeric,
+                    }
+                )
+            )
             t = time.perf_counter()
-            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.replay_main",
-                                       str(work / "replay_request.json")], limits=self._limits(replay_s),
-                                      cwd=work, env=child_env())
+            run = await run_sandboxed(
+                [
+                    sys.executable,
+                    "-m",
+                    "autocomp_trn.runtime.replay_main",
+                    str(work / "replay_request.json"),
+                ],
+                limits=self._limits(replay_s),
+                cwd=work,
+                env=child_env(),
+            )
             phases["replay_s"] = time.perf_counter() - t
         return self._verdict(run, "replaying the trace", replay_s, phases)
 
@@ -192,19 +285,47 @@ class EmulatorEvaluator:
         for key, secs in (out.get("timings") or {}).items():
             phases["replay." + key] = float(secs)
         out = refuse_below_bound(out)
-        return Verdict(out["status"], out.get("message", ""), out.get("latency_us"), out.get("summary", ""),
-                       int(out.get("line") or 0), out.get("code", ""), out, phases)
+        return Verdict(
+            out["status"],
+            out.get("message", ""),
+            out.get("latency_us"),
+            out.get("summary", ""),
+            int(out.get("line") or 0),
+            out.get("code", ""),
+            out,
+            phases,
+        )
 
     async def _framework(self, spec: ProblemSpec, seeds: list[int], limit_s: float) -> Verdict:
         s = self.settings
         with private_workdir("autocomp-trn-fw-") as work:
             work.chmod(0o755)
             (work / "baseline.py").write_text(spec.baseline_code())
-            (work / "request.json").write_text(json.dumps({"problem": spec.id, "source": str(work / "baseline.py"),
-                                                           "seeds": seeds, "generation": s.generation}))
+            (work / "request.json").write_text(
+                json.dumps(
+                    {
+                        "problem": spec.id,
+                        "source": str(work / "baseline.py"),
+                        "seeds": seeds,
+                        "generation": s.generation,
+                    }
+                )
+            )
             t = time.perf_counter()
-            run = await run_sandboxed([sys.executable, "-m", "autocomp_trn.runtime.framework_main",
-                                       str(work / "request.json")], limits=self._limits(limit_s),
-                                      cwd=work, env={**child_env(), "OMP_NUM_THREADS": "2"})
-            return self._verdict(run, "running the PyTorch baseline", limit_s,
-                                 {"framework_s": time.perf_counter() - t})
+            run = await run_sandboxed(
+                [
+                    sys.executable,
+                    "-m",
+                    "autocomp_trn.runtime.framework_main",
+                    str(work / "request.json"),
+                ],
+                limits=self._limits(limit_s),
+                cwd=work,
+                env={**child_env(), "OMP_NUM_THREADS": "2"},
+            )
+            return self._verdict(
+                run,
+                "running the PyTorch baseline",
+                limit_s,
+                {"framework_s": time.perf_counter() - t},
+            )

@@ -5,6 +5,7 @@ detection, the commands built, and the parsing of what the SDK prints. The plugi
 what is unverified. One candidate runs per NeuronCore at a time (``NEURON_RT_VISIBLE_CORES``);
 candidates on different cores compile in parallel.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,10 +44,13 @@ class NeuronEnv:
 def detect(generation: str = "trn1", dev_glob: str = "/dev/neuron*") -> NeuronEnv:
     """What this machine has: Neuron devices, the SDK's NKI front-ends, the profiler."""
     devices = sorted(d for d in glob.glob(dev_glob) if re.fullmatch(r".*/neuron\d+", d))
-    return NeuronEnv(devices=devices, cores=len(devices) * CORES_PER_DEVICE.get(generation, 2),
-                     v1=importlib.util.find_spec("neuronxcc") is not None,
-                     v2=importlib.util.find_spec("nki") is not None,
-                     profiler=shutil.which("neuron-profile") or shutil.which("neuron-explorer"))
+    return NeuronEnv(
+        devices=devices,
+        cores=len(devices) * CORES_PER_DEVICE.get(generation, 2),
+        v1=importlib.util.find_spec("neuronxcc") is not None,
+        v2=importlib.util.find_spec("nki") is not None,
+        profiler=shutil.which("neuron-profile") or shutil.which("neuron-explorer"),
+    )
 
 
 def api_version(code: str) -> str:
@@ -63,12 +67,26 @@ def core_env(core: int) -> dict[str, str]:
     return {"NEURON_RT_VISIBLE_CORES": str(core), "NEURON_RT_NUM_CORES": "1"}
 
 
-def profile_commands(profiler: str, neff: Path, ntff: Path, executions: int = 20, nth: int = 10) -> list[list[str]]:
+def profile_commands(
+    profiler: str, neff: Path, ntff: Path, executions: int = 20, nth: int = 10
+) -> list[list[str]]:
     """neuron-profile capture of one execution, then its summary as JSON (the v2 path's measurement)."""
     captured = ntff.with_name(f"{ntff.stem}_exec_{nth}{ntff.suffix}")
-    return [[profiler, "capture", "-n", str(neff), "-s", str(ntff), "--num-exec", str(executions),
-             "--profile-nth-exec", str(nth)],
-            [profiler, "view", "-n", str(neff), "-s", str(captured), "--output-format", "summary-json"]]
+    return [
+        [
+            profiler,
+            "capture",
+            "-n",
+            str(neff),
+            "-s",
+            str(ntff),
+            "--num-exec",
+            str(executions),
+            "--profile-nth-exec",
+            str(nth),
+        ],
+        [profiler, "view", "-n", str(neff), "-s", str(captured), "--output-format", "summary-json"],
+    ]
 
 
 def parse_profile_summary(text: str) -> float:
@@ -94,7 +112,7 @@ def parse_result(stdout: str) -> dict | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_TAG):
             try:
-                return json.loads(line[len(RESULT_TAG):])
+                return json.loads(line[len(RESULT_TAG) :])
             except ValueError:
                 return None
     return last_json(stdout)
@@ -103,8 +121,16 @@ def parse_result(stdout: str) -> dict | None:
 class NeuronEvaluator:
     """Evaluates on NeuronCores: a queue of free cores, one candidate per core at a time."""
 
-    def __init__(self, env: NeuronEnv, generation: str, seeds: int, timeout_s: float, warmup: int, iters: int,
-                 cores: int | None = None) -> None:
+    def __init__(
+        self,
+        env: NeuronEnv,
+        generation: str,
+        seeds: int,
+        timeout_s: float,
+        warmup: int,
+        iters: int,
+        cores: int | None = None,
+    ) -> None:
         self.env, self.generation, self.seeds = env, generation, seeds
         self.timeout_s, self.warmup, self.iters = timeout_s, warmup, iters
         self.cores = list(range(min(cores or env.cores, env.cores) or 1))
@@ -118,11 +144,21 @@ class NeuronEvaluator:
         return await self._free.get()
 
     def request(self, spec: ProblemSpec, code: str, seed: int) -> dict:
-        return {"problem": spec.id, "kernel": "kernel.py", "entry": spec.entry, "api": api_version(code),
-                "seeds": seeds_for(seed, spec.id, code, self.seeds), "warmup": self.warmup, "iters": self.iters,
-                "kwargs": spec.kwargs, "profiler": self.env.profiler}
+        return {
+            "problem": spec.id,
+            "kernel": "kernel.py",
+            "entry": spec.entry,
+            "api": api_version(code),
+            "seeds": seeds_for(seed, spec.id, code, self.seeds),
+            "warmup": self.warmup,
+            "iters": self.iters,
+            "kwargs": spec.kwargs,
+            "profiler": self.env.profiler,
+        }
 
-    async def evaluate(self, spec: ProblemSpec, code: str, seed: int = 0, timeout_s: float | None = None) -> Verdict:
+    async def evaluate(
+        self, spec: ProblemSpec, code: str, seed: int = 0, timeout_s: float | None = None
+    ) -> Verdict:
         """``timeout_s`` (the run's evaluation limit) caps this evaluator's own limit."""
         limit = min(self.timeout_s, timeout_s or float("inf"))
         core = await self._core()
@@ -132,10 +168,14 @@ class NeuronEvaluator:
                 (work / "kernel.py").write_text(code)
                 (work / "request.json").write_text(json.dumps(self.request(spec, code, seed)))
                 t = time.perf_counter()
-                run = await run_sandboxed(harness_command(sys.executable, work / "request.json"),
-                                          limits=SandboxLimits(wall_s=limit, memory_mb=None,
-                                                               max_processes=256, file_size_mb=4096),
-                                          cwd=work, env={**child_env(), **core_env(core)})
+                run = await run_sandboxed(
+                    harness_command(sys.executable, work / "request.json"),
+                    limits=SandboxLimits(
+                        wall_s=limit, memory_mb=None, max_processes=256, file_size_mb=4096
+                    ),
+                    cwd=work,
+                    env={**child_env(), **core_env(core)},
+                )
                 phases = {"neuron_s": time.perf_counter() - t}
         finally:
             assert self._free is not None
@@ -144,6 +184,13 @@ class NeuronEvaluator:
         if out is None:
             status = "timeout" if run.timed_out else "crash"
             return Verdict(status, (run.stderr or run.stdout or "")[-2000:], phases_s=phases)
-        return Verdict(out["status"], out.get("message", ""), out.get("latency_us"),
-                       f"measured P99 latency {out.get('latency_us', 0):.2f} us on a NeuronCore"
-                       if out.get("latency_us") else "", details=out, phases_s=phases)
+        return Verdict(
+            out["status"],
+            out.get("message", ""),
+            out.get("latency_us"),
+            f"measured P99 latency {out.get('latency_us', 0):.2f} us on a NeuronCore"
+            if out.get("latency_us")
+            else "",
+            details=out,
+            phases_s=phases,
+        )

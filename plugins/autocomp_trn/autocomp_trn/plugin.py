@@ -1,4 +1,5 @@
 """Entry point of the plugin (``[project.entry-points.autocomp] trn`` in pyproject.toml)."""
+
 from __future__ import annotations
 
 from autocomp_core import hookimpl

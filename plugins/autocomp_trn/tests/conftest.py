@@ -1,5 +1,6 @@
 """Shared fixtures: one evaluation of the whole suite (baselines and optimized kernels, in process)
 shared by every test that needs it."""
+
 from __future__ import annotations
 
 import sys
@@ -26,4 +27,3 @@ def suite_results() -> dict[str, dict[str, dict]]:
         if spec.id in OPTIMIZED:
             results[spec.id]["optimized"] = emulate(spec, optimized_source(spec.id), seeds=[5])
     return results
-

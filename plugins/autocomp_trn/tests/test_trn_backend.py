@@ -1,5 +1,6 @@
 """The trn backend as the engine sees it, on real sandboxed runs of the emulator: the contract, the
 problems and knowledge pack, each failure kind, the metric, options, resources and the lifecycle."""
+
 from __future__ import annotations
 
 import anyio
@@ -52,9 +53,14 @@ async def test_a_faster_kernel_scores_lower_and_the_hardware_scales_the_metric()
     faster = await evaluate("tutorial/gemm", optimized_source("tutorial/gemm"))
     assert baseline.correct and faster.correct, (baseline.feedback, faster.feedback)
     assert faster.metric < baseline.metric / 2
-    trn2 = await evaluate("tutorial/gemm", optimized_source("tutorial/gemm"),
-                    TrnBackend({"mode": "emulator", "generation": "trn2"}, {"seeds": 1}))
-    assert trn2.correct and trn2.metric != faster.metric  # the backend's own hardware, not the context's
+    trn2 = await evaluate(
+        "tutorial/gemm",
+        optimized_source("tutorial/gemm"),
+        TrnBackend({"mode": "emulator", "generation": "trn2"}, {"seeds": 1}),
+    )
+    assert (
+        trn2.correct and trn2.metric != faster.metric
+    )  # the backend's own hardware, not the context's
 
 
 @pytest.mark.asyncio
@@ -68,12 +74,23 @@ async def test_an_evaluation_reports_the_modelled_latency_and_the_engines():
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("code, failure, says", [
-    (ROPE.replace("x_lo = nl.load(x[0:half, cols])", "x_lo = nl.load(x[0:256, cols])"),
-     FailureKind.COMPILE_ERROR, "x_lo = nl.load(x[0:256, cols])"),
-    (ROPE.replace("op=nl.subtract", "op=nl.add"), FailureKind.WRONG_ANSWER, "differs from the reference"),
-    ("import os\n" + ROPE, FailureKind.REJECTED, "kernels may import only"),
-], ids=["compile_error", "wrong_answer", "rejected"])
+@pytest.mark.parametrize(
+    "code, failure, says",
+    [
+        (
+            ROPE.replace("x_lo = nl.load(x[0:half, cols])", "x_lo = nl.load(x[0:256, cols])"),
+            FailureKind.COMPILE_ERROR,
+            "x_lo = nl.load(x[0:256, cols])",
+        ),
+        (
+            ROPE.replace("op=nl.subtract", "op=nl.add"),
+            FailureKind.WRONG_ANSWER,
+            "differs from the reference",
+        ),
+        ("import os\n" + ROPE, FailureKind.REJECTED, "kernels may import only"),
+    ],
+    ids=["compile_error", "wrong_answer", "rejected"],
+)
 async def test_each_failure_kind(code, failure, says):
     result = await evaluate("advanced/rope", code)
     assert not result.correct and result.failure is failure, result.feedback
@@ -82,8 +99,10 @@ async def test_each_failure_kind(code, failure, says):
 
 @pytest.mark.asyncio
 async def test_an_endless_kernel_times_out_at_the_runs_limit():
-    spin = ROPE.replace("    half = d_head // 2\n", "    half = d_head // 2\n    n = 0\n    while n >= 0:\n"
-                        "        n += 1\n")
+    spin = ROPE.replace(
+        "    half = d_head // 2\n",
+        "    half = d_head // 2\n    n = 0\n    while n >= 0:\n        n += 1\n",
+    )
     result = await evaluate("advanced/rope", spin, timeout_s=3)
     assert result.failure is FailureKind.TIMEOUT and "3 s limit" in result.feedback, result.feedback
 
@@ -94,7 +113,9 @@ async def test_the_pytorch_source_of_a_translation_problem_is_its_baseline_and_n
     problem = BACKEND.load_problem("pytorch/swiglu")
     root = await evaluate("pytorch/swiglu", problem.baseline_code)
     assert root.correct and "framework lowering" in root.feedback
-    other = await evaluate("pytorch/swiglu", problem.baseline_code.replace("F.silu(a) * b", "a * b"))
+    other = await evaluate(
+        "pytorch/swiglu", problem.baseline_code.replace("F.silu(a) * b", "a * b")
+    )
     assert other.failure == FailureKind.REJECTED and "kernels may import only" in other.feedback
 
 
@@ -117,8 +138,13 @@ def test_emulator_mode_needs_a_core_and_the_memory_of_one_evaluation():
 
 def neuron_backend(cores: int, **options) -> TrnBackend:
     backend = TrnBackend({"mode": "neuron", "generation": "trn2"}, options)
-    backend.neuron_env = neuron.NeuronEnv(devices=[f"/dev/neuron{i}" for i in range(cores // 8)],
-                                          cores=cores, v1=True, v2=False, profiler=None)
+    backend.neuron_env = neuron.NeuronEnv(
+        devices=[f"/dev/neuron{i}" for i in range(cores // 8)],
+        cores=cores,
+        v1=True,
+        v2=False,
+        profiler=None,
+    )
     return backend
 
 
@@ -127,8 +153,15 @@ def test_neuron_mode_holds_one_neuron_core_per_evaluation():
     assert dict(resources.custom) == {"neuron_cores": 1}
     assert dict(resources.available) == {"neuron_cores": 16}
     assert local_slots(resources, {"cpus": 64, "memory_mb": 1 << 20}) == 16
-    assert local_slots(neuron_backend(16, neuron_cores=3).resources(), {"cpus": 64, "memory_mb": 1 << 20}) == 3
-    with pytest.raises(ValueError, match="one evaluation needs 1 neuron_cores, and this machine offers 0"):
+    assert (
+        local_slots(
+            neuron_backend(16, neuron_cores=3).resources(), {"cpus": 64, "memory_mb": 1 << 20}
+        )
+        == 3
+    )
+    with pytest.raises(
+        ValueError, match="one evaluation needs 1 neuron_cores, and this machine offers 0"
+    ):
         local_slots(neuron_backend(0).resources(), {"cpus": 64, "memory_mb": 1 << 20})
 
 

@@ -1,4 +1,5 @@
 """The cost model: the per-instruction costs and the schedule behave as nki.md section 5 says."""
+
 from __future__ import annotations
 
 from trn_testkit import DOUBLE, MATMUL, problem, run
@@ -104,7 +105,9 @@ def test_a_buffer_declared_inside_the_loop_lets_iterations_overlap():
 def test_trn1_and_trn2_presets_differ():
     assert TRN1.sbuf_bytes_per_partition != TRN2.sbuf_bytes_per_partition
     body = ops(50, 512)
-    assert busy(body, "dve", generation="trn2") > busy(body, "dve", generation="trn1")  # 0.96 vs 1.12 GHz
+    assert busy(body, "dve", generation="trn2") > busy(
+        body, "dve", generation="trn1"
+    )  # 0.96 vs 1.12 GHz
 
 
 def test_the_feedback_names_engine_busy_times_and_the_critical_engine():
@@ -115,8 +118,10 @@ def test_the_feedback_names_engine_busy_times_and_the_critical_engine():
 
 
 def test_more_live_sbuf_than_the_core_has_costs_spill_traffic():
-    tiles = "\n".join(f"    t{k} = nl.ndarray((128, 12288), dtype=nl.float32)\n    t{k}[:, 0:512] = nl.load(x)"
-                      for k in range(REPEATS))
+    tiles = "\n".join(
+        f"    t{k} = nl.ndarray((128, 12288), dtype=nl.float32)\n    t{k}[:, 0:512] = nl.load(x)"
+        for k in range(REPEATS)
+    )
     uses = " + ".join(f"t{k}[:, 0:512]" for k in range(REPEATS))
     body = f"""
 @nki.jit

@@ -1,5 +1,6 @@
 """The emulator's API and the trust boundary: v1 and v2 kernels, numerics, and forged traces
 refused or caught by the trusted replay."""
+
 from __future__ import annotations
 
 import json
@@ -72,14 +73,24 @@ def test_the_isa_text_documents_exactly_the_api_the_emulator_implements():
     assert _documented("nki.language (nl)") == set(language.PUBLIC)
     assert _documented("nki.isa (nisa)") == set(isa.PUBLIC)
     v2 = (HERE / "knowledge" / "isa.md").read_text().split("## v2", 1)[1]
-    assert set(re.findall(r"`([a-z_0-9]+)\(dst", v2)) | {"engine", "tensor_engine", "vector_engine", "scalar_engine",
-                                                         "gpsimd_engine", "unknown_engine", "reduce_cmd", "dge_mode",
-                                                         "oob_mode", "get_nc_version"} == set(isa_v2.PUBLIC)
+    assert set(re.findall(r"`([a-z_0-9]+)\(dst", v2)) | {
+        "engine",
+        "tensor_engine",
+        "vector_engine",
+        "scalar_engine",
+        "gpsimd_engine",
+        "unknown_engine",
+        "reduce_cmd",
+        "dge_mode",
+        "oob_mode",
+        "get_nc_version",
+    } == set(isa_v2.PUBLIC)
     for name in language.PUBLIC:
         assert hasattr(language, name), name
 
 
 # ---------------------------------------------------------------- forged traces
+
 
 def _honest_trace() -> dict:
     from trn_testkit import HEADER
@@ -87,15 +98,20 @@ def _honest_trace() -> dict:
     from autocomp_trn.emulator import modules
     from autocomp_trn.runtime.trace_main import trace_source
 
-    body = HEADER + """
+    body = (
+        HEADER
+        + """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.multiply(nl.load(x), 2.0))
     return out
 """
+    )
     with modules.installed():
-        status, text = trace_source(body, "solution", [["x", [128, 512], "float32"]], {}, "trn1", 192 * 1024, 10_000)
+        status, text = trace_source(
+            body, "solution", [["x", [128, 512], "float32"]], {}, "trn1", 192 * 1024, 10_000
+        )
     assert status["status"] == "ok"
     return json.loads(text)
 
@@ -132,15 +148,21 @@ def test_cost_claims_inside_a_trace_are_ignored():
     assert _judge(trace)["latency_us"] == pytest.approx(base)
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda t: t["events"].append(["op", "teleport", [], [], {}, 0]), "unknown instruction"),
-    (lambda t: t["events"][-1][3][0].__setitem__(1, 10 ** 9), "out of bounds"),
-    (lambda t: t["events"][-1][3][0].__setitem__(0, 999), "never allocated"),
-    (lambda t: t.__setitem__("outputs", [0]), "kernel outputs must be HBM tensors the kernel created"),
-    (lambda t: t["events"].insert(2, ["loop", "affine", 3, 1]), "a loop never ended"),
-    (lambda t: t.__setitem__("version", 7), "unknown version"),
-    (lambda t: t["events"][0].__setitem__(2, [256, 512]), "inputs do not match the problem"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda t: t["events"].append(["op", "teleport", [], [], {}, 0]), "unknown instruction"),
+        (lambda t: t["events"][-1][3][0].__setitem__(1, 10**9), "out of bounds"),
+        (lambda t: t["events"][-1][3][0].__setitem__(0, 999), "never allocated"),
+        (
+            lambda t: t.__setitem__("outputs", [0]),
+            "kernel outputs must be HBM tensors the kernel created",
+        ),
+        (lambda t: t["events"].insert(2, ["loop", "affine", 3, 1]), "a loop never ended"),
+        (lambda t: t.__setitem__("version", 7), "unknown version"),
+        (lambda t: t["events"][0].__setitem__(2, [256, 512]), "inputs do not match the problem"),
+    ],
+)
 def test_malformed_or_forged_traces_are_refused(edit, words):
     trace = _honest_trace()
     edit(trace)
@@ -150,8 +172,11 @@ def test_malformed_or_forged_traces_are_refused(edit, words):
 
 def test_replay_refuses_a_trace_that_is_not_structured():
     with pytest.raises(TraceRefused, match="malformed trace"):
-        replay({"version": 1, "inputs": [0], "outputs": [1], "events": [["alloc", "x"]]}, TRN1,
-               [((128, 512), "float32")])
+        replay(
+            {"version": 1, "inputs": [0], "outputs": [1], "events": [["alloc", "x"]]},
+            TRN1,
+            [((128, 512), "float32")],
+        )
 
 
 def test_the_nki_modules_exist_only_while_a_kernel_is_traced():
@@ -174,11 +199,17 @@ def test_a_latency_below_the_speed_of_light_bound_is_refused_as_implausible():
     from autocomp_trn.problems.spec import Work
 
     impossible = DOUBLE.__class__(**{**DOUBLE.__dict__, "work": lambda ins: Work(hbm_bytes=1e12)})
-    result = run("""
+    result = run(
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.multiply(nl.load(x), 2.0))
     return out
-""", impossible)
-    assert result["status"] == "impossible_result" and "below the speed-of-light bound" in result["message"]
+""",
+        impossible,
+    )
+    assert (
+        result["status"] == "impossible_result"
+        and "below the speed-of-light bound" in result["message"]
+    )

@@ -1,6 +1,7 @@
 """``autocomp-core optimize`` on the trn backend, end to end: a real engine subprocess, an LLM
 protocol server on 127.0.0.1 whose "model" proposes an honest faster GEMM kernel, a hack (all
 zeros) and a broken file; the run is SIGKILLed mid-way and resumed."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,12 @@ from autocomp_trn.kernels import optimized_source
 
 PROPOSALS = {
     "keep a block of lhsT resident and reuse each rhs tile": optimized_source("tutorial/gemm"),
-    "skip the work and write zeros": (ADV / "hacks" / "h02_all_zeros.py").read_text()
+    "skip the work and write zeros": (ADV / "hacks" / "h02_all_zeros.py")
+    .read_text()
     .replace("solution(a_tensor, g_tensor)", "solution(lhsT, rhs)")
-    .replace("a_tensor.shape, dtype=a_tensor.dtype", "(lhsT.shape[1], rhs.shape[1]), dtype=nl.float32")
+    .replace(
+        "a_tensor.shape, dtype=a_tensor.dtype", "(lhsT.shape[1], rhs.shape[1]), dtype=nl.float32"
+    )
     .replace("a_tensor.shape[0]", "lhsT.shape[1]"),
     "rewrite with a typo": "import neuronxcc.nki as nki\n@nki.jit\ndef solution(lhsT, rhs)\n    pass\n",
 }
@@ -37,7 +41,9 @@ def engine_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     root = str(Path(autocomp_trn.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
-    if not entry_points(group="autocomp", name="trn"):  # not installed: load the plugin module by name
+    if not entry_points(
+        group="autocomp", name="trn"
+    ):  # not installed: load the plugin module by name
         env["AUTOCOMP_PLUGINS"] = "autocomp_trn.plugin"
     env["TMPDIR"] = str(tmp_path)  # sandboxes of the killed engine leave their work dirs here
     return env
@@ -50,14 +56,41 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
     env = engine_env(tmp_path)
     try:
         proc = subprocess.Popen(
-            [*cli, "optimize", "--backend", "trn", "--problem", "tutorial/gemm",
-             "--model", f"openai-compatible@{server.openai_base_url}::scripted",
-             "--iterations", "1", "--beam-size", "1", "--plans", "6", "--codes", "1",
-             "--run-dir", str(run_dir), "--quiet", "--json", "--set", "hardware.mode=\"emulator\"",
-             "--set", "backend_options.seeds=2"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [
+                *cli,
+                "optimize",
+                "--backend",
+                "trn",
+                "--problem",
+                "tutorial/gemm",
+                "--model",
+                f"openai-compatible@{server.openai_base_url}::scripted",
+                "--iterations",
+                "1",
+                "--beam-size",
+                "1",
+                "--plans",
+                "6",
+                "--codes",
+                "1",
+                "--run-dir",
+                str(run_dir),
+                "--quiet",
+                "--json",
+                "--set",
+                'hardware.mode="emulator"',
+                "--set",
+                "backend_options.seeds=2",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:  # kill after the root and one candidate
+        while (
+            time.monotonic() < deadline and proc.poll() is None
+        ):  # kill after the root and one candidate
             if (run_dir / "run.sqlite").exists():
                 store = RunStore(run_dir)
                 done = store.count("evaluations")
@@ -69,11 +102,19 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         store = RunStore(run_dir)
-        before_kill = {c.eval_key: store.evaluation(c.eval_key) for c in store.candidates() if c.eval_key
-                       and store.evaluation(c.eval_key)}
+        before_kill = {
+            c.eval_key: store.evaluation(c.eval_key)
+            for c in store.candidates()
+            if c.eval_key and store.evaluation(c.eval_key)
+        }
         store.close()
-        resumed = subprocess.run([*cli, "resume", str(run_dir), "--quiet", "--json"], env=env,
-                                 capture_output=True, text=True, timeout=600)
+        resumed = subprocess.run(
+            [*cli, "resume", str(run_dir), "--quiet", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         server.stop_thread()
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -111,20 +152,56 @@ def solution(a, b):
 
 def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path):
     pytest.importorskip("torch")
-    server = LLMTestServer(lambda request: "translate the forward into one fused NKI kernel"
-                           if is_planning(request) else fenced(SWIGLU_NKI))
+    server = LLMTestServer(
+        lambda request: (
+            "translate the forward into one fused NKI kernel"
+            if is_planning(request)
+            else fenced(SWIGLU_NKI)
+        )
+    )
     server.start_in_thread()
     run_dir = tmp_path / "run"
     try:
         done = subprocess.run(
-            [sys.executable, "-c", "from autocomp_core.cli import main; main()", "optimize", "--backend", "trn",
-             "--problem", "pytorch/swiglu", "--model", f"openai-compatible@{server.openai_base_url}::scripted",
-             "--iterations", "1", "--beam-size", "1", "--plans", "1", "--codes", "1", "--run-dir", str(run_dir),
-             "--quiet", "--json", "--set", "translation.iterations=1", "--set", "hardware.mode=\"emulator\"",
-             "--set", "backend_options.seeds=1"],
-            env=engine_env(tmp_path), capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-c",
+                "from autocomp_core.cli import main; main()",
+                "optimize",
+                "--backend",
+                "trn",
+                "--problem",
+                "pytorch/swiglu",
+                "--model",
+                f"openai-compatible@{server.openai_base_url}::scripted",
+                "--iterations",
+                "1",
+                "--beam-size",
+                "1",
+                "--plans",
+                "1",
+                "--codes",
+                "1",
+                "--run-dir",
+                str(run_dir),
+                "--quiet",
+                "--json",
+                "--set",
+                "translation.iterations=1",
+                "--set",
+                'hardware.mode="emulator"',
+                "--set",
+                "backend_options.seeds=1",
+            ],
+            env=engine_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         server.stop_thread()
     assert done.returncode == 0, done.stderr[-3000:]
     assert "translation" in server.requests[0].prompt.lower()
-    assert (run_dir / "best.py").read_text().strip() == SWIGLU_NKI.strip()  # faster than the framework lowering
+    assert (
+        run_dir / "best.py"
+    ).read_text().strip() == SWIGLU_NKI.strip()  # faster than the framework lowering

@@ -5,6 +5,7 @@ Offline and fast: the fresh environments see this interpreter's packages (autoco
 third-party dependencies) through a site directory of links that leaves out any autocomp-trn
 already installed, and pip installs the plugin with --no-deps --no-build-isolation.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,12 @@ def fresh_venv(root: Path) -> Path:
             (deps / entry.name).symlink_to(entry)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
     python = root / "venv" / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "shared-deps.pth").write_text(f"import site; site.addsitedir({str(deps)!r})\n")
     return python
 
@@ -43,14 +48,26 @@ def clean_env(tmp: Path) -> dict[str, str]:
 
 
 def cli(python: Path, env: dict, *args: str) -> str:
-    done = subprocess.run([python, "-c", "from autocomp_core.cli import main; main()", *args], env=env,
-                          capture_output=True, text=True, timeout=300, cwd=env["HOME"])
+    done = subprocess.run(
+        [python, "-c", "from autocomp_core.cli import main; main()", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=env["HOME"],
+    )
     return done.stdout + done.stderr
 
 
 def pip(python: Path, env: dict, *args: str) -> None:
-    subprocess.run([python, "-m", "pip", *args], env=env, check=True, capture_output=True, timeout=600,
-                   cwd=env["HOME"])
+    subprocess.run(
+        [python, "-m", "pip", *args],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+        cwd=env["HOME"],
+    )
 
 
 def trn_line(output: str) -> str:
@@ -61,8 +78,24 @@ def trn_line(output: str) -> str:
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     env = clean_env(out)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(PLUGIN)], env=env, check=True, capture_output=True, timeout=600, cwd=out)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(PLUGIN),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+        cwd=out,
+    )
     return next(out.glob("autocomp_trn-*.whl"))
 
 
@@ -81,11 +114,29 @@ def test_wheel_install_adds_trn_and_evaluates(tmp_path, wheel):
     env = clean_env(tmp_path)
     pip(python, env, "install", "--no-deps", str(wheel))
     assert "18 problems" in trn_line(cli(python, env, "backends"))
-    installed = subprocess.run([python, "-c", "import autocomp_trn, pathlib; "
-                                "print(pathlib.Path(autocomp_trn.__file__).parent)"], env=env,
-                               capture_output=True, text=True, check=True).stdout.strip()
+    installed = subprocess.run(
+        [
+            python,
+            "-c",
+            "import autocomp_trn, pathlib; print(pathlib.Path(autocomp_trn.__file__).parent)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert str(PLUGIN) not in installed  # the wheel's copy, not this checkout
     kernel = Path(installed) / "problems" / "advanced" / "rope.py"
-    out = cli(python, env, "eval", "trn", "advanced/rope", str(kernel), "--hw", "mode=emulator",
-              "--option", "seeds=1")
+    out = cli(
+        python,
+        env,
+        "eval",
+        "trn",
+        "advanced/rope",
+        str(kernel),
+        "--hw",
+        "mode=emulator",
+        "--option",
+        "seeds=1",
+    )
     assert "correct:" in out and "modelled us" in out, out

@@ -1,5 +1,6 @@
 """Each rule the compiler or the hardware enforces (nki.md section 4): a kernel that breaks it,
 and the message the next prompt gets."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,7 +23,8 @@ def test_an_honest_kernel_passes():
 
 
 BROKEN = {
-    "partition dim over 128": ("""
+    "partition dim over 128": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -30,8 +32,12 @@ def solution(x):
     t[0:128, :] = nl.load(x[:, 0:256])
     nl.store(out, value=nl.multiply(nl.load(x), 2.0))
     return out
-""", "compile_error", "Size of partition dimension 256 exceeds architecture limitation of 128"),
-    "matmul stationary free size over 128": ("""
+""",
+        "compile_error",
+        "Size of partition dimension 256 exceeds architecture limitation of 128",
+    ),
+    "matmul stationary free size over 128": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -39,8 +45,12 @@ def solution(xT, w):
     p = nisa.nc_matmul(a, nl.load(w))
     nl.store(out, value=nl.copy(p[0:128, :]))
     return out
-""", "compile_error", "stationary free size 256 exceeds gemm_stationary_fmax 128"),
-    "matmul moving free size over 512": ("""
+""",
+        "compile_error",
+        "stationary free size 256 exceeds gemm_stationary_fmax 128",
+    ),
+    "matmul moving free size over 512": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -50,8 +60,12 @@ def solution(xT, w):
     p = nisa.nc_matmul(nl.load(xT), wide)
     nl.store(out, value=nl.copy(p[:, 0:512]))
     return out
-""", "compile_error", "moving free size 1024 exceeds gemm_moving_fmax 512"),
-    "matmul output across two PSUM banks": ("""
+""",
+        "compile_error",
+        "moving free size 1024 exceeds gemm_moving_fmax 512",
+    ),
+    "matmul output across two PSUM banks": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -59,8 +73,12 @@ def solution(xT, w):
     acc[:, 256:768] += nisa.nc_matmul(nl.load(xT), nl.load(w))
     nl.store(out, value=nl.copy(acc[:, 256:768]))
     return out
-""", "compile_error", "must fit one 2 KiB PSUM bank"),
-    "SBUF tile over a partition's capacity": ("""
+""",
+        "compile_error",
+        "must fit one 2 KiB PSUM bank",
+    ),
+    "SBUF tile over a partition's capacity": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -68,16 +86,24 @@ def solution(x):
     big[:, 0:512] = nl.load(x)
     nl.store(out, value=nl.multiply(big[:, 0:512], 2.0))
     return out
-""", "compile_error", "exceeds the 192 KiB per partition of SBUF on trn1"),
-    "PSUM tile over capacity": ("""
+""",
+        "compile_error",
+        "exceeds the 192 KiB per partition of SBUF on trn1",
+    ),
+    "PSUM tile over capacity": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     big = nl.zeros((128, 8192), nl.float32, buffer=nl.psum)
     nl.store(out, value=nl.multiply(nl.load(x), 2.0))
     return out
-""", "compile_error", "exceeds the 16 KiB per partition of PSUM"),
-    "TensorE reads SBUF only": ("""
+""",
+        "compile_error",
+        "exceeds the 16 KiB per partition of PSUM",
+    ),
+    "TensorE reads SBUF only": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -85,8 +111,12 @@ def solution(xT, w):
     q = nisa.nc_matmul(nl.load(xT), p)
     nl.store(out, value=nl.copy(q))
     return out
-""", "compile_error", "matmul moving is in PSUM: TensorE reads SBUF only"),
-    "TensorE writes PSUM only": ("""
+""",
+        "compile_error",
+        "matmul moving is in PSUM: TensorE reads SBUF only",
+    ),
+    "TensorE writes PSUM only": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -94,46 +124,70 @@ def solution(xT, w):
     res[...] = nisa.nc_matmul(nl.load(xT), nl.load(w))
     nl.store(out, value=res)
     return out
-""", "ok", ""),
-    "compute on an HBM tensor": ("""
+""",
+        "ok",
+        "",
+    ),
+    "compute on an HBM tensor": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.multiply(x, 2.0))
     return out
-""", "compile_error", "is in HBM: compute instructions read SBUF/PSUM only"),
-    "load from SBUF": ("""
+""",
+        "compile_error",
+        "is in HBM: compute instructions read SBUF/PSUM only",
+    ),
+    "load from SBUF": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
     nl.store(out, value=nl.load(t))
     return out
-""", "compile_error", "nl.load reads an HBM tensor"),
-    "output left in SBUF": ("""
+""",
+        "compile_error",
+        "nl.load reads an HBM tensor",
+    ),
+    "output left in SBUF": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype)
     out[...] = nl.multiply(nl.load(x), 2.0)
     return out
-""", "compile_error", "must return whole HBM tensors"),
-    "fp32 mixed with bf16 in a matmul": ("""
+""",
+        "compile_error",
+        "must return whole HBM tensors",
+    ),
+    "fp32 mixed with bf16 in a matmul": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
     p = nisa.nc_matmul(nl.load(xT, dtype=nl.float32), nl.load(w))
     nl.store(out, value=nl.copy(p))
     return out
-""", "compile_error", "mix fp32 with 8/16-bit types"),
-    "bitwise op on floats": ("""
+""",
+        "compile_error",
+        "mix fp32 with 8/16-bit types",
+    ),
+    "bitwise op on floats": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
     nl.store(out, value=nisa.tensor_tensor(t, t, op=nl.bitwise_and))
     return out
-""", "compile_error", "bitwise_and needs integer operands"),
-    "mask that is not affine": ("""
+""",
+        "compile_error",
+        "bitwise_and needs integer operands",
+    ),
+    "mask that is not affine": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -141,8 +195,12 @@ def solution(x):
     t = nl.load(x, mask=(i_p % 2 < 1))
     nl.store(out, value=t)
     return out
-""", "compile_error", "index expressions must be affine"),
-    "mask coupling two axes": ("""
+""",
+        "compile_error",
+        "index expressions must be affine",
+    ),
+    "mask coupling two axes": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -150,8 +208,12 @@ def solution(x):
     i_f = nl.arange(512)[None, :]
     nl.store(out, value=nl.multiply(nl.load(x[i_p, i_f], mask=(i_p < i_f)), 2.0))
     return out
-""", "compile_error", "each mask comparison may involve one tile axis"),
-    "carried dependency in affine_range": ("""
+""",
+        "compile_error",
+        "each mask comparison may involve one tile axis",
+    ),
+    "carried dependency in affine_range": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -160,8 +222,12 @@ def solution(x):
         acc[...] = nl.add(acc, nl.load(x[:, j * 128:(j + 1) * 128]))
         nl.store(out[:, j * 128:(j + 1) * 128], value=nl.multiply(acc, 2.0))
     return out
-""", "compile_error", "reads sbuf tensor [128, 128] data written by another iteration"),
-    "two affine iterations writing the same elements": ("""
+""",
+        "compile_error",
+        "reads sbuf tensor [128, 128] data written by another iteration",
+    ),
+    "two affine iterations writing the same elements": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -170,8 +236,12 @@ def solution(x):
         t[...] = nl.multiply(nl.load(x), 2.0)
     nl.store(out, value=t)
     return out
-""", "compile_error", "different iterations write the same elements"),
-    "reading uninitialized SBUF": ("""
+""",
+        "compile_error",
+        "different iterations write the same elements",
+    ),
+    "reading uninitialized SBUF": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -179,8 +249,12 @@ def solution(x):
     t[:, 0:256] = nl.load(x[:, 0:256])
     nl.store(out, value=nl.multiply(t, 2.0))
     return out
-""", "wrong_answer", "NaN/Inf values (first at [0, 256])"),
-    "accumulating into an unzeroed PSUM tile": ("""
+""",
+        "wrong_answer",
+        "NaN/Inf values (first at [0, 256])",
+    ),
+    "accumulating into an unzeroed PSUM tile": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -188,13 +262,21 @@ def solution(xT, w):
     acc += nisa.nc_matmul(nl.load(xT), nl.load(w))
     nl.store(out, value=nl.copy(acc))
     return out
-""", "wrong_answer", "NaN/Inf"),
-    "output never written": ("""
+""",
+        "wrong_answer",
+        "NaN/Inf",
+    ),
+    "output never written": (
+        """
 @nki.jit
 def solution(x):
     return nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-""", "compile_error", "is never written"),
-    "tile used outside the loop that made it": ("""
+""",
+        "compile_error",
+        "is never written",
+    ),
+    "tile used outside the loop that made it": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -202,8 +284,12 @@ def solution(x):
         t = nl.load(x)
     nl.store(out, value=nl.multiply(t, 2.0))
     return out
-""", "compile_error", "is used outside the loop body that created it"),
-    "writing an input": ("""
+""",
+        "compile_error",
+        "is used outside the loop body that created it",
+    ),
+    "writing an input": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -211,8 +297,12 @@ def solution(x):
     nl.store(x, value=t)
     nl.store(out, value=t)
     return out
-""", "compile_error", "kernel inputs are immutable"),
-    "control flow on a tile": ("""
+""",
+        "compile_error",
+        "kernel inputs are immutable",
+    ),
+    "control flow on a tile": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -220,8 +310,12 @@ def solution(x):
     if t:
         nl.store(out, value=t)
     return out
-""", "compile_error", "the truth value of a tile is ambiguous"),
-    "reduction over the partition axis": ("""
+""",
+        "compile_error",
+        "the truth value of a tile is ambiguous",
+    ),
+    "reduction over the partition axis": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -229,27 +323,45 @@ def solution(x):
     s = nisa.tensor_reduce(np.add, t, axis=(0,))
     nl.store(out, value=nl.multiply(t, 2.0))
     return out
-""", "compile_error", "free axes only"),
-    "GpSimd touching PSUM": ("""
+""",
+        "compile_error",
+        "free axes only",
+    ),
+    "GpSimd touching PSUM": (
+        """
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
     p = nisa.nc_matmul(nl.load(xT), nl.load(w))
     nl.store(out, value=nisa.tensor_copy(p, engine=nisa.gpsimd_engine))
     return out
-""", "compile_error", "GpSimd cannot access PSUM"),
-    "kernel with a Python error": ("""
+""",
+        "compile_error",
+        "GpSimd cannot access PSUM",
+    ),
+    "kernel with a Python error": (
+        """
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.multiply(nl.load(x), undefined_scale))
     return out
-""", "compile_error", "NameError: name 'undefined_scale' is not defined"),
+""",
+        "compile_error",
+        "NameError: name 'undefined_scale' is not defined",
+    ),
 }
 
-MATMUL_CASES = {"matmul stationary free size over 128", "matmul moving free size over 512",
-                "matmul output across two PSUM banks", "TensorE reads SBUF only", "TensorE writes PSUM only",
-                "fp32 mixed with bf16 in a matmul", "accumulating into an unzeroed PSUM tile", "GpSimd touching PSUM"}
+MATMUL_CASES = {
+    "matmul stationary free size over 128",
+    "matmul moving free size over 512",
+    "matmul output across two PSUM banks",
+    "TensorE reads SBUF only",
+    "TensorE writes PSUM only",
+    "fp32 mixed with bf16 in a matmul",
+    "accumulating into an unzeroed PSUM tile",
+    "GpSimd touching PSUM",
+}
 
 
 @pytest.mark.parametrize("name", list(BROKEN))
@@ -267,7 +379,9 @@ def test_sbuf_capacity_follows_the_generation():
 
 
 def test_sequential_range_may_carry_what_affine_range_may_not():
-    body = BROKEN["carried dependency in affine_range"][0].replace("affine_range", "sequential_range")
+    body = BROKEN["carried dependency in affine_range"][0].replace(
+        "affine_range", "sequential_range"
+    )
     spec = DOUBLE.__class__(**{**DOUBLE.__dict__, "reference": _running_double})
     assert run(body, spec)["status"] == "ok"
 
@@ -295,8 +409,13 @@ def solution(xT, w):
 
 
 def test_a_tail_mask_limits_every_operand():
-    spec = DOUBLE.__class__(**{**DOUBLE.__dict__, "inputs": [Input("x", (200, 512))],
-                               "outputs": [((200, 512), "float32")]})
+    spec = DOUBLE.__class__(
+        **{
+            **DOUBLE.__dict__,
+            "inputs": [Input("x", (200, 512))],
+            "outputs": [((200, 512), "float32")],
+        }
+    )
     body = """
 @nki.jit
 def solution(x):

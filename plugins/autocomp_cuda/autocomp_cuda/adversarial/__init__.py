@@ -5,6 +5,7 @@ Each file starts with ``# key: value`` lines: ``problem`` (suite id), ``expect``
 optionally ``static: off`` (run with the static rules disabled, so a runtime check must
 catch it) and ``settings`` (JSON overrides of harness settings).
 """
+
 from __future__ import annotations
 
 import json

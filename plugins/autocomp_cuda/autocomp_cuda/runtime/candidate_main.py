@@ -17,6 +17,7 @@ must be exact ``torch.Tensor`` objects that do not change after the call returns
 parameters and buffers are checksummed around every call, and outputs sampled from the
 timing loop are saved for the parent to validate.
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,13 +54,30 @@ class Failed(Exception):
 # --------------------------------------------------------------------------- guards
 
 GUARDED = [
-    ("torch", "allclose"), ("torch", "equal"), ("torch", "isclose"), ("torch", "testing.assert_close"),
-    ("torch", "Tensor.__eq__"), ("torch", "Tensor.clone"), ("torch", "Tensor.copy_"), ("torch", "save"),
-    ("torch", "cuda.synchronize"), ("torch", "cuda.Event"), ("torch", "cuda.Event.record"),
-    ("torch", "cuda.Event.elapsed_time"), ("torch", "cuda.Event.synchronize"), ("torch", "no_grad"),
-    ("torch", "nn.Module.__call__"), ("torch", "manual_seed"), ("torch", "Tensor.__torch_function__"),
-    ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "time"), ("time", "monotonic"),
-    ("time", "sleep"), ("builtins", "type"), ("builtins", "isinstance"),
+    ("torch", "allclose"),
+    ("torch", "equal"),
+    ("torch", "isclose"),
+    ("torch", "testing.assert_close"),
+    ("torch", "Tensor.__eq__"),
+    ("torch", "Tensor.clone"),
+    ("torch", "Tensor.copy_"),
+    ("torch", "save"),
+    ("torch", "cuda.synchronize"),
+    ("torch", "cuda.Event"),
+    ("torch", "cuda.Event.record"),
+    ("torch", "cuda.Event.elapsed_time"),
+    ("torch", "cuda.Event.synchronize"),
+    ("torch", "no_grad"),
+    ("torch", "nn.Module.__call__"),
+    ("torch", "manual_seed"),
+    ("torch", "Tensor.__torch_function__"),
+    ("time", "perf_counter"),
+    ("time", "perf_counter_ns"),
+    ("time", "time"),
+    ("time", "monotonic"),
+    ("time", "sleep"),
+    ("builtins", "type"),
+    ("builtins", "isinstance"),
 ]
 
 
@@ -74,17 +92,19 @@ def _resolve(module_name: str, dotted: str) -> Any:
 
 def snapshot_functions() -> dict[str, int]:
     # Bound methods (classmethods) are created anew on each access: compare what they wrap.
-    return {f"{m}.{d}": id(getattr(obj, "__func__", obj)) for m, d in GUARDED for obj in [_resolve(m, d)]}
+    return {
+        f"{m}.{d}": id(getattr(obj, "__func__", obj))
+        for m, d in GUARDED
+        for obj in [_resolve(m, d)]
+    }
 
 
 def snapshot_flags() -> dict[str, Any]:
     flags: dict[str, Any] = {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "cuda.matmul.allow_fp16_reduced_precision_reduction":
-            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "cuda.matmul.allow_bf16_reduced_precision_reduction":
-            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cuda.matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cuda.matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
         "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
         "cudnn.benchmark": torch.backends.cudnn.benchmark,
         "cudnn.deterministic": torch.backends.cudnn.deterministic,
@@ -108,6 +128,7 @@ def state_checksums(model: torch.nn.Module) -> dict[str, list[float]]:
 
 # --------------------------------------------------------------------------- custom-kernel accounting
 
+
 class KernelCounter:
     """Counts calls into the candidate's own compiled extensions and Triton kernels."""
 
@@ -127,9 +148,11 @@ class KernelCounter:
             def __getattr__(self, name: str) -> Any:
                 value = getattr(object.__getattribute__(self, "_inner"), name)
                 if callable(value) and not isinstance(value, type):
+
                     def call(*args: Any, **kwargs: Any) -> Any:
                         counter.calls += 1
                         return value(*args, **kwargs)
+
                     return call
                 return value
 
@@ -145,26 +168,40 @@ class KernelCounter:
         for fname in ("load_inline", "load"):
             original = getattr(cpp_extension, fname)
 
-            def patched(name: str, *args: Any, __original=original, __fname=fname, **kwargs: Any) -> Any:
+            def patched(
+                name: str, *args: Any, __original=original, __fname=fname, **kwargs: Any
+            ) -> Any:
                 if cpu_device and _builds_cuda(__fname, args, kwargs):
-                    raise RuntimeError(f"extension {name!r} has CUDA sources, which the cpu device can neither build "
-                                       "nor run: use C++ (cpp_sources only) or Triton here, or run with "
-                                       "hardware.device = \"cuda\"")
+                    raise RuntimeError(
+                        f"extension {name!r} has CUDA sources, which the cpu device can neither build "
+                        "nor run: use C++ (cpp_sources only) or Triton here, or run with "
+                        'hardware.device = "cuda"'
+                    )
                 so = Path(prebuilt) / f"{name}.so" if prebuilt else None
                 if so is not None and so.exists() and kwargs.get("is_python_module", True):
                     module = cpp_extension._import_module_from_library(name, prebuilt, True)
                 else:
                     if building:
                         kwargs["verbose"] = True  # the compiler's commands and output reach the log
-                        if _builds_cuda(__fname, args, kwargs) and len(args) <= CUDA_CFLAGS_POSITION[__fname]:
+                        if (
+                            _builds_cuda(__fname, args, kwargs)
+                            and len(args) <= CUDA_CFLAGS_POSITION[__fname]
+                        ):
                             # registers, spills and shared memory per kernel, for the feedback
-                            kwargs["extra_cuda_cflags"] = [*(kwargs.get("extra_cuda_cflags") or []), "-Xptxas=-v"]
+                            kwargs["extra_cuda_cflags"] = [
+                                *(kwargs.get("extra_cuda_cflags") or []),
+                                "-Xptxas=-v",
+                            ]
                     module = __original(name, *args, **kwargs)
-                    root = Path(kwargs.get("build_directory") or cpp_extension._get_build_directory(name, False))
+                    root = Path(
+                        kwargs.get("build_directory")
+                        or cpp_extension._get_build_directory(name, False)
+                    )
                     built = root / f"{name}.so"
                     if built.exists():
                         self.built[name] = str(built)
                 return self.wrap_extension(module)
+
             setattr(cpp_extension, fname, patched)
         if "triton" in source:
             self._install_triton()
@@ -177,6 +214,7 @@ class KernelCounter:
         classes = [jit.JITFunction]
         try:
             from triton.runtime.interpreter import InterpretedFunction
+
             classes.append(InterpretedFunction)
         except Exception:
             pass
@@ -187,6 +225,7 @@ class KernelCounter:
                 self.calls += 1
                 self.triton = True
                 return __original(this, *args, **kwargs)
+
             cls.run = run
 
     @property
@@ -201,7 +240,11 @@ CUDA_CFLAGS_POSITION = {"load_inline": 5, "load": 2}
 def _builds_cuda(fname: str, args: tuple, kwargs: dict[str, Any]) -> bool:
     """Whether a load_inline/load call compiles CUDA code (arguments as torch names them)."""
     if fname == "load_inline":
-        cuda = kwargs["cuda_sources"] if "cuda_sources" in kwargs else (args[1] if len(args) > 1 else None)
+        cuda = (
+            kwargs["cuda_sources"]
+            if "cuda_sources" in kwargs
+            else (args[1] if len(args) > 1 else None)
+        )
         return bool(cuda)
     sources = kwargs.get("sources", args[0] if args else [])
     sources = [sources] if isinstance(sources, str) else list(sources or [])
@@ -210,12 +253,18 @@ def _builds_cuda(fname: str, args: tuple, kwargs: dict[str, Any]) -> bool:
 
 # --------------------------------------------------------------------------- phases
 
+
 class Worker:
     def __init__(self, job: dict[str, Any]):
         self.job = job
         self.work = Path(job["work_dir"])
         self.device = torch.device(job["device"])
-        self.result: dict[str, Any] = {"status": common.OK, "flags": [], "phase": "setup", "phase_s": {}}
+        self.result: dict[str, Any] = {
+            "status": common.OK,
+            "flags": [],
+            "phase": "setup",
+            "phase_s": {},
+        }
         self.counter = KernelCounter(job.get("prebuilt") or "")
         self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.phase_started = _perf()
@@ -234,7 +283,9 @@ class Worker:
     def end_phase(self) -> None:
         now = _perf()
         spent = self.result["phase_s"]
-        spent[self.result["phase"]] = spent.get(self.result["phase"], 0.0) + now - self.phase_started
+        spent[self.result["phase"]] = (
+            spent.get(self.result["phase"], 0.0) + now - self.phase_started
+        )
         self.phase_started = now
 
     def save(self, value: Any, name: str) -> None:
@@ -254,8 +305,10 @@ class Worker:
         """A persisting-L2 carve-out left after a call keeps inputs cached across timed calls."""
         carved = self.persisting_l2.limit_bytes() if self.persisting_l2 is not None else None
         if carved:
-            raise Rejected(f"{when}: a persisting-L2 carve-out of {carved} bytes was left set "
-                           "(cached lines survive the harness's cache flush between timed calls)")
+            raise Rejected(
+                f"{when}: a persisting-L2 carve-out of {carved} bytes was left set "
+                "(cached lines survive the harness's cache flush between timed calls)"
+            )
 
     def check_guards(self, when: str) -> None:
         changed = diff(self.functions, snapshot_functions())
@@ -263,7 +316,9 @@ class Worker:
             raise Rejected(f"{when}: harness functions were replaced: {', '.join(changed)}")
         changed = diff(self.flags, snapshot_flags())
         if changed:
-            raise Rejected(f"{when}: global numeric/backend flags were changed: {', '.join(changed)}")
+            raise Rejected(
+                f"{when}: global numeric/backend flags were changed: {', '.join(changed)}"
+            )
 
     # -- setup: reference pieces the candidate may use (weights) and the baseline model
     def setup(self) -> None:
@@ -275,13 +330,23 @@ class Worker:
             self.persisting_l2 = PersistingL2()
             self.result["info"]["persisting_l2_checked"] = self.persisting_l2.available
         problem = self.job["problem"]
-        self.reference = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
-        init = torch.load(self.work / "init.pt", weights_only=False)  # written by our reference worker
+        self.reference = common.load_module(
+            problem["path"], "reference_problem", problem.get("overrides")
+        )
+        init = torch.load(
+            self.work / "init.pt", weights_only=False
+        )  # written by our reference worker
         self.init_inputs = init["init_inputs"]
         self.state_dict = init["state_dict"]
         # Inputs are regenerated from the trial seeds: no reference data is ever handed over.
-        self.trials = [common.make_inputs(self.reference, int(s), torch.device("cpu") if self.device.type == "cpu"
-                                          else self.device) for s in self.job["trial_seeds"]]
+        self.trials = [
+            common.make_inputs(
+                self.reference,
+                int(s),
+                torch.device("cpu") if self.device.type == "cpu" else self.device,
+            )
+            for s in self.job["trial_seeds"]
+        ]
         self.result["input_checksums"] = [common.input_checksums(t) for t in self.trials]
         common.seed_all(int(self.job["init_seed"]))
         self.baseline = self.reference.Model(*self.init_inputs)
@@ -309,8 +374,11 @@ class Worker:
             self.module = common.load_module(self.job["candidate"], "candidate", overrides)
         except Exception as exc:
             status = common.classify_exception(exc, common.LOAD_ERROR)
-            raise Failed(status, f"importing the candidate failed: {type(exc).__name__}: {exc}",
-                         common.short_traceback(exc)) from exc
+            raise Failed(
+                status,
+                f"importing the candidate failed: {type(exc).__name__}: {exc}",
+                common.short_traceback(exc),
+            ) from exc
         if self.job["mode"] == "build":
             self.result["built"] = self.counter.built
             return
@@ -324,8 +392,11 @@ class Worker:
             model = model.to(self.device)
         except Exception as exc:
             status = common.classify_exception(exc, common.LOAD_ERROR)
-            raise Failed(status, f"ModelNew(*init_inputs) failed: {type(exc).__name__}: {exc}",
-                         common.short_traceback(exc)) from exc
+            raise Failed(
+                status,
+                f"ModelNew(*init_inputs) failed: {type(exc).__name__}: {exc}",
+                common.short_traceback(exc),
+            ) from exc
         if not isinstance(model, torch.nn.Module):
             raise Failed(common.LOAD_ERROR, "ModelNew is not a torch.nn.Module")
         self.copy_weights(model)
@@ -352,38 +423,62 @@ class Worker:
         self.sync()
         return out
 
-    def vet_output(self, out: Any, inputs_before: list[Any], inputs: list[Any], state_before: dict) -> torch.Tensor:
+    def vet_output(
+        self, out: Any, inputs_before: list[Any], inputs: list[Any], state_before: dict
+    ) -> torch.Tensor:
         if type(out) is not torch.Tensor:
-            raise Rejected(f"forward returned {type(out).__module__}.{type(out).__name__}, not a plain torch.Tensor "
-                           "(tensor subclasses and lazy results are refused)")
+            raise Rejected(
+                f"forward returned {type(out).__module__}.{type(out).__name__}, not a plain torch.Tensor "
+                "(tensor subclasses and lazy results are refused)"
+            )
         if out.device.type != self.device.type:
             raise Failed(common.MISMATCH, f"output is on {out.device}, expected {self.device.type}")
-        new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before and t.is_alive()]
+        new_threads = [
+            t.name
+            for t in threading.enumerate()
+            if t.ident not in self.threads_before and t.is_alive()
+        ]
         if new_threads:
-            raise Rejected(f"threads still running after forward returned: {', '.join(new_threads)}")
+            raise Rejected(
+                f"threads still running after forward returned: {', '.join(new_threads)}"
+            )
         snapshot = out.detach().clone()
         _sleep(float(self.job.get("settle_s", 0.02)))
         self.sync()
-        if not torch.equal(snapshot, out) and not (torch.isnan(snapshot).any() and
-                                                    torch.equal(torch.nan_to_num(snapshot), torch.nan_to_num(out))):
-            raise Rejected("the output kept changing after forward returned (work finishing in the background)")
+        if not torch.equal(snapshot, out) and not (
+            torch.isnan(snapshot).any()
+            and torch.equal(torch.nan_to_num(snapshot), torch.nan_to_num(out))
+        ):
+            raise Rejected(
+                "the output kept changing after forward returned (work finishing in the background)"
+            )
         if not self.job.get("in_place"):
             for i, (a, b) in enumerate(zip(inputs_before, inputs)):
-                if isinstance(a, torch.Tensor) and not torch.equal(a, b) and not (
-                        a.is_floating_point() and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))):
-                    raise Rejected(f"forward wrote into input {i}; the problem does not allow in-place updates")
+                if (
+                    isinstance(a, torch.Tensor)
+                    and not torch.equal(a, b)
+                    and not (
+                        a.is_floating_point()
+                        and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))
+                    )
+                ):
+                    raise Rejected(
+                        f"forward wrote into input {i}; the problem does not allow in-place updates"
+                    )
         after = state_checksums(self.model)
         changed = [k for k, v in state_before.items() if after.get(k) != v]
         if not self.job.get("buffers_mutate"):
             if changed:
                 raise Rejected(f"forward changed model state: {', '.join(changed[:5])}")
         elif any(k.startswith("param:") for k in changed):
-            raise Rejected(f"forward changed parameters: {', '.join(k for k in changed if k.startswith('param:'))}")
+            raise Rejected(
+                f"forward changed parameters: {', '.join(k for k in changed if k.startswith('param:'))}"
+            )
         return snapshot
 
     def correctness(self) -> None:
         outputs = []
-        for k, cpu_inputs in enumerate(self.trials[:int(self.job["trials"])]):
+        for k, cpu_inputs in enumerate(self.trials[: int(self.job["trials"])]):
             inputs = [common.to_device(x, self.device) for x in cpu_inputs]
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             state = state_checksums(self.model)
@@ -391,8 +486,14 @@ class Worker:
             out = self.call(inputs)
             snap = self.vet_output(out, before, inputs, state)
             self.check_carve_out(f"correctness trial {k}")
-            outputs.append({"trial": k, "out": snap.cpu(), "stride": list(out.stride()),
-                            "kernel_calls": self.counter.calls - calls})
+            outputs.append(
+                {
+                    "trial": k,
+                    "out": snap.cpu(),
+                    "stride": list(out.stride()),
+                    "kernel_calls": self.counter.calls - calls,
+                }
+            )
             self.check_guards(f"correctness trial {k}")
         self.save(outputs, "correctness.pt")
 
@@ -420,7 +521,9 @@ class Worker:
     def timing(self) -> None:
         cfg = self.job["timing"]
         rng = random.Random(int(self.job["init_seed"]) ^ 0x5EED)
-        flush_bytes = (self.result["info"].get("l2_bytes") or 0) * 2 if self.device.type == "cuda" else 0
+        flush_bytes = (
+            (self.result["info"].get("l2_bytes") or 0) * 2 if self.device.type == "cuda" else 0
+        )
         flush_bytes = flush_bytes or 2 * common.cpu_cache_bytes()
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
         sets = [[common.to_device(x, self.device) for x in trial] for trial in self.trials]
@@ -452,9 +555,13 @@ class Worker:
         sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
         # Always validate the last timed call too: the most likely place for a "skip work later" hack.
         sample_at.add(reps - 1)
-        held_for = {r: trials + j for j, r in enumerate(sorted(sample_at))}  # a trial index the judge knows
+        held_for = {
+            r: trials + j for j, r in enumerate(sorted(sample_at))
+        }  # a trial index the judge knows
         if len(held_for) > len(held):
-            raise RuntimeError(f"the reference holds {len(held)} timed input sets, {len(held_for)} are needed")
+            raise RuntimeError(
+                f"the reference holds {len(held)} timed input sets, {len(held_for)} are needed"
+            )
         cand_host, cand_dev, samples, calls_per = [], [], [], []
         ref_host: dict[str, list] = {"base": [], "compiled": []}
         ref_dev: dict[str, list] = {"base": [], "compiled": []}
@@ -465,8 +572,11 @@ class Worker:
             which = held_for.get(r)
             # A checked call's set is a copy, as a fresh set is a new allocation: the memory
             # held during either call is the same, so allocator statistics tell them not apart.
-            fresh = [x.clone() if isinstance(x, torch.Tensor) else x for x in held[which - trials]] \
-                if which is not None else common.make_inputs(self.reference, rng.getrandbits(31), self.device)
+            fresh = (
+                [x.clone() if isinstance(x, torch.Tensor) else x for x in held[which - trials]]
+                if which is not None
+                else common.make_inputs(self.reference, rng.getrandbits(31), self.device)
+            )
             for who in order:
                 load(fresh)
                 if who == "cand":
@@ -478,15 +588,25 @@ class Worker:
                     cand_dev.append(dev)
                     if r in sample_at:
                         if type(out) is not torch.Tensor:
-                            raise Rejected("a timed call returned something other than a plain torch.Tensor")
-                        samples.append({"set": which, "rep": r, "out": out.detach().cpu().clone(),
-                                        "stride": list(out.stride())})
+                            raise Rejected(
+                                "a timed call returned something other than a plain torch.Tensor"
+                            )
+                        samples.append(
+                            {
+                                "set": which,
+                                "rep": r,
+                                "out": out.detach().cpu().clone(),
+                                "stride": list(out.stride()),
+                            }
+                        )
                 else:
                     host, dev, out = self.time_one(contenders[who], buffers)
                     ref_host[who].append(host)
                     ref_dev[who].append(dev)
                     if isinstance(out, torch.Tensor) and out.is_floating_point():
-                        out.fill_(float("nan"))  # poison: a candidate must not find this in freed memory
+                        out.fill_(
+                            float("nan")
+                        )  # poison: a candidate must not find this in freed memory
                 del out
         after = state_checksums(self.model)
         changed = [k for k, v in state.items() if after.get(k) != v]
@@ -494,10 +614,15 @@ class Worker:
             raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
         self.check_guards("after timing")
         self.save(samples, "timed_samples.pt")
-        self.result["timing"] = {"candidate_host_ms": cand_host, "candidate_event_ms": cand_dev,
-                                 "baseline_host_ms": ref_host["base"], "baseline_event_ms": ref_dev["base"],
-                                 "compiled_host_ms": ref_host["compiled"], "compiled_event_ms": ref_dev["compiled"],
-                                 "kernel_calls_per_timed_call": calls_per}
+        self.result["timing"] = {
+            "candidate_host_ms": cand_host,
+            "candidate_event_ms": cand_dev,
+            "baseline_host_ms": ref_host["base"],
+            "baseline_event_ms": ref_dev["base"],
+            "compiled_host_ms": ref_host["compiled"],
+            "compiled_event_ms": ref_dev["compiled"],
+            "kernel_calls_per_timed_call": calls_per,
+        }
 
     def run(self) -> int:
         try:
@@ -519,9 +644,16 @@ class Worker:
         except Failed as exc:
             self.result.update(status=exc.status, message=exc.message, detail=exc.detail)
         except Exception as exc:
-            default = common.LOAD_ERROR if self.result["phase"] in ("setup", "load") else common.RUNTIME_ERROR
-            self.result.update(status=common.classify_exception(exc, default),
-                               message=f"{type(exc).__name__}: {exc}", detail=common.short_traceback(exc))
+            default = (
+                common.LOAD_ERROR
+                if self.result["phase"] in ("setup", "load")
+                else common.RUNTIME_ERROR
+            )
+            self.result.update(
+                status=common.classify_exception(exc, default),
+                message=f"{type(exc).__name__}: {exc}",
+                detail=common.short_traceback(exc),
+            )
         faulthandler.cancel_dump_traceback_later()
         self.end_phase()
         common.write_json(self.work / "result.json", self.result)
@@ -531,6 +663,7 @@ class Worker:
 def warm_up() -> None:
     """Pay the imports before the candidate arrives; none of this is the candidate's work."""
     from torch.utils import cpp_extension  # noqa: F401
+
     try:
         import triton  # noqa: F401
     except Exception:

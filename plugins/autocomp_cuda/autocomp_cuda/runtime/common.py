@@ -1,4 +1,5 @@
 """Helpers shared by the child processes: loading a reference, seeding, classifying errors."""
+
 from __future__ import annotations
 
 import ast
@@ -30,7 +31,9 @@ from ..statuses import (  # noqa: F401 - the children's names for them
 
 def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
     text = f"{type(exc).__name__}: {exc}".lower()
-    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or any(m in text for m in OOM_MARKERS):
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or any(
+        m in text for m in OOM_MARKERS
+    ):
         return OOM
     if any(m in text for m in CUDA_FAULT_MARKERS):
         return CUDA_FAULT
@@ -53,7 +56,9 @@ def short_traceback(exc: BaseException, limit: int = 4000) -> str:
             if own:  # the work dir's name is random: the same error reads the same every run
                 frame.filename = os.path.basename(frame.filename)
             if skipped:
-                lines.append(f"  ... {skipped} harness or library frame{'s' if skipped > 1 else ''}\n")
+                lines.append(
+                    f"  ... {skipped} harness or library frame{'s' if skipped > 1 else ''}\n"
+                )
                 skipped = 0
             lines.extend(traceback.format_list([frame]))
         else:
@@ -73,7 +78,9 @@ def seed_all(seed: int) -> None:
         pass
 
 
-def load_module(path: str | Path, name: str, overrides: dict[str, Any] | None = None) -> types.ModuleType:
+def load_module(
+    path: str | Path, name: str, overrides: dict[str, Any] | None = None
+) -> types.ModuleType:
     """Import a source file as a fresh module (real file, so Triton can read kernel source).
 
     ``overrides`` set module constants (a size tier): each top-level assignment of an
@@ -101,14 +108,25 @@ def _with_overrides(tree: ast.Module, overrides: dict[str, Any]) -> ast.Module:
     body: list[ast.stmt] = []
     for node in tree.body:
         body.append(node)
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, ast.AnnAssign) and node.value is not None else []
-        names = [n.id for t in targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
-                 if isinstance(n, ast.Name)]  # a = b = 1 and D, H, W = 16, 32, 32 alike
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is not None
+            else []
+        )
+        names = [
+            n.id
+            for t in targets
+            for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))
+            if isinstance(n, ast.Name)
+        ]  # a = b = 1 and D, H, W = 16, 32, 32 alike
         for name in names:
             if name in overrides:
                 value = ast.parse(repr(overrides[name]), mode="eval").body
-                body.append(ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node))
+                body.append(
+                    ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node)
+                )
     tree.body = body
     return ast.fix_missing_locations(tree)
 
@@ -137,13 +155,21 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def device_info(device: torch.device) -> dict[str, Any]:
-    info: dict[str, Any] = {"torch": torch.__version__, "device": str(device),
-                            "cuda_runtime": torch.version.cuda, "threads": torch.get_num_threads()}
+    info: dict[str, Any] = {
+        "torch": torch.__version__,
+        "device": str(device),
+        "cuda_runtime": torch.version.cuda,
+        "threads": torch.get_num_threads(),
+    }
     if device.type == "cuda" and torch.cuda.is_available():  # (a build needs no GPU)
         props = torch.cuda.get_device_properties(device)
-        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
-                    memory_gb=round(props.total_memory / 2**30, 1),
-                    l2_bytes=int(getattr(props, "L2_cache_size", 0)), sm_count=props.multi_processor_count)
+        info.update(
+            gpu=props.name,
+            capability=f"{props.major}.{props.minor}",
+            memory_gb=round(props.total_memory / 2**30, 1),
+            l2_bytes=int(getattr(props, "L2_cache_size", 0)),
+            sm_count=props.multi_processor_count,
+        )
         info.update(driver_versions())
     return info
 

@@ -9,6 +9,7 @@ Integer and bool outputs must match exactly. A problem may set ``atol``/``rtol``
 they follow the output's dtype (``problemset.DTYPE_TOLERANCE``): a half-precision kernel is judged
 against what half precision can hold, a float32 one against float32.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,9 @@ import torch
 from .. import problemset
 
 
-def tolerance_for(dtype: torch.dtype, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
+def tolerance_for(
+    dtype: torch.dtype, atol: float | None = None, rtol: float | None = None
+) -> tuple[float, float]:
     """The problem's tolerances where it sets them, else the output dtype's defaults."""
     return problemset.tolerance_for(str(dtype).removeprefix("torch."), atol, rtol)
 
@@ -68,9 +71,15 @@ def strides_match(shape: tuple[int, ...], got: list[int], want: list[int]) -> bo
     return math.prod(shape) == 0 or all(n == 1 or g == w for n, g, w in zip(shape, got, want))
 
 
-def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
-                 atol: float | None, rtol: float | None, stride: list[int] | None = None,
-                 expected_stride: list[int] | None = None) -> Verdict:
+def check_output(
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    dtype: torch.dtype,
+    atol: float | None,
+    rtol: float | None,
+    stride: list[int] | None = None,
+    expected_stride: list[int] | None = None,
+) -> Verdict:
     """Exact type, shape, ``dtype`` (the reference's own output dtype) and strides (``stride``:
     the output's as forward returned it, before any copy made it dense; ``expected_stride``:
     the reference output's) first, then values against ``expected``: the float64 reference
@@ -80,13 +89,19 @@ def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
     if type(out) is not torch.Tensor:
         return Verdict(False, math.inf, f"output is {type(out).__name__}, not a plain torch.Tensor")
     if tuple(out.shape) != tuple(expected.shape):
-        return Verdict(False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(expected.shape)}")
+        return Verdict(
+            False, math.inf, f"output shape {tuple(out.shape)} != expected {tuple(expected.shape)}"
+        )
     if out.dtype != dtype:
         return Verdict(False, math.inf, f"output dtype {out.dtype} != expected {dtype}")
     if expected_stride is not None:
         got = list(out.stride()) if stride is None else stride
         if not strides_match(tuple(out.shape), got, expected_stride):
-            return Verdict(False, math.inf, f"output strides {tuple(got)} != the reference's {tuple(expected_stride)}")
+            return Verdict(
+                False,
+                math.inf,
+                f"output strides {tuple(got)} != the reference's {tuple(expected_stride)}",
+            )
     ratio = error_ratio(out, expected, atol, rtol)
     if ratio <= 1.0:
         return Verdict(True, ratio)
@@ -94,6 +109,8 @@ def check_output(out: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
         reason = "values differ (non-finite values or integer mismatch)"
     else:
         diff = (out.double() - expected.double()).abs()
-        reason = (f"max |diff| {float(diff.max()):.3g}, mean |diff| {float(diff.mean()):.3g}; "
-                  f"error is {ratio:.3g}x the tolerance (atol={atol:g} x output RMS, rtol={rtol:g})")
+        reason = (
+            f"max |diff| {float(diff.max()):.3g}, mean |diff| {float(diff.mean()):.3g}; "
+            f"error is {ratio:.3g}x the tolerance (atol={atol:g} x output RMS, rtol={rtol:g})"
+        )
     return Verdict(False, ratio, reason)

@@ -24,6 +24,7 @@ the host took seconds). The reference of the last problems judged stays in host 
 The judge leaves after ``IDLE_S`` seconds without a request (or when stdin closes); the
 harness starts a new one when it needs one.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,7 +59,11 @@ class References:
         if trials is None:
             trials = []
             while (Path(ref_dir) / f"trial_{len(trials)}.pt").exists():
-                trials.append(torch.load(Path(ref_dir) / f"trial_{len(trials)}.pt", weights_only=True)["expected"])
+                trials.append(
+                    torch.load(Path(ref_dir) / f"trial_{len(trials)}.pt", weights_only=True)[
+                        "expected"
+                    ]
+                )
             self._dirs[ref_dir] = trials
             while len(self._dirs) > KEEP_REFERENCES:
                 self._dirs.popitem(last=False)
@@ -75,7 +80,9 @@ def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
         items = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:
         raise Unreadable(f"{os.path.basename(path)}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get(key), int) for i in items):
+    if not isinstance(items, list) or not all(
+        isinstance(i, dict) and isinstance(i.get(key), int) for i in items
+    ):
         raise Unreadable(f"{os.path.basename(path)} does not hold the worker's list of outputs")
     if key == "trial" and [i["trial"] for i in items] != list(range(len(items))):
         raise Unreadable(f"{os.path.basename(path)} does not hold one output per trial, in order")
@@ -85,8 +92,10 @@ def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
 def judge(request: dict[str, Any], refs: References, device: torch.device) -> dict[str, Any]:
     started = time.perf_counter()
     dtype = getattr(torch, request["dtype"])
-    lists = {"correctness": _outputs(request.get("correctness"), "trial"),
-             "samples": _outputs(request.get("samples"), "set")}
+    lists = {
+        "correctness": _outputs(request.get("correctness"), "trial"),
+        "samples": _outputs(request.get("samples"), "set"),
+    }
     loaded = time.perf_counter()
     answer: dict[str, Any] = {}
     for name, items in lists.items():
@@ -95,12 +104,23 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
             k = item["trial"] if name == "correctness" else item["set"]
             out = item.get("out")
             expected = refs.trial(request["ref_dir"], k).to(device)
-            check = check_output(out.to(device) if type(out) is torch.Tensor else out, expected, dtype,
-                                 request.get("atol"), request.get("rtol"), item.get("stride"), request.get("stride"))
+            check = check_output(
+                out.to(device) if type(out) is torch.Tensor else out,
+                expected,
+                dtype,
+                request.get("atol"),
+                request.get("rtol"),
+                item.get("stride"),
+                request.get("stride"),
+            )
             worst = max(worst, check.error_ratio)
             if not check.ok:
-                failure = {"index": index, "rep": item.get("rep"), "reason": check.reason,
-                           "error_ratio": check.error_ratio}
+                failure = {
+                    "index": index,
+                    "rep": item.get("rep"),
+                    "reason": check.reason,
+                    "error_ratio": check.error_ratio,
+                }
                 break
         answer[name] = {"checked": len(items), "worst": worst, "failure": failure}
     if device.type == "cuda":

@@ -7,6 +7,7 @@ reads the limit after every candidate call; a carve-out left behind is refused. 
 exposes no binding for the limit, so it is read through ``ctypes`` from the libcudart that
 torch loaded (never another copy: a second runtime would have its own context).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,5 +46,9 @@ class PersistingL2:
         if self._lib is None:
             return None
         value = ctypes.c_size_t(0)
-        status = self._lib.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
-        return int(value.value) if status == 0 else None  # not supported (before Ampere): no carve-out
+        status = self._lib.cudaDeviceGetLimit(
+            ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE
+        )
+        return (
+            int(value.value) if status == 0 else None
+        )  # not supported (before Ampere): no carve-out

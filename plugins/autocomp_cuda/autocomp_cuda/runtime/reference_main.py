@@ -5,6 +5,7 @@ Writes into ``out_dir``: ``init.pt`` (init inputs and the reference state_dict),
 ``trial_K.pt`` (the expected output: float64, or exact for integer dtypes) and ``meta.json``
 (output shape/dtype, tolerance sanity, and with ``gate`` the problem-quality verdict).
 """
+
 from __future__ import annotations
 
 import copy
@@ -68,9 +69,12 @@ def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         free, total = torch.cuda.mem_get_info()
         meta["memory_needed_bytes"] = needed
         if needed > free:
-            raise Refused("too_big", f"needs about {_gib(needed)} of GPU memory ({_gib(size.bytes)} of inputs, output "
-                                     f"and weights, held {job.get('held_copies', 8)} times over) but "
-                                     f"{_gib(free)} of {_gib(total)} is free; set smaller sizes with size_overrides")
+            raise Refused(
+                "too_big",
+                f"needs about {_gib(needed)} of GPU memory ({_gib(size.bytes)} of inputs, output "
+                f"and weights, held {job.get('held_copies', 8)} times over) but "
+                f"{_gib(free)} of {_gib(total)} is free; set smaller sizes with size_overrides",
+            )
     return overrides
 
 
@@ -94,8 +98,15 @@ def run64(model64, inputs: list[Any], device: torch.device) -> torch.Tensor | No
         torch.set_default_dtype(previous)
 
 
-def input_lines(model64, inputs: list[Any], out64: torch.Tensor, state: dict, device: torch.device, atol: float,
-                rtol: float) -> dict[str, tuple[int, float, float]]:
+def input_lines(
+    model64,
+    inputs: list[Any],
+    out64: torch.Tensor,
+    state: dict,
+    device: torch.device,
+    atol: float,
+    rtol: float,
+) -> dict[str, tuple[int, float, float]]:
     """Fixed formulas of one input a broken kernel might return: the input itself and the
     least-squares line ``a * x + b`` fitted to this trial, per input of the output's shape.
     A formula is kept only where the reference departs from it on the mirrored input (-x) or
@@ -115,15 +126,24 @@ def input_lines(model64, inputs: list[Any], out64: torch.Tensor, state: dict, de
             found[f"affine_input{i}"] = (a, float(y.mean()) - a * float(flat.mean()))
         for factor in (-1.0, 4.0):
             model64.load_state_dict(state)
-            moved = run64(model64, [v * factor if j == i else v for j, v in enumerate(inputs)], device)
+            moved = run64(
+                model64, [v * factor if j == i else v for j, v in enumerate(inputs)], device
+            )
             for name, (a, b) in found.items():
-                if moved is None or error_ratio(x.double() * factor * a + b, moved.double(), atol, rtol) > 1.0:
+                if (
+                    moved is None
+                    or error_ratio(x.double() * factor * a + b, moved.double(), atol, rtol) > 1.0
+                ):
                     lines[name] = (i, a, b)
     return lines
 
 
-def trivial_probes(out: torch.Tensor, inputs: list[Any], constant: float,
-                   lines: dict[str, tuple[int, float, float]]) -> dict[str, torch.Tensor]:
+def trivial_probes(
+    out: torch.Tensor,
+    inputs: list[Any],
+    constant: float,
+    lines: dict[str, tuple[int, float, float]],
+) -> dict[str, torch.Tensor]:
     """Answers a broken kernel might return. A sound problem rejects every one of them.
 
     ``constant`` is the mean output of the first trial: one fixed answer for every input;
@@ -147,9 +167,13 @@ def main(job_path: str) -> int:
     try:
         problem = job["problem"]
         try:
-            module = common.load_module(problem["path"], "reference_problem", problem.get("overrides"))
+            module = common.load_module(
+                problem["path"], "reference_problem", problem.get("overrides")
+            )
         except Exception as exc:
-            raise Refused("import_error", f"importing the problem failed: {type(exc).__name__}: {exc}") from exc
+            raise Refused(
+                "import_error", f"importing the problem failed: {type(exc).__name__}: {exc}"
+            ) from exc
         overrides = choose_sizes(job, meta)
         if overrides != (problem.get("overrides") or {}):
             module = common.load_module(problem["path"], "reference_problem", overrides)
@@ -165,7 +189,9 @@ def main(job_path: str) -> int:
         for k, seed in enumerate(job["trial_seeds"]):
             inputs = common.make_inputs(module, int(seed), device)
             model.load_state_dict(state)  # every trial starts from the initial state
-            out = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
+            out = run(
+                model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device
+            )
             atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
             model64.load_state_dict(state)
             out64 = run64(model64, inputs, device)
@@ -173,16 +199,24 @@ def main(job_path: str) -> int:
                 meta["reference_precision"] = str(out.dtype).replace("torch.", "")
                 out64 = out.clone()
             out64 = out64.to(torch.float64 if out.is_floating_point() else out.dtype)
-            ratios.append(error_ratio(out, out64, atol, rtol) if out.is_floating_point() else
-                          (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf))
+            ratios.append(
+                error_ratio(out, out64, atol, rtol)
+                if out.is_floating_point()
+                else (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf)
+            )
             checks.append(common.input_checksums(inputs))
             if out.is_floating_point() and out.numel():
                 # float32 rounding larger than the output itself: an output that is zero up to noise
                 rms = float(out64.pow(2).mean().sqrt())
                 noise.append(float((out.double() - out64).abs().max()) / rms if rms > 0 else 0.0)
             # What the judge compares with: the float64 run (the exact output for integer dtypes).
-            torch.save({"expected": (out64 if out.is_floating_point() else out).cpu()}, out_dir / f"trial_{k}.pt")
-            if job.get("gate") and k < int(job.get("trials", len(job["trial_seeds"]))):  # not the timed sets
+            torch.save(
+                {"expected": (out64 if out.is_floating_point() else out).cpu()},
+                out_dir / f"trial_{k}.pt",
+            )
+            if job.get("gate") and k < int(
+                job.get("trials", len(job["trial_seeds"]))
+            ):  # not the timed sets
                 # Same weights and inputs, another RNG state: a sound reference repeats itself.
                 again_model, _ = build_model(module, int(job["init_seed"]))
                 again_model = again_model.to(device)
@@ -190,22 +224,39 @@ def main(job_path: str) -> int:
                 common.seed_all(int(seed) ^ 0x5A5A5A)  # forward must not depend on the RNG state
                 again = run(again_model, again_inputs, device)
                 target = out64 if out.is_floating_point() else out
-                gap = error_ratio(again, out.double() if out.is_floating_point() else out, atol, rtol) \
-                    if again.shape == out.shape else math.inf
+                gap = (
+                    error_ratio(again, out.double() if out.is_floating_point() else out, atol, rtol)
+                    if again.shape == out.shape
+                    else math.inf
+                )
                 deterministic_gap = max(deterministic_gap, gap)
                 if k == 0:
-                    constant = float(out.double().mean()) if out.is_floating_point() and out.numel() else 0.0
-                    lines = input_lines(model64, inputs, out64, state, device, atol, rtol) \
-                        if out.is_floating_point() else {}
+                    constant = (
+                        float(out.double().mean())
+                        if out.is_floating_point() and out.numel()
+                        else 0.0
+                    )
+                    lines = (
+                        input_lines(model64, inputs, out64, state, device, atol, rtol)
+                        if out.is_floating_point()
+                        else {}
+                    )
                 for name, probe in trivial_probes(out, inputs, constant, lines).items():
                     fails = error_ratio(probe, target, atol, rtol) > 1.0
                     probe_fail[name] = probe_fail.get(name, False) or fails
         assert out is not None
         meta["reference_s"] = time.perf_counter() - started
-        meta["output"] = {"shape": list(out.shape), "dtype": str(out.dtype).replace("torch.", ""),
-                          "stride": list(out.stride())}
-        meta["input_shapes"] = [list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs]
-        meta["input_bytes"] = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+        meta["output"] = {
+            "shape": list(out.shape),
+            "dtype": str(out.dtype).replace("torch.", ""),
+            "stride": list(out.stride()),
+        }
+        meta["input_shapes"] = [
+            list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs
+        ]
+        meta["input_bytes"] = sum(
+            x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)
+        )
         meta["output_bytes"] = out.numel() * out.element_size()
         meta["reference_error_ratio"] = max(ratios)
         meta["input_checksums"] = checks
@@ -225,7 +276,11 @@ def main(job_path: str) -> int:
         common.write_json(out_dir / "meta.json", meta)
         return 1
     except Exception as exc:  # report, do not hide: the parent turns this into an infra error
-        meta.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=common.short_traceback(exc))
+        meta.update(
+            status="error",
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=common.short_traceback(exc),
+        )
         common.write_json(out_dir / "meta.json", meta)
         return 1
 

@@ -20,6 +20,7 @@ ones that break it stay. Constants computed from knobs (``bias_shape = (out_chan
 follow them, because overrides are applied to the source (``common.load_module``).
 Everything here is deterministic: the same file gets the same sizes on every machine.
 """
+
 from __future__ import annotations
 
 import ast
@@ -65,8 +66,10 @@ class Budget:
         return cls(2**62, 2**62, float("inf"), max_ops, cpu_forward=False)
 
     def describe(self) -> str:
-        return (f"{self.max_elements / 2**20:g} M elements per input and output, {self.max_weight_elements / 2**20:g} M "
-                f"per weight, {self.max_flops / 1e9:g} GFLOP and {self.max_ops} operators per forward")
+        return (
+            f"{self.max_elements / 2**20:g} M elements per input and output, {self.max_weight_elements / 2**20:g} M "
+            f"per weight, {self.max_flops / 1e9:g} GFLOP and {self.max_ops} operators per forward"
+        )
 
 
 @dataclass
@@ -81,8 +84,12 @@ class Measure:
     ops: int | None = None
 
     def fits(self, budget: Budget) -> bool:
-        return (self.flops is not None and self.data[1] <= budget.max_elements
-                and self.weight[1] <= budget.max_weight_elements and self.flops <= budget.max_flops)
+        return (
+            self.flops is not None
+            and self.data[1] <= budget.max_elements
+            and self.weight[1] <= budget.max_weight_elements
+            and self.flops <= budget.max_flops
+        )
 
     def describe(self) -> str:
         text = f"largest input or output {self.data[0]} ({self.data[1] / 2**20:.3g} M elements)"
@@ -112,7 +119,9 @@ class Knob:
 
 @dataclass
 class Shrunk:
-    sizes: dict[str, Any] = field(default_factory=dict)  # module-constant overrides ({}: as written)
+    sizes: dict[str, Any] = field(
+        default_factory=dict
+    )  # module-constant overrides ({}: as written)
     measure: Measure | None = None  # at those sizes
     full: Measure | None = None  # at the file's own sizes
     error: str | None = None  # why no tiny tier was found (one line)
@@ -144,8 +153,11 @@ def _meta_values_read_as_one() -> Iterator[None]:
     def patched(name: str):
         def read(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
             if self.is_meta:
-                return {"__float__": 1.0, "__bool__": True}.get(name, 1.0 if self.is_floating_point() else 1)
+                return {"__float__": 1.0, "__bool__": True}.get(
+                    name, 1.0 if self.is_floating_point() else 1
+                )
             return originals[name](self, *args, **kwargs)
+
         return read
 
     for name in names:
@@ -176,8 +188,11 @@ def knobs(source: str) -> list[Knob]:
 
 def overrides_for(source: str, values: dict[str, int]) -> dict[str, Any]:
     """Module-constant overrides setting each knob (``name`` or ``name[i]``) to its value."""
-    sequences = {name: value for name, value in top_level_assignments(ast.parse(source))
-                 if isinstance(value, (tuple, list))}
+    sequences = {
+        name: value
+        for name, value in top_level_assignments(ast.parse(source))
+        if isinstance(value, (tuple, list))
+    }
     out: dict[str, Any] = {}
     for label, value in values.items():
         if "[" in label:
@@ -198,9 +213,17 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _sizes(label: str, tensors: list[torch.Tensor] | dict[str, torch.Tensor]) -> list[tuple[str, int, int]]:
-    items = tensors.items() if isinstance(tensors, dict) else [(f"{label} {i}", t) for i, t in enumerate(tensors)]
-    return [(f"{name} {tuple(t.shape)}", t.numel(), t.numel() * t.element_size()) for name, t in items]
+def _sizes(
+    label: str, tensors: list[torch.Tensor] | dict[str, torch.Tensor]
+) -> list[tuple[str, int, int]]:
+    items = (
+        tensors.items()
+        if isinstance(tensors, dict)
+        else [(f"{label} {i}", t) for i, t in enumerate(tensors)]
+    )
+    return [
+        (f"{name} {tuple(t.shape)}", t.numel(), t.numel() * t.element_size()) for name, t in items
+    ]
 
 
 def _largest(sizes: list[tuple[str, int, int]]) -> tuple[str, int]:
@@ -208,16 +231,35 @@ def _largest(sizes: list[tuple[str, int, int]]) -> tuple[str, int]:
     return worst[0], worst[1]
 
 
-def _summary(data: list[tuple[str, int, int]], weights: list[tuple[str, int, int]], **known: Any) -> Measure:
-    return Measure(data=_largest(data), weight=_largest(weights), bytes=sum(s[2] for s in data + weights), **known)
+def _summary(
+    data: list[tuple[str, int, int]], weights: list[tuple[str, int, int]], **known: Any
+) -> Measure:
+    return Measure(
+        data=_largest(data),
+        weight=_largest(weights),
+        bytes=sum(s[2] for s in data + weights),
+        **known,
+    )
 
 
 def _is_meta_limit(exc: BaseException) -> bool:
     """An error of shape-only tensors themselves (a value read, an operator with no meta
     kernel), not of the problem's shapes."""
     text = f"{type(exc).__name__}: {exc}".lower()
-    return any(m in text for m in ("meta", "fake", "data-dependent", "datadependent", "dynamicoutputshape",
-                                   "item()", "not implemented", "notimplemented", "unsupportedoperator"))
+    return any(
+        m in text
+        for m in (
+            "meta",
+            "fake",
+            "data-dependent",
+            "datadependent",
+            "dynamicoutputshape",
+            "item()",
+            "not implemented",
+            "notimplemented",
+            "unsupportedoperator",
+        )
+    )
 
 
 def _rnn_flops(input_shape, *rest, out_shape=None, **kwargs) -> int:
@@ -226,6 +268,7 @@ def _rnn_flops(input_shape, *rest, out_shape=None, **kwargs) -> int:
     steps = 1
     for n in input_shape[:-1]:
         steps *= n
+
     def matrices(value: Any) -> list[torch.Size]:
         if isinstance(value, torch.Size):
             return [value] if len(value) == 2 else []
@@ -235,8 +278,16 @@ def _rnn_flops(input_shape, *rest, out_shape=None, **kwargs) -> int:
 
 
 #: torch's FLOP counter has no formula for the fused recurrent operators.
-RNN_FLOPS = {op: _rnn_flops for op in (torch.ops.aten.lstm, torch.ops.aten.gru, torch.ops.aten.rnn_tanh,
-                                       torch.ops.aten.rnn_relu, torch.ops.aten.mkldnn_rnn_layer)}
+RNN_FLOPS = {
+    op: _rnn_flops
+    for op in (
+        torch.ops.aten.lstm,
+        torch.ops.aten.gru,
+        torch.ops.aten.rnn_tanh,
+        torch.ops.aten.rnn_relu,
+        torch.ops.aten.mkldnn_rnn_layer,
+    )
+}
 
 
 def _run_counted(fn, max_ops: int, *modes: Any) -> tuple[Any, float, int] | None:
@@ -259,14 +310,20 @@ def _run_counted(fn, max_ops: int, *modes: Any) -> tuple[Any, float, int] | None
 logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
 
-def _fake_forward(model: torch.nn.Module, inputs: list[Any], max_ops: int) -> tuple[Any, float, int] | None:
+def _fake_forward(
+    model: torch.nn.Module, inputs: list[Any], max_ops: int
+) -> tuple[Any, float, int] | None:
     """The forward on fake CPU tensors made from the meta ones: the CPU's own operators (fused
     recurrent layers, which meta tensors run step by step, slowly), still without data."""
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     cpu = torch.device("cpu")
 
     def fake(value: Any) -> Any:
-        return FakeTensor(mode, value.detach(), cpu) if isinstance(value, torch.Tensor) and value.is_meta else value
+        return (
+            FakeTensor(mode, value.detach(), cpu)
+            if isinstance(value, torch.Tensor) and value.is_meta
+            else value
+        )
 
     state = {name: fake(t) for name, t in [*model.named_parameters(), *model.named_buffers()]}
     args = tuple(tree_map(fake, list(inputs)))
@@ -285,7 +342,9 @@ def measure(path: str | Path, overrides: dict[str, Any], budget: Budget = Budget
         return _summary(data, weights)  # shrink before running anything
     try:
         ran = _fake_forward(model, inputs, budget.max_ops)
-    except Exception:  # fake tensors cannot do everything meta tensors can (plain tensor attributes)
+    except (
+        Exception
+    ):  # fake tensors cannot do everything meta tensors can (plain tensor attributes)
         try:
             ran = _run_counted(lambda: model(*inputs), budget.max_ops)
         except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
@@ -326,8 +385,10 @@ def shrink(path: str | Path, budget: Budget = Budget()) -> Shrunk:
         movable = [k for k in values if k not in stuck and values[k] // 2 >= floors[k]]
         if not movable:
             shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no size constants"
-            result.error = (f"cannot shrink: at the smallest sizes its constants allow ({shown}) the "
-                            f"{current.describe()}; the budget is {budget.describe()}")
+            result.error = (
+                f"cannot shrink: at the smallest sizes its constants allow ({shown}) the "
+                f"{current.describe()}; the budget is {budget.describe()}"
+            )
             return result
         # All together first; if that breaks the problem, one at a time, largest first.
         for group in [movable] + [[k] for k in sorted(movable, key=lambda k: (-values[k], k))]:

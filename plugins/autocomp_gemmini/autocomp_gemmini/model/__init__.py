@@ -3,13 +3,29 @@
 The names below load on first use (PEP 562): importing a submodule such as `base` or
 `native_model` must not import numpy through this package.
 """
+
 from __future__ import annotations
 
 import importlib
 
-EXPORTS = {"ArrayConfig": "base", "GemminiError": "base", "Gemmini": "functional", "ByteMemory": "memory",
-           "Memory": "memory", "TimingModel": "timing", "TimingParams": "timing"}
-__all__ = ["ArrayConfig", "ByteMemory", "Gemmini", "GemminiError", "Memory", "TimingModel", "TimingParams"]
+EXPORTS = {
+    "ArrayConfig": "base",
+    "GemminiError": "base",
+    "Gemmini": "functional",
+    "ByteMemory": "memory",
+    "Memory": "memory",
+    "TimingModel": "timing",
+    "TimingParams": "timing",
+}
+__all__ = [
+    "ArrayConfig",
+    "ByteMemory",
+    "Gemmini",
+    "GemminiError",
+    "Memory",
+    "TimingModel",
+    "TimingParams",
+]
 
 
 def __getattr__(name: str):

@@ -6,6 +6,7 @@ both derive from `GemminiBase`. Keeping this module free of numpy lets a simulat
 compiled model start without importing numpy (a tenth of a second or more per evaluation)
 unless a LOOP_* command or the Python model needs it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -122,7 +123,9 @@ class GemminiBase:
         else:
             raise GemminiError(f"unknown Gemmini command funct={funct}")
 
-    def _loop_config(self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int) -> None:
+    def _loop_config(
+        self, regs: dict[int, tuple[int, int]], funct: int, rs1: int, rs2: int
+    ) -> None:
         self.timing.issue("load")
         regs[funct] = (rs1, rs2)
 
@@ -135,5 +138,9 @@ class GemminiBase:
 
     def utilization(self) -> dict[str, float]:
         spad, acc = self.rows_used()
-        return {"spad_rows_used": float(spad), "spad_rows": float(self.cfg.spad_rows),
-                "acc_rows_used": float(acc), "acc_rows": float(self.cfg.acc_rows)}
+        return {
+            "spad_rows_used": float(spad),
+            "spad_rows": float(self.cfg.spad_rows),
+            "acc_rows_used": float(acc),
+            "acc_rows": float(self.cfg.acc_rows),
+        }

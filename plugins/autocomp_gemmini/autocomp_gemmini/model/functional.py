@@ -15,6 +15,7 @@ at most 32 terms stay below 2^53, so every value is exact and numpy can use BLAS
 small matrix products, which is several times faster than its integer loops. fp32
 arithmetic is float32, as on the hardware.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,8 +59,13 @@ class Preload:
 
 
 class Gemmini(GemminiBase):
-    def __init__(self, cfg: ArrayConfig, mem: Memory, timing: TimingModel | None = None,
-                 delay_stores: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: ArrayConfig,
+        mem: Memory,
+        timing: TimingModel | None = None,
+        delay_stores: bool = True,
+    ) -> None:
         self.cfg = cfg
         # False: mvout results reach memory at once (the behaviour of a purely functional
         # simulator, used when the program cannot tell the model about its fences).
@@ -67,7 +73,10 @@ class Gemmini(GemminiBase):
         self.mem = mem
         self.dim = cfg.pe_dim
         self.spad_rows, self.acc_rows = cfg.spad_rows, cfg.acc_rows
-        self.max_cols = {False: self.dim * cfg.max_block_len, True: self.dim * cfg.max_block_len_acc}
+        self.max_cols = {
+            False: self.dim * cfg.max_block_len,
+            True: self.dim * cfg.max_block_len_acc,
+        }
         self.is_float = cfg.dtype == "fp32"
         self.elem_dtype = np.dtype(np.float32 if self.is_float else np.int8)
         self.acc_dtype = np.dtype(np.float32 if self.is_float else np.int32)
@@ -94,12 +103,18 @@ class Gemmini(GemminiBase):
         self.loop_ws_regs: dict[int, tuple[int, int]] = {}
         self.loop_conv_regs: dict[int, tuple[int, int]] = {}
         self.pending_writes: list[tuple[float, int, bytes]] = []  # (lands at, addr, data)
-        self._commands = {isa.CONFIG: self.config, isa.MVOUT: self._mvout, isa.PRELOAD: self._preload,
-                          isa.COMPUTE_PRELOADED: self._compute_preloaded,
-                          isa.COMPUTE_ACCUMULATED: self._compute_accumulated, isa.FLUSH: self._flush}
+        self._commands = {
+            isa.CONFIG: self.config,
+            isa.MVOUT: self._mvout,
+            isa.PRELOAD: self._preload,
+            isa.COMPUTE_PRELOADED: self._compute_preloaded,
+            isa.COMPUTE_ACCUMULATED: self._compute_accumulated,
+            isa.FLUSH: self._flush,
+        }
         for funct, state in MVIN_STATES.items():
-            self._commands[funct] = lambda rs1, rs2, state=state: self.mvin(rs1, rs2, state,
-                                                                            self.timing.issue("load"))
+            self._commands[funct] = lambda rs1, rs2, state=state: self.mvin(
+                rs1, rs2, state, self.timing.issue("load")
+            )
 
     # ------------------------------------------------------------------ dispatch
     def _execute(self, funct: int, rs1: int, rs2: int) -> None:
@@ -161,7 +176,7 @@ class Gemmini(GemminiBase):
         """A (rows, cols) block of scratchpad (elem_t) or accumulator (acc_t) values, widened."""
         src = self.acc if addr.is_acc else self.spad
         if stride == 1:
-            block = src[addr.row:addr.row + rows, :cols]
+            block = src[addr.row : addr.row + rows, :cols]
         else:
             block = src[addr.row + np.arange(rows) * stride, :cols]
         return block.astype(self.wide_dtype)
@@ -170,7 +185,7 @@ class Gemmini(GemminiBase):
         if block.shape == (self.dim, self.dim):
             return block
         out = np.zeros((self.dim, self.dim), block.dtype)
-        out[:block.shape[0], :block.shape[1]] = block
+        out[: block.shape[0], : block.shape[1]] = block
         return out
 
     # ------------------------------------------------------------------ config
@@ -191,8 +206,10 @@ class Gemmini(GemminiBase):
                 self.sys_shift = isa.bits(rs2, 0, 32)
                 self.c_stride = isa.bits(rs2, 48, 16) or 1
                 if self.sys_act > isa.RELU:
-                    raise GemminiError(f"config_ex activation {self.sys_act} is not modelled "
-                                       "(only NO_ACTIVATION=0 and RELU=1)")
+                    raise GemminiError(
+                        f"config_ex activation {self.sys_act} is not modelled "
+                        "(only NO_ACTIVATION=0 and RELU=1)"
+                    )
             self.timing.run("ex", t, self.timing.p.config, 0)
         elif kind == isa.CONFIG_LD:
             t = self.timing.issue("load")
@@ -210,10 +227,15 @@ class Gemmini(GemminiBase):
             t = self.timing.issue("store")
             act = isa.bits(rs1, 2, 2)
             if act > isa.RELU:
-                raise GemminiError(f"config_st activation {act} is not modelled (only NO_ACTIVATION and RELU)")
-            self.st = StoreConfig(stride=isa.bits(rs2, 0, 32), act=act,
-                                  scale=f32_from_bits(isa.bits(rs2, 32, 32)),
-                                  pool_stride=isa.bits(rs1, 4, 2))
+                raise GemminiError(
+                    f"config_st activation {act} is not modelled (only NO_ACTIVATION and RELU)"
+                )
+            self.st = StoreConfig(
+                stride=isa.bits(rs2, 0, 32),
+                act=act,
+                scale=f32_from_bits(isa.bits(rs2, 32, 32)),
+                pool_stride=isa.bits(rs1, 4, 2),
+            )
             self.timing.run("store", t, self.timing.p.config, 0)
         else:
             raise GemminiError("config kind 3 (im2col / norm configuration) is not modelled")
@@ -232,8 +254,10 @@ class Gemmini(GemminiBase):
         to_acc = addr.is_acc
         max_cols = self.max_cols[to_acc]
         if cols > max_cols:
-            raise GemminiError(f"{name} of {cols} columns to the {'accumulator' if to_acc else 'scratchpad'}: "
-                               f"at most {max_cols}")
+            raise GemminiError(
+                f"{name} of {cols} columns to the {'accumulator' if to_acc else 'scratchpad'}: "
+                f"at most {max_cols}"
+            )
         blocks = -(-cols // dim)
         block_stride = cfg.block_stride or dim
         for b in range(blocks):
@@ -252,9 +276,9 @@ class Gemmini(GemminiBase):
         writes = []
         for b in range(blocks):
             row0 = addr.row + b * block_stride
-            part = data[:, b * dim:(b + 1) * dim]
+            part = data[:, b * dim : (b + 1) * dim]
             width = part.shape[1]
-            dest = target[row0:row0 + rows]
+            dest = target[row0 : row0 + rows]
             if plain:
                 dest[:, :width] = part
             elif to_acc and addr.accumulate:
@@ -266,7 +290,7 @@ class Gemmini(GemminiBase):
                 dest[:, :width] = part.astype(np.float32) if self.is_float else to_elem_int(part)
             if width < dim:
                 dest[:, width:] = 0
-            used[row0:row0 + rows] = True
+            used[row0 : row0 + rows] = True
             writes.append((self._space(addr), row0, rows))
         occ, lat = self.timing.dma_cost(rows, row_bytes)
         return self.timing.run("load", issued, occ, lat, writes=tuple(writes))
@@ -293,7 +317,9 @@ class Gemmini(GemminiBase):
         if rows > dim or cols > dim:
             raise GemminiError(f"mvout of {rows}x{cols}: at most DIM={dim} rows and columns")
         self._spad_range(addr, rows, "mvout")
-        block = (self.acc if addr.is_acc else self.spad)[addr.row:addr.row + rows, :cols]  # acc_t / elem_t
+        block = (self.acc if addr.is_acc else self.spad)[
+            addr.row : addr.row + rows, :cols
+        ]  # acc_t / elem_t
         if addr.is_acc and addr.full:
             out = block
         elif addr.is_acc:
@@ -311,7 +337,9 @@ class Gemmini(GemminiBase):
         occ, lat = self.timing.dma_cost(rows, row_bytes)
         if addr.is_acc:
             lat += self.timing.p.acc_read_latency
-        done = self.timing.run("store", issued, occ, lat, reads=((self._space(addr), addr.row, rows),))
+        done = self.timing.run(
+            "store", issued, occ, lat, reads=((self._space(addr), addr.row, rows),)
+        )
         if stride == row_bytes:
             self.pending_writes.append((done, dram, data.tobytes()))
         else:
@@ -325,8 +353,9 @@ class Gemmini(GemminiBase):
         c, c_cols, c_rows = isa.operand(rs2)
         self.counters.count("preload")
         if bd_rows > self.dim or bd_cols > self.dim or c_rows > self.dim or c_cols > self.dim:
-            raise GemminiError(f"preload of {bd_rows}x{bd_cols} / output {c_rows}x{c_cols}: "
-                               f"at most DIM={self.dim}")
+            raise GemminiError(
+                f"preload of {bd_rows}x{bd_cols} / output {c_rows}x{c_cols}: at most DIM={self.dim}"
+            )
         if not bd.garbage:
             self._spad_range(bd, bd_rows, "preload")
         if not c.garbage:
@@ -343,16 +372,22 @@ class Gemmini(GemminiBase):
         self.counters.count(name)
         pre = self.preload
         if pre is None:
-            raise GemminiError(f"{name} without a preceding preload (each compute consumes one preload)")
+            raise GemminiError(
+                f"{name} without a preceding preload (each compute consumes one preload)"
+            )
         self.preload = None
         dim = self.dim
         if a_rows > dim or a_cols > dim or bd_rows > dim or bd_cols > dim:
-            raise GemminiError(f"{name} operands {a_rows}x{a_cols} / {bd_rows}x{bd_cols}: at most DIM={dim}")
+            raise GemminiError(
+                f"{name} operands {a_rows}x{a_cols} / {bd_rows}x{bd_cols}: at most DIM={dim}"
+            )
         if a.garbage:
             A = np.zeros((dim, dim), self.wide_dtype)
         else:
             if a.is_acc:
-                raise GemminiError(f"{name} reads A from the accumulator; A must be in the scratchpad")
+                raise GemminiError(
+                    f"{name} reads A from the accumulator; A must be in the scratchpad"
+                )
             self._spad_range(a, a_rows, name + " A", self.a_stride)
             A = self.pad(self.read_local(a, a_rows, a_cols, self.a_stride))
         if self.a_transpose:
@@ -378,8 +413,11 @@ class Gemmini(GemminiBase):
             if self.b_transpose:
                 B = B.T
             if preloaded:
-                D = (np.zeros((dim, dim), A.dtype) if pre.bd.garbage
-                     else self.pad(self.read_local(pre.bd, pre.bd_rows, pre.bd_cols)))
+                D = (
+                    np.zeros((dim, dim), A.dtype)
+                    if pre.bd.garbage
+                    else self.pad(self.read_local(pre.bd, pre.bd_rows, pre.bd_cols))
+                )
                 self.os_state = D.astype(self.os_state.dtype)
             self.os_state = self.os_state + (A @ B).astype(self.os_state.dtype)
             if not self.is_float:
@@ -389,7 +427,7 @@ class Gemmini(GemminiBase):
 
         writes = []
         if not pre.c.garbage:
-            out = result[:pre.c_rows, :pre.c_cols]
+            out = result[: pre.c_rows, : pre.c_cols]
             self._write_output(pre.c, out)
             writes.append((self._space(pre.c), pre.c.row, (pre.c_rows - 1) * self.c_stride + 1))
         occ, lat = self.timing.compute_cost(max(a_rows, 1), dim)
@@ -401,7 +439,11 @@ class Gemmini(GemminiBase):
 
     def _write_output(self, c: isa.LocalAddr, out: np.ndarray) -> None:
         rows, cols = out.shape
-        idx = slice(c.row, c.row + rows) if self.c_stride == 1 else c.row + np.arange(rows) * self.c_stride
+        idx = (
+            slice(c.row, c.row + rows)
+            if self.c_stride == 1
+            else c.row + np.arange(rows) * self.c_stride
+        )
         if c.is_acc:
             if c.accumulate:
                 out = self.acc[idx, :cols].astype(out.dtype) + out

@@ -10,6 +10,7 @@ Scratchpad / accumulator layout used by the state machines: A (or the input tile
 scratchpad rows [0, half), B (or the weights) in [half, end), C in accumulator rows
 [0, ...). Both loops overwrite those rows, as on the hardware.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -32,11 +33,14 @@ def _f(bitsval: int, lo: int, width: int = 16) -> int:
 def _need(g: Gemmini, regs: dict, functs: range | tuple, what: str) -> None:
     missing = [f for f in functs if f not in regs]
     if missing:
-        raise GemminiError(f"{what} issued before its configuration commands (missing funct {missing})")
+        raise GemminiError(
+            f"{what} issued before its configuration commands (missing funct {missing})"
+        )
 
 
-def _load_matrix(g: Gemmini, addr: int, rows: int, cols: int, stride_elems: int, dtype: np.dtype,
-                 scale: float) -> np.ndarray:
+def _load_matrix(
+    g: Gemmini, addr: int, rows: int, cols: int, stride_elems: int, dtype: np.dtype, scale: float
+) -> np.ndarray:
     """A rows x cols matrix from DRAM (row stride in elements), widened, with the mvin scale."""
     raw = read_rows(g.mem, addr, rows, cols * dtype.itemsize, stride_elems * dtype.itemsize)
     g.counters.bytes_in += rows * cols * dtype.itemsize
@@ -51,8 +55,15 @@ def _load_matrix(g: Gemmini, addr: int, rows: int, cols: int, stride_elems: int,
     return out.astype(np.float64)
 
 
-def _store_result(g: Gemmini, addr: int, acc_vals: np.ndarray, stride_elems: int, full: bool,
-                  act: int, done: float) -> None:
+def _store_result(
+    g: Gemmini,
+    addr: int,
+    acc_vals: np.ndarray,
+    stride_elems: int,
+    full: bool,
+    act: int,
+    done: float,
+) -> None:
     """Write accumulator values to DRAM as the store unit would (scale, activation, saturation)."""
     if full:
         out = acc_vals.astype(np.float32) if g.is_float else wrap_int32(acc_vals)
@@ -89,7 +100,9 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     act = _f(rs1, 8, 8)
     a_transpose, b_transpose = bool(rs2 & 1), bool(rs2 & 2)
     if act > isa.RELU:
-        raise GemminiError(f"LOOP_WS activation {act} is not modelled (only NO_ACTIVATION and RELU)")
+        raise GemminiError(
+            f"LOOP_WS activation {act} is not modelled (only NO_ACTIVATION and RELU)"
+        )
     if min(I, J, K) == 0:
         raise GemminiError(f"LOOP_WS with an empty bound (I={I}, J={J}, K={K} tiles)")
     if pad_I >= dim or pad_J >= dim or pad_K >= dim:
@@ -97,11 +110,15 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     half_mats = g.cfg.spad_rows // 2 // dim
     acc_mats = g.cfg.acc_rows // dim
     if I * K > half_mats or K * J > half_mats:
-        raise GemminiError(f"LOOP_WS tile I={I} J={J} K={K} needs {I * K} A and {K * J} B blocks; "
-                           f"each half of the scratchpad holds {half_mats}")
+        raise GemminiError(
+            f"LOOP_WS tile I={I} J={J} K={K} needs {I * K} A and {K * J} B blocks; "
+            f"each half of the scratchpad holds {half_mats}"
+        )
     if I * J > acc_mats:
-        raise GemminiError(f"LOOP_WS tile I={I} J={J} needs {I * J} accumulator blocks; "
-                           f"the accumulator holds {acc_mats}")
+        raise GemminiError(
+            f"LOOP_WS tile I={I} J={J} needs {I * J} accumulator blocks; "
+            f"the accumulator holds {acc_mats}"
+        )
     M, N, Kd = I * dim - pad_I, J * dim - pad_J, K * dim - pad_K
 
     # ---- functional, in bulk
@@ -118,7 +135,9 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
         prod = (a_mat.astype(np.float32) @ b_mat.astype(np.float32)).astype(np.float64)
     else:
         prod = a_mat @ b_mat  # float64 is exact for int8 products summed over K < 2^37
-    acc_tiles = g.acc[:I * J * dim].reshape(I, J, dim, dim).transpose(0, 2, 1, 3).reshape(I * dim, J * dim)
+    acc_tiles = (
+        g.acc[: I * J * dim].reshape(I, J, dim, dim).transpose(0, 2, 1, 3).reshape(I * dim, J * dim)
+    )
     if ex_accumulate:
         base = acc_tiles[:M, :N].astype(np.float64)
     elif D:
@@ -133,12 +152,14 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     full = np.zeros((I * dim, J * dim), np.float64)
     full[:M, :N] = total
     acc_new = full.astype(np.float32) if g.is_float else wrap_int32(full.astype(np.int64))
-    g.acc[:I * J * dim] = acc_new.reshape(I, dim, J, dim).transpose(0, 2, 1, 3).reshape(I * J * dim, dim)
-    g.acc_used[:I * J * dim] = True
+    g.acc[: I * J * dim] = (
+        acc_new.reshape(I, dim, J, dim).transpose(0, 2, 1, 3).reshape(I * J * dim, dim)
+    )
+    g.acc_used[: I * J * dim] = True
     half = g.cfg.spad_rows // 2
-    g.spad_used[:I * K * dim] = True
-    g.spad_used[half:half + K * J * dim] = True
-    g.counters.macs += I * J * K * dim ** 3
+    g.spad_used[: I * K * dim] = True
+    g.spad_used[half : half + K * J * dim] = True
+    g.counters.macs += I * J * K * dim**3
     g.counters.count("loop_ws_computes", I * J * K)
 
     # ---- timing: expand into the state machine's primitive commands
@@ -169,14 +190,24 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
                     t += p.loop_issue
                     tm.run("load", t, *mvin_d, writes=(("acc", c_row, dim),))
                 t += p.loop_issue
-                tm.run("ex", t, tm.preload_cost(dim, reuse=i > 0), 0,
-                       reads=(("spad", b_row, dim),) if i == 0 else ())
+                tm.run(
+                    "ex",
+                    t,
+                    tm.preload_cost(dim, reuse=i > 0),
+                    0,
+                    reads=(("spad", b_row, dim),) if i == 0 else (),
+                )
                 t += p.loop_issue
                 tm.run("ex", t, *comp, reads=(("spad", a_row, dim),), writes=(("acc", c_row, dim),))
                 if k == K - 1 and C:
                     t += p.loop_issue
-                    done = tm.run("store", t, mvout[0], mvout[1] + p.acc_read_latency,
-                                  reads=(("acc", c_row, dim),))
+                    done = tm.run(
+                        "store",
+                        t,
+                        mvout[0],
+                        mvout[1] + p.acc_read_latency,
+                        reads=(("acc", c_row, dim),),
+                    )
                     last_done = max(last_done, done)
     if C:
         _store_result(g, C, total, C_stride, full_C, act, last_done)
@@ -193,7 +224,10 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     c4a, c4b = regs[19]
     weights, output = regs[20]
     bias, inp = regs[21]
-    in_dim, in_channels = _f(c1a, 16), _f(c1a, 32)  # batch_size and out_channels: whole-layer sizes, unused
+    in_dim, in_channels = (
+        _f(c1a, 16),
+        _f(c1a, 32),
+    )  # batch_size and out_channels: whole-layer sizes, unused
     out_dim, stride = _f(c1b, 0), _f(c1b, 32)
     kernel_dim = _f(c2a, 48)
     batches, pochs = _f(c2b, 48), _f(c2b, 0)  # porows/pocols equal orows/ocols without pooling
@@ -202,11 +236,22 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     orows, dilation = _f(c4a, 48), _f(c4a, 0, 10)
     in_stride, weight_stride, out_stride, ocols = _f(c4b, 48), _f(c4b, 32), _f(c4b, 16), _f(c4b, 0)
     no_bias = bool(rs1 & 1)
-    unsupported = [name for name, bit in (("wrot180", 1), ("trans_output_1203", 2), ("trans_weight_1203", 3),
-                                          ("trans_weight_0132", 4), ("trans_input_3120", 5), ("dw", 6))
-                   if rs1 >> bit & 1]
+    unsupported = [
+        name
+        for name, bit in (
+            ("wrot180", 1),
+            ("trans_output_1203", 2),
+            ("trans_weight_1203", 3),
+            ("trans_weight_0132", 4),
+            ("trans_input_3120", 5),
+            ("dw", 6),
+        )
+        if rs1 >> bit & 1
+    ]
     no_pool = bool(rs2 & 1)
-    unsupported += [name for name, bit in (("downsample", 1), ("input_dilated", 2)) if rs2 >> bit & 1]
+    unsupported += [
+        name for name, bit in (("downsample", 1), ("input_dilated", 2)) if rs2 >> bit & 1
+    ]
     act = _f(rs2, 3, 3)
     if not no_pool:
         unsupported.append("pooling")
@@ -217,8 +262,10 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     if act > isa.RELU:
         raise GemminiError(f"LOOP_CONV_WS activation {act} is not modelled")
     if krows != kernel_dim or kcols != kernel_dim or kchs != in_channels:
-        raise GemminiError("LOOP_CONV_WS tiles must cover the whole kernel and all input channels "
-                           f"(krows={krows} kcols={kcols} kchs={kchs}; kernel {kernel_dim}, {in_channels} channels)")
+        raise GemminiError(
+            "LOOP_CONV_WS tiles must cover the whole kernel and all input channels "
+            f"(krows={krows} kcols={kcols} kchs={kchs}; kernel {kernel_dim}, {in_channels} channels)"
+        )
     if min(batches, orows, ocols, pochs, stride) == 0:
         raise GemminiError("LOOP_CONV_WS with an empty tile or stride 0")
     irows = (orows - 1) * stride + krows
@@ -230,25 +277,47 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
     w_rows_needed = krows * kcols * kchs * och_blocks
     pixels = batches * orows * ocols
     if in_rows_needed > half or w_rows_needed > half:
-        raise GemminiError(f"LOOP_CONV_WS tile needs {in_rows_needed} input and {w_rows_needed} weight "
-                           f"scratchpad rows; each half holds {half}")
+        raise GemminiError(
+            f"LOOP_CONV_WS tile needs {in_rows_needed} input and {w_rows_needed} weight "
+            f"scratchpad rows; each half holds {half}"
+        )
     if -(-pixels // dim) * dim * och_blocks > g.cfg.acc_rows:
-        raise GemminiError(f"LOOP_CONV_WS tile of {pixels} output pixels x {pochs} channels does not fit "
-                           f"the {g.cfg.acc_rows}-row accumulator")
+        raise GemminiError(
+            f"LOOP_CONV_WS tile of {pixels} output pixels x {pochs} channels does not fit "
+            f"the {g.cfg.acc_rows}-row accumulator"
+        )
     if real_rows <= 0 or real_cols <= 0:
         raise GemminiError("LOOP_CONV_WS padding covers the whole input tile")
 
     # ---- functional
     ed = g.elem_dtype
     eb = ed.itemsize
-    rows = read_rows(g.mem, inp, batches * real_rows, real_cols * in_stride * eb, in_dim * in_stride * eb) \
-        if batches == 1 else np.concatenate([
-            read_rows(g.mem, inp + b * in_dim * in_dim * in_stride * eb, real_rows,
-                      real_cols * in_stride * eb, in_dim * in_stride * eb) for b in range(batches)])
-    x = rows.view(ed).reshape(batches, real_rows, real_cols, in_stride)[..., :kchs].astype(np.float64)
+    rows = (
+        read_rows(
+            g.mem, inp, batches * real_rows, real_cols * in_stride * eb, in_dim * in_stride * eb
+        )
+        if batches == 1
+        else np.concatenate(
+            [
+                read_rows(
+                    g.mem,
+                    inp + b * in_dim * in_dim * in_stride * eb,
+                    real_rows,
+                    real_cols * in_stride * eb,
+                    in_dim * in_stride * eb,
+                )
+                for b in range(batches)
+            ]
+        )
+    )
+    x = (
+        rows.view(ed)
+        .reshape(batches, real_rows, real_cols, in_stride)[..., :kchs]
+        .astype(np.float64)
+    )
     g.counters.bytes_in += x.size * eb
     xp = np.zeros((batches, irows, icols, kchs))
-    xp[:, upad:upad + real_rows, lpad:lpad + real_cols] = x
+    xp[:, upad : upad + real_rows, lpad : lpad + real_cols] = x
     w_raw = read_rows(g.mem, weights, krows * kcols * kchs, pochs * eb, weight_stride * eb)
     w = w_raw.view(ed).reshape(krows, kcols, kchs, pochs).astype(np.float64)
     g.counters.bytes_in += w.size * eb
@@ -263,16 +332,19 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
         b_raw = np.frombuffer(g.mem.read(bias, pochs * 4), g.acc_dtype).astype(np.float64)
         res = res + b_raw[None, :]
     g.counters.macs += pixels * krows * kcols * kchs * pochs
-    g.counters.count("loop_conv_computes", och_blocks * krows * kcols * ich_blocks * -(-pixels // dim))
+    g.counters.count(
+        "loop_conv_computes", och_blocks * krows * kcols * ich_blocks * -(-pixels // dim)
+    )
     acc_vals = res.astype(np.float32) if g.is_float else wrap_int32(res.astype(np.int64))
     pix_blocks = -(-pixels // dim)
     acc_img = np.zeros((pix_blocks * dim, och_blocks * dim), g.acc_dtype)
     acc_img[:pixels, :pochs] = acc_vals
-    g.acc[:pix_blocks * dim * och_blocks] = acc_img.reshape(pix_blocks * dim, och_blocks, dim) \
-        .transpose(1, 0, 2).reshape(-1, dim)
-    g.acc_used[:pix_blocks * dim * och_blocks] = True
+    g.acc[: pix_blocks * dim * och_blocks] = (
+        acc_img.reshape(pix_blocks * dim, och_blocks, dim).transpose(1, 0, 2).reshape(-1, dim)
+    )
+    g.acc_used[: pix_blocks * dim * och_blocks] = True
     g.spad_used[:in_rows_needed] = True
-    g.spad_used[half:half + w_rows_needed] = True
+    g.spad_used[half : half + w_rows_needed] = True
 
     # ---- timing: primitive commands of the state machine
     tm = g.timing
@@ -304,14 +376,24 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
             for pb in range(pix_blocks):
                 acc_row = ob * pix_blocks * dim + pb * dim
                 t += p.loop_issue
-                tm.run("ex", t, *comp, reads=(("spad", (pb * dim) % max(half - dim, 1), dim),),
-                       writes=(("acc", acc_row, dim),))
+                tm.run(
+                    "ex",
+                    t,
+                    *comp,
+                    reads=(("spad", (pb * dim) % max(half - dim, 1), dim),),
+                    writes=(("acc", acc_row, dim),),
+                )
         if output:
             for pb in range(pix_blocks):
                 t += p.loop_issue
                 acc_row = ob * pix_blocks * dim + pb * dim
-                done = tm.run("store", t, out_mvout[0], out_mvout[1] + p.acc_read_latency,
-                              reads=(("acc", acc_row, dim),))
+                done = tm.run(
+                    "store",
+                    t,
+                    out_mvout[0],
+                    out_mvout[1] + p.acc_read_latency,
+                    reads=(("acc", acc_row, dim),),
+                )
                 last_done = max(last_done, done)
     if output:
         out_vals = res.reshape(batches, orows, ocols, pochs)

@@ -4,6 +4,7 @@
 store-conditional accessors, so every access is done in aligned 8-byte words.
 `ByteMemory` is a plain byte array used by unit tests of the model.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -31,10 +32,11 @@ def read_rows(mem: Memory, addr: int, rows: int, row_bytes: int, stride: int) ->
     span = (rows - 1) * stride + row_bytes
     if 0 <= stride and span <= 4 * rows * row_bytes:  # dense enough: one read, then slice
         flat = np.frombuffer(mem.read(addr, span), np.uint8)
-        idx = (np.arange(rows)[:, None] * stride + np.arange(row_bytes)[None, :])
+        idx = np.arange(rows)[:, None] * stride + np.arange(row_bytes)[None, :]
         return flat[idx]
-    return np.stack([np.frombuffer(mem.read(addr + r * stride, row_bytes), np.uint8)
-                     for r in range(rows)])
+    return np.stack(
+        [np.frombuffer(mem.read(addr + r * stride, row_bytes), np.uint8) for r in range(rows)]
+    )
 
 
 class ByteMemory:
@@ -47,13 +49,15 @@ class ByteMemory:
     def _offset(self, addr: int, nbytes: int) -> int:
         off = addr - self.base
         if off < 0 or off + nbytes > len(self.buf):
-            raise BadAddress(f"memory access at {addr:#x}+{nbytes} outside [{self.base:#x}, "
-                             f"{self.base + len(self.buf):#x})")
+            raise BadAddress(
+                f"memory access at {addr:#x}+{nbytes} outside [{self.base:#x}, "
+                f"{self.base + len(self.buf):#x})"
+            )
         return off
 
     def read(self, addr: int, nbytes: int) -> bytes:
         off = self._offset(addr, nbytes)
-        return bytes(self.buf[off:off + nbytes])
+        return bytes(self.buf[off : off + nbytes])
 
     def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
         off = self._offset(addr, (rows - 1) * stride + row_bytes)
@@ -62,7 +66,7 @@ class ByteMemory:
 
     def write(self, addr: int, data: bytes) -> None:
         off = self._offset(addr, len(data))
-        self.buf[off:off + len(data)] = data
+        self.buf[off : off + len(data)] = data
 
 
 class SpikeMemory:
@@ -84,20 +88,25 @@ class SpikeMemory:
         try:
             return self._read(addr, nbytes)
         except RuntimeError as exc:
-            raise BadAddress(f"DMA read of {nbytes} bytes at {addr:#x} is outside main memory") from exc
+            raise BadAddress(
+                f"DMA read of {nbytes} bytes at {addr:#x} is outside main memory"
+            ) from exc
 
     def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
         try:
             return self._read_rows(addr, rows, row_bytes, stride)
         except RuntimeError as exc:
-            raise BadAddress(f"DMA read of {rows} rows at {addr:#x} (stride {stride}) is outside main memory") \
-                from exc
+            raise BadAddress(
+                f"DMA read of {rows} rows at {addr:#x} (stride {stride}) is outside main memory"
+            ) from exc
 
     def write(self, addr: int, data: bytes) -> None:
         try:
             self._write(addr, data)
         except RuntimeError as exc:
-            raise BadAddress(f"DMA write of {len(data)} bytes at {addr:#x} is outside main memory") from exc
+            raise BadAddress(
+                f"DMA write of {len(data)} bytes at {addr:#x} is outside main memory"
+            ) from exc
 
     def _read(self, addr: int, nbytes: int) -> bytes:
         lo = addr & ~7
@@ -106,7 +115,7 @@ class SpikeMemory:
         self.words += len(words)
         raw = np.array(words, dtype=np.int64).tobytes()
         start = addr - lo
-        return raw[start:start + nbytes]
+        return raw[start : start + nbytes]
 
     def _read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
         """Strided rows in one pass over the needed 8-byte words (stride a multiple of 8).
@@ -120,13 +129,15 @@ class SpikeMemory:
         if offsets is None:
             if len(self._offsets) > 1024:
                 self._offsets.clear()
-            offsets = self._offsets[key] = [r * stride + w * 8 for r in range(reads) for w in range(nwords)]
+            offsets = self._offsets[key] = [
+                r * stride + w * 8 for r in range(reads) for w in range(nwords)
+            ]
         words = list(map(self._load, map(first.__add__, offsets)))
         self.words += len(words)
         raw = np.array(words, dtype=np.int64).view(np.uint8).reshape(reads, nwords * 8)
         if reads != rows:
             raw = np.broadcast_to(raw, (rows, nwords * 8))
-        return raw[:, off:off + row_bytes]
+        return raw[:, off : off + row_bytes]
 
     def _write(self, addr: int, data: bytes) -> None:
         if not data:
@@ -137,7 +148,7 @@ class SpikeMemory:
         load, store = self._load, self._store
         if head or tail:  # partial first/last words: merge with what is there
             current = bytearray(self._read(lo, hi - lo))
-            current[head:head + len(data)] = data
+            current[head : head + len(data)] = data
             data = bytes(current)
         for a, word in zip(range(lo, hi, 8), np.frombuffer(data, dtype=np.uint64).tolist()):
             load(a)  # the store-conditional needs this reservation

@@ -10,6 +10,7 @@ says, without building, whether this machine has what the build needs.
 `load(path)` imports a built library and returns `native_model`, the module with the
 classes that wrap it (`NativeGemmini`, `NativeTiming`, `NativeMemory`).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -79,8 +80,11 @@ def _build() -> Path | str:
     """The built library, or the reason there is none (remembered: a failed build is not retried)."""
     reason = _try_build()
     if isinstance(reason, str):
-        logging.getLogger(__name__).warning("Gemmini: the compiled model is unavailable, the Python model runs "
-                                            "(same results, slower): %s", reason)
+        logging.getLogger(__name__).warning(
+            "Gemmini: the compiled model is unavailable, the Python model runs "
+            "(same results, slower): %s",
+            reason,
+        )
     return reason
 
 
@@ -97,7 +101,9 @@ def _try_build() -> Path | str:
     assert cxx is not None
     include = sysconfig.get_paths()["include"]
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS, *LIBS]).encode()).hexdigest()
+    key = hashlib.sha256(
+        "\0".join([SOURCE.read_text(), cxx, version, sys.version, *FLAGS, *LIBS]).encode()
+    ).hexdigest()
     out = cache_dir() / key[:16] / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     if out.exists():
         return out
@@ -107,8 +113,12 @@ def _try_build() -> Path | str:
         os.close(fd)
     except OSError as exc:
         return f"cannot write the build cache {out.parent}: {exc}"
-    run = subprocess.run([cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp, *LIBS], capture_output=True, text=True,
-                         check=False)
+    run = subprocess.run(
+        [cxx, *FLAGS, f"-I{include}", str(SOURCE), "-o", tmp, *LIBS],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if run.returncode != 0:
         os.unlink(tmp)
         return f"compiling {SOURCE.name} failed:\n{run.stderr[-2000:]}"

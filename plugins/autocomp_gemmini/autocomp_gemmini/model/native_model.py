@@ -5,6 +5,7 @@ in C++; `NativeTiming` is `timing.TimingModel`; `NativeMemory` is `memory.SpikeM
 without a Python call per 8-byte word. Nothing here imports numpy until something asks for
 an array (a LOOP_* command, a test): the scratchpad and accumulator are plain byte buffers.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,9 +34,14 @@ class NativeTiming(Timing):
     @property
     def stats(self) -> TimingStats:
         busy, dep_wait, commands, queue_full, fence, fences = self._stats()
-        return TimingStats(busy=dict(zip(UNITS, busy)), dep_wait=dict(zip(UNITS, dep_wait)),
-                           commands=dict(zip(UNITS, commands)), stall_queue_full=queue_full, stall_fence=fence,
-                           fences=fences)
+        return TimingStats(
+            busy=dict(zip(UNITS, busy)),
+            dep_wait=dict(zip(UNITS, dep_wait)),
+            commands=dict(zip(UNITS, commands)),
+            stall_queue_full=queue_full,
+            stall_fence=fence,
+            fences=fences,
+        )
 
     def summary(self) -> dict[str, float]:
         return summarize(self.stats)
@@ -46,7 +52,9 @@ class NativeGemmini(Core, GemminiBase):
 
     is_float = False
 
-    def __init__(self, cfg: ArrayConfig, mem, timing: NativeTiming, delay_stores: bool = True) -> None:
+    def __init__(
+        self, cfg: ArrayConfig, mem, timing: NativeTiming, delay_stores: bool = True
+    ) -> None:
         if cfg.dtype != "int8":
             raise ValueError(f"the compiled model is int8 only, not {cfg.dtype}")
         self.cfg = cfg
@@ -54,11 +62,22 @@ class NativeGemmini(Core, GemminiBase):
         self.loop_conv_regs: dict[int, tuple[int, int]] = {}
         self._arrays: dict | None = None
         dim = cfg.pe_dim
-        super().__init__(dim=dim, spad=bytearray(cfg.spad_rows * dim), acc=bytearray(4 * cfg.acc_rows * dim),
-                         spad_used=bytearray(cfg.spad_rows), acc_used=bytearray(cfg.acc_rows), timing=timing, mem=mem,
-                         read_rows=_read_rows, counters=Counters(), pending_writes=[], gemmini_error=GemminiError,
-                         max_cols_spad=dim * cfg.max_block_len, max_cols_acc=dim * cfg.max_block_len_acc,
-                         delay_stores=delay_stores)
+        super().__init__(
+            dim=dim,
+            spad=bytearray(cfg.spad_rows * dim),
+            acc=bytearray(4 * cfg.acc_rows * dim),
+            spad_used=bytearray(cfg.spad_rows),
+            acc_used=bytearray(cfg.acc_rows),
+            timing=timing,
+            mem=mem,
+            read_rows=_read_rows,
+            counters=Counters(),
+            pending_writes=[],
+            gemmini_error=GemminiError,
+            max_cols_spad=dim * cfg.max_block_len,
+            max_cols_acc=dim * cfg.max_block_len_acc,
+            delay_stores=delay_stores,
+        )
 
     @property
     def ld(self) -> list[LoadConfig]:
@@ -102,10 +121,12 @@ class NativeGemmini(Core, GemminiBase):
             import numpy as np
 
             dim = self.dim
-            self._arrays = {"spad": np.frombuffer(self.spad_buffer, np.int8).reshape(-1, dim),
-                            "acc": np.frombuffer(self.acc_buffer, np.int32).reshape(-1, dim),
-                            "spad_used": np.frombuffer(self.spad_used_buffer, np.bool_),
-                            "acc_used": np.frombuffer(self.acc_used_buffer, np.bool_)}
+            self._arrays = {
+                "spad": np.frombuffer(self.spad_buffer, np.int8).reshape(-1, dim),
+                "acc": np.frombuffer(self.acc_buffer, np.int32).reshape(-1, dim),
+                "spad_used": np.frombuffer(self.spad_used_buffer, np.bool_),
+                "acc_used": np.frombuffer(self.acc_used_buffer, np.bool_),
+            }
         return self._arrays[name]
 
 
@@ -121,7 +142,9 @@ class NativeMemory(GuestMemory):
 
     def __init__(self, proc, base: int, size: int) -> None:
         # pybind11's cross-module protocol hands over the C++ pointer behind PySpike's `proc.mmu`
-        mmu = proc.mmu._pybind11_conduit_v1_(pybind11_abi(), mmu_type_capsule(), b"raw_pointer_ephemeral")
+        mmu = proc.mmu._pybind11_conduit_v1_(
+            pybind11_abi(), mmu_type_capsule(), b"raw_pointer_ephemeral"
+        )
         if mmu is None:
             raise RuntimeError("PySpike's MMU object does not hand over its C++ pointer")
         super().__init__(mmu, base, size, BadAddress)
@@ -129,7 +152,9 @@ class NativeMemory(GuestMemory):
     def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int):
         import numpy as np
 
-        return np.frombuffer(self._read_rows(addr, rows, row_bytes, stride), np.uint8).reshape(rows, row_bytes)
+        return np.frombuffer(self._read_rows(addr, rows, row_bytes, stride), np.uint8).reshape(
+            rows, row_bytes
+        )
 
 
 def pybind11_abi() -> bytes:

@@ -1,4 +1,5 @@
 """Gemmini arithmetic: saturation, scaling with round-to-nearest-even, rounding shifts."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ results land `latency` cycles after that. The CPU stalls when a unit's reservati
 station is full, and on a fence until every unit has drained. CPU time is
 `minstret * cpi + stalls`. All costs come from `timing.toml`.
 """
+
 from __future__ import annotations
 
 import collections
@@ -45,16 +46,21 @@ class TimingParams:
             text = DEFAULT_TOML.read_text()
         data = tomllib.loads(text)
         return cls(
-            cpi=data["cpu"]["cpi"], rocc_issue=data["cpu"]["rocc_issue"],
-            load_depth=data["queues"]["load_depth"], ex_depth=data["queues"]["ex_depth"],
+            cpi=data["cpu"]["cpi"],
+            rocc_issue=data["cpu"]["rocc_issue"],
+            load_depth=data["queues"]["load_depth"],
+            ex_depth=data["queues"]["ex_depth"],
             store_depth=data["queues"]["store_depth"],
-            dma_latency=data["dma"]["latency"], bus_bytes_per_cycle=data["dma"]["bus_bytes_per_cycle"],
-            dma_overhead=data["dma"]["overhead"], acc_read_latency=data["dma"]["acc_read_latency"],
+            dma_latency=data["dma"]["latency"],
+            bus_bytes_per_cycle=data["dma"]["bus_bytes_per_cycle"],
+            dma_overhead=data["dma"]["overhead"],
+            acc_read_latency=data["dma"]["acc_read_latency"],
             preload_per_row=data["execute"]["preload_per_row"],
             preload_reuse=data["execute"]["preload_reuse"],
             fill_drain_dims=data["execute"]["fill_drain_dims"],
             compute_overhead=data["execute"]["compute_overhead"],
-            config=data["execute"]["config"], flush_dims=data["execute"]["flush_dims"],
+            config=data["execute"]["config"],
+            flush_dims=data["execute"]["flush_dims"],
             loop_issue=data["loop"]["issue"],
         )
 
@@ -116,8 +122,15 @@ class TimingModel:
             self.stall += self.last_end - t
 
     # --- accelerator side ---------------------------------------------------------
-    def run(self, unit: str, issued: float, occupancy: float, latency: float,
-            reads: tuple = (), writes: tuple = ()) -> float:
+    def run(
+        self,
+        unit: str,
+        issued: float,
+        occupancy: float,
+        latency: float,
+        reads: tuple = (),
+        writes: tuple = (),
+    ) -> float:
         """Schedule one command. `reads`/`writes` are (space, first_row, nrows) triples.
         Returns when its results land."""
         free = self.unit_free[unit]
@@ -126,12 +139,12 @@ class TimingModel:
         written, read_done = self.written, self.read_done
         for space, row, n in reads:
             if n > 0:
-                w = max(written[space][row:row + n])
+                w = max(written[space][row : row + n])
                 dep = max(dep, w)
         for space, row, n in writes:
             if n > 0:
-                w = max(written[space][row:row + n])
-                r = max(read_done[space][row:row + n])
+                w = max(written[space][row : row + n])
+                r = max(read_done[space][row : row + n])
                 dep = max(dep, w, r)
         start = dep
         end = start + occupancy
@@ -141,11 +154,11 @@ class TimingModel:
         for space, row, n in reads:
             if n > 0:
                 times = read_done[space]
-                times[row:row + n] = [max(end, x) for x in times[row:row + n]]
+                times[row : row + n] = [max(end, x) for x in times[row : row + n]]
         for space, row, n in writes:
             if n > 0:
                 times = written[space]
-                times[row:row + n] = [done] * min(n, len(times) - row)
+                times[row : row + n] = [done] * min(n, len(times) - row)
         self.last_end = max(self.last_end, done)
         s = self.stats
         s.busy[unit] += occupancy
@@ -158,7 +171,10 @@ class TimingModel:
         cost = self._dma_costs.get((rows, row_bytes))
         if cost is None:
             beats = math.ceil(rows * row_bytes / self.p.bus_bytes_per_cycle)
-            cost = self._dma_costs[rows, row_bytes] = (self.p.dma_overhead + max(rows, beats), self.p.dma_latency)
+            cost = self._dma_costs[rows, row_bytes] = (
+                self.p.dma_overhead + max(rows, beats),
+                self.p.dma_latency,
+            )
         return cost
 
     def compute_cost(self, rows: int, dim: int) -> tuple[float, float]:

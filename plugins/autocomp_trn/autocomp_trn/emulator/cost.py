@@ -13,6 +13,7 @@ engines (8 partitions each) and share this core's HBM bandwidth. Latency = makes
 
 Everything here is computed by the trusted side from the replayed trace (nki.md section 5).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -55,7 +56,9 @@ class Timeline:
         end = t + dur
         joins_prev = p > 0 and ends[p - 1] >= t - 1e-6
         joins_next = p < n and starts[p] <= end + 1e-6
-        if joins_prev and joins_next:  # busy streaks are kept merged: the scan above visits gaps only
+        if (
+            joins_prev and joins_next
+        ):  # busy streaks are kept merged: the scan above visits gaps only
             ends[p - 1] = ends[p]
             del starts[p], ends[p]
         elif joins_prev:
@@ -83,7 +86,9 @@ class Regions:
         self.w_eng = np.full(shape, -1, dtype=np.int8)
 
     def box(self, r0: int, r1: int, c0: int, c1: int) -> tuple[slice, slice]:
-        return slice(r0 // self.rb, (r1 - 1) // self.rb + 1), slice(c0 // self.cb, (c1 - 1) // self.cb + 1)
+        return slice(r0 // self.rb, (r1 - 1) // self.rb + 1), slice(
+            c0 // self.cb, (c1 - 1) // self.cb + 1
+        )
 
 
 @dataclass
@@ -110,23 +115,44 @@ class CostReport:
 
     def summary(self) -> str:
         lat = self.latency_ns
-        lines = [f"modelled latency {self.latency_us:.2f} us (emulator cost model, not a measurement)"]
+        lines = [
+            f"modelled latency {self.latency_us:.2f} us (emulator cost model, not a measurement)"
+        ]
         crit = self.critical_engine()
         parts = []
         for e in ("pe", "act", "dve", "pool", "dma"):
             busy = self.busy_ns[e]
-            parts.append(f"{ENGINE_NAMES[e]} {busy / 1000:.1f} us ({100 * busy / lat if lat else 0:.0f}%)")
+            parts.append(
+                f"{ENGINE_NAMES[e]} {busy / 1000:.1f} us ({100 * busy / lat if lat else 0:.0f}%)"
+            )
         lines.append("engine busy time: " + ", ".join(parts))
         lines.append(f"critical engine: {ENGINE_NAMES[crit]}")
         top = sorted(self.counts.items(), key=lambda kv: -kv[1])[:6]
-        lines.append(f"instructions: {self.instructions} (" + ", ".join(f"{k} {v}" for k, v in top) + ")")
-        lines.append(f"DMA: {self.dma_bytes / 2**20:.2f} MiB moved, {self.hbm_bytes / 2**20:.2f} MiB to/from HBM"
-                     + (f", {self.small_dmas} transfers under 512 B per partition" if self.small_dmas else "")
-                     + (f", {self.strided_dmas} element-granular (strided/transposing) transfers"
-                        if self.strided_dmas else ""))
-        lines.append(f"peak SBUF {self.peak_sbuf_bytes / 1024:.1f} KiB/partition, peak PSUM "
-                     f"{self.peak_psum_bytes / 1024:.1f} KiB/partition"
-                     + (f"; {self.spill_bytes / 2**20:.2f} MiB spilled (over capacity)" if self.spill_bytes else ""))
+        lines.append(
+            f"instructions: {self.instructions} (" + ", ".join(f"{k} {v}" for k, v in top) + ")"
+        )
+        lines.append(
+            f"DMA: {self.dma_bytes / 2**20:.2f} MiB moved, {self.hbm_bytes / 2**20:.2f} MiB to/from HBM"
+            + (
+                f", {self.small_dmas} transfers under 512 B per partition"
+                if self.small_dmas
+                else ""
+            )
+            + (
+                f", {self.strided_dmas} element-granular (strided/transposing) transfers"
+                if self.strided_dmas
+                else ""
+            )
+        )
+        lines.append(
+            f"peak SBUF {self.peak_sbuf_bytes / 1024:.1f} KiB/partition, peak PSUM "
+            f"{self.peak_psum_bytes / 1024:.1f} KiB/partition"
+            + (
+                f"; {self.spill_bytes / 2**20:.2f} MiB spilled (over capacity)"
+                if self.spill_bytes
+                else ""
+            )
+        )
         return "\n".join(lines)
 
 
@@ -140,7 +166,12 @@ class Scheduler:
         self.hbm_line = Timeline()
         self.end = 0.0
         self.report = CostReport()
-        self.clock = {"pe": gen.pe_ghz, "act": gen.act_ghz, "dve": gen.dve_ghz, "pool": gen.pool_ghz}
+        self.clock = {
+            "pe": gen.pe_ghz,
+            "act": gen.act_ghz,
+            "dve": gen.dve_ghz,
+            "pool": gen.pool_ghz,
+        }
 
     # ------------------------------------------------------------------ dependencies
     def _ready(self, engine: str, reads, writes) -> float:
@@ -183,8 +214,17 @@ class Scheduler:
         self._count(kind)
         self.end = max(self.end, end)
 
-    def dma(self, parts: int, p0: int, nbytes: int, descriptors: int, hbm_bytes: int, reads, writes,
-            kind: str) -> None:
+    def dma(
+        self,
+        parts: int,
+        p0: int,
+        nbytes: int,
+        descriptors: int,
+        hbm_bytes: int,
+        reads,
+        writes,
+        kind: str,
+    ) -> None:
         """A transfer split over the DMA engines serving its partitions (8 each), each engine's share
         queued into that engine's first idle gap; HBM traffic also takes its share of this core's
         HBM bandwidth. Completion adds the DMA's issue-to-completion latency."""
@@ -192,7 +232,9 @@ class Scheduler:
         ready = self._ready("dma", reads, writes)
         first = (p0 // 8) % g.dma_engines
         n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
-        if descriptors > parts:  # many small descriptors: the DMA rings spread them over every engine
+        if (
+            descriptors > parts
+        ):  # many small descriptors: the DMA rings spread them over every engine
             n_eng, first = g.dma_engines, 0
         per_bytes = nbytes / n_eng
         per_desc = math.ceil(descriptors / n_eng)

@@ -3,6 +3,7 @@
 bf16 and fp8 are real NumPy dtypes from ml_dtypes, so storing into them rounds to nearest
 even exactly as the engines do on write; every engine computes in fp32.
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -16,9 +17,12 @@ DTYPES: dict[str, np.dtype] = {
     "tfloat32": np.dtype(np.float32),  # tf32 is stored as fp32 (the PE reads 10 mantissa bits)
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
-    "int16": np.dtype(np.int16), "uint16": np.dtype(np.uint16),
-    "int32": np.dtype(np.int32), "uint32": np.dtype(np.uint32),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16),
+    "uint16": np.dtype(np.uint16),
+    "int32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32),
     "bool_": np.dtype(np.uint8),
 }
 FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2"}

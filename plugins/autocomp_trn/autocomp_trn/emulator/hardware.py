@@ -4,12 +4,13 @@ The limits are the architecture's. The cost constants marked *calibrated* were f
 the five published start/best pairs (benchmarks/trn_eval.py prints the table); the rest
 are the published per-instruction figures.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-PMAX = 128                 # partitions per SBUF/PSUM tile
-PSUM_FMAX = 512            # fp32 elements per partition in one PSUM bank (2 KiB)
+PMAX = 128  # partitions per SBUF/PSUM tile
+PSUM_FMAX = 512  # fp32 elements per partition in one PSUM bank (2 KiB)
 PSUM_BANK_BYTES = 2048
 PSUM_BANKS = 8
 GEMM_STATIONARY_FMAX = 128
@@ -28,30 +29,48 @@ class Generation:
     act_ghz: float
     dve_ghz: float
     pool_ghz: float
-    hbm_gbs: float             # this core's share of the device's HBM bandwidth
-    shared_port_locks: bool    # NeuronCore-v2: VectorE|GpSimd share the SBUF port, VectorE|ScalarE PSUM
+    hbm_gbs: float  # this core's share of the device's HBM bandwidth
+    shared_port_locks: (
+        bool  # NeuronCore-v2: VectorE|GpSimd share the SBUF port, VectorE|ScalarE PSUM
+    )
     # cost constants
-    min_ii: int = 64                # minimum initiation interval, engine cycles
-    access_cycles: int = 56         # per-instruction operand access overhead (calibrated)
-    act_fixed_cycles: int = 96      # extra ScalarE per-instruction cost (function table, calibrated)
+    min_ii: int = 64  # minimum initiation interval, engine cycles
+    access_cycles: int = 56  # per-instruction operand access overhead (calibrated)
+    act_fixed_cycles: int = 96  # extra ScalarE per-instruction cost (function table, calibrated)
     dma_engines: int = 16
     dma_engine_gbs: float = 27.2
-    dma_issue_ns: float = 64.0      # per DMA instruction occupancy on its queue (calibrated)
-    dma_desc_ns: float = 16.0       # per contiguous descriptor (calibrated)
+    dma_issue_ns: float = 64.0  # per DMA instruction occupancy on its queue (calibrated)
+    dma_desc_ns: float = 16.0  # per contiguous descriptor (calibrated)
     dma_latency_ns: float = 1600.0  # issue-to-completion latency, overlappable (calibrated)
-    dma_efficiency: float = 0.7     # sustained fraction of HBM bandwidth
-    sem_ns: float = 64.0            # cross-engine semaphore hop (calibrated)
-    launch_ns: float = 4000.0       # kernel launch overhead (calibrated)
+    dma_efficiency: float = 0.7  # sustained fraction of HBM bandwidth
+    sem_ns: float = 64.0  # cross-engine semaphore hop (calibrated)
+    launch_ns: float = 4000.0  # kernel launch overhead (calibrated)
 
     @property
     def pe_tflops_bf16(self) -> float:
         return 128 * 128 * 2 * self.pe_ghz / 1000
 
 
-TRN1 = Generation("trn1", sbuf_bytes_per_partition=192 * 1024, psum_bytes_per_partition=16 * 1024,
-                  pe_ghz=2.8, act_ghz=1.4, dve_ghz=1.12, pool_ghz=1.4, hbm_gbs=410.0,
-                  shared_port_locks=True)
-TRN2 = Generation("trn2", sbuf_bytes_per_partition=224 * 1024, psum_bytes_per_partition=16 * 1024,
-                  pe_ghz=2.4, act_ghz=1.2, dve_ghz=0.96, pool_ghz=1.2, hbm_gbs=360.0,
-                  shared_port_locks=False)
+TRN1 = Generation(
+    "trn1",
+    sbuf_bytes_per_partition=192 * 1024,
+    psum_bytes_per_partition=16 * 1024,
+    pe_ghz=2.8,
+    act_ghz=1.4,
+    dve_ghz=1.12,
+    pool_ghz=1.4,
+    hbm_gbs=410.0,
+    shared_port_locks=True,
+)
+TRN2 = Generation(
+    "trn2",
+    sbuf_bytes_per_partition=224 * 1024,
+    psum_bytes_per_partition=16 * 1024,
+    pe_ghz=2.4,
+    act_ghz=1.2,
+    dve_ghz=0.96,
+    pool_ghz=1.2,
+    hbm_gbs=360.0,
+    shared_port_locks=False,
+)
 GENERATIONS = {"trn1": TRN1, "trn2": TRN2}

@@ -1,12 +1,18 @@
 """Calling a kernel under the tracer: inputs become opaque HBM handles, the result is a trace."""
+
 from __future__ import annotations
 
 from .indexing import NkiError
 from .tracer import CURRENT, HBM, MAX_EVENTS, Tile, Tracer
 
 
-def trace_kernel(func, input_specs: list[tuple[str, tuple[int, ...], str]], kwargs: dict, filename: str = "",
-                 max_events: int = MAX_EVENTS) -> dict:
+def trace_kernel(
+    func,
+    input_specs: list[tuple[str, tuple[int, ...], str]],
+    kwargs: dict,
+    filename: str = "",
+    max_events: int = MAX_EVENTS,
+) -> dict:
     """Run ``func`` once on handles named/shaped/typed by ``input_specs``; return its trace."""
     tr = Tracer(filename, max_events)
     CURRENT.append(tr)
@@ -22,12 +28,20 @@ def trace_kernel(func, input_specs: list[tuple[str, tuple[int, ...], str]], kwar
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     for out in outs:
         if isinstance(out, Tile) and out.tensor.tracer is not tr:
-            raise NkiError("the kernel returned a tensor created by an earlier call: kernels must not keep "
-                           "state across calls", "err_state_across_calls")
+            raise NkiError(
+                "the kernel returned a tensor created by an earlier call: kernels must not keep "
+                "state across calls",
+                "err_state_across_calls",
+            )
         if not isinstance(out, Tile):
-            raise NkiError("the kernel must return the HBM tensor(s) it created in this call "
-                           f"(got {type(out).__name__})", "err_wrong_outputs")
+            raise NkiError(
+                "the kernel must return the HBM tensor(s) it created in this call "
+                f"(got {type(out).__name__})",
+                "err_wrong_outputs",
+            )
         if out.buffer != HBM or not out.is_whole():
-            raise NkiError("the kernel must return whole HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
-                           "err_wrong_outputs")
+            raise NkiError(
+                "the kernel must return whole HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
+                "err_wrong_outputs",
+            )
     return tr.to_json([o.tensor.tid for o in outs], [i.tensor.tid for i in inputs])

@@ -6,6 +6,7 @@ indices, affine ``nl.arange``/``nl.mgrid`` expressions (``i * 128 + i_p``, ``i_w
 free-dim transposes and broadcasts are all APs, so the trusted replay needs to understand
 only this one form.
 """
+
 from __future__ import annotations
 
 import operator
@@ -30,8 +31,10 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     out = []
     for x, y in zip(a, b):
         if x != y and 1 not in (x, y):
-            raise NkiError(f"index expressions of shapes {a} and {b} do not broadcast",
-                           "err_unsupported_index_expression")
+            raise NkiError(
+                f"index expressions of shapes {a} and {b} do not broadcast",
+                "err_unsupported_index_expression",
+            )
         out.append(max(x, y))
     return tuple(out)
 
@@ -68,7 +71,10 @@ class IndexExpr:
                 coeffs.append(self.coeffs[src])
                 src += 1
             else:
-                raise NkiError("an nl.arange may only be indexed with ':' and None", "err_cannot_assign_to_index")
+                raise NkiError(
+                    "an nl.arange may only be indexed with ':' and None",
+                    "err_cannot_assign_to_index",
+                )
         if src != len(self.shape):
             raise NkiError("every axis of an nl.arange must appear once as ':'")
         return IndexExpr(tuple(shape), tuple(coeffs), self.const)
@@ -78,7 +84,9 @@ class IndexExpr:
             shape = _broadcast(self.shape, other.shape)
             c1 = _pad(self.shape, self.coeffs, len(shape))
             c2 = _pad(other.shape, other.coeffs, len(shape))
-            return IndexExpr(shape, tuple(a + sign * b for a, b in zip(c1, c2)), self.const + sign * other.const)
+            return IndexExpr(
+                shape, tuple(a + sign * b for a, b in zip(c1, c2)), self.const + sign * other.const
+            )
         if isinstance(other, int) and not isinstance(other, bool):
             return IndexExpr(self.shape, self.coeffs, self.const + sign * other)
         return NotImplemented
@@ -100,22 +108,30 @@ class IndexExpr:
     def __mul__(self, other):
         if isinstance(other, int) and not isinstance(other, bool):
             return IndexExpr(self.shape, tuple(c * other for c in self.coeffs), self.const * other)
-        raise NkiError("index expressions must be affine: only multiplication by an integer constant",
-                       "err_unsupported_index_expression")
+        raise NkiError(
+            "index expressions must be affine: only multiplication by an integer constant",
+            "err_unsupported_index_expression",
+        )
 
     __rmul__ = __mul__
 
     def _not_affine(self, *_):
-        raise NkiError("index expressions must be affine (no //, %, / or products of aranges)",
-                       "err_unsupported_index_expression")
+        raise NkiError(
+            "index expressions must be affine (no //, %, / or products of aranges)",
+            "err_unsupported_index_expression",
+        )
 
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = _not_affine
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = (
+        _not_affine
+    )
 
     def _compare(self, other, op: str) -> Mask:
         diff = self - other if isinstance(other, (IndexExpr, int)) else None
         if diff is None or isinstance(other, bool):
-            raise NkiError("masks compare index expressions with integers or other index expressions",
-                           "err_unsupported_expression_in_mask")
+            raise NkiError(
+                "masks compare index expressions with integers or other index expressions",
+                "err_unsupported_expression_in_mask",
+            )
         return Mask(((diff.shape, diff.coeffs, diff.const, op),))
 
     def __lt__(self, other):
@@ -136,11 +152,15 @@ class IndexExpr:
     __hash__ = None  # type: ignore[assignment]
 
     def __bool__(self):
-        raise NkiError("control flow cannot depend on an nl.arange",
-                       "err_control_flow_condition_depending_on_arange")
+        raise NkiError(
+            "control flow cannot depend on an nl.arange",
+            "err_control_flow_condition_depending_on_arange",
+        )
 
     def __index__(self):
-        raise NkiError("an nl.arange is not a Python integer", "err_control_flow_condition_depending_on_arange")
+        raise NkiError(
+            "an nl.arange is not a Python integer", "err_control_flow_condition_depending_on_arange"
+        )
 
     def __iter__(self):
         raise NkiError("an nl.arange cannot be iterated over: use nl.affine_range for loops")
@@ -196,7 +216,13 @@ class Grid(tuple):
         return self[3]
 
 
-_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
+_COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+}
 
 
 @dataclass(frozen=True)
@@ -215,8 +241,10 @@ class Mask:
     __rand__ = __and__
 
     def __bool__(self):
-        raise NkiError("use & (not 'and') to combine mask conditions; a mask is not a Python bool",
-                       "err_ambiguous_tensor_truth_value")
+        raise NkiError(
+            "use & (not 'and') to combine mask conditions; a mask is not a Python bool",
+            "err_ambiguous_tensor_truth_value",
+        )
 
     def axis_ranges(self, rank: int) -> dict[int, tuple[int, int]] | None:
         """Per tile axis, the index range the mask keeps; None when it keeps nothing."""
@@ -225,13 +253,17 @@ class Mask:
             if op == "never":
                 return None
             if len(shape) != rank:
-                raise NkiError(f"a mask of rank {len(shape)} applied to a tile of rank {rank}",
-                               "err_unsupported_expression_in_mask")
+                raise NkiError(
+                    f"a mask of rank {len(shape)} applied to a tile of rank {rank}",
+                    "err_unsupported_expression_in_mask",
+                )
             axes = [a for a, c in enumerate(coeffs) if c != 0]
             if len(axes) > 1:
-                raise NkiError("each mask comparison may involve one tile axis (this emulator does not "
-                               "support masks coupling two axes: use nisa.affine_select)",
-                               "err_unsupported_expression_in_mask")
+                raise NkiError(
+                    "each mask comparison may involve one tile axis (this emulator does not "
+                    "support masks coupling two axes: use nisa.affine_select)",
+                    "err_unsupported_expression_in_mask",
+                )
             if not axes:
                 if not _COMPARE[op](const, 0):
                     return None
@@ -242,7 +274,10 @@ class Mask:
             if not keep:
                 return None
             if keep[-1] - keep[0] + 1 != len(keep):
-                raise NkiError("a mask must keep a contiguous index range", "err_unsupported_expression_in_mask")
+                raise NkiError(
+                    "a mask must keep a contiguous index range",
+                    "err_unsupported_expression_in_mask",
+                )
             lo, hi = ranges.get(a, (0, n))
             ranges[a] = (max(lo, keep[0]), min(hi, keep[-1] + 1))
             if ranges[a][0] >= ranges[a][1]:
@@ -260,8 +295,10 @@ class DynSlice:
 
     def __init__(self, start: int, size: int) -> None:
         if not isinstance(start, int) or not isinstance(size, int):
-            raise NkiError("nl.ds(start, size) takes integers (runtime offsets need indirect DMA)",
-                           "err_dynamic_control_flow_not_supported")
+            raise NkiError(
+                "nl.ds(start, size) takes integers (runtime offsets need indirect DMA)",
+                "err_dynamic_control_flow_not_supported",
+            )
         self.start, self.size = start, size
 
 
@@ -273,8 +310,9 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def subscript(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
-              ) -> tuple[int, list[tuple[int, int]]]:
+def subscript(
+    offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
+) -> tuple[int, list[tuple[int, int]]]:
     """Apply a subscript to an access ``(offset, [(size, stride), ...])``. Affine index expressions
     may reach past the tensor when a mask will cover them: ``bounds`` (if given) receives, per
     result axis, the index range that stays inside, and the instruction's mask must keep to it."""
@@ -283,10 +321,12 @@ def subscript(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
     if any(k is Ellipsis for k in key):
         i = key.index(Ellipsis)
         fill = len(dims) - (len(key) - 1)
-        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        key = key[:i] + (slice(None),) * fill + key[i + 1 :]
     if len(key) > len(dims):
-        raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(dims)}",
-                       "err_tensor_access_out_of_bound")
+        raise NkiError(
+            f"too many indices ({len(key)}) for a tile of rank {len(dims)}",
+            "err_tensor_access_out_of_bound",
+        )
     advanced = any(isinstance(k, IndexExpr) for k in key)
     if advanced:
         return _advanced(offset, dims, key, bounds)
@@ -299,36 +339,50 @@ def subscript(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
             if hasattr(k, "__index__") and not isinstance(k, bool):
                 k = k.__index__()
             else:
-                raise NkiError(f"unsupported index {k!r} (use ints, slices, nl.ds or nl.arange)",
-                               "err_unsupported_index_expression")
+                raise NkiError(
+                    f"unsupported index {k!r} (use ints, slices, nl.ds or nl.arange)",
+                    "err_unsupported_index_expression",
+                )
         if isinstance(k, int):
             if not 0 <= k < n:
-                raise NkiError(f"index {k} is out of bounds for an axis of size {n}", "err_tensor_access_out_of_bound")
+                raise NkiError(
+                    f"index {k} is out of bounds for an axis of size {n}",
+                    "err_tensor_access_out_of_bound",
+                )
             offset += k * s
             continue
         start, stop, step = k.start or 0, n if k.stop is None else k.stop, k.step or 1
         if step <= 0 or start < 0 or stop > n or start > stop:
-            raise NkiError(f"slice {start}:{stop}:{step} is out of bounds for an axis of size {n}",
-                           "err_tensor_access_out_of_bound")
+            raise NkiError(
+                f"slice {start}:{stop}:{step} is out of bounds for an axis of size {n}",
+                "err_tensor_access_out_of_bound",
+            )
         offset += start * s
         out.append(((stop - start + step - 1) // step, s * step))
     return offset, out
 
 
-def _advanced(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
-              ) -> tuple[int, list[tuple[int, int]]]:
+def _advanced(
+    offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
+) -> tuple[int, list[tuple[int, int]]]:
     if len(key) != len(dims):
-        raise NkiError("index every dimension when indexing with nl.arange/nl.mgrid expressions",
-                       "err_unsupported_mixing_basic_advanced_tensor_indexing")
+        raise NkiError(
+            "index every dimension when indexing with nl.arange/nl.mgrid expressions",
+            "err_unsupported_mixing_basic_advanced_tensor_indexing",
+        )
     shape: tuple[int, ...] = ()
     for k in key:
         if isinstance(k, slice) or isinstance(k, DynSlice):
-            raise NkiError("slices and nl.arange expressions cannot be mixed in one subscript",
-                           "err_unsupported_mixing_basic_advanced_tensor_indexing")
+            raise NkiError(
+                "slices and nl.arange expressions cannot be mixed in one subscript",
+                "err_unsupported_mixing_basic_advanced_tensor_indexing",
+            )
         if isinstance(k, IndexExpr):
             if k.ndim < 2:
-                raise NkiError("a 1-D nl.arange cannot index a tile: shape it with [:, None] or [None, :]",
-                               "err_1d_arange_not_supported")
+                raise NkiError(
+                    "a 1-D nl.arange cannot index a tile: shape it with [:, None] or [None, :]",
+                    "err_1d_arange_not_supported",
+                )
             shape = _broadcast(shape, k.shape)
         elif isinstance(k, bool) or not isinstance(k, int):
             raise NkiError(f"unsupported index {k!r}", "err_unsupported_index_expression")
@@ -336,7 +390,10 @@ def _advanced(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
     for (n, s), k in zip(dims, key):
         if isinstance(k, int):
             if not 0 <= k < n:
-                raise NkiError(f"index {k} is out of bounds for an axis of size {n}", "err_tensor_access_out_of_bound")
+                raise NkiError(
+                    f"index {k} is out of bounds for an axis of size {n}",
+                    "err_tensor_access_out_of_bound",
+                )
             offset += k * s
             continue
         lo, hi = k.bounds()
@@ -344,18 +401,24 @@ def _advanced(offset: int, dims: list[tuple[int, int]], key, bounds: dict | None
         if lo < 0 or hi >= n:
             axes = [a for a, c in enumerate(kcoeffs) if c]
             if bounds is None or len(axes) != 1:
-                raise NkiError(f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
-                               "err_tensor_access_out_of_bound")
+                raise NkiError(
+                    f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
+                    "err_tensor_access_out_of_bound",
+                )
             a, c = axes[0], kcoeffs[axes[0]]
             inside = [x for x in range(shape[a]) if 0 <= k.const + c * x < n]
             if not inside:
-                raise NkiError(f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
-                               "err_tensor_access_out_of_bound")
+                raise NkiError(
+                    f"index expression spans {lo}..{hi}, out of bounds for an axis of size {n}",
+                    "err_tensor_access_out_of_bound",
+                )
             vlo, vhi = bounds.get(a, (0, shape[a]))
             bounds[a] = (max(vlo, inside[0]), min(vhi, inside[-1] + 1))
         offset += k.const * s
         for a, c in enumerate(kcoeffs):
             strides[a] += c * s
     if any(st < 0 for st in strides):
-        raise NkiError("negative index strides are not supported", "err_unsupported_index_expression")
+        raise NkiError(
+            "negative index strides are not supported", "err_unsupported_index_expression"
+        )
     return offset, list(zip(shape, strides))

@@ -1,5 +1,6 @@
 """``nki.isa`` instructions. v1 calls return a new tile; the v2 wrappers (``isa_v2.py``) pass
 an explicit ``dst``. Engine operand rules are enforced by the trusted replay."""
+
 from __future__ import annotations
 
 import enum
@@ -78,15 +79,31 @@ def _finish(name, out, new, srcs, attrs, mask=None, mask_ref=None, extra_dsts=()
     return out if new else None
 
 
-def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
-              is_transpose=False, tile_position=(), tile_size=(), mask=None, dst=None, accumulate=False, **_kw):
+def nc_matmul(
+    stationary,
+    moving,
+    *,
+    is_stationary_onezero=False,
+    is_moving_onezero=False,
+    is_transpose=False,
+    tile_position=(),
+    tile_size=(),
+    mask=None,
+    dst=None,
+    accumulate=False,
+    **_kw,
+):
     """``stationary.T @ moving`` on TensorE into PSUM (fp32): stationary [K, M], moving [K, N]."""
     s, m = _tile(stationary, "stationary"), _tile(moving, "moving")
     if s.ndim != 2 or m.ndim != 2:
         raise NkiError("nc_matmul operands are 2-D tiles [K, M] and [K, N]")
-    if dst is None and s.shape[1] > 128:  # the result tile could not even exist (the replay re-checks)
-        raise NkiError(f"matmul stationary free size {s.shape[1]} exceeds gemm_stationary_fmax 128",
-                       "err_size_of_dimension_exceed_arch_limit")
+    if (
+        dst is None and s.shape[1] > 128
+    ):  # the result tile could not even exist (the replay re-checks)
+        raise NkiError(
+            f"matmul stationary free size {s.shape[1]} exceeds gemm_stationary_fmax 128",
+            "err_size_of_dimension_exceed_arch_limit",
+        )
     out, new = _out(dst, (s.shape[1], m.shape[1]), "float32", PSUM)
     attrs = {"acc": accumulate} if accumulate else {}
     if is_stationary_onezero or is_moving_onezero:
@@ -101,8 +118,12 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
         raise NkiError("nc_transpose takes a 2-D tile", "err_exceed_max_supported_dimension")
     eng = _engine(engine, "tensor" if max(x.shape) > 32 else "vector")
     buffer = PSUM if eng == "tensor" else SBUF
-    out, new = _out(dst, (x.shape[1], x.shape[0]), nl._dtype_name(dtype, x) if eng != "tensor" else
-                    nl._dtype_name(dtype or "float32"), buffer)
+    out, new = _out(
+        dst,
+        (x.shape[1], x.shape[0]),
+        nl._dtype_name(dtype, x) if eng != "tensor" else nl._dtype_name(dtype or "float32"),
+        buffer,
+    )
     return _finish("transpose", out, new, [x], {"engine": eng}, mask)
 
 
@@ -111,21 +132,48 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, dst=N
     a, b = _tile(data1, "data1"), _tile(data2, "data2")
     name = nl.op_name(op, nl.ALU_OPS, "tensor_tensor op")
     if a.shape != b.shape:
-        raise NkiError(f"tensor_tensor operands differ in shape: {a.shape} vs {b.shape}",
-                       "err_num_partition_mismatch")
+        raise NkiError(
+            f"tensor_tensor operands differ in shape: {a.shape} vs {b.shape}",
+            "err_num_partition_mismatch",
+        )
     out, new = _out(dst, a.shape, nl._dtype_name(dtype, a, b))
-    return _finish("tensor_tensor", out, new, [a, b],
-                   {"op": name, "engine": _engine(engine, "gpsimd" if name == "power" else "vector"), "strict": True},
-                   mask)
+    return _finish(
+        "tensor_tensor",
+        out,
+        new,
+        [a, b],
+        {
+            "op": name,
+            "engine": _engine(engine, "gpsimd" if name == "power" else "vector"),
+            "strict": True,
+        },
+        mask,
+    )
 
 
-def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
-                  dtype=None, mask=None, engine=None, dst=None, **_kw):
+def tensor_scalar(
+    data,
+    op0,
+    operand0,
+    reverse0=False,
+    op1=None,
+    operand1=None,
+    reverse1=False,
+    *,
+    dtype=None,
+    mask=None,
+    engine=None,
+    dst=None,
+    **_kw,
+):
     """``(data op0 operand0) op1 operand1``; operands are scalars or [P, 1] tiles. Two ops cost one."""
     x = _tile(data, "data")
     srcs = [x]
-    attrs: dict = {"op0": nl.op_name(op0, nl.ALU_OPS, "op0"), "reverse0": bool(reverse0),
-                   "engine": _engine(engine, "vector")}
+    attrs: dict = {
+        "op0": nl.op_name(op0, nl.ALU_OPS, "op0"),
+        "reverse0": bool(reverse0),
+        "engine": _engine(engine, "vector"),
+    }
     for key, operand in (("operand0", operand0), ("operand1", operand1)):
         if key == "operand1" and op1 is None:
             break
@@ -142,22 +190,42 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return _finish("tensor_scalar", out, new, srcs, attrs, mask)
 
 
-def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, dst=None, **_kw):
+def tensor_reduce(
+    op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, dst=None, **_kw
+):
     """Reduce free axes (consecutive, ending at the last) on VectorE."""
     x = _tile(data, "data")
     name = nl.op_name(op, nl.ALU_OPS, "tensor_reduce op")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a + x.ndim if a < 0 else a for a in axes)
     if 0 in axes:
-        raise NkiError("reductions run over free axes only (not the partition axis 0)", "err_unsupported_reduce_axis")
-    shape = tuple((1 if a in axes else n) for a, n in enumerate(x.shape)) if keepdims else \
-        tuple(n for a, n in enumerate(x.shape) if a not in axes)
+        raise NkiError(
+            "reductions run over free axes only (not the partition axis 0)",
+            "err_unsupported_reduce_axis",
+        )
+    shape = (
+        tuple((1 if a in axes else n) for a, n in enumerate(x.shape))
+        if keepdims
+        else tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    )
     if len(shape) < 2:
         shape = (shape[0] if shape else 1, 1)
     out, new = _out(dst, shape, nl._dtype_name(dtype, x))
-    return _finish("tensor_reduce", out, new, [x],
-                   {"op": name, "axes": list(axes), "negate": bool(negate), "engine": "vector", "strict": True},
-                   mask, mask_ref=x)
+    return _finish(
+        "tensor_reduce",
+        out,
+        new,
+        [x],
+        {
+            "op": name,
+            "axes": list(axes),
+            "negate": bool(negate),
+            "engine": "vector",
+            "strict": True,
+        },
+        mask,
+        mask_ref=x,
+    )
 
 
 def tensor_copy(src, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
@@ -176,12 +244,26 @@ def _act_operand(value, what: str, srcs: list, attrs: dict, key: str) -> None:
     elif nl.is_scalar(value) and key == "scale":
         attrs[key] = float(value)
     else:
-        raise NkiError(f"activation {what} must be a [P, 1] tile" + (" or a scalar" if key == "scale" else ""),
-                       f"err_activation_{what}_invalid_type")
+        raise NkiError(
+            f"activation {what} must be a [P, 1] tile" + (" or a scalar" if key == "scale" else ""),
+            f"err_activation_{what}_invalid_type",
+        )
 
 
-def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
-               mask=None, dtype=None, dst=None, **_kw):
+def activation(
+    op,
+    data,
+    *,
+    bias=None,
+    scale=1.0,
+    reduce_op=None,
+    reduce_res=None,
+    reduce_cmd=None,
+    mask=None,
+    dtype=None,
+    dst=None,
+    **_kw,
+):
     """``op(data * scale + bias)`` on ScalarE; with ``reduce_res`` also the add-reduction of the
     result along the free axis into that [P, 1] tile."""
     x = _tile(data, "data")
@@ -194,20 +276,42 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
         if not isinstance(reduce_res, Tile):
             raise NkiError("reduce_res must be a [P, 1] tile")
         if reduce_op is not None and nl.op_name(reduce_op, nl.ALU_OPS, "reduce_op") != "add":
-            raise NkiError("activation reduces with add only on this NeuronCore", "err_unsupported_reduce_op")
+            raise NkiError(
+                "activation reduces with add only on this NeuronCore", "err_unsupported_reduce_op"
+            )
         attrs["reduce"] = "add"
         extra = [reduce_res]
     out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
     return _finish("activation", out, new, srcs, attrs, mask, extra_dsts=extra)
 
 
-def activation_reduce(op, data, *, reduce_op=None, reduce_res=None, bias=None, scale=1.0, mask=None,
-                      dtype=None, dst=None, **_kw):
+def activation_reduce(
+    op,
+    data,
+    *,
+    reduce_op=None,
+    reduce_res=None,
+    bias=None,
+    scale=1.0,
+    mask=None,
+    dtype=None,
+    dst=None,
+    **_kw,
+):
     """``activation`` that also add-reduces its result into ``reduce_res``."""
     if reduce_res is None:
         raise NkiError("activation_reduce needs reduce_res")
-    return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res,
-                      mask=mask, dtype=dtype, dst=dst)
+    return activation(
+        op,
+        data,
+        bias=bias,
+        scale=scale,
+        reduce_op=reduce_op,
+        reduce_res=reduce_res,
+        mask=mask,
+        dtype=dtype,
+        dst=dst,
+    )
 
 
 def reciprocal(data, *, dtype=None, mask=None, dst=None, **_kw):
@@ -224,7 +328,9 @@ def memset(shape=None, value=0.0, dtype=None, *, mask=None, engine=None, dst=Non
     if dst is None:
         shape, _ = nl._shape_and_par(shape)
     out, new = _out(dst, shape, nl._dtype_name(dtype or "float32"))
-    return _finish("memset", out, new, [], {"value": float(value), "engine": _engine(engine, "vector")}, mask)
+    return _finish(
+        "memset", out, new, [], {"value": float(value), "engine": _engine(engine, "vector")}, mask
+    )
 
 
 def iota(expr, dtype, *, mask=None, dst=None, **_kw):
@@ -234,35 +340,77 @@ def iota(expr, dtype, *, mask=None, dst=None, **_kw):
     if expr.ndim < 2:
         raise NkiError("iota expression must be at least 2-D", "err_1d_arange_not_supported")
     out, new = _out(dst, expr.shape, nl._dtype_name(dtype))
-    return _finish("iota", out, new, [], {"coeffs": list(expr.coeffs), "const": expr.const, "engine": "gpsimd"},
-                   mask)
+    return _finish(
+        "iota",
+        out,
+        new,
+        [],
+        {"coeffs": list(expr.coeffs), "const": expr.const, "engine": "gpsimd"},
+        mask,
+    )
 
 
 def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, dst=None, **_kw):
     """Per element ``pred ? on_true_tile : on_false_value`` for one affine comparison (GpSimd)."""
     if not isinstance(pred, Mask) or len(pred.terms) != 1:
-        raise NkiError("affine_select takes a single affine comparison of nl.arange expressions (no &)",
-                       "err_unsupported_expression_in_mask")
+        raise NkiError(
+            "affine_select takes a single affine comparison of nl.arange expressions (no &)",
+            "err_unsupported_expression_in_mask",
+        )
     x = _tile(on_true_tile, "on_true_tile")
     if not nl.is_scalar(on_false_value):
         raise NkiError("on_false_value must be a scalar")
     shape, coeffs, const, op = pred.terms[0]
     if len(shape) != x.ndim:
-        raise NkiError("affine_select predicate rank differs from the tile's", "err_unsupported_expression_in_mask")
+        raise NkiError(
+            "affine_select predicate rank differs from the tile's",
+            "err_unsupported_expression_in_mask",
+        )
     out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
-    return _finish("affine_select", out, new, [x],
-                   {"coeffs": list(coeffs), "const": const, "cmp": op, "on_false": float(on_false_value),
-                    "engine": "gpsimd"}, mask)
+    return _finish(
+        "affine_select",
+        out,
+        new,
+        [x],
+        {
+            "coeffs": list(coeffs),
+            "const": const,
+            "cmp": op,
+            "on_false": float(on_false_value),
+            "engine": "gpsimd",
+        },
+        mask,
+    )
 
 
-def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None,
-                       mask=None, dst=None, **_kw):
+def tensor_tensor_scan(
+    data0,
+    data1,
+    initial,
+    op0,
+    op1,
+    reverse0=False,
+    reverse1=False,
+    *,
+    dtype=None,
+    mask=None,
+    dst=None,
+    **_kw,
+):
     """Per partition along the free axis: ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])``, r[-1] = initial."""
     a, b = _tile(data0, "data0"), _tile(data1, "data1")
     if a.shape != b.shape:
         raise NkiError(f"tensor_tensor_scan operands differ in shape: {a.shape} vs {b.shape}")
-    srcs, attrs = [a, b], {"op0": nl.op_name(op0, nl.ALU_OPS, "op0"), "op1": nl.op_name(op1, nl.ALU_OPS, "op1"),
-                           "reverse0": bool(reverse0), "reverse1": bool(reverse1), "engine": "vector"}
+    srcs, attrs = (
+        [a, b],
+        {
+            "op0": nl.op_name(op0, nl.ALU_OPS, "op0"),
+            "op1": nl.op_name(op1, nl.ALU_OPS, "op1"),
+            "reverse0": bool(reverse0),
+            "reverse1": bool(reverse1),
+            "engine": "vector",
+        },
+    )
     if isinstance(initial, Tile):
         attrs["initial"] = "ap"
         srcs.append(initial)
@@ -278,8 +426,15 @@ def tensor_partition_reduce(op, data, *, mask=None, dtype=None, dst=None, **_kw)
     """Reduce across partitions on GpSimd: [P, F] -> [1, F]."""
     x = _tile(data, "data")
     out, new = _out(dst, (1, *x.shape[1:]), nl._dtype_name(dtype, x))
-    return _finish("partition_reduce", out, new, [x],
-                   {"op": nl.op_name(op, nl.ALU_OPS, "op"), "engine": "gpsimd"}, mask, mask_ref=x)
+    return _finish(
+        "partition_reduce",
+        out,
+        new,
+        [x],
+        {"op": nl.op_name(op, nl.ALU_OPS, "op"), "engine": "gpsimd"},
+        mask,
+        mask_ref=x,
+    )
 
 
 def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **_kw):

@@ -4,6 +4,7 @@ Each call checks what it must to build its result (shapes that cannot combine, w
 types) and records one instruction; the hardware rules (partition limits, memories, engine
 operand rules, capacities, loop dependencies) are enforced by the trusted replay, once.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -72,8 +73,10 @@ def ds(start: int, size: int) -> DynSlice:
 def _loop(kind: str, args: tuple):
     for a in args:
         if not isinstance(a, int) or isinstance(a, bool):
-            raise NkiError(f"nl.{kind}_range bounds must be Python integers, got {a!r}",
-                           "err_dynamic_control_flow_not_supported")
+            raise NkiError(
+                f"nl.{kind}_range bounds must be Python integers, got {a!r}",
+                "err_dynamic_control_flow_not_supported",
+            )
     r = range(*args)
     t = tracer()
     t.emit(["loop", kind, len(r), t.line()])
@@ -127,8 +130,11 @@ def is_scalar(x) -> bool:
 
 def _check_operand(x, what: str = "operand") -> None:
     if isinstance(x, np.ndarray):
-        raise NkiError(f"{what} is a host NumPy array: kernels cannot move host data to the device; "
-                       "inputs reach a kernel only as its HBM arguments", "err_unsupported_memory")
+        raise NkiError(
+            f"{what} is a host NumPy array: kernels cannot move host data to the device; "
+            "inputs reach a kernel only as its HBM arguments",
+            "err_unsupported_memory",
+        )
     if not isinstance(x, Tile) and not is_scalar(x):
         raise NkiError(f"{what} must be a tile or a scalar, got {type(x).__name__}")
 
@@ -151,7 +157,10 @@ def _mask_ranges(mask, rank: int):
     if mask is False:
         return None
     if not isinstance(mask, Mask):
-        raise NkiError("mask= takes a comparison of nl.arange expressions", "err_unsupported_expression_in_mask")
+        raise NkiError(
+            "mask= takes a comparison of nl.arange expressions",
+            "err_unsupported_expression_in_mask",
+        )
     return mask.axis_ranges(rank)
 
 
@@ -173,8 +182,15 @@ def fresh(shape, dtype: str, buffer: str) -> Tile:
     return tracer().new_tensor(shape, dtype, buffer, par_axis).full()
 
 
-def emit(name: str, dsts: list[Tile], srcs: list[Tile], attrs: dict, mask=None, mask_ref: Tile | None = None,
-         result: Tile | None = None) -> bool:
+def emit(
+    name: str,
+    dsts: list[Tile],
+    srcs: list[Tile],
+    attrs: dict,
+    mask=None,
+    mask_ref: Tile | None = None,
+    result: Tile | None = None,
+) -> bool:
     """Record one instruction. Returns False when a mask removes it entirely."""
     t = tracer()
     ref = mask_ref if mask_ref is not None else dsts[0]
@@ -183,10 +199,17 @@ def emit(name: str, dsts: list[Tile], srcs: list[Tile], attrs: dict, mask=None, 
         return False
     for tile in (*dsts, *srcs):
         for axis, (vlo, vhi) in tile.bounds.items():
-            lo, hi = ranges.get(axis, (0, tile.dims[axis][0])) if tile.ndim == ref.ndim else (0, tile.dims[axis][0])
+            lo, hi = (
+                ranges.get(axis, (0, tile.dims[axis][0]))
+                if tile.ndim == ref.ndim
+                else (0, tile.dims[axis][0])
+            )
             if lo < vlo or hi > vhi:
-                raise NkiError(f"access out of bounds on axis {axis} (indices {lo}..{hi - 1}, the tensor has "
-                               f"{vlo}..{vhi - 1}) without a mask that covers it", "err_tensor_access_out_of_bound")
+                raise NkiError(
+                    f"access out of bounds on axis {axis} (indices {lo}..{hi - 1}, the tensor has "
+                    f"{vlo}..{vhi - 1}) without a mask that covers it",
+                    "err_tensor_access_out_of_bound",
+                )
     if ranges:
         dsts = [_restrict(d, ranges, ref.shape) for d in dsts]
         srcs = [_restrict(s, ranges, ref.shape) for s in srcs]
@@ -206,8 +229,10 @@ _PENDING_RANGES: dict[int, dict] = {}
 
 def _onchip(x: Tile, what: str) -> None:
     if x.buffer == HBM:
-        raise NkiError(f"{what} is in HBM: compute instructions read SBUF/PSUM only (nl.load it first)",
-                       "err_unsupported_memory")
+        raise NkiError(
+            f"{what} is in HBM: compute instructions read SBUF/PSUM only (nl.load it first)",
+            "err_unsupported_memory",
+        )
 
 
 def _bview(tile: Tile, shape: tuple[int, ...]) -> Tile:
@@ -268,7 +293,9 @@ def _shape_and_par(shape) -> tuple[tuple[int, ...], int]:
     if len(pars) > 1:
         raise NkiError("only one dimension can be nl.par_dim")
     if len(shape) < 2:
-        raise NkiError(f"tiles are at least 2-D (partition, free), got shape {shape}", "err_insufficient_rank")
+        raise NkiError(
+            f"tiles are at least 2-D (partition, free), got shape {shape}", "err_insufficient_rank"
+        )
     return shape, pars[0] if pars else 0
 
 
@@ -285,11 +312,13 @@ def ndarray(shape, dtype, *, buffer=None, name: str = "", **_ignored) -> Tile:
 
 def full(shape, fill_value, dtype, *, buffer=None, name: str = "", **_ignored) -> Tile:
     if (buffer or SBUF) == HBM:
-        raise NkiError("HBM tensors cannot have init values", "err_hbm_tensor_with_init_value_not_supported")
+        raise NkiError(
+            "HBM tensors cannot have init values", "err_hbm_tensor_with_init_value_not_supported"
+        )
     out = ndarray(shape, dtype, buffer=buffer, name=name)
     if not is_scalar(fill_value):
         raise NkiError("fill_value must be a scalar")
-    blocks = out.shape[:out.tensor.par_axis]
+    blocks = out.shape[: out.tensor.par_axis]
     for index in itertools.product(*(range(n) for n in blocks)):  # block dims: one tile each
         emit("memset", [out[index] if index else out], [], {"value": float(fill_value)})
     return out
@@ -318,23 +347,36 @@ def empty_like(a: Tile, dtype=None, *, buffer=None, name: str = "") -> Tile:
 # ---------------------------------------------------------------- assignment (used by Tile)
 
 
-_RETARGETABLE = {"dma": (SBUF,), "matmul": (PSUM,), "transpose": (PSUM, SBUF), "pbroadcast": (PSUM,)}
+_RETARGETABLE = {
+    "dma": (SBUF,),
+    "matmul": (PSUM,),
+    "transpose": (PSUM, SBUF),
+    "pbroadcast": (PSUM,),
+}
 
 
 def assign(dst: Tile, value) -> None:
     """``dst[...] = value``: the producing instruction writes ``dst`` directly when it can."""
     _check_operand(value, "the assigned value")
     if dst.buffer == HBM:
-        raise NkiError("cannot assign to an HBM tensor with '=': use nl.store(dst, value) or nisa.dma_copy",
-                       "err_unsupported_memory")
+        raise NkiError(
+            "cannot assign to an HBM tensor with '=': use nl.store(dst, value) or nisa.dma_copy",
+            "err_unsupported_memory",
+        )
     if is_scalar(value):
         emit("memset", [dst], [], {"value": float(value)})
         return
     t = tracer()
     src = value.tensor
     event = t.events[src.fresh_event] if src.fresh_event >= 0 else None
-    if (event is not None and src.fresh_event == len(t.events) - 1 and not src.consumed and value.is_whole()
-            and value.shape == dst.shape and dst.buffer in _RETARGETABLE.get(event[1], (SBUF, PSUM))):
+    if (
+        event is not None
+        and src.fresh_event == len(t.events) - 1
+        and not src.consumed
+        and value.is_whole()
+        and value.shape == dst.shape
+        and dst.buffer in _RETARGETABLE.get(event[1], (SBUF, PSUM))
+    ):
         ranges = _PENDING_RANGES.pop(src.fresh_event, {})
         target = _restrict(dst, ranges, dst.shape)
         event[2][0] = target.ap()
@@ -350,14 +392,22 @@ def accumulate(dst: Tile, value, op: str = "add") -> None:
     """``dst[...] += value``: PSUM accumulation on TensorE for a matmul result, else an engine add."""
     _check_operand(value, "the accumulated value")
     if dst.buffer == HBM:
-        raise NkiError("cannot accumulate into an HBM tensor with '+=': use nisa.dma_copy(..., dst_rmw_op=np.add)",
-                       "err_unsupported_memory")
+        raise NkiError(
+            "cannot accumulate into an HBM tensor with '+=': use nisa.dma_copy(..., dst_rmw_op=np.add)",
+            "err_unsupported_memory",
+        )
     t = tracer()
     if isinstance(value, Tile):
         src = value.tensor
-        if (src.fresh_event == len(t.events) - 1 and src.fresh_event >= 0 and not src.consumed
-                and value.is_whole() and value.shape == dst.shape and dst.buffer == PSUM
-                and t.events[src.fresh_event][1] == "matmul"):
+        if (
+            src.fresh_event == len(t.events) - 1
+            and src.fresh_event >= 0
+            and not src.consumed
+            and value.is_whole()
+            and value.shape == dst.shape
+            and dst.buffer == PSUM
+            and t.events[src.fresh_event][1] == "matmul"
+        ):
             event = t.events[src.fresh_event]
             ranges = _PENDING_RANGES.pop(src.fresh_event, {})
             event[2][0] = _restrict(dst, ranges, dst.shape).ap()
@@ -367,10 +417,25 @@ def accumulate(dst: Tile, value, op: str = "add") -> None:
             value.tensor, value.offset, value.dims = dst.tensor, dst.offset, list(dst.dims)
             return
         _onchip(value, "the accumulated value")
-        emit("tensor_tensor", [dst], [dst, _bview(value, dst.shape)], {"op": op, "engine": "vector", "acc": True})
+        emit(
+            "tensor_tensor",
+            [dst],
+            [dst, _bview(value, dst.shape)],
+            {"op": op, "engine": "vector", "acc": True},
+        )
     else:
-        emit("tensor_scalar", [dst], [dst], {"op0": op, "operand0": float(value), "reverse0": False,
-                                              "engine": "vector", "acc": True})
+        emit(
+            "tensor_scalar",
+            [dst],
+            [dst],
+            {
+                "op0": op,
+                "operand0": float(value),
+                "reverse0": False,
+                "engine": "vector",
+                "acc": True,
+            },
+        )
 
 
 # ---------------------------------------------------------------- element-wise math
@@ -399,17 +464,44 @@ def _binary(op: str, x, y, dtype=None, mask=None, engine: str = "vector") -> Til
     out = fresh(shape, out_dtype, SBUF)
     if scalars:
         data, scalar = (x, y) if isinstance(x, Tile) else (y, x)
-        emit("tensor_scalar", [out], [_bview(data, shape)],
-             {"op0": op, "operand0": float(scalar), "reverse0": not isinstance(x, Tile), "engine": engine},
-             mask, result=out)
+        emit(
+            "tensor_scalar",
+            [out],
+            [_bview(data, shape)],
+            {
+                "op0": op,
+                "operand0": float(scalar),
+                "reverse0": not isinstance(x, Tile),
+                "engine": engine,
+            },
+            mask,
+            result=out,
+        )
         return out
-    vec = [v for v in (x, y) if _free_size(v) == 1 and _free_size_shape(shape) > 1 and v.shape[0] == shape[0]]
+    vec = [
+        v
+        for v in (x, y)
+        if _free_size(v) == 1 and _free_size_shape(shape) > 1 and v.shape[0] == shape[0]
+    ]
     if len(vec) == 1:
         data = x if vec[0] is y else y
-        emit("tensor_scalar", [out], [_bview(data, shape), vec[0]],
-             {"op0": op, "operand0": "ap", "reverse0": vec[0] is x, "engine": engine}, mask, result=out)
+        emit(
+            "tensor_scalar",
+            [out],
+            [_bview(data, shape), vec[0]],
+            {"op0": op, "operand0": "ap", "reverse0": vec[0] is x, "engine": engine},
+            mask,
+            result=out,
+        )
         return out
-    emit("tensor_tensor", [out], [_bview(x, shape), _bview(y, shape)], {"op": op, "engine": engine}, mask, result=out)
+    emit(
+        "tensor_tensor",
+        [out],
+        [_bview(x, shape), _bview(y, shape)],
+        {"op": op, "engine": engine},
+        mask,
+        result=out,
+    )
     return out
 
 
@@ -437,27 +529,40 @@ def _unary_act(func: str, x, dtype=None, mask=None) -> Tile:
 def _make_binary(op):
     def fn(x, y, *, dtype=None, mask=None, **_kw):
         return _binary(op, x, y, dtype, mask)
+
     fn.__name__ = op
-    fn.__doc__ = f"Element-wise {op} of two tiles, or of a tile and a scalar / [P, 1] vector (VectorE)."
+    fn.__doc__ = (
+        f"Element-wise {op} of two tiles, or of a tile and a scalar / [P, 1] vector (VectorE)."
+    )
     return fn
 
 
 def _make_unary(func):
     def fn(x, *, dtype=None, mask=None, **_kw):
         return _unary_act(func, x, dtype, mask)
+
     fn.__name__ = func
     fn.__doc__ = f"Element-wise {func} on ScalarE."
     return fn
 
 
-add, subtract, multiply, divide = (_make_binary(o) for o in ("add", "subtract", "multiply", "divide"))
+add, subtract, multiply, divide = (
+    _make_binary(o) for o in ("add", "subtract", "multiply", "divide")
+)
 maximum, minimum, power = (_make_binary(o) for o in ("maximum", "minimum", "power"))
 equal, not_equal, greater, greater_equal, less, less_equal = (
-    _make_binary(o) for o in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"))
-bitwise_and, bitwise_or, bitwise_xor = (_make_binary(o) for o in ("bitwise_and", "bitwise_or", "bitwise_xor"))
-exp, log, tanh, sqrt, rsqrt, sigmoid = (_make_unary(f) for f in ("exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid"))
+    _make_binary(o)
+    for o in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
+)
+bitwise_and, bitwise_or, bitwise_xor = (
+    _make_binary(o) for o in ("bitwise_and", "bitwise_or", "bitwise_xor")
+)
+exp, log, tanh, sqrt, rsqrt, sigmoid = (
+    _make_unary(f) for f in ("exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid")
+)
 relu, gelu, silu, square, abs, reciprocal = (
-    _make_unary(f) for f in ("relu", "gelu", "silu", "square", "abs", "reciprocal"))
+    _make_unary(f) for f in ("relu", "gelu", "silu", "square", "abs", "reciprocal")
+)
 sin, cos, softplus, erf = (_make_unary(f) for f in ("sin", "cos", "softplus", "erf"))
 
 
@@ -477,7 +582,9 @@ def where(condition, x, y, *, dtype=None, mask=None, **_kw) -> Tile:
         _onchip(v, "nl.where operand")
     shape = _bshape(*(v.shape for v in tiles))
     value_tiles = [v for v in (x, y) if isinstance(v, Tile)]
-    out = fresh(shape, _dtype_name(dtype, *value_tiles, scalars=[v for v in (x, y) if is_scalar(v)]), SBUF)
+    out = fresh(
+        shape, _dtype_name(dtype, *value_tiles, scalars=[v for v in (x, y) if is_scalar(v)]), SBUF
+    )
     srcs = [_bview(condition, shape)]
     attrs: dict = {"engine": "vector"}
     for key, v in (("x", x), ("y", y)):
@@ -514,7 +621,9 @@ def broadcast_to(x, shape=None, **_kw) -> Tile:
 # ---------------------------------------------------------------- reductions
 
 
-def _reduce(op: str, x, axis, dtype=None, mask=None, keepdims: bool = False, negate: bool = False) -> Tile:
+def _reduce(
+    op: str, x, axis, dtype=None, mask=None, keepdims: bool = False, negate: bool = False
+) -> Tile:
     _check_operand(x, f"nl.{op} operand")
     if not isinstance(x, Tile):
         raise NkiError("reductions take a tile")
@@ -524,17 +633,30 @@ def _reduce(op: str, x, axis, dtype=None, mask=None, keepdims: bool = False, neg
     if not axes or any(not 0 <= a < x.ndim for a in axes):
         raise NkiError(f"reduction axis {axis} out of range for a tile of rank {x.ndim}")
     if 0 in axes:
-        raise NkiError("reductions run over free axes only (not the partition axis 0)", "err_unsupported_reduce_axis")
-    shape = tuple((1 if a in axes else n) for a, n in enumerate(x.shape)) if keepdims else \
-        tuple(n for a, n in enumerate(x.shape) if a not in axes)
+        raise NkiError(
+            "reductions run over free axes only (not the partition axis 0)",
+            "err_unsupported_reduce_axis",
+        )
+    shape = (
+        tuple((1 if a in axes else n) for a, n in enumerate(x.shape))
+        if keepdims
+        else tuple(n for a, n in enumerate(x.shape) if a not in axes)
+    )
     if len(shape) < 2:  # the result of a full free-dim reduction keeps a [P, 1] tile
         shape = (shape[0] if shape else 1, 1)
     out_dtype = _dtype_name(dtype, x)
     if op == "mean" and out_dtype not in dtypes.FLOATS:
         out_dtype = "float32"
     out = fresh(shape, out_dtype, SBUF)
-    emit("tensor_reduce", [out], [x], {"op": op, "axes": list(axes), "negate": negate, "engine": "vector"},
-         mask, mask_ref=x, result=out)
+    emit(
+        "tensor_reduce",
+        [out],
+        [x],
+        {"op": op, "axes": list(axes), "negate": negate, "engine": "vector"},
+        mask,
+        mask_ref=x,
+        result=out,
+    )
     return out
 
 
@@ -596,8 +718,10 @@ def store(dst, value, *, mask=None, **_kw) -> None:
     if is_scalar(value):
         value = full(dst.shape, value, dst.dtype)
     if value.buffer == HBM:
-        raise NkiError("nl.store value must be an on-chip tile (HBM to HBM copies use nisa.dma_copy)",
-                       "err_unsupported_memory")
+        raise NkiError(
+            "nl.store value must be an on-chip tile (HBM to HBM copies use nisa.dma_copy)",
+            "err_unsupported_memory",
+        )
     if value.buffer == PSUM:
         value = copy(value, mask=mask)
     emit("dma", [dst], [_bview(value, dst.shape)], {}, mask)
@@ -631,14 +755,25 @@ def device_print(prefix: str, x) -> None:
 
 
 def _register() -> None:
-    pairs = {"add": (add, np.add), "subtract": (subtract, np.subtract), "multiply": (multiply, np.multiply),
-             "divide": (divide, np.divide, np.true_divide), "maximum": (maximum, np.maximum, max, np.max, np.amax),
-             "minimum": (minimum, np.minimum, min, np.min, np.amin), "power": (power, np.power),
-             "equal": (equal, np.equal), "not_equal": (not_equal, np.not_equal), "greater": (greater, np.greater),
-             "greater_equal": (greater_equal, np.greater_equal), "less": (less, np.less),
-             "less_equal": (less_equal, np.less_equal), "bitwise_and": (bitwise_and, np.bitwise_and),
-             "bitwise_or": (bitwise_or, np.bitwise_or), "bitwise_xor": (bitwise_xor, np.bitwise_xor),
-             "mean": (mean,)}
+    pairs = {
+        "add": (add, np.add),
+        "subtract": (subtract, np.subtract),
+        "multiply": (multiply, np.multiply),
+        "divide": (divide, np.divide, np.true_divide),
+        "maximum": (maximum, np.maximum, max, np.max, np.amax),
+        "minimum": (minimum, np.minimum, min, np.min, np.amin),
+        "power": (power, np.power),
+        "equal": (equal, np.equal),
+        "not_equal": (not_equal, np.not_equal),
+        "greater": (greater, np.greater),
+        "greater_equal": (greater_equal, np.greater_equal),
+        "less": (less, np.less),
+        "less_equal": (less_equal, np.less_equal),
+        "bitwise_and": (bitwise_and, np.bitwise_and),
+        "bitwise_or": (bitwise_or, np.bitwise_or),
+        "bitwise_xor": (bitwise_xor, np.bitwise_xor),
+        "mean": (mean,),
+    }
     for name, fns in pairs.items():
         for fn in fns:
             ALU_OPS[id(fn)] = name
@@ -646,11 +781,26 @@ def _register() -> None:
         ALU_OPS[id(fn)] = "add"
     for fn in (prod, np.prod):
         ALU_OPS[id(fn)] = "multiply"
-    acts = {"exp": (exp, np.exp), "log": (log, np.log), "tanh": (tanh, np.tanh), "sqrt": (sqrt, np.sqrt),
-            "rsqrt": (rsqrt,), "sigmoid": (sigmoid,), "relu": (relu,), "gelu": (gelu,), "silu": (silu,),
-            "square": (square, np.square), "abs": (abs, np.abs), "reciprocal": (reciprocal, np.reciprocal),
-            "sin": (sin, np.sin), "cos": (cos, np.cos), "softplus": (softplus,), "erf": (erf,),
-            "copy": (copy,), "negative": (negative, np.negative)}
+    acts = {
+        "exp": (exp, np.exp),
+        "log": (log, np.log),
+        "tanh": (tanh, np.tanh),
+        "sqrt": (sqrt, np.sqrt),
+        "rsqrt": (rsqrt,),
+        "sigmoid": (sigmoid,),
+        "relu": (relu,),
+        "gelu": (gelu,),
+        "silu": (silu,),
+        "square": (square, np.square),
+        "abs": (abs, np.abs),
+        "reciprocal": (reciprocal, np.reciprocal),
+        "sin": (sin, np.sin),
+        "cos": (cos, np.cos),
+        "softplus": (softplus,),
+        "erf": (erf,),
+        "copy": (copy,),
+        "negative": (negative, np.negative),
+    }
     for name, fns in acts.items():
         for fn in fns:
             ACT_FUNCS[id(fn)] = name

@@ -12,6 +12,7 @@ write rounds), every engine computes in fp32, matmuls accumulate in fp32 PSUM. F
 and output HBM allocations hold NaN sentinels, so reading memory nothing wrote shows up as a
 wrong answer. Several seeds run at once: every array has a leading seed axis.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,18 +77,28 @@ class Frame:
 
 @dataclass
 class ReplayResult:
-    outputs: list[np.ndarray]  # (seeds, *shape) each, in the kernel's output dtype; empty in trace-only mode
+    outputs: list[
+        np.ndarray
+    ]  # (seeds, *shape) each, in the kernel's output dtype; empty in trace-only mode
     cost: CostReport
     events: int
     cost_s: float = 0.0  # of the replay's time, what the cost model took
 
 
 ALU = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "maximum": np.maximum, "minimum": np.minimum, "power": np.power,
-    "equal": lambda a, b: (a == b).astype(np.float32), "not_equal": lambda a, b: (a != b).astype(np.float32),
-    "greater": lambda a, b: (a > b).astype(np.float32), "greater_equal": lambda a, b: (a >= b).astype(np.float32),
-    "less": lambda a, b: (a < b).astype(np.float32), "less_equal": lambda a, b: (a <= b).astype(np.float32),
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "equal": lambda a, b: (a == b).astype(np.float32),
+    "not_equal": lambda a, b: (a != b).astype(np.float32),
+    "greater": lambda a, b: (a > b).astype(np.float32),
+    "greater_equal": lambda a, b: (a >= b).astype(np.float32),
+    "less": lambda a, b: (a < b).astype(np.float32),
+    "less_equal": lambda a, b: (a <= b).astype(np.float32),
     "bitwise_and": lambda a, b: (a.astype(np.int64) & b.astype(np.int64)).astype(np.float32),
     "bitwise_or": lambda a, b: (a.astype(np.int64) | b.astype(np.int64)).astype(np.float32),
     "bitwise_xor": lambda a, b: (a.astype(np.int64) ^ b.astype(np.int64)).astype(np.float32),
@@ -101,17 +112,40 @@ def _erf(x):
 
 
 ACT = {
-    "exp": np.exp, "log": np.log, "tanh": np.tanh, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
-    "gelu": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3))),
-    "silu": lambda x: x / (1.0 + np.exp(-x)), "square": np.square, "abs": np.abs,
-    "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos,
-    "softplus": lambda x: np.logaddexp(0, x), "erf": _erf, "copy": lambda x: x, "negative": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0),
+    "gelu": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "square": np.square,
+    "abs": np.abs,
+    "reciprocal": lambda x: 1.0 / x,
+    "sin": np.sin,
+    "cos": np.cos,
+    "softplus": lambda x: np.logaddexp(0, x),
+    "erf": _erf,
+    "copy": lambda x: x,
+    "negative": np.negative,
 }
 # VectorE cycles per element for each instruction kind (nki.md 5.1)
-DVE_K = {"tensor_tensor": 2.0, "tensor_scalar": 1.0, "tensor_reduce": 1.0, "tensor_copy": 1.0, "memset": 1.0,
-         "select": 2.0, "scan": 2.0, "reciprocal": 8.0, "transpose": 1.0, "partition_reduce": 1.0,
-         "iota": 1.0, "affine_select": 1.0}
+DVE_K = {
+    "tensor_tensor": 2.0,
+    "tensor_scalar": 1.0,
+    "tensor_reduce": 1.0,
+    "tensor_copy": 1.0,
+    "memset": 1.0,
+    "select": 2.0,
+    "scan": 2.0,
+    "reciprocal": 8.0,
+    "transpose": 1.0,
+    "partition_reduce": 1.0,
+    "iota": 1.0,
+    "affine_select": 1.0,
+}
 POOL_FIXED = {"iota": 150, "affine_select": 150}
 
 
@@ -124,9 +158,16 @@ def _as_int(x, what: str) -> int:
 class Replayer:
     """Replays one trace. ``inputs`` maps input order -> array (seeds, *shape); None: trace only."""
 
-    def __init__(self, trace: dict, gen: Generation, input_specs: list[tuple[tuple[int, ...], str]],
-                 inputs: list[np.ndarray] | None, output_specs: list[tuple[tuple[int, ...], str]] | None = None,
-                 seeds: int = 1, max_events: int = 3_000_000) -> None:
+    def __init__(
+        self,
+        trace: dict,
+        gen: Generation,
+        input_specs: list[tuple[tuple[int, ...], str]],
+        inputs: list[np.ndarray] | None,
+        output_specs: list[tuple[tuple[int, ...], str]] | None = None,
+        seeds: int = 1,
+        max_events: int = 3_000_000,
+    ) -> None:
         self.trace, self.gen = trace, gen
         self.input_specs, self.inputs, self.output_specs = input_specs, inputs, output_specs
         self.numeric = inputs is not None
@@ -167,10 +208,15 @@ class Replayer:
         if not isinstance(events, list) or not isinstance(ins, list) or not isinstance(outs, list):
             _fail("malformed trace: missing events, inputs or outputs", "err_trace_tampered")
         if len(events) > self.max_events:
-            _fail(f"the trace has {len(events)} events, over the limit of {self.max_events}", "err_trace_too_long")
+            _fail(
+                f"the trace has {len(events)} events, over the limit of {self.max_events}",
+                "err_trace_too_long",
+            )
         if len(ins) != len(self.input_specs):
-            _fail(f"the kernel was traced with {len(ins)} inputs, the problem has {len(self.input_specs)}",
-                  "err_trace_tampered")
+            _fail(
+                f"the kernel was traced with {len(ins)} inputs, the problem has {len(self.input_specs)}",
+                "err_trace_tampered",
+            )
         ins = [_as_int(i, "input id") for i in ins]
         if ins != list(range(len(ins))):
             _fail("malformed trace: the inputs must be the first tensors", "err_trace_tampered")
@@ -206,7 +252,11 @@ class Replayer:
         if kind == "op":
             _, name, dsts, srcs, attrs, line = e
             self.line = _as_int(line, "line")
-            if not isinstance(attrs, dict) or not isinstance(dsts, list) or not isinstance(srcs, list):
+            if (
+                not isinstance(attrs, dict)
+                or not isinstance(dsts, list)
+                or not isinstance(srcs, list)
+            ):
                 raise TypeError("op fields")
             handler = getattr(self, "_op_" + str(name), None)
             if handler is None:
@@ -223,8 +273,15 @@ class Replayer:
             _, loop_kind, n, line = e
             if loop_kind not in ("affine", "sequential", "static"):
                 raise ValueError("loop kind")
-            self.frames.append(Frame(loop_kind, _as_int(n, "trip count"), _as_int(line, "line"), self.next_fid,
-                                     len(self.frames)))
+            self.frames.append(
+                Frame(
+                    loop_kind,
+                    _as_int(n, "trip count"),
+                    _as_int(line, "line"),
+                    self.next_fid,
+                    len(self.frames),
+                )
+            )
             self.next_fid += 1
         elif kind == "iter":
             f = self.frames[-1]
@@ -235,7 +292,9 @@ class Replayer:
         elif kind == "end":
             f = self.frames.pop()
             if f.it != f.n - 1:
-                _fail("malformed trace: a loop ended before its last iteration", "err_trace_tampered")
+                _fail(
+                    "malformed trace: a loop ended before its last iteration", "err_trace_tampered"
+                )
         else:
             raise ValueError(f"unknown event {kind!r}")
 
@@ -254,12 +313,25 @@ class Replayer:
         if dtype not in dtypes.DTYPES or buffer not in ("hbm", "sbuf", "psum"):
             raise ValueError("bad dtype or buffer")
         size = math.prod(shape)
-        t = TensorState(tid, shape, dtype, buffer, _as_int(par_axis, "par axis"), "", self._path(), size,
-                        dtypes.itemsize(dtype), self.line)
+        t = TensorState(
+            tid,
+            shape,
+            dtype,
+            buffer,
+            _as_int(par_axis, "par axis"),
+            "",
+            self._path(),
+            size,
+            dtypes.itemsize(dtype),
+            self.line,
+        )
         if buffer == "hbm":
             if self.frames:
-                _fail("HBM tensors (kernel outputs) must be created at the kernel's top level, not inside a loop",
-                      "err_shared_hbm_must_in_kernel_level", self.line)
+                _fail(
+                    "HBM tensors (kernel outputs) must be created at the kernel's top level, not inside a loop",
+                    "err_shared_hbm_must_in_kernel_level",
+                    self.line,
+                )
             c = shape[-1]
             t.regions = Regions(size // c, c)
         else:
@@ -267,18 +339,32 @@ class Replayer:
                 raise ValueError("bad partition axis")
             parts = shape[t.par_axis]
             if len(shape) < 2 or t.par_axis == len(shape) - 1:
-                _fail(f"on-chip tile of shape {list(shape)} needs a partition dim and at least one free dim",
-                      "err_insufficient_rank", self.line)
+                _fail(
+                    f"on-chip tile of shape {list(shape)} needs a partition dim and at least one free dim",
+                    "err_insufficient_rank",
+                    self.line,
+                )
             if parts > hw.PMAX:
-                _fail(f"Size of partition dimension {parts} exceeds architecture limitation of {hw.PMAX}",
-                      "err_num_partition_exceed_arch_limit", self.line)
-            t.parts, t.free = parts, math.prod(shape[t.par_axis + 1:])
+                _fail(
+                    f"Size of partition dimension {parts} exceeds architecture limitation of {hw.PMAX}",
+                    "err_num_partition_exceed_arch_limit",
+                    self.line,
+                )
+            t.parts, t.free = parts, math.prod(shape[t.par_axis + 1 :])
             pbytes = t.free * t.itemsize
-            cap = self.gen.sbuf_bytes_per_partition if buffer == "sbuf" else self.gen.psum_bytes_per_partition
+            cap = (
+                self.gen.sbuf_bytes_per_partition
+                if buffer == "sbuf"
+                else self.gen.psum_bytes_per_partition
+            )
             if pbytes > cap:
                 where = "SBUF" if buffer == "sbuf" else "PSUM"
-                _fail(f"a {where} tile of {pbytes} bytes per partition ({list(shape)} {dtype}) exceeds the "
-                      f"{cap // 1024} KiB per partition of {where} on {self.gen.name}", "err_out_of_memory", self.line)
+                _fail(
+                    f"a {where} tile of {pbytes} bytes per partition ({list(shape)} {dtype}) exceeds the "
+                    f"{cap // 1024} KiB per partition of {where} on {self.gen.name}",
+                    "err_out_of_memory",
+                    self.line,
+                )
             blocks = size // (parts * t.free)
             t.regions = Regions(blocks * parts, t.free)
             self.live_bytes[buffer] += self._pbytes(t)
@@ -288,7 +374,10 @@ class Replayer:
         if len(self.tensors) < len(self.input_specs):  # the first allocations are the kernel inputs
             spec_shape, spec_dtype = self.input_specs[len(self.tensors)]
             if buffer != "hbm" or shape != tuple(spec_shape) or dtype != spec_dtype:
-                _fail("malformed trace: the kernel inputs do not match the problem", "err_trace_tampered")
+                _fail(
+                    "malformed trace: the kernel inputs do not match the problem",
+                    "err_trace_tampered",
+                )
             t.is_input = True
             if self.numeric:
                 t.data = np.ascontiguousarray(self.inputs[tid].reshape(self.seeds, size))
@@ -309,8 +398,11 @@ class Replayer:
         tid, offset, dims = raw
         t = self.tensors.get(_as_int(tid, "tensor id"))
         if t is None:
-            _fail("malformed trace: an instruction uses a tensor that was never allocated", "err_trace_tampered",
-                  self.line)
+            _fail(
+                "malformed trace: an instruction uses a tensor that was never allocated",
+                "err_trace_tampered",
+                self.line,
+            )
         offset = _as_int(offset, "offset")
         dims = [(_as_int(n, "size"), _as_int(s, "stride")) for n, s in dims]
         if not dims or offset < 0 or any(n <= 0 or s < 0 for n, s in dims):
@@ -319,16 +411,25 @@ class Replayer:
         if hi >= t.size:
             _fail(f"access out of bounds of {t.label}", "err_tensor_access_out_of_bound", self.line)
         path = self._path()
-        if path[:len(t.path)] != t.path:
-            _fail(f"{t.label} (created at line {t.line}) is used outside the loop body that created it",
-                  "err_local_variable_used_out_of_scope", self.line)
+        if path[: len(t.path)] != t.path:
+            _fail(
+                f"{t.label} (created at line {t.line}) is used outside the loop body that created it",
+                "err_local_variable_used_out_of_scope",
+                self.line,
+            )
         if write:
             if t.is_input:
-                _fail("kernel inputs are immutable: write results to a new tensor",
-                      "err_cannot_update_immutable_parameter", self.line)
+                _fail(
+                    "kernel inputs are immutable: write results to a new tensor",
+                    "err_cannot_update_immutable_parameter",
+                    self.line,
+                )
             if not _injective(dims):
-                _fail("an instruction writes through an overlapping or broadcast access pattern",
-                      "err_unsupported_index_expression", self.line)
+                _fail(
+                    "an instruction writes through an overlapping or broadcast access pattern",
+                    "err_unsupported_index_expression",
+                    self.line,
+                )
         return AP(t, offset, dims, hi)
 
     # ================================================================== affine_range dependencies
@@ -347,10 +448,13 @@ class Replayer:
                     continue
                 seen = ap.view_of(owner)
                 if ((seen != 0) & (seen != mark) & (seen != -mark)).any():
-                    _fail(f"affine_range loop (line {f.line}) iteration {f.it} reads {ap.t.label} data written by "
-                          "another iteration: affine_range iterations must be independent except for += "
-                          "accumulation; use nl.sequential_range for a loop-carried dependency",
-                          "err_loop_carried_dependency", self.line)
+                    _fail(
+                        f"affine_range loop (line {f.line}) iteration {f.it} reads {ap.t.label} data written by "
+                        "another iteration: affine_range iterations must be independent except for += "
+                        "accumulation; use nl.sequential_range for a loop-carried dependency",
+                        "err_loop_carried_dependency",
+                        self.line,
+                    )
             for i, ap in enumerate(dsts):
                 if len(ap.t.path) > f.depth:
                     continue  # created inside this iteration
@@ -360,46 +464,75 @@ class Replayer:
                 seen = ap.view_of(owner)
                 if acc and i == 0:
                     if ((seen > 0) & (seen != mark)).any():
-                        _fail(f"affine_range loop (line {f.line}) iteration {f.it} accumulates into {ap.t.label} "
-                              "data that another iteration overwrote", "err_loop_carried_dependency", self.line)
+                        _fail(
+                            f"affine_range loop (line {f.line}) iteration {f.it} accumulates into {ap.t.label} "
+                            "data that another iteration overwrote",
+                            "err_loop_carried_dependency",
+                            self.line,
+                        )
                     seen[seen <= 0] = -mark
                 else:
                     if ((seen != 0) & (seen != mark) & (seen != -mark)).any():
-                        _fail(f"affine_range loop (line {f.line}): different iterations write the same elements "
-                              f"of {ap.t.label} (not a += accumulation); declare the buffer inside the loop or use "
-                              "nl.sequential_range", "err_unexpected_output_dependencies", self.line)
+                        _fail(
+                            f"affine_range loop (line {f.line}): different iterations write the same elements "
+                            f"of {ap.t.label} (not a += accumulation); declare the buffer inside the loop or use "
+                            "nl.sequential_range",
+                            "err_unexpected_output_dependencies",
+                            self.line,
+                        )
                     seen[...] = mark
 
     # ================================================================== rules shared by instructions
     def _onchip(self, ap: AP, what: str, buffers=("sbuf", "psum")) -> None:
         if ap.t.buffer not in buffers:
             names = " or ".join(b.upper() for b in buffers)
-            _fail(f"{what} must be in {names}, got {ap.t.buffer.upper()} ({ap.t.label})", "err_unsupported_memory",
-                  self.line)
+            _fail(
+                f"{what} must be in {names}, got {ap.t.buffer.upper()} ({ap.t.label})",
+                "err_unsupported_memory",
+                self.line,
+            )
         t = ap.t
         n0, s0 = ap.dims[0]
         rel = ap.offset % (t.parts * t.free)
         p0, f0 = divmod(rel, t.free)
         if n0 > 1 and s0 != t.free:
-            _fail(f"{what}: the first axis of a tile must be the partition dim of {t.label} (no partition "
-                  "striding; move other axes to free dims)", "err_failed_to_infer_tile_from_local_tensor", self.line)
+            _fail(
+                f"{what}: the first axis of a tile must be the partition dim of {t.label} (no partition "
+                "striding; move other axes to free dims)",
+                "err_failed_to_infer_tile_from_local_tensor",
+                self.line,
+            )
         free_hi = f0 + sum((n - 1) * s for n, s in ap.dims[1:])
         if free_hi >= t.free or p0 + n0 > t.parts:
-            _fail(f"{what}: the access crosses partitions of {t.label}; the first axis must be the partition dim "
-                  "and the others free dims", "err_failed_to_infer_tile_from_local_tensor", self.line)
+            _fail(
+                f"{what}: the access crosses partitions of {t.label}; the first axis must be the partition dim "
+                "and the others free dims",
+                "err_failed_to_infer_tile_from_local_tensor",
+                self.line,
+            )
         if n0 > hw.PMAX:
-            _fail(f"Size of partition dimension {n0} exceeds architecture limitation of {hw.PMAX}",
-                  "err_num_partition_exceed_arch_limit", self.line)
+            _fail(
+                f"Size of partition dimension {n0} exceeds architecture limitation of {hw.PMAX}",
+                "err_num_partition_exceed_arch_limit",
+                self.line,
+            )
 
     def _same_parts(self, *aps: AP) -> None:
         ps = {ap.dims[0][0] for ap in aps}
         if len(ps) > 1:
-            _fail(f"operands have different partition counts {sorted(ps)}", "err_num_partition_mismatch", self.line)
+            _fail(
+                f"operands have different partition counts {sorted(ps)}",
+                "err_num_partition_mismatch",
+                self.line,
+            )
 
     def _shape_eq(self, a: AP, b: AP, what: str) -> None:
         if a.shape != b.shape:
-            _fail(f"{what}: shapes {list(a.shape)} and {list(b.shape)} differ", "err_num_partition_mismatch",
-                  self.line)
+            _fail(
+                f"{what}: shapes {list(a.shape)} and {list(b.shape)} differ",
+                "err_num_partition_mismatch",
+                self.line,
+            )
 
     def _engine(self, attrs: dict, allowed: tuple[str, ...], default: str) -> str:
         e = ENGINE_OF.get(attrs.get("engine", ""), None) or default
@@ -429,7 +562,9 @@ class Replayer:
         extent = sum((n - 1) * s for n, s in ap.dims[1:])
         return t.regions, b * t.parts + p0, b * t.parts + p0 + n0, f0, f0 + extent + 1
 
-    def _compute(self, engine: str, kind: str, elems: float, dsts, srcs, extra_cycles: int = 0) -> None:
+    def _compute(
+        self, engine: str, kind: str, elems: float, dsts, srcs, extra_cycles: int = 0
+    ) -> None:
         g = self.gen
         if engine == "pe":
             cycles = elems
@@ -438,10 +573,14 @@ class Replayer:
             cycles = max(g.min_ii, k * elems + g.access_cycles) + extra_cycles
             if engine == "act":
                 cycles += g.act_fixed_cycles
-            if any(ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)):
+            if any(
+                ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)
+            ):
                 cycles += k * elems  # strided minor access runs at half bandwidth
         t = time.perf_counter()
-        self.sched.compute(engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind)
+        self.sched.compute(
+            engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind
+        )
         self.cost_s += time.perf_counter() - t
 
     # ================================================================== data helpers
@@ -464,12 +603,18 @@ class Replayer:
     def _op_dma(self, dsts, srcs, attrs) -> None:
         (d,), (s,) = dsts, srcs
         if d.shape != s.shape:
-            _fail(f"DMA source {list(s.shape)} and destination {list(d.shape)} shapes differ",
-                  "err_store_dst_shape_smaller_than_other_shape", self.line)
+            _fail(
+                f"DMA source {list(s.shape)} and destination {list(d.shape)} shapes differ",
+                "err_store_dst_shape_smaller_than_other_shape",
+                self.line,
+            )
         for ap, what in ((d, "DMA destination"), (s, "DMA source")):
             if ap.t.buffer == "psum":
-                _fail(f"{what} is in PSUM: DMA moves HBM and SBUF data only (copy PSUM to SBUF first)",
-                      "err_unsupported_memory", self.line)
+                _fail(
+                    f"{what} is in PSUM: DMA moves HBM and SBUF data only (copy PSUM to SBUF first)",
+                    "err_unsupported_memory",
+                    self.line,
+                )
             if ap.t.buffer == "sbuf":
                 self._onchip(ap, what, ("sbuf",))
         acc = bool(attrs.get("acc"))
@@ -487,8 +632,9 @@ class Replayer:
         else:
             parts, p0 = min(hw.PMAX, d.shape[0]), 0
         runs = max(_runs(d), _runs(s), parts)
-        hbm_bytes = (elems * d.t.itemsize if d.t.buffer == "hbm" else 0) + \
-            (elems * s.t.itemsize if s.t.buffer == "hbm" else 0)
+        hbm_bytes = (elems * d.t.itemsize if d.t.buffer == "hbm" else 0) + (
+            elems * s.t.itemsize if s.t.buffer == "hbm" else 0
+        )
         if runs >= elems > parts:
             self.sched.report.strided_dmas += 1
         t = time.perf_counter()
@@ -499,34 +645,60 @@ class Replayer:
         (d,), (st, mv) = dsts, srcs
         for ap, what in ((st, "matmul stationary"), (mv, "matmul moving")):
             if ap.t.buffer != "sbuf":
-                _fail(f"{what} is in {ap.t.buffer.upper()}: TensorE reads SBUF only", "err_unsupported_memory",
-                      self.line)
+                _fail(
+                    f"{what} is in {ap.t.buffer.upper()}: TensorE reads SBUF only",
+                    "err_unsupported_memory",
+                    self.line,
+                )
             self._onchip(ap, what, ("sbuf",))
             if len(ap.dims) != 2:
                 _fail(f"{what} must be a 2-D tile", "err_exceed_max_supported_dimension", self.line)
         if d.t.buffer != "psum":
-            _fail("matmul output must be in PSUM: TensorE writes PSUM only", "err_unsupported_memory", self.line)
+            _fail(
+                "matmul output must be in PSUM: TensorE writes PSUM only",
+                "err_unsupported_memory",
+                self.line,
+            )
         self._onchip(d, "matmul output", ("psum",))
         (k1, m), (k2, n) = st.shape, mv.shape
         if k1 != k2:
-            _fail(f"matmul contraction (partition) sizes differ: stationary {k1}, moving {k2}",
-                  "err_num_partition_mismatch", self.line)
+            _fail(
+                f"matmul contraction (partition) sizes differ: stationary {k1}, moving {k2}",
+                "err_num_partition_mismatch",
+                self.line,
+            )
         if m > hw.GEMM_STATIONARY_FMAX:
-            _fail(f"matmul stationary free size {m} exceeds gemm_stationary_fmax {hw.GEMM_STATIONARY_FMAX}",
-                  "err_size_of_dimension_exceed_arch_limit", self.line)
+            _fail(
+                f"matmul stationary free size {m} exceeds gemm_stationary_fmax {hw.GEMM_STATIONARY_FMAX}",
+                "err_size_of_dimension_exceed_arch_limit",
+                self.line,
+            )
         if n > hw.GEMM_MOVING_FMAX:
-            _fail(f"matmul moving free size {n} exceeds gemm_moving_fmax {hw.GEMM_MOVING_FMAX} (one PSUM bank)",
-                  "err_size_of_dimension_exceed_arch_limit", self.line)
+            _fail(
+                f"matmul moving free size {n} exceeds gemm_moving_fmax {hw.GEMM_MOVING_FMAX} (one PSUM bank)",
+                "err_size_of_dimension_exceed_arch_limit",
+                self.line,
+            )
         if d.shape != (m, n):
-            _fail(f"matmul output tile {list(d.shape)} does not match [{m}, {n}]", "err_num_partition_mismatch",
-                  self.line)
+            _fail(
+                f"matmul output tile {list(d.shape)} does not match [{m}, {n}]",
+                "err_num_partition_mismatch",
+                self.line,
+            )
         if d.t.dtype != "float32":
-            _fail("matmul accumulates in fp32: the PSUM output must be float32", "err_unsupported_dtype", self.line)
+            _fail(
+                "matmul accumulates in fp32: the PSUM output must be float32",
+                "err_unsupported_dtype",
+                self.line,
+            )
         self._psum_bank(d, "matmul output")
         low = {st.t.dtype in dtypes.LOW_PRECISION, mv.t.dtype in dtypes.LOW_PRECISION}
         if len(low) > 1:
-            _fail(f"matmul operands mix fp32 with 8/16-bit types ({st.t.dtype}, {mv.t.dtype})",
-                  "err_unsupported_dtype", self.line)
+            _fail(
+                f"matmul operands mix fp32 with 8/16-bit types ({st.t.dtype}, {mv.t.dtype})",
+                "err_unsupported_dtype",
+                self.line,
+            )
         acc = attrs.get("acc", False)
         if acc not in (True, False, "auto"):
             raise ValueError("acc")
@@ -556,10 +728,16 @@ class Replayer:
         lo = f0 * t.itemsize
         hi = (f0 + sum((n - 1) * s for n, s in d.dims[1:])) * t.itemsize + t.itemsize - 1
         block_bytes = t.free * t.itemsize
-        if hi - lo + 1 > hw.PSUM_BANK_BYTES or (lo // hw.PSUM_BANK_BYTES != hi // hw.PSUM_BANK_BYTES
-                                               and block_bytes > hw.PSUM_BANK_BYTES):
-            _fail(f"{what} spans {hi - lo + 1} bytes per partition: it must fit one 2 KiB PSUM bank "
-                  f"({hw.PSUM_FMAX} fp32)", "err_size_of_dimension_exceed_arch_limit", self.line)
+        if hi - lo + 1 > hw.PSUM_BANK_BYTES or (
+            lo // hw.PSUM_BANK_BYTES != hi // hw.PSUM_BANK_BYTES
+            and block_bytes > hw.PSUM_BANK_BYTES
+        ):
+            _fail(
+                f"{what} spans {hi - lo + 1} bytes per partition: it must fit one 2 KiB PSUM bank "
+                f"({hw.PSUM_FMAX} fp32)",
+                "err_size_of_dimension_exceed_arch_limit",
+                self.line,
+            )
 
     def _op_transpose(self, dsts, srcs, attrs) -> None:
         (d,), (s,) = dsts, srcs
@@ -568,19 +746,29 @@ class Replayer:
             _fail("transpose takes a 2-D tile", "err_exceed_max_supported_dimension", self.line)
         p, f = s.shape
         if d.shape != (f, p):
-            _fail(f"transpose output {list(d.shape)} is not [{f}, {p}]", "err_num_partition_mismatch", self.line)
+            _fail(
+                f"transpose output {list(d.shape)} is not [{f}, {p}]",
+                "err_num_partition_mismatch",
+                self.line,
+            )
         if engine == "pe":
             if s.t.buffer != "sbuf":
                 _fail("TensorE transpose reads SBUF only", "err_unsupported_memory", self.line)
             if d.t.buffer != "psum":
                 _fail("TensorE transpose writes PSUM only", "err_unsupported_memory", self.line)
             if p > 128 or f > 128:
-                _fail(f"TensorE transpose is limited to 128x128, got {p}x{f}",
-                      "err_size_of_dimension_exceed_arch_limit", self.line)
+                _fail(
+                    f"TensorE transpose is limited to 128x128, got {p}x{f}",
+                    "err_size_of_dimension_exceed_arch_limit",
+                    self.line,
+                )
             self._psum_bank(d, "transpose output")
         elif p > 32 or f > 32:
-            _fail(f"VectorE transpose is limited to 32x32, got {p}x{f}", "err_size_of_dimension_exceed_arch_limit",
-                  self.line)
+            _fail(
+                f"VectorE transpose is limited to 32x32, got {p}x{f}",
+                "err_size_of_dimension_exceed_arch_limit",
+                self.line,
+            )
         self._onchip(s, "transpose input")
         self._onchip(d, "transpose output")
         if self.numeric:
@@ -620,8 +808,11 @@ class Replayer:
         self._shape_eq(a, b, "tensor_tensor operands")
         self._shape_eq(a, d, "tensor_tensor output")
         if a.t.buffer == "psum" and b.t.buffer == "psum" and not (attrs.get("acc") and a.same(d)):
-            _fail("tensor_tensor cannot read both inputs from PSUM (copy one to SBUF)", "err_unsupported_memory",
-                  self.line)
+            _fail(
+                "tensor_tensor cannot read both inputs from PSUM (copy one to SBUF)",
+                "err_unsupported_memory",
+                self.line,
+            )
         if op in BITWISE and any(ap.t.dtype in dtypes.FLOATS for ap in (a, b)):
             _fail(f"{op} needs integer operands", "err_unsupported_dtype", self.line)
         if self.numeric:
@@ -634,11 +825,17 @@ class Replayer:
         if v == "ap":
             ap = srcs[k]
             if ap.dims[0][0] != data.dims[0][0] or math.prod(ap.shape[1:]) != 1:
-                _fail(f"tensor_scalar {key} must be a scalar or a [P, 1] tile matching the data's partitions",
-                      "err_num_partition_mismatch", self.line)
+                _fail(
+                    f"tensor_scalar {key} must be a scalar or a [P, 1] tile matching the data's partitions",
+                    "err_num_partition_mismatch",
+                    self.line,
+                )
             self._onchip(ap, key)
-            return (self._read(ap).reshape(self.seeds, ap.dims[0][0], *([1] * (len(data.dims) - 1)))
-                    if self.numeric else None), k + 1
+            return (
+                self._read(ap).reshape(self.seeds, ap.dims[0][0], *([1] * (len(data.dims) - 1)))
+                if self.numeric
+                else None
+            ), k + 1
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(key)
         return np.float32(v), k
@@ -652,7 +849,11 @@ class Replayer:
         if op0 not in ALU or (op1 is not None and op1 not in ALU):
             raise ValueError("op")
         if engine == "act" and self.gen.name == "trn2" and {op0, op1} - {"multiply", "add", None}:
-            _fail("ScalarE tensor_scalar on Trn2 supports multiply and add only", "err_unsupported_engine", self.line)
+            _fail(
+                "ScalarE tensor_scalar on Trn2 supports multiply and add only",
+                "err_unsupported_engine",
+                self.line,
+            )
         v0, k = self._scalar_operand(attrs, "operand0", srcs, 1, data)
         v1 = None
         if op1 is not None:
@@ -680,21 +881,36 @@ class Replayer:
         if attrs.get("bias") == "ap":
             ap = srcs[k]
             k += 1
-            if ap.dims[0][0] != data.dims[0][0] or math.prod(ap.shape[1:]) != 1 or \
-                    ap.t.dtype not in ("float32", "float16", "bfloat16"):
-                _fail("activation bias must be a [P, 1] fp32/fp16/bf16 vector", "err_activation_bias_invalid_type",
-                      self.line)
+            if (
+                ap.dims[0][0] != data.dims[0][0]
+                or math.prod(ap.shape[1:]) != 1
+                or ap.t.dtype not in ("float32", "float16", "bfloat16")
+            ):
+                _fail(
+                    "activation bias must be a [P, 1] fp32/fp16/bf16 vector",
+                    "err_activation_bias_invalid_type",
+                    self.line,
+                )
             self._onchip(ap, "activation bias")
             bias = ap
         if attrs.get("scale") == "ap":
             ap = srcs[k]
             k += 1
-            if ap.dims[0][0] != data.dims[0][0] or math.prod(ap.shape[1:]) != 1 or ap.t.dtype != "float32":
-                _fail("activation scale must be a scalar or a [P, 1] fp32 vector",
-                      "err_activation_scale_invalid_type", self.line)
+            if (
+                ap.dims[0][0] != data.dims[0][0]
+                or math.prod(ap.shape[1:]) != 1
+                or ap.t.dtype != "float32"
+            ):
+                _fail(
+                    "activation scale must be a scalar or a [P, 1] fp32 vector",
+                    "err_activation_scale_invalid_type",
+                    self.line,
+                )
             self._onchip(ap, "activation scale")
             scale = ap
-        elif isinstance(attrs.get("scale"), bool) or not isinstance(attrs.get("scale"), (int, float)):
+        elif isinstance(attrs.get("scale"), bool) or not isinstance(
+            attrs.get("scale"), (int, float)
+        ):
             raise ValueError("scale")
         if k != len(srcs):
             raise ValueError("operand count")
@@ -703,13 +919,21 @@ class Replayer:
             red = dsts[1]
             self._onchip(red, "activation reduce_res")
             if red.dims[0][0] != data.dims[0][0] or math.prod(red.shape[1:]) != 1:
-                _fail("activation reduce_res must be a [P, 1] tile", "err_num_partition_mismatch", self.line)
+                _fail(
+                    "activation reduce_res must be a [P, 1] tile",
+                    "err_num_partition_mismatch",
+                    self.line,
+                )
         elif len(dsts) != 1:
             raise ValueError("dst count")
         if self.numeric:
             x = self._read(data)
             shape1 = (self.seeds, data.dims[0][0], *([1] * (len(data.dims) - 1)))
-            x = x * (self._read(scale).reshape(shape1) if scale is not None else np.float32(attrs["scale"]))
+            x = x * (
+                self._read(scale).reshape(shape1)
+                if scale is not None
+                else np.float32(attrs["scale"])
+            )
             if bias is not None:
                 x = x + self._read(bias).reshape(shape1)
             with np.errstate(all="ignore"):
@@ -718,7 +942,9 @@ class Replayer:
             if red is not None:
                 r = y.reshape(self.seeds, y.shape[1], -1).sum(axis=2, dtype=np.float32)
                 self._write(red, r.reshape((self.seeds, *red.shape)))
-        self._compute("act", "activation", _free(d), dsts, srcs, extra_cycles=64 if red is not None else 0)
+        self._compute(
+            "act", "activation", _free(d), dsts, srcs, extra_cycles=64 if red is not None else 0
+        )
 
     def _op_tensor_reduce(self, dsts, srcs, attrs) -> None:
         (d,), (s,) = dsts, srcs
@@ -729,15 +955,24 @@ class Replayer:
         axes = tuple(_as_int(a, "axis") for a in attrs["axes"])
         rank = len(s.dims)
         if not axes or 0 in axes or any(not 0 < a < rank for a in axes):
-            _fail("reductions run over free axes only (not the partition axis 0)", "err_unsupported_reduce_axis",
-                  self.line)
+            _fail(
+                "reductions run over free axes only (not the partition axis 0)",
+                "err_unsupported_reduce_axis",
+                self.line,
+            )
         if attrs.get("strict") and (sorted(axes) != list(range(min(axes), rank))):
-            _fail("tensor_reduce axes must be consecutive and include the last axis", "err_unsupported_reduce_axis",
-                  self.line)
+            _fail(
+                "tensor_reduce axes must be consecutive and include the last axis",
+                "err_unsupported_reduce_axis",
+                self.line,
+            )
         kept = [n for a, n in enumerate(s.shape) if a not in axes]
         if math.prod(d.shape) != math.prod(kept) or d.dims[0][0] != s.dims[0][0]:
-            _fail(f"reduction output {list(d.shape)} does not match the reduced shape", "err_num_partition_mismatch",
-                  self.line)
+            _fail(
+                f"reduction output {list(d.shape)} does not match the reduced shape",
+                "err_num_partition_mismatch",
+                self.line,
+            )
         if self.numeric:
             x = self._read(s)
             with np.errstate(all="ignore"):
@@ -789,7 +1024,9 @@ class Replayer:
             v = _affine_values(d.shape, coeffs, _as_int(attrs["const"], "const"))
             keep = {"<": v < 0, "<=": v <= 0, ">": v > 0, ">=": v >= 0, "==": v == 0}[cmp]
             self._write(d, np.where(keep[None], self._read(s), np.float32(attrs["on_false"])))
-        self._compute("pool", "affine_select", _free(d), dsts, srcs, extra_cycles=POOL_FIXED["affine_select"])
+        self._compute(
+            "pool", "affine_select", _free(d), dsts, srcs, extra_cycles=POOL_FIXED["affine_select"]
+        )
 
     def _op_select(self, dsts, srcs, attrs) -> None:
         (d,) = dsts
@@ -823,28 +1060,46 @@ class Replayer:
         self._shape_eq(a, b, "tensor_tensor_scan operands")
         self._shape_eq(a, d, "tensor_tensor_scan output")
         if a.t.buffer == "psum" and b.t.buffer == "psum":
-            _fail("tensor_tensor_scan cannot read both inputs from PSUM", "err_unsupported_memory", self.line)
+            _fail(
+                "tensor_tensor_scan cannot read both inputs from PSUM",
+                "err_unsupported_memory",
+                self.line,
+            )
         init_ap = None
         if attrs.get("initial") == "ap":
             init_ap = srcs[2]
             if init_ap.dims[0][0] != a.dims[0][0] or math.prod(init_ap.shape[1:]) != 1:
-                _fail("tensor_tensor_scan initial must be a scalar or a [P, 1] tile", "err_num_partition_mismatch",
-                      self.line)
+                _fail(
+                    "tensor_tensor_scan initial must be a scalar or a [P, 1] tile",
+                    "err_num_partition_mismatch",
+                    self.line,
+                )
             if len(srcs) != 3:
                 raise ValueError("operand count")
-        elif isinstance(attrs.get("initial"), bool) or not isinstance(attrs.get("initial"), (int, float)) \
-                or len(srcs) != 2:
+        elif (
+            isinstance(attrs.get("initial"), bool)
+            or not isinstance(attrs.get("initial"), (int, float))
+            or len(srcs) != 2
+        ):
             raise ValueError("initial")
         if self.numeric:
             p = a.dims[0][0]
             x0 = self._read(a).reshape(self.seeds, p, -1)
             x1 = self._read(b).reshape(self.seeds, p, -1)
-            r = (self._read(init_ap).reshape(self.seeds, p) if init_ap is not None
-                 else np.full((self.seeds, p), attrs["initial"], np.float32))
+            r = (
+                self._read(init_ap).reshape(self.seeds, p)
+                if init_ap is not None
+                else np.full((self.seeds, p), attrs["initial"], np.float32)
+            )
             f0, f1 = ALU[op0], ALU[op1]
             out = np.empty_like(x0)
             with np.errstate(all="ignore"):
-                if op0 == "multiply" and op1 == "add" and not attrs.get("reverse0") and not attrs.get("reverse1"):
+                if (
+                    op0 == "multiply"
+                    and op1 == "add"
+                    and not attrs.get("reverse0")
+                    and not attrs.get("reverse1")
+                ):
                     out = _linear_scan(x0, x1, r)
                 else:
                     for i in range(x0.shape[2]):
@@ -870,7 +1125,11 @@ class Replayer:
             raise ValueError("op")
         self._elementwise_checks("pool", dsts, srcs, "tensor_partition_reduce")
         if d.dims[0][0] != 1 or d.shape[1:] != s.shape[1:]:
-            _fail("tensor_partition_reduce output must be [1, F]", "err_num_partition_mismatch", self.line)
+            _fail(
+                "tensor_partition_reduce output must be [1, F]",
+                "err_num_partition_mismatch",
+                self.line,
+            )
         if self.numeric:
             self._write(d, REDUCE[op](self._read(s), axis=1, keepdims=True))
         self._compute("pool", "partition_reduce", _free(s) * 2, dsts, srcs)
@@ -879,8 +1138,9 @@ class Replayer:
         """More live SBUF (or PSUM) than the core has: the compiler spills the excess to HBM and reloads
         it (evicts PSUM banks), which the schedule pays as DMA traffic of twice the excess."""
         rep = self.sched.report
-        over = max(0, rep.peak_sbuf_bytes - self.gen.sbuf_bytes_per_partition) + \
-            max(0, rep.peak_psum_bytes - self.gen.psum_bytes_per_partition)
+        over = max(0, rep.peak_sbuf_bytes - self.gen.sbuf_bytes_per_partition) + max(
+            0, rep.peak_psum_bytes - self.gen.psum_bytes_per_partition
+        )
         rep.spill_bytes = 2 * over * hw.PMAX
 
     # ================================================================== outputs
@@ -888,19 +1148,27 @@ class Replayer:
         if not out_ids:
             _fail("the kernel returned no output tensor", "err_tensor_output_not_written_to")
         if self.output_specs is not None and len(out_ids) != len(self.output_specs):
-            _fail(f"the kernel returned {len(out_ids)} outputs, the problem expects {len(self.output_specs)}",
-                  "err_wrong_outputs")
+            _fail(
+                f"the kernel returned {len(out_ids)} outputs, the problem expects {len(self.output_specs)}",
+                "err_wrong_outputs",
+            )
         outs = []
         for k, tid in enumerate(out_ids):
             t = self.tensors.get(tid)
             if t is None or t.buffer != "hbm" or t.is_input:
-                _fail("kernel outputs must be HBM tensors the kernel created (nl.ndarray(..., buffer=nl.shared_hbm))",
-                      "err_wrong_outputs")
+                _fail(
+                    "kernel outputs must be HBM tensors the kernel created (nl.ndarray(..., buffer=nl.shared_hbm))",
+                    "err_wrong_outputs",
+                )
             if self.output_specs is not None and t.shape != tuple(self.output_specs[k][0]):
-                _fail(f"output {k} has shape {list(t.shape)}, the problem expects {list(self.output_specs[k][0])}",
-                      "err_wrong_outputs")
+                _fail(
+                    f"output {k} has shape {list(t.shape)}, the problem expects {list(self.output_specs[k][0])}",
+                    "err_wrong_outputs",
+                )
             if t.writes == 0:
-                _fail(f"output {k} ({t.label}) is never written", "err_tensor_output_not_written_to")
+                _fail(
+                    f"output {k} ({t.label}) is never written", "err_tensor_output_not_written_to"
+                )
             if self.numeric:
                 outs.append(t.data.reshape((self.seeds, *t.shape)))
         return outs
@@ -924,12 +1192,17 @@ class AP:
     def view(self) -> np.ndarray:
         arr = self.t.data
         item = arr.itemsize
-        return as_strided(arr[:, self.offset:], shape=(arr.shape[0], *self.shape),
-                          strides=(arr.strides[0], *(s * item for _, s in self.dims)))
+        return as_strided(
+            arr[:, self.offset :],
+            shape=(arr.shape[0], *self.shape),
+            strides=(arr.strides[0], *(s * item for _, s in self.dims)),
+        )
 
     def view_of(self, flat: np.ndarray) -> np.ndarray:
         item = flat.itemsize
-        return as_strided(flat[self.offset:], shape=self.shape, strides=tuple(s * item for _, s in self.dims))
+        return as_strided(
+            flat[self.offset :], shape=self.shape, strides=tuple(s * item for _, s in self.dims)
+        )
 
 
 def _linear_scan(a: np.ndarray, b: np.ndarray, r0: np.ndarray, chunk: int = 64) -> np.ndarray:
@@ -993,5 +1266,7 @@ def _affine_values(shape, coeffs, const) -> np.ndarray:
     return v.astype(np.float32)
 
 
-def replay(trace: dict, gen: Generation, input_specs, inputs=None, output_specs=None, seeds: int = 1) -> ReplayResult:
+def replay(
+    trace: dict, gen: Generation, input_specs, inputs=None, output_specs=None, seeds: int = 1
+) -> ReplayResult:
     return Replayer(trace, gen, input_specs, inputs, output_specs, seeds).run()

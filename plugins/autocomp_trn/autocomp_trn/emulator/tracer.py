@@ -6,6 +6,7 @@ is an error, so no host-side computing can stand in for NKI instructions. Each N
 one event to the trace; the trusted replay (``replay.py``) re-checks every rule, computes the
 outputs from the inputs and costs the schedule. Nothing here is trusted.
 """
+
 from __future__ import annotations
 
 import sys
@@ -40,25 +41,42 @@ class Tracer:
 
     def emit(self, event: list) -> int:
         if len(self.events) >= self.max_events:
-            raise NkiError(f"the kernel emitted more than {self.max_events} instructions and loop events; "
-                           "this emulator refuses traces that long", "err_trace_too_long")
+            raise NkiError(
+                f"the kernel emitted more than {self.max_events} instructions and loop events; "
+                "this emulator refuses traces that long",
+                "err_trace_too_long",
+            )
         self.events.append(event)
         return len(self.events) - 1
 
-    def new_tensor(self, shape, dtype, buffer: str, par_axis: int | None, name: str = "",
-                   line: int = 0) -> Tensor:
+    def new_tensor(
+        self, shape, dtype, buffer: str, par_axis: int | None, name: str = "", line: int = 0
+    ) -> Tensor:
         shape = tuple(int(n) for n in shape)
         if any(n <= 0 for n in shape):
             raise NkiError(f"tensor shape {shape} has an empty dimension")
         t = Tensor(self, len(self.tensors), shape, dtypes.name_of(dtype), buffer, par_axis, name)
         self.tensors.append(t)
-        t.alloc_event = self.emit(["alloc", t.tid, list(shape), t.dtype, buffer,
-                                   -1 if par_axis is None else par_axis, line or self.line()])
+        t.alloc_event = self.emit(
+            [
+                "alloc",
+                t.tid,
+                list(shape),
+                t.dtype,
+                buffer,
+                -1 if par_axis is None else par_axis,
+                line or self.line(),
+            ]
+        )
         return t
 
     def to_json(self, returned: list[int], inputs: list[int]) -> dict[str, Any]:
-        return {"version": 1, "inputs": inputs, "outputs": returned,
-                "events": [e for e in self.events if e is not None]}
+        return {
+            "version": 1,
+            "inputs": inputs,
+            "outputs": returned,
+            "events": [e for e in self.events if e is not None],
+        }
 
 
 class Tensor:
@@ -101,7 +119,9 @@ class Tile:
     def __init__(self, tensor: Tensor, offset: int, dims: list[tuple[int, int]]) -> None:
         self.tensor, self.offset, self.dims = tensor, offset, dims
         self.accumulated = False
-        self.bounds: dict[int, tuple[int, int]] = {}  # axis -> index range inside the tensor (masked access)
+        self.bounds: dict[
+            int, tuple[int, int]
+        ] = {}  # axis -> index range inside the tensor (masked access)
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -134,13 +154,17 @@ class Tile:
     # ------------------------------------------------------------------ views
     def __getitem__(self, key) -> Tile:
         if self.bounds:
-            raise NkiError("index a tile that reaches past its tensor only once, directly in the instruction",
-                           "err_tensor_access_out_of_bound")
+            raise NkiError(
+                "index a tile that reaches past its tensor only once, directly in the instruction",
+                "err_tensor_access_out_of_bound",
+            )
         bounds: dict[int, tuple[int, int]] = {}
         offset, dims = subscript(self.offset, self.dims, key, bounds)
         if not dims:
-            raise NkiError("indexing down to a single element gives no tile: keep at least a [1, 1] tile",
-                           "err_insufficient_rank")
+            raise NkiError(
+                "indexing down to a single element gives no tile: keep at least a [1, 1] tile",
+                "err_insufficient_rank",
+            )
         tile = Tile(self.tensor, offset, dims)
         tile.bounds = bounds
         return tile
@@ -183,12 +207,17 @@ class Tile:
 
     # ------------------------------------------------------------------ refusals
     def __bool__(self):
-        raise NkiError("the truth value of a tile is ambiguous: control flow cannot depend on tensor values",
-                       "err_ambiguous_tensor_truth_value")
+        raise NkiError(
+            "the truth value of a tile is ambiguous: control flow cannot depend on tensor values",
+            "err_ambiguous_tensor_truth_value",
+        )
 
     def __array__(self, *args, **kwargs):
-        raise NkiError("NKI tensors are not NumPy arrays: their data lives in device memory. "
-                       "Compute with nki.language / nki.isa instructions", "err_unsupported_memory")
+        raise NkiError(
+            "NKI tensors are not NumPy arrays: their data lives in device memory. "
+            "Compute with nki.language / nki.isa instructions",
+            "err_unsupported_memory",
+        )
 
     def __iter__(self):
         raise NkiError("a tile cannot be iterated over: index it with slices or nl.arange")
@@ -197,8 +226,10 @@ class Tile:
         return self.dims[0][0]
 
     def __float__(self):
-        raise NkiError("a tile has no Python value: its data lives in device memory",
-                       "err_dynamic_control_flow_not_supported")
+        raise NkiError(
+            "a tile has no Python value: its data lives in device memory",
+            "err_dynamic_control_flow_not_supported",
+        )
 
     __int__ = __index__ = __complex__ = __float__
 
@@ -212,8 +243,13 @@ class Tile:
         from . import language
 
         dst = self[key] if key is not Ellipsis else Tile(self.tensor, self.offset, list(self.dims))
-        if isinstance(value, Tile) and value.accumulated and value.tensor is dst.tensor \
-                and value.offset == dst.offset and value.dims == dst.dims:
+        if (
+            isinstance(value, Tile)
+            and value.accumulated
+            and value.tensor is dst.tensor
+            and value.offset == dst.offset
+            and value.dims == dst.dims
+        ):
             return  # the write-back half of `t[i] += x`: already done in place
         language.assign(dst, value)
 
@@ -224,6 +260,7 @@ class Tile:
 
             fn = getattr(language, name)
             return fn(other, self) if reverse else fn(self, other)
+
         return method
 
     __add__, __radd__ = _bin("add"), _bin("add", True)
@@ -264,9 +301,14 @@ class Tile:
             language.assign(self, getattr(language, name)(self, other))
             self.accumulated = True
             return self
+
         return method
 
-    __isub__, __imul__, __itruediv__ = _inplace("subtract"), _inplace("multiply"), _inplace("divide")
+    __isub__, __imul__, __itruediv__ = (
+        _inplace("subtract"),
+        _inplace("multiply"),
+        _inplace("divide"),
+    )
     del _bin, _inplace
 
 
@@ -287,5 +329,16 @@ def tracer() -> Tracer:
     return CURRENT[-1]
 
 
-__all__ = ["HBM", "PSUM", "SBUF", "DynSlice", "IndexExpr", "Mask", "NkiError", "Tensor", "Tile", "Tracer",
-           "tracer"]
+__all__ = [
+    "HBM",
+    "PSUM",
+    "SBUF",
+    "DynSlice",
+    "IndexExpr",
+    "Mask",
+    "NkiError",
+    "Tensor",
+    "Tile",
+    "Tracer",
+    "tracer",
+]

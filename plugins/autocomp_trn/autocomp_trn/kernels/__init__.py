@@ -3,6 +3,7 @@
 They are honest candidates: the tests require each to pass the checks and beat its problem's
 baseline, and the calibration benchmark compares them with the published best latencies.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

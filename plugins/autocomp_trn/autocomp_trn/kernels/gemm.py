@@ -16,15 +16,17 @@ def solution(lhsT, rhs):
         m0 = mb * TM * BM
         lhs_blk = nl.ndarray((KT, nl.par_dim(TK), TM * BM), dtype=lhsT.dtype)
         for k in nl.affine_range(KT):
-            lhs_blk[k] = nl.load(lhsT[k * TK:(k + 1) * TK, m0:m0 + TM * BM])
+            lhs_blk[k] = nl.load(lhsT[k * TK : (k + 1) * TK, m0 : m0 + TM * BM])
         for n in nl.affine_range(N // TN):
             acc = nl.zeros((BM, nl.par_dim(TM), TN), nl.float32, buffer=nl.psum)
             for k in nl.affine_range(KT):
-                rhs_tile = nl.load(rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                rhs_tile = nl.load(rhs[k * TK : (k + 1) * TK, n * TN : (n + 1) * TN])
                 for mi in nl.affine_range(BM):
-                    acc[mi] += nisa.nc_matmul(lhs_blk[k, :, mi * TM:(mi + 1) * TM], rhs_tile)
+                    acc[mi] += nisa.nc_matmul(lhs_blk[k, :, mi * TM : (mi + 1) * TM], rhs_tile)
             for mi in nl.affine_range(BM):
                 engine = nisa.scalar_engine if mi % 2 else nisa.vector_engine
                 out_tile = nisa.tensor_copy(acc[mi], dtype=nl.float32, engine=engine)
-                nl.store(result[m0 + mi * TM:m0 + (mi + 1) * TM, n * TN:(n + 1) * TN], value=out_tile)
+                nl.store(
+                    result[m0 + mi * TM : m0 + (mi + 1) * TM, n * TN : (n + 1) * TN], value=out_tile
+                )
     return result

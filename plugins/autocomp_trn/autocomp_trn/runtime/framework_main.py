@@ -8,6 +8,7 @@ checked like a kernel's, and its latency is modelled as the framework lowering e
 on its own (torch-neuronx without fusion): each operator reads its inputs from HBM and writes
 its output back, at the engines' peak rates, plus a fixed per-operator overhead.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,18 @@ from pathlib import Path
 import numpy as np
 
 OP_FIXED_US = 2.0  # per-operator launch and DMA setup in the lowered graph
-TRANSCENDENTAL = ("exp", "log", "tanh", "sigmoid", "silu", "gelu", "softmax", "sqrt", "rsqrt", "erf")
+TRANSCENDENTAL = (
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "gelu",
+    "softmax",
+    "sqrt",
+    "rsqrt",
+    "erf",
+)
 MATMUL = ("mm", "addmm", "bmm", "matmul")
 
 
@@ -57,7 +69,11 @@ def main(argv: list[str]) -> int:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             flat_in = [a for a in args if isinstance(a, torch.Tensor)]
-            flat_out = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+            flat_out = [
+                o
+                for o in (out if isinstance(out, (tuple, list)) else [out])
+                if isinstance(o, torch.Tensor)
+            ]
             if recording:
                 ops.append((func.__name__, op_cost_us(func.__name__, flat_in, flat_out, gen)))
             return out
@@ -74,16 +90,28 @@ def main(argv: list[str]) -> int:
             result = result if isinstance(result, (tuple, list)) else (result,)
             for k, r in enumerate(result):
                 outputs[k].append(r.numpy())
-    refs_per_seed = [spec.reference(*[x[s].astype(np.float64) for x in inputs]) for s in range(len(seeds))]
+    refs_per_seed = [
+        spec.reference(*[x[s].astype(np.float64) for x in inputs]) for s in range(len(seeds))
+    ]
     refs = [np.stack([r[k] for r in refs_per_seed]) for k in range(len(spec.outputs))]
     verdict = compare([np.stack(o) for o in outputs], refs, spec.atol, spec.rtol)
     latency = sum(c for _, c in ops) + gen.launch_ns / 1e3
-    lines = [f"modelled latency {latency:.2f} us (framework lowering of the PyTorch source, one HBM round trip "
-             f"per operator; emulator cost model, not a measurement)",
-             "operators: " + ", ".join(f"{n} {c:.1f} us" for n, c in ops)]
-    out = {"status": "ok" if verdict.ok else "wrong_answer", "message": verdict.message, "latency_us": latency,
-           "summary": "\n".join(lines), "instructions": len(ops), "lower_bound_us": spec.lower_bound_us(gen),
-           "worst_error_ratio": verdict.worst_ratio, "busy_us": {}, "critical": "framework"}
+    lines = [
+        f"modelled latency {latency:.2f} us (framework lowering of the PyTorch source, one HBM round trip "
+        f"per operator; emulator cost model, not a measurement)",
+        "operators: " + ", ".join(f"{n} {c:.1f} us" for n, c in ops),
+    ]
+    out = {
+        "status": "ok" if verdict.ok else "wrong_answer",
+        "message": verdict.message,
+        "latency_us": latency,
+        "summary": "\n".join(lines),
+        "instructions": len(ops),
+        "lower_bound_us": spec.lower_bound_us(gen),
+        "worst_error_ratio": verdict.worst_ratio,
+        "busy_us": {},
+        "critical": "framework",
+    }
     sys.stdout.write("\n" + json.dumps(out) + "\n")
     return 0
 
@@ -92,8 +120,22 @@ if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv))
     except ImportError as exc:
-        sys.stdout.write("\n" + json.dumps({"status": "infra_error", "message": (
-            f"{exc}: PyTorch-source problems run their baseline with PyTorch; install it with "
-            "pip install 'autocomp-trn[torch]'")}) + "\n")
+        sys.stdout.write(
+            "\n"
+            + json.dumps(
+                {
+                    "status": "infra_error",
+                    "message": (
+                        f"{exc}: PyTorch-source problems run their baseline with PyTorch; install it with "
+                        "pip install 'autocomp-trn[torch]'"
+                    ),
+                }
+            )
+            + "\n"
+        )
     except Exception:
-        sys.stdout.write("\n" + json.dumps({"status": "infra_error", "message": traceback.format_exc()[-3000:]}) + "\n")
+        sys.stdout.write(
+            "\n"
+            + json.dumps({"status": "infra_error", "message": traceback.format_exc()[-3000:]})
+            + "\n"
+        )

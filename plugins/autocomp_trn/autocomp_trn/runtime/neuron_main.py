@@ -7,6 +7,7 @@ seed) for the check, ``nki.benchmark(warmup, iters)`` gives the P99 latency. v2 
 (``nki``): called with NumPy inputs for the check; latency from neuron-profile's summary of a
 compiled NEFF. Prints ``AUTOCOMP_TRN_RESULT {json}``.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -61,8 +62,10 @@ def main(argv: list[str]) -> int:
                 outputs[k].append(np.asarray(r))
     except Exception:
         return emit({"status": "compile_error", "message": traceback.format_exc()[-2000:]})
-    refs_per_seed = [spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
-                     for s in range(len(req["seeds"]))]
+    refs_per_seed = [
+        spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
+        for s in range(len(req["seeds"]))
+    ]
     refs = [np.stack([r[k] for r in refs_per_seed]) for k in range(len(spec.outputs))]
     verdict = compare([np.stack(o) for o in outputs], refs, spec.atol, spec.rtol)
     if not verdict.ok:
@@ -77,13 +80,19 @@ def main(argv: list[str]) -> int:
         else:
             if not req.get("profiler"):
                 return emit({"status": "infra_error", "message": "neuron-profile is not installed"})
-            capture, view = profile_commands(req["profiler"], work / "kernel.neff", work / "profile.ntff")
+            capture, view = profile_commands(
+                req["profiler"], work / "kernel.neff", work / "profile.ntff"
+            )
             subprocess.run(capture, check=True, cwd=work, capture_output=True, timeout=600)
-            summary = subprocess.run(view, check=True, cwd=work, capture_output=True, text=True, timeout=600)
+            summary = subprocess.run(
+                view, check=True, cwd=work, capture_output=True, text=True, timeout=600
+            )
             latency_us = parse_profile_summary(summary.stdout)
     except Exception:
         return emit({"status": "infra_error", "message": traceback.format_exc()[-2000:]})
-    return emit({"status": "ok", "latency_us": latency_us, "worst_error_ratio": verdict.worst_ratio})
+    return emit(
+        {"status": "ok", "latency_us": latency_us, "worst_error_ratio": verdict.worst_ratio}
+    )
 
 
 if __name__ == "__main__":

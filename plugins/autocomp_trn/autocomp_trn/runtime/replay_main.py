@@ -5,6 +5,7 @@
 Runs only trusted code (this plugin); the trace it reads is untrusted data. It runs in a sandbox
 too, for the hard time and memory limits. Prints one JSON object on stdout.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,16 @@ def main(argv: list[str]) -> int:
     from autocomp_trn.problems.catalog import spec_by_id
 
     trace_text = Path(request["trace"]).read_text()
-    return emit(judge(spec_by_id(request["problem"]), trace_text, request["seeds"], request["generation"],
-                      bool(request.get("full")), bool(request.get("numeric", True))))
+    return emit(
+        judge(
+            spec_by_id(request["problem"]),
+            trace_text,
+            request["seeds"],
+            request["generation"],
+            bool(request.get("full")),
+            bool(request.get("numeric", True)),
+        )
+    )
 
 
 def emit(obj: dict) -> int:
@@ -34,6 +43,8 @@ if __name__ == "__main__":
     except MemoryError:
         emit({"status": "infra_error", "message": "the replay ran out of memory"})
         sys.exit(0)
-    except Exception:  # a bug on the trusted side: reported as the evaluator's failure, not the kernel's
+    except (
+        Exception
+    ):  # a bug on the trusted side: reported as the evaluator's failure, not the kernel's
         emit({"status": "infra_error", "message": traceback.format_exc()[-3000:]})
         sys.exit(0)

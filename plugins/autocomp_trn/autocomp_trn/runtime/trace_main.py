@@ -9,6 +9,7 @@ pure standard modules. The kernel is called twice on fresh handles; the two trac
 identical (no state kept across calls). ``status.json`` says how it went; ``trace.json`` holds
 the trace. Both are written after the kernel's code has finished running.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -17,14 +18,51 @@ import sys
 import traceback
 from pathlib import Path
 
-ALLOWED_IMPORTS = frozenset({"nki", "neuronxcc", "numpy", "math", "functools", "itertools", "operator",
-                             "typing", "dataclasses", "enum", "collections", "__future__"})
-REMOVED_BUILTINS = ("open", "exec", "eval", "compile", "globals", "locals", "vars", "getattr", "setattr",
-                    "delattr", "dir", "breakpoint", "input", "memoryview", "help", "exit", "quit", "__loader__",
-                    "__spec__")
+ALLOWED_IMPORTS = frozenset(
+    {
+        "nki",
+        "neuronxcc",
+        "numpy",
+        "math",
+        "functools",
+        "itertools",
+        "operator",
+        "typing",
+        "dataclasses",
+        "enum",
+        "collections",
+        "__future__",
+    }
+)
+REMOVED_BUILTINS = (
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "globals",
+    "locals",
+    "vars",
+    "getattr",
+    "setattr",
+    "delattr",
+    "dir",
+    "breakpoint",
+    "input",
+    "memoryview",
+    "help",
+    "exit",
+    "quit",
+    "__loader__",
+    "__spec__",
+)
 KERNEL_FILE = "kernel.py"
-REFUSAL_CODES = {"err_forbidden_import", "err_monkeypatch", "err_nondeterministic_trace", "err_trace_too_long",
-                 "err_state_across_calls"}
+REFUSAL_CODES = {
+    "err_forbidden_import",
+    "err_monkeypatch",
+    "err_nondeterministic_trace",
+    "err_trace_too_long",
+    "err_state_across_calls",
+}
 
 
 def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -32,7 +70,9 @@ def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
         from autocomp_trn.emulator.indexing import NkiError
 
         allowed = ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))
-        raise NkiError(f"kernels may import only {allowed} (tried {name!r})", "err_forbidden_import")
+        raise NkiError(
+            f"kernels may import only {allowed} (tried {name!r})", "err_forbidden_import"
+        )
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
@@ -49,8 +89,15 @@ def kernel_frames(exc: BaseException) -> str:
     return "\n".join([*lines, f"{type(exc).__name__}: {exc}"])
 
 
-def trace_source(source: str, entry: str, inputs: list, kwargs: dict, generation: str, sbuf_bytes: int,
-                 max_events: int) -> tuple[dict, str | None]:
+def trace_source(
+    source: str,
+    entry: str,
+    inputs: list,
+    kwargs: dict,
+    generation: str,
+    sbuf_bytes: int,
+    max_events: int,
+) -> tuple[dict, str | None]:
     """Run the kernel twice under the tracer; (status, trace JSON text or None)."""
     from autocomp_trn.emulator import harness, modules
     from autocomp_trn.emulator.indexing import NkiError
@@ -63,42 +110,75 @@ def trace_source(source: str, entry: str, inputs: list, kwargs: dict, generation
         code = compile(source, KERNEL_FILE, "exec")
     except SyntaxError as exc:
         return status("compile_error", f"SyntaxError: {exc.msg}", "err_syntax", exc.lineno or 0)
-    namespace = {"__name__": "kernel", "__builtins__": restricted_builtins(), "__file__": KERNEL_FILE}
+    namespace = {
+        "__name__": "kernel",
+        "__builtins__": restricted_builtins(),
+        "__file__": KERNEL_FILE,
+    }
     specs = [(n, tuple(s), d) for n, s, d in inputs]
     traces = []
     try:
         exec(code, namespace)
         kernel = namespace.get(entry)
         if kernel is None or not callable(kernel):
-            return status("compile_error", f"the program defines no kernel function named {entry!r}",
-                          "err_missing_entry")
+            return status(
+                "compile_error",
+                f"the program defines no kernel function named {entry!r}",
+                "err_missing_entry",
+            )
         for _ in range(2):
-            traces.append(json.dumps(harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
-                                     separators=(",", ":")))
+            traces.append(
+                json.dumps(
+                    harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
+                    separators=(",", ":"),
+                )
+            )
     except NkiError as exc:
-        line = exc.line or next((f.lineno for f in reversed(traceback.extract_tb(exc.__traceback__))
-                                 if f.filename == KERNEL_FILE), 0)
-        return status("rejected" if exc.code in REFUSAL_CODES else "compile_error", exc.message, exc.code, line or 0)
+        line = exc.line or next(
+            (
+                f.lineno
+                for f in reversed(traceback.extract_tb(exc.__traceback__))
+                if f.filename == KERNEL_FILE
+            ),
+            0,
+        )
+        return status(
+            "rejected" if exc.code in REFUSAL_CODES else "compile_error",
+            exc.message,
+            exc.code,
+            line or 0,
+        )
     except RecursionError as exc:
         return status("compile_error", kernel_frames(exc), "err_recursion")
     except Exception as exc:  # the kernel's own Python error, as the NKI tracer would report it
         return status("compile_error", kernel_frames(exc), "err_python_exception")
     if traces[0] != traces[1]:
-        return status("rejected", "the kernel emitted a different instruction stream on its second call: kernels "
-                                  "must not keep state across calls or depend on how often they ran",
-                      "err_nondeterministic_trace")
+        return status(
+            "rejected",
+            "the kernel emitted a different instruction stream on its second call: kernels "
+            "must not keep state across calls or depend on how often they ran",
+            "err_nondeterministic_trace",
+        )
     return {"status": "ok", "message": "", "code": "", "line": 0}, traces[0]
 
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text())
     workdir = Path(argv[1]).parent
-    result, trace = trace_source((workdir / request["kernel"]).read_text(), request["entry"], request["inputs"],
-                                 request["kwargs"], request["generation"], request["sbuf_bytes"],
-                                 request["max_events"])
+    result, trace = trace_source(
+        (workdir / request["kernel"]).read_text(),
+        request["entry"],
+        request["inputs"],
+        request["kwargs"],
+        request["generation"],
+        request["sbuf_bytes"],
+        request["max_events"],
+    )
     if trace is not None:
         (workdir / "trace.json").write_text(trace)
-    (workdir / "status.json").write_text(json.dumps(result))  # written after the kernel's code has run
+    (workdir / "status.json").write_text(
+        json.dumps(result)
+    )  # written after the kernel's code has run
     return 0
 
 
