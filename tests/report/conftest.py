@@ -54,8 +54,9 @@ def scripted_server():
 
 @pytest.fixture
 def slow_server():
-    """Slow enough that a run lasts while a test watches it."""
-    server = scripted(0.15, 0.45, seed=11)
+    """Slow enough that a run lasts while a test watches it: several of the dashboard's
+    rebuild periods (``REBUILD_S``), even on an idle machine."""
+    server = scripted(0.5, 1.0, seed=11)
     yield server
     server.stop_thread()
 

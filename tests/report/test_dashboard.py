@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+from playwright.sync_api import expect
 from report_helpers import snapshot, toy_run_config
 
 from autocomp_core.store import RunStore
@@ -184,9 +185,8 @@ def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screensh
         store = RunStore(root / "live")
         total = store.count("candidates")
         store.close()
-        page.wait_for_function(
-            f"document.querySelectorAll('#tree .node').length === {total}", timeout=30_000
-        )
+        # (not wait_for_function: the page's CSP forbids evaluating strings)
+        expect(page.locator("#tree .node")).to_have_count(total, timeout=30_000)
         page.wait_for_selector("#run-head .badge.completed", timeout=30_000)
         assert seen[0] < total
     origin = base.rstrip("/")
