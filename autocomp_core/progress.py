@@ -16,9 +16,9 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TextIO
+from typing import Literal, Protocol, Self, TextIO
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
@@ -32,6 +32,36 @@ from .store import Candidate
 
 Mode = Literal["live", "lines", "off"]
 REFRESH_PER_S = 4
+
+
+class LiveDisplay:
+    """``with`` shows the object (its ``__rich__``) as a live panel when ``mode`` is "live",
+    redrawn a few times a second and left on the screen at the end."""
+
+    mode: Mode
+    stream: TextIO | None
+    _live: Live | None
+
+    def __rich__(self) -> RenderableType:  # what the panel shows
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        if self.mode == "live" and self._live is None:
+            console = Console(file=self.stream, stderr=self.stream is sys.stderr)
+            self._live = Live(
+                self,
+                console=console,
+                refresh_per_second=REFRESH_PER_S,
+                redirect_stdout=False,
+                redirect_stderr=True,
+            )
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()  # leaves the last panel on the screen
+            self._live = None
 
 
 class LLMWork(Protocol):
@@ -57,7 +87,7 @@ class Counters:
 
 
 @dataclass
-class Progress:
+class Progress(LiveDisplay):
     """Receives events from the search and shows them (see the module docstring)."""
 
     ledger: Ledger
@@ -105,26 +135,6 @@ class Progress:
     def watch(self, llm: LLMWork, evaluations: EvaluationWork) -> None:
         """Where the in-flight counts come from: the LLM door and the evaluator."""
         self._llm, self._evaluations = llm, evaluations
-
-    # -- lifetime -----------------------------------------------------------------------
-    def __enter__(self) -> Progress:
-        if self.mode == "live" and self._live is None:
-            console = Console(file=self.stream, stderr=self.stream is sys.stderr)
-            self._live = Live(
-                self,
-                console=console,
-                refresh_per_second=REFRESH_PER_S,
-                transient=False,
-                redirect_stdout=False,
-                redirect_stderr=True,
-            )
-            self._live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.stop()  # leaves the last panel on the screen
-            self._live = None
 
     # -- hooks --------------------------------------------------------------------------
     def initial(self, beam: list[Candidate]) -> None:

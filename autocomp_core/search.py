@@ -295,11 +295,16 @@ class Search:
             )
             result = await self.evaluate_into(root)
             if not root.correct:
-                detail = (result.feedback or result.stderr or "").strip().splitlines()
+                # the verdict's first lines say what failed; the stderr tail says why
+                summary = " ".join(
+                    (result.feedback or result.stderr or "").strip().splitlines()[:2]
+                )
+                tail = (result.stderr or "").strip()[-1500:]
                 raise RunError(
                     f"the initial program of {self.problem.id} is incorrect "
                     f"({result.failure.value if result.failure else 'failed'})"
-                    + (f": {detail[0][:300]}" if detail else "")
+                    + (f": {summary[:300]}" if summary else "")
+                    + (f"\nits stderr ends:\n{tail}" if tail else "")
                 )
             beam = [root]
         self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})

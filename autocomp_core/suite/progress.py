@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..accounting import Spending
 from ..logs import json_lines_enabled
-from ..progress import REFRESH_PER_S, Mode, Progress, write_line
+from ..progress import LiveDisplay, Mode, Progress, write_line
 
 WAITING, RUNNING = "waiting", "running"
 #: problems listed in the live panel: the running ones, then the latest finished
@@ -25,7 +25,7 @@ SHOWN = 12
 
 
 @dataclass
-class SuiteProgress:
+class SuiteProgress(LiveDisplay):
     problems: list[str]
     spending: Spending
     mode: Mode = "off"
@@ -74,24 +74,6 @@ class SuiteProgress:
     def best_speedups(self) -> list[tuple[str, float]]:
         found = [(p, speedup) for p, r in self.runs.items() if (speedup := r.speedup)]
         return sorted(found, key=lambda x: -x[1])
-
-    def __enter__(self) -> SuiteProgress:
-        if self.mode == "live" and self._live is None:
-            console = Console(file=self.stream, stderr=self.stream is sys.stderr)
-            self._live = Live(
-                self,
-                console=console,
-                refresh_per_second=REFRESH_PER_S,
-                redirect_stdout=False,
-                redirect_stderr=True,
-            )
-            self._live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
 
     def __rich__(self) -> Panel:
         table = Table(box=None, padding=(0, 2))

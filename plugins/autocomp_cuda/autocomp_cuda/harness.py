@@ -25,6 +25,7 @@ import random
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,10 +415,7 @@ class Harness:
                         f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}"
                     )
                 _take_ownership(work / "out")
-                tmp = target.with_name(target.name + ".tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.move(str(work / "out"), tmp)
-                os.replace(tmp, target)
+                _publish(work / "out", target)
             return target, meta
 
     # ------------------------------------------------------------------ build
@@ -482,14 +480,13 @@ class Harness:
                             log,
                         )
                     _take_ownership(work)
-                    tmp = target.with_name(target.name + ".tmp")
-                    shutil.rmtree(tmp, ignore_errors=True)
-                    tmp.mkdir(parents=True)
+                    kept = work / "kept"
+                    kept.mkdir()
                     for name, so in outcome.get("built", {}).items():
-                        shutil.copy2(so, tmp / f"{name}.so")
-                    (tmp / "build.log").write_text(log[-200_000:])
-                    (tmp / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
-                    os.replace(tmp, target)
+                        shutil.copy2(so, kept / f"{name}.so")
+                    (kept / "build.log").write_text(log[-200_000:])
+                    (kept / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
+                    _publish(kept, target)
             return target, None, False, log
 
     # ------------------------------------------------------------------ evaluation
@@ -910,9 +907,23 @@ def _keep_tree(source: Path, target: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp, symlinks=True)
     _take_ownership(tmp)
+    _publish(tmp, target)
+
+
+def _publish(source: Path, target: Path) -> None:
+    """Move a finished directory into the cache under its final name at once. The cache is
+    shared by processes (parallel runs, a test suite's workers): each moves its own copy
+    under a name of its own first, and the first to finish wins; the others' identical
+    copies are dropped. (One shared temporary name let one process delete or publish
+    another's half-moved copy, or fail with 'Directory not empty'.)"""
+    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=target.parent))
+    os.rmdir(tmp)  # only the unique name is wanted: the move creates it
+    shutil.move(str(source), tmp)
     try:
         os.replace(tmp, target)
-    except OSError:  # another evaluation kept the same one first
+    except OSError:  # another process published the same one first
+        if not target.is_dir():
+            raise
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -214,3 +214,31 @@ def test_input_checksums_from_two_processes_agree_up_to_summation_order():
         [[[196841.10869449377, 131366.32080355068, 974537078.182555]]], ref
     )  # a trial short
     assert not checksums_match(None, ref)
+
+
+def _publish_one(args: tuple[str, str, int]) -> str:
+    from pathlib import Path
+
+    from autocomp_cuda.harness import _publish
+
+    root, target, n = args
+    made = Path(root) / f"made-{n}"
+    made.mkdir()
+    (made / "meta.json").write_text("{}")
+    (made / "init.pt").write_bytes(b"x" * 4096)
+    _publish(made, Path(target))
+    return sorted(p.name for p in Path(target).iterdir()) == ["init.pt", "meta.json"]
+
+
+def test_processes_sharing_the_cache_publish_one_complete_directory(tmp_path):
+    """Parallel runs and the test suite's workers share one cache: each publishes its own
+    copy of a reference or a build under a name of its own, the first wins, none fails
+    ('Directory not empty') and none deletes another's half-moved copy."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    (tmp_path / "refs").mkdir()
+    target = tmp_path / "refs" / "key"
+    with ProcessPoolExecutor(4) as pool:
+        assert all(pool.map(_publish_one, [(str(tmp_path), str(target), n) for n in range(16)]))
+    assert sorted(p.name for p in target.iterdir()) == ["init.pt", "meta.json"]
+    assert [p.name for p in (tmp_path / "refs").iterdir()] == ["key"]  # no copy left behind

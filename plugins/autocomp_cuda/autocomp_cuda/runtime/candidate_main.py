@@ -7,8 +7,8 @@ JOB.json; it still serves exactly one candidate. Modes: ``build`` imports the ca
 (its module-level ``load_inline`` calls compile into the content-hashed build directory);
 ``eval`` runs the phases load, correctness and timing. The reference output never exists in
 this process: correctness is judged by the parent from the files written here. Each phase
-arms a watchdog that kills the process (exit code 124 after a traceback) if the phase
-overruns; ``phase.txt`` names the phase.
+arms a watchdog that ends the process (exit code 1 after ``Timeout (...)!`` and a
+traceback) if the phase overruns; ``phase.txt`` names the phase.
 
 What the candidate could tamper with here is checked from the outside or re-checked:
 harness clocks are bound before the candidate is imported, the identity of guarded torch
