@@ -139,6 +139,23 @@ class EmulatorEvaluator:
             wall_s=wall_s, memory_mb=self.settings.memory_mb, file_size_mb=1024, max_processes=64
         )
 
+    async def _run_child(
+        self, work: Path, step: str, request: dict, wall_s: float, phases: dict[str, float]
+    ) -> SandboxResult:
+        """One step (``trace`` or ``replay``) in a sandboxed child: its request written to
+        ``{step}_request.json``, its time recorded as ``phases["{step}_s"]``."""
+        path = work / f"{step}_request.json"
+        path.write_text(json.dumps(request))
+        t = time.perf_counter()
+        run = await run_sandboxed(
+            [sys.executable, "-m", f"autocomp_trn.runtime.{step}_main", str(path)],
+            limits=self._limits(wall_s),
+            cwd=work,
+            env=child_env(),
+        )
+        phases[f"{step}_s"] = time.perf_counter() - t
+        return run
+
     async def evaluate(
         self,
         spec: ProblemSpec,
@@ -215,20 +232,7 @@ class EmulatorEvaluator:
                 "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs],
                 "kwargs": spec.kwargs,
             }
-            (work / "trace_request.json").write_text(json.dumps(request))
-            t = time.perf_counter()
-            run = await run_sandboxed(
-                [
-                    sys.executable,
-                    "-m",
-                    "autocomp_trn.runtime.trace_main",
-                    str(work / "trace_request.json"),
-                ],
-                limits=self._limits(trace_s),
-                cwd=work,
-                env=child_env(),
-            )
-            phases["trace_s"] = time.perf_counter() - t
+            run = await self._run_child(work, "trace", request, trace_s, phases)
             status_path = work / "status.json"
             status = (
                 json.loads(status_path.read_text())
@@ -247,31 +251,15 @@ class EmulatorEvaluator:
                     code=str(status.get("code", "")),
                     phases_s=phases,
                 )
-            (work / "replay_request.json").write_text(
-                json.dumps(
-                    {
-                        "problem": spec.id,
-                        "trace": str(work / "trace.json"),
-                        "seeds": seeds,
-                        "generation": gen.name,
-                        "full": full,
-                        "numeric": numeric,
-                    }
-                )
-            )
-            t = time.perf_counter()
-            run = await run_sandboxed(
-                [
-                    sys.executable,
-                    "-m",
-                    "autocomp_trn.runtime.replay_main",
-                    str(work / "replay_request.json"),
-                ],
-                limits=self._limits(replay_s),
-                cwd=work,
-                env=child_env(),
-            )
-            phases["replay_s"] = time.perf_counter() - t
+            replay = {
+                "problem": spec.id,
+                "trace": str(work / "trace.json"),
+                "seeds": seeds,
+                "generation": gen.name,
+                "full": full,
+                "numeric": numeric,
+            }
+            run = await self._run_child(work, "replay", replay, replay_s, phases)
         return self._verdict(run, "replaying the trace", replay_s, phases)
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
