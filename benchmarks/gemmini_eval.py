@@ -82,11 +82,8 @@ def main_path() -> Iterator[None]:
 
     async def compiled_in_link(cc, spec, hw, model, dest, limits):
         return [
-            *trusted._flags(spec, model)[len(toolchain.CFLAGS) :],
-            f"-I{dest}",
-            f"-I{toolchain.INCLUDE_DIR}",
-            f"-I{toolchain.RUNTIME_DIR}",
-            f"-I{toolchain.HARNESS_DIR}",
+            *trusted.compile_flags(spec, model)[len(toolchain.CFLAGS) :],
+            *toolchain.include_flags(dest),
             *map(str, trusted.sources(spec)),
         ]
 

@@ -134,12 +134,7 @@ async def build(
         return BuildOutcome(
             False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)"
         )
-    includes = [
-        f"-I{work}",
-        f"-I{toolchain.INCLUDE_DIR}",
-        f"-I{toolchain.RUNTIME_DIR}",
-        f"-I{toolchain.HARNESS_DIR}",
-    ]
+    includes = toolchain.include_flags(work)
     limits = _limits(timeout_s, 2048)
     compile_cand = await run_sandboxed(
         [cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],

@@ -41,6 +41,11 @@ CFLAGS = [
 ]
 
 
+def include_flags(work: Path) -> list[str]:
+    """-I options for a build in `work` (which holds the configuration's gemmini_params.h)."""
+    return [f"-I{work}", f"-I{INCLUDE_DIR}", f"-I{RUNTIME_DIR}", f"-I{HARNESS_DIR}"]
+
+
 def clang() -> str | None:
     return shutil.which("clang-19")
 

@@ -62,7 +62,7 @@ def _compiler_identity(cc: str) -> str:
     return subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
 
 
-def _flags(spec: Spec, model: bool) -> list[str]:
+def compile_flags(spec: Spec, model: bool) -> list[str]:
     return [
         *toolchain.CFLAGS,
         *(f"-D{k}={v}" for k, v in spec.defines().items()),
@@ -72,7 +72,13 @@ def _flags(spec: Spec, model: bool) -> list[str]:
 
 def cache_key(cc: str, spec: Spec, hw: GemminiConfig, model: bool) -> str:
     digest = hashlib.sha256()
-    for part in (cc, _compiler_identity(cc), *_flags(spec, model), hw.params_header(), spec.family):
+    for part in (
+        cc,
+        _compiler_identity(cc),
+        *compile_flags(spec, model),
+        hw.params_header(),
+        spec.family,
+    ):
         digest.update(part.encode() + b"\0")
     for folder in (toolchain.RUNTIME_DIR, toolchain.HARNESS_DIR, toolchain.INCLUDE_DIR):
         for path in sorted(folder.rglob("*")):
@@ -87,13 +93,8 @@ async def compile_into(
 ) -> list[Path] | str:
     """Compile the trusted objects in the sandbox, in `dest`: their paths, or the compiler's error."""
     (dest / "gemmini_params.h").write_text(hw.params_header())
-    includes = [
-        f"-I{dest}",
-        f"-I{toolchain.INCLUDE_DIR}",
-        f"-I{toolchain.RUNTIME_DIR}",
-        f"-I{toolchain.HARNESS_DIR}",
-    ]
-    argv = [cc, *_flags(spec, model), *includes, "-c", *map(str, sources(spec))]
+    includes = toolchain.include_flags(dest)
+    argv = [cc, *compile_flags(spec, model), *includes, "-c", *map(str, sources(spec))]
     run = await run_sandboxed(argv, cwd=dest, limits=limits)
     if not run.ok:
         return f"compiling the harness failed:\n{(run.stderr or run.stdout)[-3000:]}"
