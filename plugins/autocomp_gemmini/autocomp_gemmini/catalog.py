@@ -72,14 +72,10 @@ class Spec:
     params: dict
     requires: dict  # hardware fields the problem needs (e.g. fp32, DIM 4)
 
-    def defines(self, seed: int | None = None) -> dict[str, str]:
-        """The problem's macros; with ``seed``, also SEED (for the harness only: the candidate
-        is compiled without it, so it cannot key on its inputs). SEED is unsigned, so the
-        harness's ``SEED * 4 + 1`` wraps modulo 2^32 as ``hash_stream`` does."""
-        d = {k.upper(): _c_literal(v) for k, v in self.params.items() if not isinstance(v, list)}
-        if seed is not None:
-            d["SEED"] = f"{seed}u"
-        return d
+    def defines(self) -> dict[str, str]:
+        """The problem's macros (the seed is not one: the evaluator writes it into the linked
+        program, as the uint32 harness_params.seed, so no compile sees it)."""
+        return {k.upper(): _c_literal(v) for k, v in self.params.items() if not isinstance(v, list)}
 
     def shape(self) -> str:
         """The problem's shape as text (for the record of what an evaluation ran)."""

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import shutil
+import struct
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -27,10 +28,10 @@ import numpy as np
 from autocomp_core.backend import EvalResult, FailureKind
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
-from . import feedback, toolchain
+from . import feedback, toolchain, trusted
 from .catalog import Spec, gold, specs
 from .config import GemminiConfig
-from .elf import symbols, undefined_symbols
+from .elf import symbols, undefined_symbols, write_symbol
 from .model import native
 from .model.base import ArrayConfig
 
@@ -68,6 +69,8 @@ CHECKS_SOURCE = (
     "uses only gemmini.h and printf/puts/memset/memcpy/abs"
 )
 SENTINEL = 0x5A
+#: harness.h: HARNESS_PARAMS_PLACEHOLDER, the initial harness_params the evaluator overwrites
+PARAMS_PLACEHOLDER = struct.pack("<QII", 0x736D61726170, 0x746F6E6E, 0x6C6C6966)
 GUARD_BYTES, GUARD_VALUE = 4096, 0xA5  # harness.h: HARNESS_GUARD_BYTES / HARNESS_GUARD_VALUE
 SPIKE_MEMORY_MB = (
     256  # Spike's -m<MB>: main memory at 0x80000000 (where link.ld places the program)
@@ -121,7 +124,8 @@ async def build(
     nonce: int = 0,
 ) -> BuildOutcome:
     """Compile the candidate alone (its errors are the candidate's; it sees neither the seed nor
-    the nonce), then link with the harness."""
+    the nonce), link it with the trusted objects (compiled once, `trusted`), then write the seed
+    and the nonce into the program."""
     start = time.perf_counter()
     (work / "gemmini_params.h").write_text(hw.params_header())
     (work / "solution.c").write_text(prelude(spec, model) + code)
@@ -130,17 +134,7 @@ async def build(
         return BuildOutcome(
             False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)"
         )
-    defines = (
-        [f"-D{k}={v}" for k, v in spec.defines(seed).items()]
-        + [f"-DHARNESS_NONCE={nonce:#x}ull"]
-        + (["-DGEMMINI_MODEL"] if model else [])
-    )
-    includes = [
-        f"-I{work}",
-        f"-I{toolchain.INCLUDE_DIR}",
-        f"-I{toolchain.RUNTIME_DIR}",
-        f"-I{toolchain.HARNESS_DIR}",
-    ]
+    includes = toolchain.include_flags(work)
     limits = _limits(timeout_s, 2048)
     compile_cand = await run_sandboxed(
         [cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
@@ -161,21 +155,18 @@ async def build(
             f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only",
             time.perf_counter() - start,
         )
-    sources = [
-        str(toolchain.RUNTIME_DIR / "crt.S"),
-        str(toolchain.RUNTIME_DIR / "runtime.c"),
-        str(toolchain.HARNESS_DIR / "harness_common.c"),
-        str(toolchain.HARNESS_DIR / f"harness_{spec.family}.c"),
-    ]
+    trusted_objects = await trusted.objects(cc, spec, hw, model, work, limits)
+    if isinstance(trusted_objects, str):
+        return BuildOutcome(
+            False, None, FailureKind.INFRA_ERROR, trusted_objects, time.perf_counter() - start
+        )
     link = await run_sandboxed(
         [
             cc,
             *toolchain.CFLAGS,
-            *defines,
-            *includes,
             "-T",
             str(toolchain.RUNTIME_DIR / "link.ld"),
-            *sources,
+            *map(str, trusted_objects),
             "solution.o",
             "-o",
             "prog.elf",
@@ -198,6 +189,8 @@ async def build(
             "link failed:\n" + _compiler_errors(text),
             time.perf_counter() - start,
         )
+    params = struct.pack("<QII", nonce, seed & 0xFFFFFFFF, 0)
+    write_symbol(work / "prog.elf", "harness_params", PARAMS_PLACEHOLDER, params)
     return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
 
 
@@ -275,20 +268,16 @@ async def evaluate_model(
             os.chmod(work / library.name, 0o755)
             spec_file["native"] = str(work / library.name)
         (work / "spec.json").write_text(json.dumps(spec_file))
+        machine = ("--isa=rv64gc", f"-m{SPIKE_MEMORY_MB}")
+        spike, spike_env = toolchain.spike_direct(toolchain.extension_path(), machine, work)
         env = {
             **toolchain.spike_env(),
+            **spike_env,
             "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
         }
-        argv = [
-            *toolchain.spike_command(),
-            "--isa=rv64gc",
-            f"--extlib={toolchain.extension_path()}",
-            "--extension=gemmini",
-            f"-m{SPIKE_MEMORY_MB}",
-            "prog.elf",
-        ]
+        argv = [*spike, "--extension=gemmini", "prog.elf"]
         t_sim = time.perf_counter()
         run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
         sim_s = time.perf_counter() - t_sim

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 
 import riscv.isa
 
@@ -241,6 +240,8 @@ class GemminiRocc(riscv.isa.ROCC):
         except GemminiError as exc:
             self._fail("model_error", str(exc), EXIT_MODEL_ERROR)
         except Exception:  # noqa: BLE001 -- a model bug: reported as such, not as the candidate's fault
+            import traceback  # only here: every Spike run imports this module
+
             self._fail("internal_error", traceback.format_exc(), EXIT_INTERNAL)
         return 0
 

@@ -1,5 +1,5 @@
 /* ADMM harness (fp32): one TinyMPC-style iteration. Compiled with -DADMM_NX, ADMM_NU,
- * ADMM_HORIZON, ADMM_UMIN, ADMM_UMAX, SEED. Inputs mirror autocomp_gemmini/admm.py. */
+ * ADMM_HORIZON, ADMM_UMIN, ADMM_UMAX. Inputs mirror autocomp_gemmini/admm.py. */
 #include "harness.h"
 #include "runtime.h"
 
@@ -58,13 +58,14 @@ static void scaled(elem_t *dst, size_t n, uint32_t seed, float s) {
 }
 
 int main(void) {
-  scaled(&AT[0][0], NX * NX, SEED * 8 + 1, 0.02f);
+  const uint32_t seed = harness_params.seed;
+  scaled(&AT[0][0], NX * NX, seed * 8 + 1, 0.02f);
   for (int i = 0; i < NX; i++) AT[i][i] += 0.9f;
-  scaled(&BT[0][0], NU * NX, SEED * 8 + 2, 0.1f);
-  scaled(&KT[0][0], NX * NU, SEED * 8 + 3, 0.1f);
-  harness_fill_elem(out.x[0], NX, SEED * 8 + 4);  /* x[0] is the initial state */
-  scaled(&d[0][0], (NH - 1) * NU, SEED * 8 + 5, 0.1f);
-  scaled(&out.y[0][0], (NH - 1) * NU, SEED * 8 + 6, 0.1f);  /* y holds the duals, updated in place */
+  scaled(&BT[0][0], NU * NX, seed * 8 + 2, 0.1f);
+  scaled(&KT[0][0], NX * NU, seed * 8 + 3, 0.1f);
+  harness_fill_elem(out.x[0], NX, seed * 8 + 4);  /* x[0] is the initial state */
+  scaled(&d[0][0], (NH - 1) * NU, seed * 8 + 5, 0.1f);
+  scaled(&out.y[0][0], (NH - 1) * NU, seed * 8 + 6, 0.1f);  /* y holds the duals, updated in place */
   for (int t = 1; t < NH; t++) for (int i = 0; i < NX; i++) out.x[t][i] = 12345.0f;
   harness_add_output(&outputs, out.x, sizeof(out) - 2 * HARNESS_GUARD_BYTES);
   harness_add_guards(&outputs, out.pre, out.post);

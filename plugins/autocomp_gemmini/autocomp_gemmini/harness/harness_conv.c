@@ -1,6 +1,6 @@
 /* Convolution harness (NHWC): output = act(scale * (conv(input, weights) + bias)).
  * Compiled with -DCONV_BATCH, CONV_IN_DIM, CONV_IN_CH, CONV_OUT_CH, CONV_KDIM, CONV_STRIDE,
- * CONV_PAD, CONV_OUT_DIM, CONV_ACT, CONV_SCALE, SEED. */
+ * CONV_PAD, CONV_OUT_DIM, CONV_ACT, CONV_SCALE. */
 #include "harness.h"
 #include "runtime.h"
 
@@ -23,9 +23,10 @@ void solution(const elem_t input[CONV_BATCH][CONV_IN_DIM][CONV_IN_DIM][CONV_IN_C
               elem_t output[CONV_BATCH][CONV_OUT_DIM][CONV_OUT_DIM][CONV_OUT_CH]);
 
 int main(void) {
-  harness_fill_elem(&input[0][0][0][0], sizeof(input) / sizeof(elem_t), SEED * 4 + 1);
-  harness_fill_elem(&weights[0][0][0][0], sizeof(weights) / sizeof(elem_t), SEED * 4 + 2);
-  harness_fill_acc(bias, CONV_OUT_CH, SEED * 4 + 3);
+  const uint32_t seed = harness_params.seed;
+  harness_fill_elem(&input[0][0][0][0], sizeof(input) / sizeof(elem_t), seed * 4 + 1);
+  harness_fill_elem(&weights[0][0][0][0], sizeof(weights) / sizeof(elem_t), seed * 4 + 2);
+  harness_fill_acc(bias, CONV_OUT_CH, seed * 4 + 3);
   harness_fill_bytes(out.output, sizeof(out.output), 0x5A);
   harness_add_output(&outputs, out.output, sizeof(out.output));
   harness_add_guards(&outputs, out.pre, out.post);

@@ -1,5 +1,5 @@
 /* GEMM harness: C[M][N] = act(scale * (A[M][K] * B[K][N] + bias[N])), int8 in, int8 out.
- * Compiled with -DGEMM_M=.. -DGEMM_N=.. -DGEMM_K=.. -DGEMM_ACT=.. -DGEMM_SCALE=.. -DSEED=.. */
+ * Compiled with -DGEMM_M=.. -DGEMM_N=.. -DGEMM_K=.. -DGEMM_ACT=.. -DGEMM_SCALE=.. */
 #include "harness.h"
 #include "runtime.h"
 
@@ -20,9 +20,10 @@ void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], co
               elem_t C[GEMM_M][GEMM_N]);
 
 int main(void) {
-  harness_fill_elem(&A[0][0], GEMM_M * GEMM_K, SEED * 4 + 1);
-  harness_fill_elem(&B[0][0], GEMM_K * GEMM_N, SEED * 4 + 2);
-  harness_fill_acc(bias, GEMM_N, SEED * 4 + 3);
+  const uint32_t seed = harness_params.seed;
+  harness_fill_elem(&A[0][0], GEMM_M * GEMM_K, seed * 4 + 1);
+  harness_fill_elem(&B[0][0], GEMM_K * GEMM_N, seed * 4 + 2);
+  harness_fill_acc(bias, GEMM_N, seed * 4 + 3);
   harness_fill_bytes(out.C, sizeof(out.C), 0x5A); /* a candidate that writes nothing cannot pass */
   harness_add_output(&outputs, out.C, sizeof(out.C));
   harness_add_guards(&outputs, out.pre, out.post);

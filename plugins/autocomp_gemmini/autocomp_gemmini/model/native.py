@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import logging
 import os
 import sys
 from functools import lru_cache
@@ -80,6 +79,8 @@ def _build() -> Path | str:
     """The built library, or the reason there is none (remembered: a failed build is not retried)."""
     reason = _try_build()
     if isinstance(reason, str):
+        import logging  # here, not at the top: Spike's interpreter imports this module too
+
         logging.getLogger(__name__).warning(
             "Gemmini: the compiled model is unavailable, the Python model runs "
             "(same results, slower): %s",
