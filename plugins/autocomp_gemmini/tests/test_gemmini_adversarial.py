@@ -71,6 +71,17 @@ def test_external_mode_refuses_a_report_line_without_the_nonce():
     )
 
 
+def test_external_mode_refuses_a_candidate_that_links_to_the_nonce():
+    """The nonce is written into the linked program (harness_params), so a candidate that links
+    to that symbol by a name no text screen sees would tag its own report line: the check of
+    what the candidate's object refers to refuses it before it runs."""
+    code = (ADVERSARIAL / "gemm_reads_the_nonce.c").read_text()
+    assert "harness_params" not in code
+    result = evaluate("gemm-64x64x64", code, EXTERNAL)
+    assert result.failure is FailureKind.REJECTED
+    assert "refers to harness_params" in result.feedback
+
+
 def test_external_mode_verdict_is_the_evaluators():
     good = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"), EXTERNAL)
     assert good.correct and good.metric > 0, good.feedback
