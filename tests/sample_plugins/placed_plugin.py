@@ -1,7 +1,7 @@
 """``toyplaced``: the toy backend, asking for a named resource per evaluation (``resource``)
-and logging, per evaluation it starts and per opening, which node it runs on (the node's
-``AUTOCOMP_TEST_NODE``, ``engine`` where unset) and in which process; ``stall_on`` makes
-evaluations on one node wait until it is killed."""
+and logging, per evaluation it starts and per opening and closing, which node it runs on
+(the node's ``AUTOCOMP_TEST_NODE``, ``engine`` where unset) and in which process;
+``stall_on`` makes evaluations on one node wait until it is killed."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ class PlacedToyBackend(ToyBackend):
     async def __aenter__(self) -> PlacedToyBackend:
         self._log("open")
         return self
+
+    async def aclose(self) -> None:
+        self._log("close")
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         self._log("eval", code_digest(code))

@@ -135,6 +135,54 @@ def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
     assert anyio.run(slots) == [2, 4, 1]  # a CPU on each node; half CPUs; lane on b only
 
 
+def test_slots_open_the_backend_before_the_first_evaluation_and_close_it_on_leaving(
+    cluster, tmp_path, monkeypatch
+):
+    """The executor starts its evaluation slots when the run knows its backend: the
+    backend is open on the nodes before an evaluation is asked, evaluations run in those
+    processes, and leaving closes it there. A node without the backend's plugin makes
+    each evaluation an infra error that says so, not a retry."""
+    import anyio
+
+    from autocomp_core import EvalContext, make_backend
+    from autocomp_core.executors import EvalRequest
+    from autocomp_core.executors.ray_executor import RayExecutor, RayOptions
+
+    for key, value in cluster.driver_env().items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / "slots.log"
+    backend = make_backend("toyplaced", options={"log_file": str(log)}, plugins=("placed_plugin",))
+    problem = backend.load_problem("sum_squares")
+    request = EvalRequest(backend, problem, problem.baseline_code, EvalContext(timeout_s=60))
+
+    def logged(what: str) -> set[tuple[str, str]]:  # (node, process)
+        lines = log.read_text().splitlines() if log.exists() else []
+        return {(w[0], w[1]) for w in map(str.split, lines) if w[2] == what}
+
+    async def evaluate(plugins: tuple[str, ...], prepare: bool) -> list:
+        async with RayExecutor(RayOptions(address=cluster.address), plugins) as executor:
+            if prepare:
+                await executor.prepare(backend, 2)
+                with anyio.fail_after(120):
+                    while len(logged("open")) < 2:
+                        await anyio.sleep(0.05)
+                assert not logged("eval")
+            return [await executor.evaluate(request) for _ in range(3)]
+
+    results = anyio.run(evaluate, ("placed_plugin",), True)
+    assert all(r.correct and r.placement["attempts"] == 1 for r in results)
+    opened = logged("open")
+    assert {node for node, _ in opened} == {"head", "b"}  # a slot on each node
+    assert logged("eval") <= opened and logged("close") == opened
+
+    lacking = anyio.run(evaluate, (), False)  # the nodes cannot import placed_plugin
+    for result in lacking:
+        assert result.failure.value == "infra_error" and result.placement["attempts"] == 1
+        assert "backend: unknown backend 'toyplaced' (installed: " in result.feedback
+        assert "gemmini" in result.feedback  # every installed plugin named, not just one
+        assert result.feedback.startswith(f"node {result.placement['node_ip']}: ")
+
+
 def test_evaluations_land_on_the_node_that_has_their_resource(cluster, llm, nodes, tmp_path):
     """Through the Ray Client (``ray://``), as from a machine outside the cluster."""
     config, data = run_config(
