@@ -101,7 +101,7 @@ def _create_ray(options: Any, plugins: tuple[str, ...]) -> Executor:
 LOCAL = ExecutorSpec("local", "this machine, in sandboxed child process groups", _create_local)
 RAY = ExecutorSpec(
     "ray",
-    "a Ray cluster: each evaluation a Ray task with the backend's "
+    "a Ray cluster: evaluation slots (Ray actors) holding the backend's "
     "resources (pip install 'autocomp-core[ray]')",
     _create_ray,
     RayOptions,
