@@ -140,8 +140,9 @@ def test_slots_open_the_backend_before_the_first_evaluation_and_close_it_on_leav
 ):
     """The executor starts its evaluation slots when the run knows its backend: the
     backend is open on the nodes before an evaluation is asked, evaluations run in those
-    processes, and leaving closes it there. A node without the backend's plugin makes
-    each evaluation an infra error that says so, not a retry."""
+    processes, an evaluation the engine cancels is cancelled there (and the slot serves
+    the next one), and leaving closes the backend. A node without the backend's plugin
+    makes each evaluation an infra error that says so, not a retry."""
     import anyio
 
     from autocomp_core import EvalContext, make_backend
@@ -151,29 +152,50 @@ def test_slots_open_the_backend_before_the_first_evaluation_and_close_it_on_leav
     for key, value in cluster.driver_env().items():
         monkeypatch.setenv(key, value)
     log = tmp_path / "slots.log"
-    backend = make_backend("toyplaced", options={"log_file": str(log)}, plugins=("placed_plugin",))
-    problem = backend.load_problem("sum_squares")
-    request = EvalRequest(backend, problem, problem.baseline_code, EvalContext(timeout_s=60))
 
-    def logged(what: str) -> set[tuple[str, str]]:  # (node, process)
+    def logged(what: str) -> list[tuple[str, str]]:  # (node, process) per line
         lines = log.read_text().splitlines() if log.exists() else []
-        return {(w[0], w[1]) for w in map(str.split, lines) if w[2] == what}
+        return [(w[0], w[1]) for w in map(str.split, lines) if w[2] == what]
+
+    async def until(condition) -> None:
+        with anyio.fail_after(120):
+            while not condition():
+                await anyio.sleep(0.05)
+
+    def request(**options) -> EvalRequest:
+        options["log_file"] = str(log)
+        backend = make_backend("toyplaced", options=options, plugins=("placed_plugin",))
+        problem = backend.load_problem("sum_squares")
+        return EvalRequest(backend, problem, problem.baseline_code, EvalContext(timeout_s=60))
 
     async def evaluate(plugins: tuple[str, ...], prepare: bool) -> list:
+        ask = request()
         async with RayExecutor(RayOptions(address=cluster.address), plugins) as executor:
             if prepare:
-                await executor.prepare(backend, 2)
-                with anyio.fail_after(120):
-                    while len(logged("open")) < 2:
-                        await anyio.sleep(0.05)
+                await executor.prepare(ask.backend, 2)
+                await until(lambda: len(logged("open")) == 2)
                 assert not logged("eval")
-            return [await executor.evaluate(request) for _ in range(3)]
+            return [await executor.evaluate(ask) for _ in range(3)]
 
     results = anyio.run(evaluate, ("placed_plugin",), True)
     assert all(r.correct and r.placement["attempts"] == 1 for r in results)
-    opened = logged("open")
+    opened = set(logged("open"))
     assert {node for node, _ in opened} == {"head", "b"}  # a slot on each node
-    assert logged("eval") <= opened and logged("close") == opened
+    assert set(logged("eval")) <= opened and set(logged("close")) == opened
+
+    async def cancel_twice() -> None:
+        stalling = request(resource="node_b", stall_on="b")  # one slot, on b, that stalls
+        async with RayExecutor(RayOptions(address=cluster.address), ("placed_plugin",)) as ex:
+            for n in (1, 2):  # the second starts there only once the first is over
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(ex.evaluate, stalling)
+                    await until(lambda n=n: len(logged("eval")) == 3 + n)
+                    tg.cancel_scope.cancel()
+                await until(lambda n=n: len(logged("cancelled")) == n)
+
+    anyio.run(cancel_twice)
+    stalled = logged("eval")[3:]
+    assert logged("cancelled") == stalled and len(set(stalled)) == 1 and stalled[0][0] == "b"
 
     lacking = anyio.run(evaluate, (), False)  # the nodes cannot import placed_plugin
     for result in lacking:
