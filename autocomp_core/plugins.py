@@ -13,6 +13,7 @@ import difflib
 import importlib
 import os
 import traceback
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType, TracebackType
@@ -173,9 +174,12 @@ def extra_plugin_modules() -> tuple[str, ...]:
     return tuple(m.strip() for m in raw.split(",") if m.strip())
 
 
-def build_registry(modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
+def build_registry(
+    modules: tuple[str, ...] | list[str] = (), entry_points_named: Collection[str] | None = None
+) -> PluginRegistry:
     """A fresh registry: the built-ins, ``modules`` and ``AUTOCOMP_PLUGINS``, then every
-    installed ``autocomp`` entry point. Build one per run and pass it along."""
+    installed ``autocomp`` entry point (only those of ``entry_points_named`` when given).
+    Build one per run and pass it along."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     registry = PluginRegistry(manager)
@@ -190,6 +194,8 @@ def build_registry(modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
                 PluginInfo(name, name, "named"), lambda name=name: importlib.import_module(name)
             )
     for ep in entry_points(group=hookspecs.PROJECT):
+        if entry_points_named is not None and ep.name not in entry_points_named:
+            continue
         if manager.has_plugin(ep.name) or any(f.name == ep.name for f in registry.failures):
             continue
         registry._add(
@@ -204,6 +210,18 @@ def build_registry(modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
         )
     manager.check_pending()  # every plugin with an unknown hook was left out above
     return registry
+
+
+def registry_for_backend(name: str, modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:
+    """A registry with only what building backend ``name`` needs: the built-ins, ``modules``
+    and ``AUTOCOMP_PLUGINS``, and the ``autocomp`` entry point named ``name`` (importing
+    every installed plugin costs a worker node seconds). Every entry point when none of
+    those registers the backend (a plugin registering it under another name), so that a
+    missing backend's error lists the installed ones."""
+    registry = build_registry(modules, entry_points_named=(name,))
+    if name in registry.backends():
+        return registry
+    return build_registry(modules)
 
 
 def _unknown_hooks(manager: pluggy.PluginManager, plugin: ModuleType) -> list[str]:

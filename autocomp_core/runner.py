@@ -242,6 +242,7 @@ async def execute(
     already entered, the budget, evaluation slots and the display)."""
     cfg = prep.config
     slots = evaluation_slots(cfg, prep.backend, prep.executor)  # bad input: before the journal
+    await prep.executor.prepare(prep.backend, slots)
     store = RunStore(run_dir)
     store.set_meta("config", cfg.to_toml_dict(only_set=True))
     store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})

@@ -10,7 +10,9 @@ import sys
 import pluggy
 import pytest
 
-from autocomp_core.plugins import build_registry
+from autocomp_core import ConfigError
+from autocomp_core.plugins import build_registry, registry_for_backend
+from autocomp_core.runner import make_backend
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
@@ -31,6 +33,22 @@ def test_hooks_are_called_through_pluggy_so_monitoring_and_wrappers_apply() -> N
     hidden = build_registry(["hiding_plugin"])
     assert "toy" not in hidden.backends() and "gemmini" in hidden.backends()
     assert not hidden.failures
+
+
+def test_a_backend_is_built_from_its_own_plugin_only_and_a_missing_one_lists_them_all() -> None:
+    """What a Ray node loads to evaluate: the entry point named like the backend, not every
+    installed plugin; a backend none of them has falls back to all, to name what is."""
+    everything = {info.name for info in build_registry().loaded}
+    assert {"gemmini", "rvv", "trn"} <= everything
+    gemmini = registry_for_backend("gemmini")
+    assert [i.name for i in gemmini.loaded if i.source == "entry point"] == ["gemmini"]
+    assert make_backend("gemmini", plugins=gemmini).name == "gemmini"
+    toy = registry_for_backend("toy")  # a named module (AUTOCOMP_PLUGINS): no entry point
+    assert {info.source for info in toy.loaded} == {"builtin", "named"}
+    missing = registry_for_backend("gemminy")
+    assert {info.name for info in missing.loaded} == everything
+    with pytest.raises(ConfigError, match=r"unknown backend 'gemminy' \(installed: .*gemmini"):
+        make_backend("gemminy", plugins=missing)
 
 
 def test_a_misspelled_hook_is_refused_naming_the_module_and_the_hook() -> None:

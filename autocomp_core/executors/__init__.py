@@ -55,6 +55,12 @@ class Executor(Protocol):
         nobody offers)."""
         ...
 
+    async def prepare(self, backend: Backend, slots: int) -> None:
+        """Called once the run knows its backend and how many evaluations it runs at once,
+        before its first evaluation: an executor that evaluates elsewhere starts its
+        workers now, without waiting for them (what it starts, leaving stops)."""
+        ...
+
     async def evaluate(self, request: EvalRequest) -> EvalResult:
         """Evaluate one program; never raises for a failure of the program or of the
         machine it ran on (those are failed ``EvalResult`` values, ``INFRA_ERROR`` for the
@@ -95,7 +101,7 @@ def _create_ray(options: Any, plugins: tuple[str, ...]) -> Executor:
 LOCAL = ExecutorSpec("local", "this machine, in sandboxed child process groups", _create_local)
 RAY = ExecutorSpec(
     "ray",
-    "a Ray cluster: each evaluation a Ray task with the backend's "
+    "a Ray cluster: evaluation slots (Ray actors) holding the backend's "
     "resources (pip install 'autocomp-core[ray]')",
     _create_ray,
     RayOptions,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ..resources import local_slots, machine_capacity
 
 if TYPE_CHECKING:
-    from ..backend import EvalResult
+    from ..backend import Backend, EvalResult
     from ..resources import Resources
     from . import EvalRequest
 
@@ -26,6 +26,9 @@ class LocalExecutor:
 
     def slots(self, resources: Resources) -> int:
         return local_slots(resources)
+
+    async def prepare(self, backend: Backend, slots: int) -> None:
+        pass  # evaluations run in this process: nothing to start
 
     async def evaluate(self, request: EvalRequest) -> EvalResult:
         from ..journal import evaluate_guarded  # the journal's Evaluator uses executors

@@ -1,19 +1,27 @@
-"""The ``ray`` executor: each evaluation is a Ray task on a node that has the resources the
-backend declares (``Backend.resources()``: CPUs, memory, GPUs, custom resources such as
-``neuron_cores``). The task rebuilds the backend on that node through the plugin registry
-and runs its own ``evaluate`` there, sandboxed as on this machine (``ray_worker``).
+"""The ``ray`` executor: evaluations run on Ray actors, one per evaluation slot
+(``EvaluationSlot``, in ``ray_worker``), each holding the resources the backend declares
+for one evaluation (``Backend.resources()``: CPUs, memory, GPUs, custom resources such as
+``neuron_cores``) on a node that has them. The slots start when the run knows its backend
+(``prepare``), before its first evaluation is due; each builds the backend once through
+its node's plugin registry and runs the backend's own ``evaluate`` there, sandboxed as on
+this machine, one evaluation at a time.
 
-Only evaluations leave this process: LLM calls, budgets and the journal stay here. A task
-lost with its worker or node is run again (``max_retries`` times) wherever Ray places it,
-then becomes an ``INFRA_ERROR`` result, which the search does not hold against the program.
+Only evaluations leave this process: LLM calls, budgets and the journal stay here. An
+evaluation lost with its slot (its worker process or node died) is run again on another
+slot (``max_retries`` times; a new slot replaces the dead one wherever Ray can place it),
+then becomes an ``INFRA_ERROR`` result, which the search does not hold against the
+program.
 
 Ray is imported only when the executor connects: ``pip install 'autocomp-core[ray]'``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -34,9 +42,12 @@ log = structlog.get_logger("autocomp")
 QUESTION_TIMEOUT_S = 60.0
 #: tries to open a Ray Client (ray://) session whose server process failed to start
 CLIENT_CONNECT_ATTEMPTS = 3
-#: beyond its own evaluation limit, how long a task may take to start and report back
-#: (a new worker process, the backend opened on it) before it is taken for lost
+#: beyond its own evaluation limit, how long an evaluation may wait for a slot (one
+#: starting: a new worker process, the backend opened on it) and report back before it is
+#: taken for lost
 TASK_SLACK_S = 300.0
+#: how long leaving waits for the slots to close their backends
+CLOSE_TIMEOUT_S = 15.0
 
 
 class RayOptions(BaseModel):
@@ -79,7 +90,7 @@ def import_ray() -> Any:
 
 
 def task_needs(resources: Resources) -> dict[str, Any]:
-    """A backend's needs as Ray task options (memory in bytes, as Ray counts it)."""
+    """A backend's needs as Ray task or actor options (memory in bytes, as Ray counts it)."""
     return {
         "num_cpus": resources.cpus,
         "num_gpus": resources.gpus,
@@ -124,14 +135,109 @@ def _cluster_messages_to_log() -> None:
         ray_worker.print_to_stdstream = log_messages
 
 
+class NoSlot(Exception):
+    """Every evaluation slot of a backend configuration failed to start."""
+
+
+class SlotPool:
+    """The evaluation slots (``EvaluationSlot`` actors) of one backend configuration: kept
+    at ``size``, each started at once and handed to one evaluation at a time once it has
+    opened its backend; a dead one is replaced wherever Ray can place a new one."""
+
+    def __init__(self, start: Callable[[], Any], size: int) -> None:
+        self._start = start  # starts one actor (not waiting for it)
+        self.size = size
+        self.idle: list[Any] = []  # opened, not evaluating
+        self.busy: list[Any] = []
+        self.starting: list[Any] = []
+        self.last_error = ""  # why the last slot that died while starting died
+        self._changed = anyio.Event()
+        self._openings: set[asyncio.Task[None]] = set()
+
+    def fill(self) -> None:
+        """Start slots until ``size`` are open or starting."""
+        while len(self.idle) + len(self.busy) + len(self.starting) < self.size:
+            actor = self._start()
+            self.starting.append(actor)
+            opening = asyncio.ensure_future(self._open(actor))
+            self._openings.add(opening)
+            opening.add_done_callback(self._openings.discard)
+
+    async def _open(self, actor: Any) -> None:
+        from ray.exceptions import RayError
+
+        try:
+            await actor.open.remote()
+        except RayError as exc:  # its node died, or it could not be created there
+            self.last_error = _first_line(exc)
+            self.starting.remove(actor)
+            _kill(actor)
+        else:
+            self.starting.remove(actor)
+            self.idle.append(actor)
+        self._notify()
+
+    async def take(self) -> Any:
+        """An open slot, when one is free; ``NoSlot`` when none is left to wait for."""
+        self.fill()
+        while not self.idle:
+            if not self.starting and not self.busy:
+                raise NoSlot(f"no evaluation slot could start: {self.last_error}")
+            await self._changed.wait()
+        actor = self.idle.pop(0)
+        self.busy.append(actor)
+        return actor
+
+    def give_back(self, actor: Any) -> None:
+        self.busy.remove(actor)
+        self.idle.append(actor)
+        self._notify()
+
+    def discard(self, actor: Any) -> None:
+        """A slot lost (its process or node died, or it stopped answering): end it and
+        start another."""
+        self.busy.remove(actor)
+        _kill(actor)
+        self.fill()
+        self._notify()
+
+    async def close(self) -> None:
+        """Close the open slots' backends (for a while), then end every slot."""
+        for opening in list(self._openings):
+            opening.cancel()
+        with anyio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
+            for ref in [actor.close.remote() for actor in self.idle]:
+                try:
+                    await ref
+                except Exception:  # one that fails to close must not keep the others open
+                    pass
+        for actor in self.idle + self.busy + self.starting:
+            _kill(actor)
+        self.idle, self.busy, self.starting = [], [], []
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+def _kill(actor: Any) -> None:
+    import ray
+
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # already gone
+        pass
+
+
 class RayExecutor:
-    """Evaluations as Ray tasks on the cluster at ``options.address``."""
+    """Evaluations on evaluation slots (Ray actors) of the cluster at ``options.address``."""
 
     def __init__(self, options: RayOptions, plugins: tuple[str, ...] = ()) -> None:
         self.options = options
         self.plugins = tuple(plugins)  # the run's plugin modules, loaded on the nodes too
         self._connected_here = False
-        self._task: Any = None
+        self._slot_class: Any = None
+        self._pools: dict[str, SlotPool] = {}  # by backend configuration
 
     # -- connection ---------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -139,12 +245,15 @@ class RayExecutor:
         if not ray.is_initialized():
             self._connect(ray)
             self._connected_here = True
-        from .ray_worker import evaluate_on_node
+        from .ray_worker import EvaluationSlot
 
-        self._task = ray.remote(evaluate_on_node)
+        self._slot_class = ray.remote(EvaluationSlot)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.close()
         if self._connected_here:
             import ray
 
@@ -210,25 +319,43 @@ class RayExecutor:
         return total
 
     # -- evaluation ---------------------------------------------------------------------
+    async def prepare(self, backend: Backend, slots: int) -> None:
+        """Start ``slots`` evaluation slots for this backend now, not waiting for them:
+        their worker processes start and open the backend while the run gets going."""
+        self._pool(backend, slots).fill()
+
+    def _pool(self, backend: Backend, size: int | None = None) -> SlotPool:
+        spec = backend_spec(backend, self.plugins)
+        key = json.dumps(spec, sort_keys=True)
+        if key not in self._pools:
+            # Ray's own retries would hide from the journal that the first attempt died
+            options = task_needs(backend.resources())
+            slot = self._slot_class.options(
+                max_concurrency=1, max_restarts=0, max_task_retries=0, **options
+            )
+            self._pools[key] = SlotPool(
+                lambda: slot.remote(spec), size or self.slots(backend.resources())
+            )
+        return self._pools[key]
+
     async def evaluate(self, request: EvalRequest) -> EvalResult:
         from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 
-        backend = request.backend
-        # retries are ours: Ray's own would hide from the journal that the first attempt died
-        task = self._task.options(
-            max_retries=0, retry_exceptions=False, **task_needs(backend.resources())
-        )
-        args = (backend_spec(backend, self.plugins), request.problem, request.code, request.ctx)
+        pool = self._pool(request.backend)
         lost: list[str] = []
         for attempt in range(1, self.options.max_retries + 2):
-            ref = task.remote(*args)
+            slot = ref = None
             try:
                 with anyio.fail_after(request.ctx.timeout_s * 3 + TASK_SLACK_S):
+                    slot = await pool.take()
+                    ref = slot.evaluate.remote(request.problem, request.code, request.ctx)
                     answer = await ref
-            except (RayTaskError, TaskCancelledError) as exc:  # the task's own code failed
+            except (RayTaskError, TaskCancelledError) as exc:  # the slot's own code failed
+                pool.give_back(slot)
                 return self._lost(lost + [_first_line(exc)], attempt, retried=False)
-            except (RayError, TimeoutError) as exc:  # the worker or its node went away
-                self._cancel(ref)
+            except (RayError, TimeoutError, NoSlot) as exc:  # the slot went away, or none came
+                if slot is not None:
+                    pool.discard(slot)
                 lost.append(_first_line(exc) if str(exc) else "no answer in time")
                 log.warning(
                     "evaluation lost with its worker; running it again",
@@ -236,9 +363,13 @@ class RayExecutor:
                     error=lost[-1],
                 )
                 continue
-            except BaseException:  # cancelled here: stop it there
-                self._cancel(ref)
+            except BaseException:  # cancelled here: stop it there (the slot goes on serving)
+                if ref is not None:
+                    self._cancel(ref)
+                if slot is not None:
+                    pool.give_back(slot)
                 raise
+            pool.give_back(slot)
             result = EvalResult.from_dict(answer["result"])
             result.placement = {
                 "executor": "ray",
@@ -250,11 +381,11 @@ class RayExecutor:
         return self._lost(lost, self.options.max_retries + 1, retried=True)
 
     @staticmethod
-    def _cancel(ref: Any) -> None:
+    def _cancel(ref: Any, force: bool = False) -> None:
         import ray
 
         try:
-            ray.cancel(ref, force=True)
+            ray.cancel(ref, force=force)
         except Exception:  # already finished, or its worker is gone
             pass
 
@@ -293,7 +424,7 @@ class RayExecutor:
                 with anyio.fail_after(QUESTION_TIMEOUT_S):
                     backends = await ref
             except Exception as exc:  # a node that cannot answer is shown as such
-                self._cancel(ref)
+                self._cancel(ref, force=True)
                 backends = {"error": _first_line(exc)}
             rows.append(
                 {

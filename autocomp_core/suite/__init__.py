@@ -262,6 +262,7 @@ async def _run(
     try:
         async with first.executor:  # connected before anything is spent
             slots = evaluation_slots(first.config, first.backend, first.executor)
+            await first.executor.prepare(first.backend, slots)  # workers start now
             share = SuiteShare(
                 anyio.CapacityLimiter(slots),
                 spending,

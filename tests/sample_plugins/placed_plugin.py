@@ -1,7 +1,8 @@
 """``toyplaced``: the toy backend, asking for a named resource per evaluation (``resource``)
-and logging, per evaluation it starts and per opening, which node it runs on (the node's
-``AUTOCOMP_TEST_NODE``, ``engine`` where unset) and in which process; ``stall_on`` makes
-evaluations on one node wait until it is killed."""
+and logging, per evaluation it starts or sees cancelled and per opening and closing, which
+node it runs on (the node's ``AUTOCOMP_TEST_NODE``, ``engine`` where unset) and in which
+process; ``stall_on`` makes evaluations on one node wait until it is killed (or the
+evaluation is cancelled)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,21 @@ class PlacedToyBackend(ToyBackend):
         self._log("open")
         return self
 
+    async def aclose(self) -> None:
+        self._log("close")
+
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         self._log("eval", code_digest(code))
-        if self.options.stall_on and os.environ.get("AUTOCOMP_TEST_NODE") == self.options.stall_on:
-            await anyio.sleep_forever()
-        return await super().evaluate(problem, code, ctx)
+        try:
+            if (
+                self.options.stall_on
+                and os.environ.get("AUTOCOMP_TEST_NODE") == self.options.stall_on
+            ):
+                await anyio.sleep_forever()
+            return await super().evaluate(problem, code, ctx)
+        except anyio.get_cancelled_exc_class():
+            self._log("cancelled", code_digest(code))
+            raise
 
     def resources(self) -> Resources:
         custom = {self.options.resource: 1.0} if self.options.resource else {}

@@ -135,6 +135,76 @@ def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
     assert anyio.run(slots) == [2, 4, 1]  # a CPU on each node; half CPUs; lane on b only
 
 
+def test_slots_open_the_backend_before_the_first_evaluation_and_close_it_on_leaving(
+    cluster, tmp_path, monkeypatch
+):
+    """The executor starts its evaluation slots when the run knows its backend: the
+    backend is open on the nodes before an evaluation is asked, evaluations run in those
+    processes, an evaluation the engine cancels is cancelled there (and the slot serves
+    the next one), and leaving closes the backend. A node without the backend's plugin
+    makes each evaluation an infra error that says so, not a retry."""
+    import anyio
+
+    from autocomp_core import EvalContext, make_backend
+    from autocomp_core.executors import EvalRequest
+    from autocomp_core.executors.ray_executor import RayExecutor, RayOptions
+
+    for key, value in cluster.driver_env().items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / "slots.log"
+
+    def logged(what: str) -> list[tuple[str, str]]:  # (node, process) per line
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [(w[0], w[1]) for w in map(str.split, lines) if w[2] == what]
+
+    async def until(condition) -> None:
+        with anyio.fail_after(120):
+            while not condition():
+                await anyio.sleep(0.05)
+
+    def request(**options) -> EvalRequest:
+        options["log_file"] = str(log)
+        backend = make_backend("toyplaced", options=options, plugins=("placed_plugin",))
+        problem = backend.load_problem("sum_squares")
+        return EvalRequest(backend, problem, problem.baseline_code, EvalContext(timeout_s=60))
+
+    async def evaluate(plugins: tuple[str, ...], prepare: bool) -> list:
+        ask = request()
+        async with RayExecutor(RayOptions(address=cluster.address), plugins) as executor:
+            if prepare:
+                await executor.prepare(ask.backend, 2)
+                await until(lambda: len(logged("open")) == 2)
+                assert not logged("eval")
+            return [await executor.evaluate(ask) for _ in range(3)]
+
+    results = anyio.run(evaluate, ("placed_plugin",), True)
+    assert all(r.correct and r.placement["attempts"] == 1 for r in results)
+    opened = set(logged("open"))
+    assert {node for node, _ in opened} == {"head", "b"}  # a slot on each node
+    assert set(logged("eval")) <= opened and set(logged("close")) == opened
+
+    async def cancel_twice() -> None:
+        stalling = request(resource="node_b", stall_on="b")  # one slot, on b, that stalls
+        async with RayExecutor(RayOptions(address=cluster.address), ("placed_plugin",)) as ex:
+            for n in (1, 2):  # the second starts there only once the first is over
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(ex.evaluate, stalling)
+                    await until(lambda n=n: len(logged("eval")) == 3 + n)
+                    tg.cancel_scope.cancel()
+                await until(lambda n=n: len(logged("cancelled")) == n)
+
+    anyio.run(cancel_twice)
+    stalled = logged("eval")[3:]
+    assert logged("cancelled") == stalled and len(set(stalled)) == 1 and stalled[0][0] == "b"
+
+    lacking = anyio.run(evaluate, (), False)  # the nodes cannot import placed_plugin
+    for result in lacking:
+        assert result.failure.value == "infra_error" and result.placement["attempts"] == 1
+        assert "backend: unknown backend 'toyplaced' (installed: " in result.feedback
+        assert "gemmini" in result.feedback  # every installed plugin named, not just one
+        assert result.feedback.startswith(f"node {result.placement['node_ip']}: ")
+
+
 def test_evaluations_land_on_the_node_that_has_their_resource(cluster, llm, nodes, tmp_path):
     """Through the Ray Client (``ray://``), as from a machine outside the cluster."""
     config, data = run_config(
