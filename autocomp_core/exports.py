@@ -147,6 +147,8 @@ def _context_lines(s: dict[str, Any]) -> list[str]:
     def titles(isa: Any) -> str:
         if isa == "all":
             return "whole ISA"
+        if not isa:
+            return "none"
         return "; ".join(
             t if isinstance(t, str) else f"{t['section']} ({', '.join(t['subsections'])})"
             for t in isa

@@ -10,11 +10,14 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from .backend import Backend, Example, KnowledgePack, Problem
 from .config import SearchConfig
+from .llm.errors import LLMConfigError
+from .llm.modelstring import parse_model_string
 from .llm.types import Prompt
 from .store import Candidate
 
@@ -46,6 +49,22 @@ def fenced(code: str, language: str) -> str:
     return f"```{language}\n{code.rstrip()}\n```"
 
 
+def is_local(model: str) -> bool:
+    """Whether ``model`` (an alias already resolved) is served by the embedded model."""
+    try:
+        return parse_model_string(model).provider == "local"
+    except LLMConfigError:
+        return False
+
+
+def prompt_pack(pack: KnowledgePack, knowledge: str, models: Sequence[str]) -> KnowledgePack:
+    """The pack as prompts carry it (``[prompt] knowledge``): compact keeps the architecture,
+    rules and menus but no ISA reference or examples."""
+    if knowledge == "auto":
+        knowledge = "compact" if models and all(map(is_local, models)) else "full"
+    return replace(pack, isa="", examples=[]) if knowledge == "compact" else pack
+
+
 class PromptBuilder:
     """Builds every prompt of a run. All randomness comes from the RNG passed in."""
 
@@ -60,7 +79,8 @@ class PromptBuilder:
         isa_sections: list | str = "all",
     ) -> None:
         self.backend = backend
-        self.isa_sections = isa_sections  # what context selection kept ("all": the whole ISA)
+        # what context selection kept ("all": the whole ISA; none when prompts carry no ISA)
+        self.isa_sections = isa_sections if pack.isa else []
         self.problem = problem
         self.pack = pack
         self.search = search

@@ -36,6 +36,7 @@ from .llm.errors import LLMConfigError
 from .packbuilder.packfiles import PackError, read_pack
 from .plugins import PluginRegistry, build_registry
 from .progress import Progress
+from .prompting import prompt_pack
 from .sandbox import isolation_level
 from .search import RunSetup, Search
 from .store import RunStore
@@ -179,6 +180,7 @@ def prepare(
         config.llm
     )
     code_models = [config.llm.aliases.get(m, m) for m in config.models.code] or plan_models
+    pack = prompt_pack(pack, config.prompt.knowledge, [*plan_models, *code_models])
     if with_llm:
         client = LLMClient(config.llm, providers=plugins.llm_providers())
         try:

@@ -726,7 +726,8 @@ class Search:
             phase=phase,
             sample=sample,
             temperature=temperature,
-            max_tokens=self.cfg.llm.max_tokens,
+            max_tokens=(phase == "plan" and self.cfg.llm.plan_max_tokens)
+            or self.cfg.llm.max_tokens,
             reasoning_effort=effort,
             response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT,
         )

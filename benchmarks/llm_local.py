@@ -1,14 +1,19 @@
-"""The embedded local model: prompt and generation speed, prefix reuse, and the README demo,
-with the server's previous configuration and the current one side by side.
+"""The embedded model and the README demo: where the time goes, with the previous
+configuration and the current one side by side in one run.
 
-For each configuration the embedded server is started as the engine starts it, then:
-  prompt     a fresh ~N-token prompt (Gemmini knowledge-pack text), one output token:
-             prompt tokens per second (wall, and per CPU-second of the server, which a
-             busy machine distorts less)
+  prompt     the embedded server (started as the engine starts it), a fresh ~N-token prompt
+             (Gemmini knowledge-pack text), one output token: prompt tokens per second (wall,
+             and per CPU-second of the server, which a busy machine distorts less)
   reuse      the same prompt with another last line: the share of the first call's time
              it takes (small when the server reuses the evaluated prefix)
   generate   after that prefix, up to 200 tokens: generated tokens per second
-  demo       `autocomp-core optimize examples/demo.toml` with that configuration (wall s)
+  demo       `autocomp-core optimize examples/demo.toml` with that configuration: prompt
+             tokens sent, tokens generated, wall seconds and CPU seconds (the run and the
+             model server together; a shared machine stretches wall time, far less CPU time)
+
+The previous configuration is the one before the demo's prompts were fitted to the small
+model: the whole knowledge pack in every prompt (ISA reference, examples) and plans allowed
+as many tokens as programs. The server's options are the same in both.
 
     python benchmarks/llm_local.py [--prompt-tokens 3000] [--no-demo] [--only current] [--json]
 """
@@ -19,6 +24,8 @@ import argparse
 import asyncio
 import json
 import os
+import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -34,11 +41,12 @@ from autocomp_core.llm.settings import LLMSettings
 ROOT = Path(__file__).resolve().parents[1]
 KNOWLEDGE = ROOT / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowledge"
 
-# The server before this benchmark's issue, as overrides of the current one: its options,
-# and libgomp's default wait policy (an empty value is ignored by libgomp).
-PREVIOUS = ["--logits_all", "true"]
-PREVIOUS_ENV = {"OMP_WAIT_POLICY": ""}
-CONFIGURATIONS = {"previous": (PREVIOUS, PREVIOUS_ENV), "current": ([], {})}
+# Each configuration: extra server options, environment, and `--set` overrides of the demo.
+PREVIOUS_DEMO = ["prompt.knowledge=full", "llm.plan_max_tokens=768"]
+CONFIGURATIONS: dict[str, tuple[list[str], dict[str, str], list[str]]] = {
+    "previous": ([], {}, PREVIOUS_DEMO),
+    "current": ([], {}, []),
+}
 
 
 def server_cpu_s(pid: int) -> float:
@@ -102,9 +110,12 @@ async def measure_server(extra: list[str], tokens: int) -> dict:
     }
 
 
-def demo_wall_s(extra: list[str]) -> float:
-    """Wall seconds of the README demo with these server options."""
+def demo_run(extra: list[str], overrides: list[str]) -> dict:
+    """Wall and CPU seconds of the README demo with these server options and overrides,
+    and the tokens its LLM calls sent and received."""
+    sets = [f"llm.local_server_args={json.dumps(extra)}", *overrides]
     with tempfile.TemporaryDirectory() as run_dir:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
             [
@@ -116,16 +127,27 @@ def demo_wall_s(extra: list[str]) -> float:
                 "--quiet",
                 "--run-dir",
                 f"{run_dir}/run",
-                "--set",
-                f"llm.local_server_args={json.dumps(extra)}",
+                *[arg for assignment in sets for arg in ("--set", assignment)],
             ],
             capture_output=True,
             text=True,
         )
         wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"the demo failed:\n{done.stderr[-3000:]}")
-    return wall
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server is reaped by then
+        if done.returncode != 0:
+            raise SystemExit(f"the demo failed:\n{done.stderr[-3000:]}")
+        with sqlite3.connect(f"{run_dir}/run/run.sqlite") as db:
+            usages = [
+                json.loads(response)["usage"]
+                for (response,) in db.execute("SELECT response FROM llm_calls")
+            ]
+    return {
+        "demo_s": wall,
+        "demo_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "demo_calls": len(usages),
+        "demo_prompt_tokens": sum(u["input_tokens"] for u in usages),
+        "demo_generated_tokens": sum(u["output_tokens"] for u in usages),
+    }
 
 
 def main() -> None:
@@ -135,16 +157,21 @@ def main() -> None:
     parser.add_argument("--only", choices=list(CONFIGURATIONS), help="one configuration")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = {}
-    for name, (extra, env) in CONFIGURATIONS.items():
+    results: dict[str, dict] = {}
+    servers: dict[str, dict] = {}  # measured once per distinct server configuration
+    load_before = os.getloadavg()[0]
+    for name, (extra, env, overrides) in CONFIGURATIONS.items():
         if args.only and name != args.only:
             continue
         saved = dict(os.environ)
         os.environ.update(env)  # inherited by the server and the demo's subprocess
         try:
-            results[name] = asyncio.run(measure_server(extra, args.prompt_tokens))
+            server = json.dumps([extra, env])
+            if server not in servers:
+                servers[server] = asyncio.run(measure_server(extra, args.prompt_tokens))
+            results[name] = dict(servers[server])
             if not args.no_demo:
-                results[name]["demo_s"] = demo_wall_s(extra)
+                results[name].update(demo_run(extra, overrides))
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -154,8 +181,8 @@ def main() -> None:
                 {
                     "cores": os.cpu_count(),
                     "current_options": list(TUNING),
-                    "previous_overrides": PREVIOUS,
-                    "previous_env": PREVIOUS_ENV,
+                    "previous_demo_overrides": PREVIOUS_DEMO,
+                    "load_average": [load_before, os.getloadavg()[0]],
                     **results,
                 },
                 indent=2,
@@ -165,7 +192,8 @@ def main() -> None:
     prev, cur = results["previous"], results["current"]
     print(
         f"embedded {SHIPPED_LOCAL_MODEL} on {os.cpu_count()} cores, load average "
-        f"{os.getloadavg()[0]:.1f}; current: {' '.join(TUNING)}, OMP_WAIT_POLICY=PASSIVE"
+        f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}; server: {' '.join(TUNING)}, "
+        f"OMP_WAIT_POLICY=PASSIVE; previous demo: --set {' --set '.join(PREVIOUS_DEMO)}"
     )
     print(f"{'':28}{'previous':>12}{'current':>12}{'ratio':>9}")
     rows = [
@@ -177,11 +205,16 @@ def main() -> None:
     for label, key in rows:
         print(f"{label:28}{prev[key]:12.1f}{cur[key]:12.1f}{cur[key] / prev[key]:8.2f}x")
     print(f"{'prefix reuse (time share)':28}{prev['reuse_share']:12.2f}{cur['reuse_share']:12.2f}")
-    if "demo_s" in cur:
-        print(
-            f"{'demo wall s':28}{prev['demo_s']:12.1f}{cur['demo_s']:12.1f}"
-            f"{prev['demo_s'] / cur['demo_s']:8.2f}x faster"
-        )
+    if "demo_s" not in cur:
+        return
+    for label, key in [
+        ("demo LLM calls", "demo_calls"),
+        ("demo prompt tokens", "demo_prompt_tokens"),
+        ("demo generated tokens", "demo_generated_tokens"),
+    ]:
+        print(f"{label:28}{prev[key]:12d}{cur[key]:12d}{cur[key] / max(prev[key], 1):8.2f}x")
+    for label, key in [("demo wall s", "demo_s"), ("demo CPU s", "demo_cpu_s")]:
+        print(f"{label:28}{prev[key]:12.1f}{cur[key]:12.1f}{prev[key] / cur[key]:8.2f}x less")
 
 
 if __name__ == "__main__":

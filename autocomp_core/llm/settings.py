@@ -33,6 +33,7 @@ class LLMSettings(BaseModel):
     prices: dict[str, dict[str, dict[str, float]]] = {}
     base_urls: dict[str, str] = {}  # provider -> base URL override
     max_tokens: int | None = None
+    plan_max_tokens: int | None = Field(None, ge=1, description="plans' limit (else max_tokens)")
     plan_reasoning_effort: str | None = "high"
     code_reasoning_effort: str | None = "medium"
     local_model_path: str | None = None  # GGUF file for the embedded model

@@ -17,6 +17,7 @@ from autocomp_core.api import optimize_async, replay_async, resume_async
 from autocomp_core.backend import KnowledgePack
 from autocomp_core.config import ConfigError
 from autocomp_core.packbuilder.packfiles import write_pack
+from autocomp_core.runner import prepare
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
@@ -258,3 +259,64 @@ async def test_mixed_menu_and_resume(server, tmp_path):
 async def test_generated_menu_size_needs_a_generated_menu(server, tmp_path):
     with pytest.raises(ConfigError, match=re.escape("search.generated_menu_size")):
         await optimize_async(config(server, tmp_path, generated_menu_size=5))
+
+
+async def test_compact_knowledge_sends_no_isa_or_examples_and_plans_get_their_own_limit(
+    server, tmp_path
+):
+    pack = make_pack(tmp_path / "pack", big_isa())
+    cfg = config(server, tmp_path, pack, {"knowledge": "compact"}, iterations=1)
+    cfg["llm"].update(max_tokens=400, plan_max_tokens=60)
+    await optimize_async(cfg)
+    store = RunStore(tmp_path / "run")
+    assert not calls(store, "select_context")  # no ISA left to narrow, though it is large
+    plans, codes = calls(store, "plan"), calls(store, "code")
+    assert plans and codes
+    for call in plans + codes:
+        body = text(call)
+        assert "# The toy machine" in body  # the architecture stays
+        assert "PREAMBLE-MARK" not in body and "MARK-arithmetic" not in body
+        assert "## Example:" not in body  # every plan names the builtin example's trigger
+        assert call["request"]["context"] == {"isa": [], "examples": []}
+    assert {c["request"]["max_tokens"] for c in plans} == {60}
+    assert {c["request"]["max_tokens"] for c in codes} == {400}
+    assert "| plan | none | - |" in (tmp_path / "run" / "report.md").read_text()
+
+
+async def test_full_knowledge_keeps_the_examples_compact_drops(server, tmp_path):
+    """The counterpart of the compact run: the same run with the whole pack shows the
+    example and the ISA, so the test above cannot pass by accident."""
+    pack = make_pack(tmp_path / "pack", "# Toy ISA\nPREAMBLE-MARK: one line each.")
+    await optimize_async(config(server, tmp_path, pack, {"knowledge": "full"}, iterations=1))
+    codes = calls(RunStore(tmp_path / "run"), "code")
+    assert codes and all("PREAMBLE-MARK" in text(c) for c in codes)
+    assert any("## Example:" in text(c) for c in codes)
+    assert all(c["request"]["max_tokens"] is None for c in codes)
+
+
+@pytest.mark.parametrize(
+    ("plan", "code", "aliases", "knowledge", "compact"),
+    [
+        (["local::smollm2"], [], {}, "auto", True),
+        (["tiny"], [], {"tiny": "local::smollm2"}, "auto", True),  # an alias of the local model
+        (["local::smollm2"], ["openai::gpt-5.4-mini"], {}, "auto", False),
+        (["local::smollm2"], [], {}, "full", False),
+        (["openai::gpt-5.4-mini"], [], {}, "compact", True),
+    ],
+)
+async def test_knowledge_auto_is_compact_only_when_every_model_is_local(
+    tmp_path, plan, code, aliases, knowledge, compact
+):
+    cfg = {
+        "backend": "toy",
+        "problem": "sum_squares",
+        "models": {"plan": plan, "code": code},
+        "llm": {"aliases": aliases},
+        "prompt": {"knowledge": knowledge},
+    }
+    prepared = prepare(cfg, with_llm=False)
+    full = KnowledgePack.from_dir(TOY_PACK)
+    assert prepared.pack.architecture == full.architecture and prepared.pack.menu == full.menu
+    assert (prepared.pack.isa, prepared.pack.examples) == (
+        ("", []) if compact else (full.isa, full.examples)
+    )
