@@ -37,7 +37,7 @@ from . import compiler_feedback, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
-from .workers import Worker
+from .workers import ReferenceServer, Worker
 
 #: Bumped when the reference files change layout (older cached references are not read).
 REFERENCE_FORMAT = 3
@@ -234,6 +234,7 @@ class Harness:
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
+        self._ref_servers: list[ReferenceServer] = []  # idle reference workers, kept
         self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
         self._bytes_moved: dict[str, int] = {}  # per problem id, from its last reference
 
@@ -319,7 +320,8 @@ class Harness:
     async def aclose(self) -> None:
         """Stop the standby workers (an event loop that ends cancels them too). The judges are
         shared by the harnesses of this process: they leave when idle or when it exits."""
-        workers, self._standby = list(self._standby.values()), {}
+        workers, self._standby = [*self._standby.values(), *self._ref_servers], {}
+        self._ref_servers = []
         for worker in workers:
             if worker.loop is asyncio.get_running_loop():
                 await worker.close()
@@ -369,54 +371,93 @@ class Harness:
                         raise ProblemRefused(meta["error"], meta["reason"])
                     return meta_path.parent, meta
             target = self.cache / "refs" / key
-            with private_workdir("autocomp-cuda-ref-") as work:
-                (work / "problem.py").write_text(spec.source)
-                job = {
-                    "problem": {
-                        "path": str(work / "problem.py"),
-                        "overrides": spec.sizes(self.settings.size),
-                        "id": spec.id,
-                    },
-                    "shrink": TINY_BUDGET if self._shrinks(spec) else None,
-                    "held_copies": HELD_COPIES,
-                    "device": self.settings.device,
-                    "init_seed": seed,
-                    "trial_seeds": trial_seeds(
-                        seed, self.settings.trials + held_sets(self.settings)
-                    ),
-                    "trials": self.settings.trials,
-                    "out_dir": str(work / "out"),
-                    "atol": spec.atol,
-                    "rtol": spec.rtol,
-                    "gate": gate,
-                }
-                wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
-                async with self._reference_slots:
-                    result = await self._run_child("reference_main", job, work, wall_s=wall_s)
-                meta_file = work / "out" / "meta.json"
-                if not meta_file.exists():
-                    if result.timed_out:
+            job = {
+                "problem": {"overrides": spec.sizes(self.settings.size), "id": spec.id},
+                "shrink": TINY_BUDGET if self._shrinks(spec) else None,
+                "held_copies": HELD_COPIES,
+                "device": self.settings.device,
+                "init_seed": seed,
+                "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
+                "trials": self.settings.trials,
+                "atol": spec.atol,
+                "rtol": spec.rtol,
+                "gate": gate,
+            }
+            wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
+            async with self._reference_slots:
+                server, how, stderr = await self._serve_reference(spec, job, wall_s)
+            try:
+                out = Path(job["out_dir"])
+                if not (out / "meta.json").exists():
+                    if how == "timeout":
                         raise ProblemRefused(
                             f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
                             f"{3 if gate else 2})",
                             "reference_too_slow",
                         )
                     raise RuntimeError(
-                        f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}"
+                        f"the reference worker for {spec.id} died ({how}): {stderr[-2000:]}"
                     )
-                meta = json.loads(meta_file.read_text())
+                meta = json.loads((out / "meta.json").read_text())
                 if meta.get("status") == "refused":
                     if meta["reason"] == "cannot_shrink":  # the same on every run: remembered
-                        _take_ownership(work / "out")
-                        _keep_tree(work / "out", target)
+                        _take_ownership(out)
+                        _keep_tree(out, target)
                     raise ProblemRefused(meta["error"], meta["reason"])
                 if meta.get("status") != "ok":
                     raise RuntimeError(
                         f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}"
                     )
-                _take_ownership(work / "out")
-                _publish(work / "out", target)
+                _take_ownership(out)
+                _publish(out, target)
+            finally:
+                server.finish()
+                await self._keep_server(server, how)
             return target, meta
+
+    async def _take_server(self) -> ReferenceServer:
+        while self._ref_servers:
+            server = self._ref_servers.pop()
+            if server.usable():
+                return server
+            if server.loop is asyncio.get_running_loop():
+                await server.close()
+        return ReferenceServer(
+            self._env(None),
+            self._limits(self.settings.correctness_timeout_s * 3),
+            self.settings.standby_idle_s,
+        )
+
+    async def _keep_server(self, server: ReferenceServer, how: str) -> None:
+        """Back to the pool after a job it finished, unless workers are not kept warm."""
+        if how == "done" and self.settings.warm_workers and server.usable():
+            self._ref_servers.append(server)
+        elif server.loop is asyncio.get_running_loop():
+            await server.close()
+
+    async def _serve_reference(
+        self, spec: ProblemSpec, job: dict[str, Any], wall_s: float
+    ) -> tuple[ReferenceServer, str, str]:
+        """Run one reference job on a kept server (or a new one). A job that fails on a server
+        that ran other problems before runs again on a fresh one, so no verdict depends on
+        what an earlier problem left behind. Fills in the job's paths; returns the server
+        that ran it (to ``finish``), how it ended and its stderr."""
+        for attempt in (1, 2):
+            server = await self._take_server()
+            problem_path, out_dir = server.job_paths()
+            problem_path.write_text(spec.source)
+            job["problem"]["path"], job["out_dir"] = str(problem_path), str(out_dir)
+            fresh = server.served == 0
+            how, stderr = await server.run(job, wall_s)
+            meta = _read_json(out_dir / "meta.json") or {}
+            failed = how == "crashed" or (
+                how == "done" and meta.get("status") not in ("ok", "refused")
+            )
+            if fresh or not failed or attempt == 2:
+                return server, how, stderr
+            server.finish()
+            await server.close()  # its process state is suspect: never reused
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ build
     def build_key(self, code: str) -> str:
