@@ -422,6 +422,9 @@ class Harness:
                 return server
             if server.loop is asyncio.get_running_loop():
                 await server.close()
+        return self._new_server()
+
+    def _new_server(self) -> ReferenceServer:
         return ReferenceServer(
             self._env(None),
             self._limits(self.settings.correctness_timeout_s * 3),
@@ -438,26 +441,25 @@ class Harness:
     async def _serve_reference(
         self, spec: ProblemSpec, job: dict[str, Any], wall_s: float
     ) -> tuple[ReferenceServer, str, str]:
-        """Run one reference job on a kept server (or a new one). A job that fails on a server
-        that ran other problems before runs again on a fresh one, so no verdict depends on
-        what an earlier problem left behind. Fills in the job's paths; returns the server
-        that ran it (to ``finish``), how it ended and its stderr."""
-        for attempt in (1, 2):
-            server = await self._take_server()
+        """Run one reference job on a kept server (or a new one). A job that a server which ran
+        other problems before did not finish with "ok" (a refusal, an error, a crash; not a
+        timeout, which would cost its whole deadline again) runs again on a fresh server, whose
+        verdict stands: no verdict depends on what an earlier problem left behind. Fills in
+        the job's paths; returns the server that ran it (to ``finish``), how it ended and its
+        stderr."""
+        server = await self._take_server()
+        while True:
             problem_path, out_dir = server.job_paths()
             problem_path.write_text(spec.source)
             job["problem"]["path"], job["out_dir"] = str(problem_path), str(out_dir)
             fresh = server.served == 0
             how, stderr = await server.run(job, wall_s)
-            meta = _read_json(out_dir / "meta.json") or {}
-            failed = how == "crashed" or (
-                how == "done" and meta.get("status") not in ("ok", "refused")
-            )
-            if fresh or not failed or attempt == 2:
+            status = (_read_json(out_dir / "meta.json") or {}).get("status")
+            if fresh or how == "timeout" or (how == "done" and status == "ok"):
                 return server, how, stderr
             server.finish()
             await server.close()  # its process state is suspect: never reused
-        raise AssertionError("unreachable")
+            server = self._new_server()
 
     # ------------------------------------------------------------------ build
     def build_key(self, code: str) -> str:

@@ -25,6 +25,8 @@ from autocomp_core.sandbox import SandboxLimits, SandboxResult, remove_tree, run
 
 #: A standby worker this close to its idle limit is not handed a job (it may be leaving).
 IDLE_MARGIN_S = 30.0
+#: A reference server that has not finished its imports by then is killed.
+STARTUP_S = 300.0
 
 
 class Worker:
@@ -168,7 +170,7 @@ class ReferenceServer:
         return self.work / f"problem-{n}.py", self.work / f"out-{n}"
 
     async def run(self, job: dict[str, Any], deadline_s: float) -> tuple[str, str]:
-        """Hand over the next job and wait for it: ("done" | "timeout" | "crashed", its
+        """Hand over the next job and wait for it: ("done" | "timeout" | "crashed: ...", its
         stderr). After a timeout or a crash the server is gone (``close`` was called)."""
         self.served += 1
         self.busy = True
@@ -176,6 +178,13 @@ class ReferenceServer:
         tmp = self.work / f"job-{n}.json.tmp"
         tmp.write_text(json.dumps(job))
         os.replace(tmp, self.work / f"job-{n}.json")
+        # The deadline counts from when the server has its imports done (a cold one under
+        # load takes a while; that is not the problem's time).
+        started = time.monotonic()
+        while not (self.work / "ready").exists() and not self.task.done():
+            if time.monotonic() - started > STARTUP_S:
+                break
+            await asyncio.sleep(0.01)
         deadline = time.monotonic() + deadline_s
         done = self.work / f"done-{n}"
         while not done.exists() and not self.task.done() and time.monotonic() < deadline:
@@ -188,7 +197,9 @@ class ReferenceServer:
         except OSError:
             stderr = ""
         if how == "crashed" and not self.task.cancelled() and self.task.exception() is None:
-            stderr += self.task.result().stderr  # what it said outside any job
+            ended = self.task.result()
+            how = f"crashed: {f'signal {ended.signal}' if ended.signal else f'exit code {ended.returncode}'}"
+            stderr += ended.stderr  # what it said outside any job
         self.last_used = time.monotonic()
         return how, stderr[-2000:]
 

@@ -293,6 +293,7 @@ def main(job_path: str) -> int:
                 )
                 deterministic_gap = max(deterministic_gap, gap)
                 if k == 0:
+                    first_gap = gap  # two fresh models: state carried from a call plays no part
                     stateful, second_gap = stateful_check(
                         model, initial_plain, inputs, out, device, atol, rtol
                     )
@@ -332,6 +333,7 @@ def main(job_path: str) -> int:
                 "probes_rejected": probe_fail,
                 "stateful_attributes": stateful,
                 "second_call_gap": second_gap,
+                "first_trial_gap": first_gap,
                 "tolerance_sane": max(ratios) <= 0.5,
                 "noise_to_signal": max(noise, default=0.0),
                 "memory_bytes_full": _full_bytes(problem["path"]),
