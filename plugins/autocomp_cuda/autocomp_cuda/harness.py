@@ -709,12 +709,15 @@ class Harness:
                 if (work / "phase.txt").exists()
                 else "startup"
             )
-            if result is None or result.timed_out or "Timeout (" in result.stderr:
+            # Not from stderr: the candidate writes there, and what the sandbox keeps of a
+            # flood is its head (the watchdog's line would be lost).
+            watchdog = _read_text(work / "watchdog.txt")
+            if result is None or result.timed_out or "Timeout (" in watchdog:
                 limit = self.settings.phase_timeouts().get(phase, self._eval_deadline_s())
                 return Verdict(
                     "timeout",
                     f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
-                    detail=result.stderr[-3000:] if result else "",
+                    detail=(watchdog or (result.stderr if result else ""))[-3000:],
                 )
             return _crash_verdict(result, phase)
         info = outcome.get("info", {})
@@ -975,6 +978,13 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _tail_errors(log: str, limit: int = 3000) -> str:

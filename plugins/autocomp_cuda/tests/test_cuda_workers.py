@@ -104,6 +104,26 @@ async def test_a_worker_that_disarms_its_watchdog_is_killed_at_the_deadline(make
         await harness.aclose()
 
 
+@pytest.mark.asyncio
+async def test_a_watchdog_timeout_is_a_timeout_even_after_a_stderr_flood(make_backend):
+    # More stderr than the sandbox keeps (2 MB, the head of it), then a hang: the watchdog's
+    # line is no longer in what the engine reads of stderr.
+    flood = HEAD + (
+        "import sys\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        sys.stderr.write('noise ' * 600_000)\n        sys.stderr.flush()\n"
+        "        while True:\n            pass\n"
+    )
+    backend = make_backend("cpu", correctness_timeout_s=3)
+    harness = backend.harness
+    try:
+        verdict = await harness.evaluate(backend.spec("L1/relu"), flood)
+    finally:
+        await harness.aclose()
+    assert verdict.status == "timeout", (verdict.status, verdict.message)
+    assert "correctness phase" in verdict.message and "Timeout (" in verdict.detail
+
+
 def test_static_rules_refuse_disarming_the_watchdog():
     from autocomp_cuda import static_check
 
