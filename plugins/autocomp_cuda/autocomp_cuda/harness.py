@@ -25,7 +25,6 @@ import random
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
 
-from . import compiler_feedback, static_check
+from . import cache, compiler_feedback, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
@@ -74,6 +73,7 @@ class Settings:
         30.0  # beyond the phase watchdogs: startup, writing results; then killed
     )
     standby_idle_s: float = 300.0  # a standby worker nobody used by then leaves on its own
+    cache_max_mb: int = 4096  # refs/ and builds/ each pruned to this, least recently used first
 
     def phase_timeouts(self) -> dict[str, float]:
         return {
@@ -222,8 +222,9 @@ class Harness:
     ):
         self.cache = Path(cache_dir)
         self.settings = settings
-        (self.cache / "refs").mkdir(parents=True, exist_ok=True)
-        (self.cache / "builds").mkdir(parents=True, exist_ok=True)
+        for folder in ("refs", "builds", "triton"):
+            (self.cache / folder).mkdir(parents=True, exist_ok=True)
+            cache.remove_orphans(self.cache / folder)  # left by a process that crashed
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
@@ -366,6 +367,7 @@ class Harness:
             ):  # the gate's references hold the same
                 meta_path = self.cache / "refs" / found / "meta.json"
                 if meta_path.exists():
+                    cache.touch(meta_path.parent)
                     meta = json.loads(meta_path.read_text())
                     if meta.get("status") == "refused":
                         raise ProblemRefused(meta["error"], meta["reason"])
@@ -409,7 +411,8 @@ class Harness:
                         f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}"
                     )
                 _take_ownership(out)
-                _publish(out, target)
+                cache.publish(out, target)
+                cache.prune(self.cache / "refs", self.settings.cache_max_mb << 20)
             finally:
                 server.finish()
                 await self._keep_server(server, how)
@@ -476,6 +479,7 @@ class Harness:
         lock = self._build_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if (target / "built.json").exists():
+                cache.touch(target)
                 return (
                     target,
                     None,
@@ -529,7 +533,8 @@ class Harness:
                         shutil.copy2(so, kept / f"{name}.so")
                     (kept / "build.log").write_text(log[-200_000:])
                     (kept / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
-                    _publish(kept, target)
+                    cache.publish(kept, target)
+                    cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
             return target, None, False, log
 
     # ------------------------------------------------------------------ evaluation
@@ -949,28 +954,11 @@ def _keep_tree(source: Path, target: Path) -> None:
     files = [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
     if not files or sum(p.stat().st_size for p in files) > KEEP_TREE_MAX_BYTES:
         return
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.copy.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp, symlinks=True)
     _take_ownership(tmp)
-    _publish(tmp, target)
-
-
-def _publish(source: Path, target: Path) -> None:
-    """Move a finished directory into the cache under its final name at once. The cache is
-    shared by processes (parallel runs, a test suite's workers): each moves its own copy
-    under a name of its own first, and the first to finish wins; the others' identical
-    copies are dropped. (One shared temporary name let one process delete or publish
-    another's half-moved copy, or fail with 'Directory not empty'.)"""
-    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=target.parent))
-    os.rmdir(tmp)  # only the unique name is wanted: the move creates it
-    shutil.move(str(source), tmp)
-    try:
-        os.replace(tmp, target)
-    except OSError:  # another process published the same one first
-        if not target.is_dir():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)
+    cache.publish(tmp, target)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

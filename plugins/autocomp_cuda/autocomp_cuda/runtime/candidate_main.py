@@ -270,7 +270,7 @@ class Worker:
         self.phase_started = _perf()
         # The watchdog writes its 'Timeout (...)!' here, not to stderr: a candidate that
         # floods stderr past what the engine keeps cannot bury it.
-        self.watchdog = open(self.work / "watchdog.txt", "w")  # noqa: SIM115 - lives with the process
+        self.watchdog = open(self.work / "watchdog.txt", "w")
 
     # -- bookkeeping
     def phase(self, name: str) -> None:
