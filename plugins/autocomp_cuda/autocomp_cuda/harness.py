@@ -353,12 +353,21 @@ class Harness:
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(
-        self, spec: ProblemSpec, seed: int, gate: bool = False
+        self,
+        spec: ProblemSpec,
+        seed: int,
+        gate: bool = False,
+        sizes: dict[str, Any] | None = None,
     ) -> tuple[Path, dict[str, Any]]:
         """Reference outputs for (problem, seed): computed once in their own process, then cached.
         The sizes they were computed at (``meta["sizes"]``) are the sizes every candidate runs at.
-        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why)."""
-        base = self._ref_key(spec, seed)
+        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why).
+        ``sizes``: at these module-constant overrides instead (a shape of the problem's family)."""
+        base = self._ref_key(spec, seed) + (
+            ""
+            if sizes is None
+            else "-" + hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:8]
+        )
         key = base + ("-gate" if gate else "")
         lock = self._ref_locks.setdefault(base, asyncio.Lock())
         async with lock:
@@ -374,8 +383,11 @@ class Harness:
                     return meta_path.parent, meta
             target = self.cache / "refs" / key
             job = {
-                "problem": {"overrides": spec.sizes(self.settings.size), "id": spec.id},
-                "shrink": TINY_BUDGET if self._shrinks(spec) else None,
+                "problem": {
+                    "overrides": spec.sizes(self.settings.size) if sizes is None else sizes,
+                    "id": spec.id,
+                },
+                "shrink": TINY_BUDGET if self._shrinks(spec) and sizes is None else None,
                 "held_copies": HELD_COPIES,
                 "device": self.settings.device,
                 "init_seed": seed,
@@ -546,6 +558,7 @@ class Harness:
         seed: int | None,
         trials: int,
         sizes: dict[str, Any] | None = None,
+        timed: bool = True,
     ) -> dict[str, Any]:
         s = self.settings
         job: dict[str, Any] = {
@@ -577,7 +590,7 @@ class Harness:
                     "samples": s.timed_samples,
                     "compile_baseline": s.compile_baseline,
                 }
-                if s.reps > 0
+                if s.reps > 0 and timed
                 else None,
             )
         return job
@@ -612,6 +625,15 @@ class Harness:
                 f"the problem cannot run here: {exc}",
                 phases_s={"reference": loop.time() - started},
             )
+        family = spec.family(self.settings.size)
+        try:
+            family_refs = [await self.reference(spec, seed, sizes=sizes) for sizes in family]
+        except ProblemRefused as exc:
+            return Verdict(
+                "infra_error",
+                f"a shape of the problem's family cannot run here: {exc}",
+                phases_s={"reference": loop.time() - started},
+            )
         t_ref = loop.time()
         shapes = {"inputs": ref_meta.get("input_shapes"), "output": ref_meta["output"]}
         prebuilt, failure, cache_hit, build_log = await self.build(code)
@@ -623,42 +645,15 @@ class Harness:
         gpu = await self._device_slot()
         breakdown: dict[str, float] = {}
         try:
-            worker = await self._take_worker(gpu)
-            warm = worker.ready
-            try:
-                work = worker.work
-                (work / "candidate.py").write_text(code)
-                (work / "problem.py").write_text(spec.source)
-                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(
-                    work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes")
+            verdict, warm = await self._run_worker(
+                spec, code, seed, ref_dir, ref_meta, prebuilt, gpu, breakdown
+            )
+            for sizes, (family_dir, family_meta) in zip(family, family_refs):
+                if verdict.status != "ok":
+                    break
+                verdict = await self._check_shape(
+                    spec, code, seed, family_dir, family_meta, prebuilt, gpu, sizes, verdict
                 )
-                if prebuilt is not None:
-                    shutil.copytree(prebuilt, work / "prebuilt")
-                    job["prebuilt"] = str(work / "prebuilt")
-                triton_cache = self._triton_cache(code)
-                if triton_cache is not None:
-                    job["triton_cache"] = str(work / "triton-cache")
-                    if triton_cache.exists():
-                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
-                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
-                handed_over = time.time()
-                result = await worker.run(job, self._eval_deadline_s())
-                t_worker = loop.time()
-                verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
-                outcome = _read_json(work / "result.json") or {}
-                if outcome.get("job_received"):
-                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-                breakdown.update(
-                    {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
-                )
-                breakdown["judge"] = loop.time() - t_worker
-                if triton_cache is not None and verdict.status == "ok":
-                    _keep_tree(work / "triton-cache", triton_cache)
-            finally:
-                worker.discard()
-            if self.settings.warm_workers:  # started after timing, so it never competes with it
-                self._standby[gpu] = self._start_worker(gpu)
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
@@ -686,6 +681,83 @@ class Harness:
             if kernels:
                 verdict.notes.append(compiler_feedback.describe_ptxas(kernels))
         return verdict
+
+    async def _run_worker(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        seed: int,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        prebuilt: Path | None,
+        gpu: int | None,
+        breakdown: dict[str, float],
+        timed: bool = True,
+    ) -> tuple[Verdict, bool]:
+        """One candidate worker: load, correctness (and timing, when ``timed``), then the
+        judge. Returns the verdict and whether the worker was warm."""
+        loop = asyncio.get_running_loop()
+        worker = await self._take_worker(gpu)
+        warm = worker.ready
+        try:
+            work = worker.work
+            (work / "candidate.py").write_text(code)
+            (work / "problem.py").write_text(spec.source)
+            shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+            job = self._candidate_job(
+                work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"), timed
+            )
+            if prebuilt is not None:
+                shutil.copytree(prebuilt, work / "prebuilt")
+                job["prebuilt"] = str(work / "prebuilt")
+            triton_cache = self._triton_cache(code)
+            if triton_cache is not None:
+                job["triton_cache"] = str(work / "triton-cache")
+                if triton_cache.exists():
+                    shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+            self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
+            handed_over = time.time()
+            result = await worker.run(job, self._eval_deadline_s())
+            t_worker = loop.time()
+            verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
+            outcome = _read_json(work / "result.json") or {}
+            if outcome.get("job_received"):
+                breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+            breakdown.update(
+                {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
+            )
+            breakdown["judge"] = loop.time() - t_worker
+            if triton_cache is not None and verdict.status == "ok":
+                _keep_tree(work / "triton-cache", triton_cache)
+        finally:
+            worker.discard()
+        if self.settings.warm_workers:  # started after timing, so it never competes with it
+            self._standby[gpu] = self._start_worker(gpu)
+        return verdict, warm
+
+    async def _check_shape(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        seed: int,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        prebuilt: Path | None,
+        gpu: int | None,
+        sizes: dict[str, Any],
+        verdict: Verdict,
+    ) -> Verdict:
+        """Correctness (untimed) at another shape of the problem's declared family: ``verdict``
+        stands if the candidate is right there too, else the failure, naming the shape."""
+        at_shape, _ = await self._run_worker(
+            spec, code, seed, ref_dir, ref_meta, prebuilt, gpu, {}, timed=False
+        )
+        shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        verdict.info.setdefault("shapes_checked", []).append(sizes)
+        if at_shape.status == "ok":
+            return verdict
+        at_shape.message = f"at the family's shape {shown}: {at_shape.message}"
+        return at_shape
 
     def _triton_cache(self, code: str) -> Path | None:
         """Where Triton's compiled kernels of exactly this code are kept between evaluations.
@@ -875,6 +947,11 @@ class Harness:
                 f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
                 f"{s.timed_samples} random ones and the last checked against the reference; the "
                 "candidate's own kernels ran in every timed call"
+            )
+        for sizes in spec.family(s.size):
+            checks.append(
+                "correctness (untimed) also at the family's shape "
+                + ", ".join(f"{k}={v}" for k, v in sizes.items())
             )
         bound = self.refusal_bound_ms(spec)
         if bound is not None:
