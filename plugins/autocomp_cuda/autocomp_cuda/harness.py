@@ -648,12 +648,18 @@ class Harness:
             verdict, warm = await self._run_worker(
                 spec, code, seed, ref_dir, ref_meta, prebuilt, gpu, breakdown
             )
+            # Right at the timed shape: then, untimed, at each shape of the declared family.
             for sizes, (family_dir, family_meta) in zip(family, family_refs):
                 if verdict.status != "ok":
                     break
-                verdict = await self._check_shape(
-                    spec, code, seed, family_dir, family_meta, prebuilt, gpu, sizes, verdict
+                at_shape, _ = await self._run_worker(
+                    spec, code, seed, family_dir, family_meta, prebuilt, gpu, {}, timed=False
                 )
+                verdict.info.setdefault("shapes_checked", []).append(sizes)
+                if at_shape.status != "ok":
+                    shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                    at_shape.message = f"at the family's shape {shown}: {at_shape.message}"
+                    verdict = at_shape
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
@@ -734,30 +740,6 @@ class Harness:
         if self.settings.warm_workers:  # started after timing, so it never competes with it
             self._standby[gpu] = self._start_worker(gpu)
         return verdict, warm
-
-    async def _check_shape(
-        self,
-        spec: ProblemSpec,
-        code: str,
-        seed: int,
-        ref_dir: Path,
-        ref_meta: dict[str, Any],
-        prebuilt: Path | None,
-        gpu: int | None,
-        sizes: dict[str, Any],
-        verdict: Verdict,
-    ) -> Verdict:
-        """Correctness (untimed) at another shape of the problem's declared family: ``verdict``
-        stands if the candidate is right there too, else the failure, naming the shape."""
-        at_shape, _ = await self._run_worker(
-            spec, code, seed, ref_dir, ref_meta, prebuilt, gpu, {}, timed=False
-        )
-        shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
-        verdict.info.setdefault("shapes_checked", []).append(sizes)
-        if at_shape.status == "ok":
-            return verdict
-        at_shape.message = f"at the family's shape {shown}: {at_shape.message}"
-        return at_shape
 
     def _triton_cache(self, code: str) -> Path | None:
         """Where Triton's compiled kernels of exactly this code are kept between evaluations.

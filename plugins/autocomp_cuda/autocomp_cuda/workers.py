@@ -29,6 +29,17 @@ IDLE_MARGIN_S = 30.0
 STARTUP_S = 300.0
 
 
+def _waiting(loop, task: asyncio.Future, since: float, idle_s: float) -> bool:
+    """A process waiting for work since ``since``: on the running event loop, alive, and not
+    about to leave on its own (``idle_s``)."""
+    try:
+        current = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    idle = time.monotonic() - since
+    return current is loop and not task.done() and idle < idle_s - min(IDLE_MARGIN_S, idle_s / 2)
+
+
 class Worker:
     """One sandboxed candidate worker, started now, waiting for one job."""
 
@@ -67,17 +78,7 @@ class Worker:
 
     def usable(self) -> bool:
         """Still waiting, on this event loop, with time left before it gives up."""
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        age = time.monotonic() - self.started
-        return (
-            current is self.loop
-            and not self.task.done()
-            and not self.dispatched
-            and age < self.idle_s - min(IDLE_MARGIN_S, self.idle_s / 2)
-        )
+        return not self.dispatched and _waiting(self.loop, self.task, self.started, self.idle_s)
 
     async def wait_ready(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -152,16 +153,8 @@ class ReferenceServer:
 
     def usable(self) -> bool:
         """Alive on this event loop, with jobs and idle time left."""
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        idle = time.monotonic() - self.last_used
-        return (
-            current is self.loop
-            and not self.task.done()
-            and self.served < self.MAX_JOBS
-            and idle < self.idle_s - min(IDLE_MARGIN_S, self.idle_s / 2)
+        return self.served < self.MAX_JOBS and _waiting(
+            self.loop, self.task, self.last_used, self.idle_s
         )
 
     def job_paths(self) -> tuple[Path, Path]:
