@@ -1,7 +1,9 @@
 """The problem-quality gate: a problem is only accepted if the harness can judge it.
 
 Checks, all in the reference worker: the reference repeats itself (same seed, fresh weights
-and inputs), its fp32 output is within tolerance of the float64 one, and every trivial
+and inputs), a second call of one model on the same inputs gives the same output and changes
+none of the tensors or numbers it keeps as plain attributes (state no ``state_dict`` resets:
+L3/33's ``self.hidden``), its fp32 output is within tolerance of the float64 one, and every trivial
 answer (zeros, the mean as a constant, ones, any input returned unchanged) is rejected.
 A problem that cannot run here at all is refused with the reason (it cannot shrink to the
 CPU budget, does not fit the GPU, does not import, or its reference is too slow).
@@ -21,6 +23,7 @@ CATEGORIES = (
     "passed",
     "degenerate",
     "nondeterministic",
+    "stateful",
     "tolerance",
     "cannot_shrink",
     "too_big",
@@ -73,7 +76,27 @@ async def _check(harness: Harness, spec: ProblemSpec, seed: int) -> GateReport:
         )
     gate = meta.get("gate", {})
     found: list[tuple[str, str]] = []
-    if not gate.get("deterministic"):
+    # Fresh models agree but a model called before does not: the output depends on what an
+    # earlier call left behind (not on chance).
+    carries = gate.get("second_call_gap", 0.0) > 0.05 and gate.get("first_trial_gap", 0.0) <= 0.05
+    if carries:
+        found.append(
+            (
+                "stateful",
+                f"a second call on the same inputs differs from the first by "
+                f"{gate['second_call_gap']:.3g}x the tolerance: the model carries state across calls",
+            )
+        )
+    if gate.get("stateful_attributes"):
+        names = ", ".join(f"self.{name}" for name in gate["stateful_attributes"][:5])
+        found.append(
+            (
+                "stateful",
+                f"forward changes {names}, kept as plain attributes (not parameters or "
+                "buffers, so no state_dict resets them): the model carries state across calls",
+            )
+        )
+    if not gate.get("deterministic") and not carries:
         found.append(
             (
                 "nondeterministic",

@@ -25,7 +25,6 @@ import random
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +32,11 @@ from typing import Any
 
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
 
-from . import compiler_feedback, static_check
+from . import cache, compiler_feedback, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
-from .workers import Worker
+from .workers import ReferenceServer, Worker
 
 #: Bumped when the reference files change layout (older cached references are not read).
 REFERENCE_FORMAT = 3
@@ -74,6 +73,7 @@ class Settings:
         30.0  # beyond the phase watchdogs: startup, writing results; then killed
     )
     standby_idle_s: float = 300.0  # a standby worker nobody used by then leaves on its own
+    cache_max_mb: int = 4096  # refs/ and builds/ each pruned to this, least recently used first
 
     def phase_timeouts(self) -> dict[str, float]:
         return {
@@ -222,8 +222,9 @@ class Harness:
     ):
         self.cache = Path(cache_dir)
         self.settings = settings
-        (self.cache / "refs").mkdir(parents=True, exist_ok=True)
-        (self.cache / "builds").mkdir(parents=True, exist_ok=True)
+        for folder in ("refs", "builds", "triton"):
+            (self.cache / folder).mkdir(parents=True, exist_ok=True)
+            cache.remove_orphans(self.cache / folder)  # left by a process that crashed
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
@@ -234,6 +235,7 @@ class Harness:
         self._gpu_ids = list(gpu_ids or [0]) if settings.device == "cuda" else [None]
         self._free_devices: asyncio.Queue | None = None
         self._standby: dict[int | None, Worker] = {}  # per device slot
+        self._ref_servers: list[ReferenceServer] = []  # idle reference workers, kept
         self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
         self._bytes_moved: dict[str, int] = {}  # per problem id, from its last reference
 
@@ -319,7 +321,8 @@ class Harness:
     async def aclose(self) -> None:
         """Stop the standby workers (an event loop that ends cancels them too). The judges are
         shared by the harnesses of this process: they leave when idle or when it exits."""
-        workers, self._standby = list(self._standby.values()), {}
+        workers, self._standby = [*self._standby.values(), *self._ref_servers], {}
+        self._ref_servers = []
         for worker in workers:
             if worker.loop is asyncio.get_running_loop():
                 await worker.close()
@@ -350,12 +353,21 @@ class Harness:
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(
-        self, spec: ProblemSpec, seed: int, gate: bool = False
+        self,
+        spec: ProblemSpec,
+        seed: int,
+        gate: bool = False,
+        sizes: dict[str, Any] | None = None,
     ) -> tuple[Path, dict[str, Any]]:
         """Reference outputs for (problem, seed): computed once in their own process, then cached.
         The sizes they were computed at (``meta["sizes"]``) are the sizes every candidate runs at.
-        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why)."""
-        base = self._ref_key(spec, seed)
+        Raises ``ProblemRefused`` for a problem that cannot run here (one line saying why).
+        ``sizes``: at these module-constant overrides instead (a shape of the problem's family)."""
+        base = self._ref_key(spec, seed) + (
+            ""
+            if sizes is None
+            else "-" + hashlib.sha256(json.dumps(sizes).encode()).hexdigest()[:8]
+        )
         key = base + ("-gate" if gate else "")
         lock = self._ref_locks.setdefault(base, asyncio.Lock())
         async with lock:
@@ -364,59 +376,105 @@ class Harness:
             ):  # the gate's references hold the same
                 meta_path = self.cache / "refs" / found / "meta.json"
                 if meta_path.exists():
+                    cache.touch(meta_path.parent)
                     meta = json.loads(meta_path.read_text())
                     if meta.get("status") == "refused":
                         raise ProblemRefused(meta["error"], meta["reason"])
                     return meta_path.parent, meta
             target = self.cache / "refs" / key
-            with private_workdir("autocomp-cuda-ref-") as work:
-                (work / "problem.py").write_text(spec.source)
-                job = {
-                    "problem": {
-                        "path": str(work / "problem.py"),
-                        "overrides": spec.sizes(self.settings.size),
-                        "id": spec.id,
-                    },
-                    "shrink": TINY_BUDGET if self._shrinks(spec) else None,
-                    "held_copies": HELD_COPIES,
-                    "device": self.settings.device,
-                    "init_seed": seed,
-                    "trial_seeds": trial_seeds(
-                        seed, self.settings.trials + held_sets(self.settings)
-                    ),
-                    "trials": self.settings.trials,
-                    "out_dir": str(work / "out"),
-                    "atol": spec.atol,
-                    "rtol": spec.rtol,
-                    "gate": gate,
-                }
-                wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
-                async with self._reference_slots:
-                    result = await self._run_child("reference_main", job, work, wall_s=wall_s)
-                meta_file = work / "out" / "meta.json"
-                if not meta_file.exists():
-                    if result.timed_out:
+            job = {
+                "problem": {
+                    "overrides": spec.sizes(self.settings.size) if sizes is None else sizes,
+                    "id": spec.id,
+                },
+                "shrink": TINY_BUDGET if self._shrinks(spec) and sizes is None else None,
+                "held_copies": HELD_COPIES,
+                "device": self.settings.device,
+                "init_seed": seed,
+                "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
+                "trials": self.settings.trials,
+                "atol": spec.atol,
+                "rtol": spec.rtol,
+                "gate": gate,
+            }
+            wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
+            async with self._reference_slots:
+                server, how, stderr = await self._serve_reference(spec, job, wall_s)
+            try:
+                out = Path(job["out_dir"])
+                if not (out / "meta.json").exists():
+                    if how == "timeout":
                         raise ProblemRefused(
                             f"the reference took longer than {wall_s:g} s (correctness_timeout_s x "
                             f"{3 if gate else 2})",
                             "reference_too_slow",
                         )
                     raise RuntimeError(
-                        f"reference for {spec.id} exited with {result.returncode}: {result.stderr[-2000:]}"
+                        f"the reference worker for {spec.id} died ({how}): {stderr[-2000:]}"
                     )
-                meta = json.loads(meta_file.read_text())
+                meta = json.loads((out / "meta.json").read_text())
                 if meta.get("status") == "refused":
                     if meta["reason"] == "cannot_shrink":  # the same on every run: remembered
-                        _take_ownership(work / "out")
-                        _keep_tree(work / "out", target)
+                        _take_ownership(out)
+                        _keep_tree(out, target)
                     raise ProblemRefused(meta["error"], meta["reason"])
                 if meta.get("status") != "ok":
                     raise RuntimeError(
                         f"reference for {spec.id} failed: {meta.get('error')}\n{meta.get('traceback', '')}"
                     )
-                _take_ownership(work / "out")
-                _publish(work / "out", target)
+                _take_ownership(out)
+                cache.publish(out, target)
+                cache.prune(self.cache / "refs", self.settings.cache_max_mb << 20)
+            finally:
+                server.finish()
+                await self._keep_server(server, how)
             return target, meta
+
+    async def _take_server(self) -> ReferenceServer:
+        while self._ref_servers:
+            server = self._ref_servers.pop()
+            if server.usable():
+                return server
+            if server.loop is asyncio.get_running_loop():
+                await server.close()
+        return self._new_server()
+
+    def _new_server(self) -> ReferenceServer:
+        return ReferenceServer(
+            self._env(None),
+            self._limits(self.settings.correctness_timeout_s * 3),
+            self.settings.standby_idle_s,
+        )
+
+    async def _keep_server(self, server: ReferenceServer, how: str) -> None:
+        """Back to the pool after a job it finished, unless workers are not kept warm."""
+        if how == "done" and self.settings.warm_workers and server.usable():
+            self._ref_servers.append(server)
+        elif server.loop is asyncio.get_running_loop():
+            await server.close()
+
+    async def _serve_reference(
+        self, spec: ProblemSpec, job: dict[str, Any], wall_s: float
+    ) -> tuple[ReferenceServer, str, str]:
+        """Run one reference job on a kept server (or a new one). A job that a server which ran
+        other problems before did not finish with "ok" (a refusal, an error, a crash; not a
+        timeout, which would cost its whole deadline again) runs again on a fresh server, whose
+        verdict stands: no verdict depends on what an earlier problem left behind. Fills in
+        the job's paths; returns the server that ran it (to ``finish``), how it ended and its
+        stderr."""
+        server = await self._take_server()
+        while True:
+            problem_path, out_dir = server.job_paths()
+            problem_path.write_text(spec.source)
+            job["problem"]["path"], job["out_dir"] = str(problem_path), str(out_dir)
+            fresh = server.served == 0
+            how, stderr = await server.run(job, wall_s)
+            status = (_read_json(out_dir / "meta.json") or {}).get("status")
+            if fresh or how == "timeout" or (how == "done" and status == "ok"):
+                return server, how, stderr
+            server.finish()
+            await server.close()  # its process state is suspect: never reused
+            server = self._new_server()
 
     # ------------------------------------------------------------------ build
     def build_key(self, code: str) -> str:
@@ -433,6 +491,7 @@ class Harness:
         lock = self._build_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if (target / "built.json").exists():
+                cache.touch(target)
                 return (
                     target,
                     None,
@@ -486,7 +545,8 @@ class Harness:
                         shutil.copy2(so, kept / f"{name}.so")
                     (kept / "build.log").write_text(log[-200_000:])
                     (kept / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
-                    _publish(kept, target)
+                    cache.publish(kept, target)
+                    cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
             return target, None, False, log
 
     # ------------------------------------------------------------------ evaluation
@@ -498,6 +558,7 @@ class Harness:
         seed: int | None,
         trials: int,
         sizes: dict[str, Any] | None = None,
+        timed: bool = True,
     ) -> dict[str, Any]:
         s = self.settings
         job: dict[str, Any] = {
@@ -529,7 +590,7 @@ class Harness:
                     "samples": s.timed_samples,
                     "compile_baseline": s.compile_baseline,
                 }
-                if s.reps > 0
+                if s.reps > 0 and timed
                 else None,
             )
         return job
@@ -564,6 +625,15 @@ class Harness:
                 f"the problem cannot run here: {exc}",
                 phases_s={"reference": loop.time() - started},
             )
+        family = spec.family(self.settings.size)
+        try:
+            family_refs = [await self.reference(spec, seed, sizes=sizes) for sizes in family]
+        except ProblemRefused as exc:
+            return Verdict(
+                "infra_error",
+                f"a shape of the problem's family cannot run here: {exc}",
+                phases_s={"reference": loop.time() - started},
+            )
         t_ref = loop.time()
         shapes = {"inputs": ref_meta.get("input_shapes"), "output": ref_meta["output"]}
         prebuilt, failure, cache_hit, build_log = await self.build(code)
@@ -575,42 +645,21 @@ class Harness:
         gpu = await self._device_slot()
         breakdown: dict[str, float] = {}
         try:
-            worker = await self._take_worker(gpu)
-            warm = worker.ready
-            try:
-                work = worker.work
-                (work / "candidate.py").write_text(code)
-                (work / "problem.py").write_text(spec.source)
-                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(
-                    work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes")
+            verdict, warm = await self._run_worker(
+                spec, code, seed, ref_dir, ref_meta, prebuilt, gpu, breakdown
+            )
+            # Right at the timed shape: then, untimed, at each shape of the declared family.
+            for sizes, (family_dir, family_meta) in zip(family, family_refs):
+                if verdict.status != "ok":
+                    break
+                at_shape, _ = await self._run_worker(
+                    spec, code, seed, family_dir, family_meta, prebuilt, gpu, {}, timed=False
                 )
-                if prebuilt is not None:
-                    shutil.copytree(prebuilt, work / "prebuilt")
-                    job["prebuilt"] = str(work / "prebuilt")
-                triton_cache = self._triton_cache(code)
-                if triton_cache is not None:
-                    job["triton_cache"] = str(work / "triton-cache")
-                    if triton_cache.exists():
-                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
-                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
-                handed_over = time.time()
-                result = await worker.run(job, self._eval_deadline_s())
-                t_worker = loop.time()
-                verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
-                outcome = _read_json(work / "result.json") or {}
-                if outcome.get("job_received"):
-                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-                breakdown.update(
-                    {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
-                )
-                breakdown["judge"] = loop.time() - t_worker
-                if triton_cache is not None and verdict.status == "ok":
-                    _keep_tree(work / "triton-cache", triton_cache)
-            finally:
-                worker.discard()
-            if self.settings.warm_workers:  # started after timing, so it never competes with it
-                self._standby[gpu] = self._start_worker(gpu)
+                verdict.info.setdefault("shapes_checked", []).append(sizes)
+                if at_shape.status != "ok":
+                    shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                    at_shape.message = f"at the family's shape {shown}: {at_shape.message}"
+                    verdict = at_shape
         finally:
             self._free_devices.put_nowait(gpu)
         verdict.worker_warm = warm
@@ -639,6 +688,59 @@ class Harness:
                 verdict.notes.append(compiler_feedback.describe_ptxas(kernels))
         return verdict
 
+    async def _run_worker(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        seed: int,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        prebuilt: Path | None,
+        gpu: int | None,
+        breakdown: dict[str, float],
+        timed: bool = True,
+    ) -> tuple[Verdict, bool]:
+        """One candidate worker: load, correctness (and timing, when ``timed``), then the
+        judge. Returns the verdict and whether the worker was warm."""
+        loop = asyncio.get_running_loop()
+        worker = await self._take_worker(gpu)
+        warm = worker.ready
+        try:
+            work = worker.work
+            (work / "candidate.py").write_text(code)
+            (work / "problem.py").write_text(spec.source)
+            shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+            job = self._candidate_job(
+                work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"), timed
+            )
+            if prebuilt is not None:
+                shutil.copytree(prebuilt, work / "prebuilt")
+                job["prebuilt"] = str(work / "prebuilt")
+            triton_cache = self._triton_cache(code)
+            if triton_cache is not None:
+                job["triton_cache"] = str(work / "triton-cache")
+                if triton_cache.exists():
+                    shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+            self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
+            handed_over = time.time()
+            result = await worker.run(job, self._eval_deadline_s())
+            t_worker = loop.time()
+            verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
+            outcome = _read_json(work / "result.json") or {}
+            if outcome.get("job_received"):
+                breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+            breakdown.update(
+                {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
+            )
+            breakdown["judge"] = loop.time() - t_worker
+            if triton_cache is not None and verdict.status == "ok":
+                _keep_tree(work / "triton-cache", triton_cache)
+        finally:
+            worker.discard()
+        if self.settings.warm_workers:  # started after timing, so it never competes with it
+            self._standby[gpu] = self._start_worker(gpu)
+        return verdict, warm
+
     def _triton_cache(self, code: str) -> Path | None:
         """Where Triton's compiled kernels of exactly this code are kept between evaluations.
         Keyed by the code (like the extension builds): what a candidate leaves there is only
@@ -666,12 +768,15 @@ class Harness:
                 if (work / "phase.txt").exists()
                 else "startup"
             )
-            if result is None or result.timed_out or "Timeout (" in result.stderr:
+            # Not from stderr: the candidate writes there, and what the sandbox keeps of a
+            # flood is its head (the watchdog's line would be lost).
+            watchdog = _read_text(work / "watchdog.txt")
+            if result is None or result.timed_out or "Timeout (" in watchdog:
                 limit = self.settings.phase_timeouts().get(phase, self._eval_deadline_s())
                 return Verdict(
                     "timeout",
                     f"the {phase} phase exceeded its watchdog ({limit:g} s); the worker was killed",
-                    detail=result.stderr[-3000:] if result else "",
+                    detail=(watchdog or (result.stderr if result else ""))[-3000:],
                 )
             return _crash_verdict(result, phase)
         info = outcome.get("info", {})
@@ -825,6 +930,11 @@ class Harness:
                 f"{s.timed_samples} random ones and the last checked against the reference; the "
                 "candidate's own kernels ran in every timed call"
             )
+        for sizes in spec.family(s.size):
+            checks.append(
+                "correctness (untimed) also at the family's shape "
+                + ", ".join(f"{k}={v}" for k, v in sizes.items())
+            )
         bound = self.refusal_bound_ms(spec)
         if bound is not None:
             checks.append(
@@ -903,28 +1013,11 @@ def _keep_tree(source: Path, target: Path) -> None:
     files = [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
     if not files or sum(p.stat().st_size for p in files) > KEEP_TREE_MAX_BYTES:
         return
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.copy.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp, symlinks=True)
     _take_ownership(tmp)
-    _publish(tmp, target)
-
-
-def _publish(source: Path, target: Path) -> None:
-    """Move a finished directory into the cache under its final name at once. The cache is
-    shared by processes (parallel runs, a test suite's workers): each moves its own copy
-    under a name of its own first, and the first to finish wins; the others' identical
-    copies are dropped. (One shared temporary name let one process delete or publish
-    another's half-moved copy, or fail with 'Directory not empty'.)"""
-    tmp = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=target.parent))
-    os.rmdir(tmp)  # only the unique name is wanted: the move creates it
-    shutil.move(str(source), tmp)
-    try:
-        os.replace(tmp, target)
-    except OSError:  # another process published the same one first
-        if not target.is_dir():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)
+    cache.publish(tmp, target)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -932,6 +1025,13 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _tail_errors(log: str, limit: int = 3000) -> str:

@@ -70,6 +70,10 @@ class ProblemSpec:
     source: str
     description: str = ""
     tiny: dict[str, Any] = field(default_factory=dict)
+    #: more shapes a candidate must be right at (overrides on top of a tier's sizes; checked
+    #: untimed, after the timed shape passed): irregular sizes that catch a kernel hard-coded
+    #: for the one shape it is timed at
+    shapes: list[dict[str, Any]] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants
     flops: str | None = None
     atol: float | None = None  # None: by the output's dtype (DTYPE_TOLERANCE)
@@ -95,6 +99,10 @@ class ProblemSpec:
         if size == "tiny":
             return dict(self.tiny)
         raise ValueError(f"unknown size tier {size!r} (use 'full' or 'tiny')")
+
+    def family(self, size: str) -> list[dict[str, Any]]:
+        """The module-constant overrides of each extra shape at a size tier."""
+        return [{**self.sizes(size), **shape} for shape in self.shapes]
 
     def flop_count(self, size: str) -> float | None:
         """FLOPs of one forward at a size tier, from the file's formula (None if unknown)."""
@@ -203,6 +211,7 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
         source=source,
         description=description,
         tiny=dict(meta.get("tiny", {})),
+        shapes=[dict(shape) for shape in meta.get("shapes", [])],
         constants=constants,
         flops=meta.get("flops"),
         atol=float(meta["atol"]) if "atol" in meta else None,

@@ -1,4 +1,4 @@
-"""Candidate workers started ahead of need.
+"""Candidate workers started ahead of need, and reference workers kept for many problems.
 
 Starting a worker costs more than most tiny evaluations: a sandbox, an interpreter and
 ``import torch`` (about 1.5 s on a small CPU). A ``Worker`` starts the sandboxed process
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
@@ -24,6 +25,19 @@ from autocomp_core.sandbox import SandboxLimits, SandboxResult, remove_tree, run
 
 #: A standby worker this close to its idle limit is not handed a job (it may be leaving).
 IDLE_MARGIN_S = 30.0
+#: A reference server that has not finished its imports by then is killed.
+STARTUP_S = 300.0
+
+
+def _waiting(loop, task: asyncio.Future, since: float, idle_s: float) -> bool:
+    """A process waiting for work since ``since``: on the running event loop, alive, and not
+    about to leave on its own (``idle_s``)."""
+    try:
+        current = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    idle = time.monotonic() - since
+    return current is loop and not task.done() and idle < idle_s - min(IDLE_MARGIN_S, idle_s / 2)
 
 
 class Worker:
@@ -64,17 +78,7 @@ class Worker:
 
     def usable(self) -> bool:
         """Still waiting, on this event loop, with time left before it gives up."""
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:
-            return False
-        age = time.monotonic() - self.started
-        return (
-            current is self.loop
-            and not self.task.done()
-            and not self.dispatched
-            and age < self.idle_s - min(IDLE_MARGIN_S, self.idle_s / 2)
-        )
+        return not self.dispatched and _waiting(self.loop, self.task, self.started, self.idle_s)
 
     async def wait_ready(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -105,3 +109,108 @@ class Worker:
     def discard(self) -> None:
         """Remove the work dir of a worker that was used (after the harness read its files)."""
         remove_tree(self.work)
+
+
+class ReferenceServer:
+    """One sandboxed reference worker (``reference_main --serve``) kept for many problems.
+
+    The gate over a whole suite runs one reference job per problem; a cold worker spends
+    most of a small problem's time importing torch. A server pays that once and serves
+    ``MAX_JOBS`` problems one after another, each with a fresh module and the process-wide
+    settings put back (see ``reference_main.serve``). A job that overruns its deadline kills
+    the server, and one that crashes ends it: the next job gets a fresh one, and no other
+    job's result depends on it.
+    """
+
+    #: Problems one server computes before it is replaced (bounds what any could leave behind).
+    MAX_JOBS = 64
+
+    def __init__(self, env: dict[str, str], limits: SandboxLimits, idle_s: float) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-refs-"))
+        self.idle_s = idle_s
+        self.served = 0
+        self.busy = False  # a job's files are in the work dir, not yet read by the harness
+        self.last_used = time.monotonic()
+        self.loop = asyncio.get_running_loop()
+        argv = [
+            sys.executable,
+            "-m",
+            "autocomp_cuda.runtime.reference_main",
+            "--serve",
+            f"{idle_s:g}",
+        ]
+        # The sandbox's limit covers the server's whole life; each job has its own deadline.
+        life_s = (limits.wall_s + idle_s) * self.MAX_JOBS
+        limits = dataclasses.replace(limits, wall_s=life_s, cpu_s=math.ceil(life_s))
+        self.task = asyncio.ensure_future(
+            run_sandboxed(argv, limits=limits, cwd=self.work, env=env)
+        )
+        self.task.add_done_callback(self._remove_if_idle)
+
+    def _remove_if_idle(self, _task: asyncio.Future) -> None:
+        if not self.busy:  # (with a job in flight, ``finish`` removes it once it is read)
+            remove_tree(self.work)
+
+    def usable(self) -> bool:
+        """Alive on this event loop, with jobs and idle time left."""
+        return self.served < self.MAX_JOBS and _waiting(
+            self.loop, self.task, self.last_used, self.idle_s
+        )
+
+    def job_paths(self) -> tuple[Path, Path]:
+        """Where the next job's problem file goes, and where its outputs will be."""
+        n = self.served + 1
+        return self.work / f"problem-{n}.py", self.work / f"out-{n}"
+
+    async def run(self, job: dict[str, Any], deadline_s: float) -> tuple[str, str]:
+        """Hand over the next job and wait for it: ("done" | "timeout" | "crashed: ...", its
+        stderr). After a timeout or a crash the server is gone (``close`` was called)."""
+        self.served += 1
+        self.busy = True
+        n = self.served
+        tmp = self.work / f"job-{n}.json.tmp"
+        tmp.write_text(json.dumps(job))
+        os.replace(tmp, self.work / f"job-{n}.json")
+        # The deadline counts from when the server has its imports done (a cold one under
+        # load takes a while; that is not the problem's time).
+        started = time.monotonic()
+        while not (self.work / "ready").exists() and not self.task.done():
+            if time.monotonic() - started > STARTUP_S:
+                break
+            await asyncio.sleep(0.01)
+        deadline = time.monotonic() + deadline_s
+        done = self.work / f"done-{n}"
+        while not done.exists() and not self.task.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        how = "done" if done.exists() else "crashed" if self.task.done() else "timeout"
+        if how != "done":
+            await self.close()
+        try:
+            stderr = (self.work / f"stderr-{n}").read_text(errors="replace")
+        except OSError:
+            stderr = ""
+        if how == "crashed" and not self.task.cancelled() and self.task.exception() is None:
+            ended = self.task.result()
+            how = f"crashed: {f'signal {ended.signal}' if ended.signal else f'exit code {ended.returncode}'}"
+            stderr += ended.stderr  # what it said outside any job
+        self.last_used = time.monotonic()
+        return how, stderr[-2000:]
+
+    def finish(self) -> None:
+        """The harness has read (and moved away) the last job's outputs: drop its files, or
+        the whole work dir of a server that has ended."""
+        self.busy = False
+        if self.task.done():
+            remove_tree(self.work)
+            return
+        n = self.served
+        for name in (f"job-{n}.json", f"problem-{n}.py", f"stderr-{n}", f"done-{n}"):
+            (self.work / name).unlink(missing_ok=True)
+        if (self.work / f"out-{n}").exists():
+            remove_tree(self.work / f"out-{n}")
+
+    async def close(self) -> None:
+        """Stop the server (if running) and wait until its process is gone."""
+        if not self.task.done():
+            self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)

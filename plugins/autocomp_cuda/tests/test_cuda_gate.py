@@ -1,4 +1,4 @@
-"""The problem-quality gate over the whole suite, and the two negative controls it must refuse."""
+"""The problem-quality gate over the whole suite, and the negative controls it must refuse."""
 
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ async def test_gate_passes_suite_and_refuses_controls(make_backend):
     assert not zero.passed and any("zeros" in reason for reason in zero.reasons), zero.reasons
     stochastic = by_id["ctrl/stochastic_dropout"]
     assert not stochastic.passed and any("deterministic" in reason for reason in stochastic.reasons)
+    # L3/33's pattern: every output is right, but forward replaces a plain tensor attribute.
+    stateful = by_id["ctrl/stateful_hidden"]
+    assert stateful.category == "stateful" and "self.hidden" in stateful.reasons[0], (
+        stateful.reasons
+    )
 
 
 def test_integer_dtypes_are_preserved(make_backend):
@@ -138,3 +143,35 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     assert scalar.passed, scalar.reasons
     assert own.passed, own.reasons
     assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again
+
+
+# State no attribute snapshot sees (a list): the output depends on how often forward ran.
+COUNTS_ITS_CALLS = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def forward(self, x):
+        self.calls.append(1)
+        return torch.tanh(x) * len(self.calls)
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_model_whose_second_call_differs_is_stateful_not_nondeterministic(make_backend, tmp_path):
+    path = tmp_path / "counts_its_calls.py"
+    path.write_text(COUNTS_ITS_CALLS)
+    report = asyncio.run(make_backend("cpu").check_problem(str(path)))
+    assert report.category == "stateful", report.reasons
+    assert "second call on the same inputs differs" in report.reasons[0], report.reasons

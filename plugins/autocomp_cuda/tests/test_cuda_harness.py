@@ -219,14 +219,14 @@ def test_input_checksums_from_two_processes_agree_up_to_summation_order():
 def _publish_one(args: tuple[str, str, int]) -> str:
     from pathlib import Path
 
-    from autocomp_cuda.harness import _publish
+    from autocomp_cuda.cache import publish
 
     root, target, n = args
     made = Path(root) / f"made-{n}"
     made.mkdir()
     (made / "meta.json").write_text("{}")
     (made / "init.pt").write_bytes(b"x" * 4096)
-    _publish(made, Path(target))
+    publish(made, Path(target))
     return sorted(p.name for p in Path(target).iterdir()) == ["init.pt", "meta.json"]
 
 

@@ -104,6 +104,26 @@ async def test_a_worker_that_disarms_its_watchdog_is_killed_at_the_deadline(make
         await harness.aclose()
 
 
+@pytest.mark.asyncio
+async def test_a_watchdog_timeout_is_a_timeout_even_after_a_stderr_flood(make_backend):
+    # More stderr than the sandbox keeps (2 MB, the head of it), then a hang: the watchdog's
+    # line is no longer in what the engine reads of stderr.
+    flood = HEAD + (
+        "import sys\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        sys.stderr.write('noise ' * 600_000)\n        sys.stderr.flush()\n"
+        "        while True:\n            pass\n"
+    )
+    backend = make_backend("cpu", correctness_timeout_s=3)
+    harness = backend.harness
+    try:
+        verdict = await harness.evaluate(backend.spec("L1/relu"), flood)
+    finally:
+        await harness.aclose()
+    assert verdict.status == "timeout", (verdict.status, verdict.message)
+    assert "correctness phase" in verdict.message and "Timeout (" in verdict.detail
+
+
 def test_static_rules_refuse_disarming_the_watchdog():
     from autocomp_cuda import static_check
 
@@ -163,3 +183,57 @@ def test_on_gpus_candidates_compile_while_others_time(make_backend):
     )
     assert gpus.resources().parallel == 5 and gpus.harness.device_slots == 2
     assert backend.resources().parallel == 1
+
+
+def _problem(forward: str, prelude: str = "") -> str:
+    return (
+        HEAD + prelude + "\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        f"        {forward}\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 16)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
+# Leaves behind what a problem's code can change in its process: the default dtype and a mark
+# in builtins (nothing puts that back).
+LEAKS = _problem(
+    "return torch.tanh(x)",
+    "import builtins\nbuiltins.autocomp_leaked_mark = True\ntorch.set_default_dtype(torch.float64)\n",
+)
+# Its output is float32 only where the default dtype is (get_inputs draws with it).
+PLAIN = _problem("return torch.tanh(x) * 2.0")
+# Fails in a process the first problem ran in: a verdict that depends on an earlier problem.
+SEES_THE_MARK = _problem(
+    "return torch.sigmoid(x)",
+    "import builtins\nassert not getattr(builtins, 'autocomp_leaked_mark', False), 'leaked'\n",
+)
+CRASHES = _problem("import os; os._exit(3)")
+HANGS = _problem("import time; time.sleep(600)")
+
+
+@pytest.mark.asyncio
+async def test_the_gate_keeps_its_reference_worker_yet_each_problem_runs_as_in_a_fresh_one(
+    make_backend, tmp_path
+):
+    # Its own cache: every reference below must really run.
+    backend = make_backend("cpu", cache_dir=str(tmp_path / "cache"), correctness_timeout_s=10)
+    names = ["leaks", "plain", "sees_the_mark", "crashes", "after_crash", "hangs", "after_hang"]
+    sources = [LEAKS, PLAIN, SEES_THE_MARK, CRASHES, PLAIN, HANGS, PLAIN]
+    reports = {}
+    try:
+        for name, source in zip(names, sources):
+            (tmp_path / f"{name}.py").write_text(source)
+            reports[name] = await backend.check_problem(str(tmp_path / f"{name}.py"))
+            if name == "plain":  # served by the same process as "leaks"
+                assert [s.served for s in backend.harness._ref_servers] == [2]
+    finally:
+        await backend.aclose()
+    verdicts = {name: (r.category, r.reasons) for name, r in reports.items()}
+    assert reports["leaks"].passed and reports["leaks"].details["output"]["dtype"] == "float64"
+    assert reports["plain"].passed and reports["plain"].details["output"]["dtype"] == "float32"
+    # Failed on the kept worker, then passed on a fresh one: the verdict is the fresh one's.
+    assert reports["sees_the_mark"].passed, verdicts
+    assert reports["crashes"].category == "reference_error", verdicts
+    assert "died" in reports["crashes"].reasons[0], verdicts
+    assert reports["hangs"].category == "reference_too_slow", verdicts
+    assert reports["after_crash"].passed and reports["after_hang"].passed, verdicts

@@ -7,8 +7,8 @@ JOB.json; it still serves exactly one candidate. Modes: ``build`` imports the ca
 (its module-level ``load_inline`` calls compile into the content-hashed build directory);
 ``eval`` runs the phases load, correctness and timing. The reference output never exists in
 this process: correctness is judged by the parent from the files written here. Each phase
-arms a watchdog that ends the process (exit code 1 after ``Timeout (...)!`` and a
-traceback) if the phase overruns; ``phase.txt`` names the phase.
+arms a watchdog that ends the process (exit code 1 after writing ``Timeout (...)!`` and a
+traceback to ``watchdog.txt``) if the phase overruns; ``phase.txt`` names the phase.
 
 What the candidate could tamper with here is checked from the outside or re-checked:
 harness clocks are bound before the candidate is imported, the identity of guarded torch
@@ -268,6 +268,9 @@ class Worker:
         self.counter = KernelCounter(job.get("prebuilt") or "")
         self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.phase_started = _perf()
+        # The watchdog writes its 'Timeout (...)!' here, not to stderr: a candidate that
+        # floods stderr past what the engine keeps cannot bury it.
+        self.watchdog = open(self.work / "watchdog.txt", "w")
 
     # -- bookkeeping
     def phase(self, name: str) -> None:
@@ -278,7 +281,7 @@ class Worker:
         faulthandler.cancel_dump_traceback_later()
         limit = float(self.job["phase_timeouts"].get(name, 0) or 0)
         if limit > 0:
-            faulthandler.dump_traceback_later(limit, exit=True)
+            faulthandler.dump_traceback_later(limit, exit=True, file=self.watchdog)
 
     def end_phase(self) -> None:
         now = _perf()

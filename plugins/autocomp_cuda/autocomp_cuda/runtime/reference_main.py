@@ -1,6 +1,9 @@
 """Reference worker: computes inputs and reference outputs once per (problem, seed).
 
-Run as ``python -m autocomp_cuda.runtime.reference_main JOB.json``. It never sees a candidate.
+Run as ``python -m autocomp_cuda.runtime.reference_main JOB.json`` for one job, or with
+``--serve IDLE_S`` to serve many problems one after another (``workers.ReferenceServer``: the
+gate over a whole suite pays torch's import once per worker, not once per problem). It never
+sees a candidate.
 Writes into ``out_dir``: ``init.pt`` (init inputs and the reference state_dict),
 ``trial_K.pt`` (the expected output: float64, or exact for integer dtypes) and ``meta.json``
 (output shape/dtype, tolerance sanity, and with ``gate`` the problem-quality verdict).
@@ -9,8 +12,10 @@ Writes into ``out_dir``: ``init.pt`` (init inputs and the reference state_dict),
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -158,6 +163,62 @@ def trivial_probes(
     return probes
 
 
+def plain_state(model: torch.nn.Module) -> dict[str, Any]:
+    """What a model keeps in plain attributes (not parameters or buffers), by dotted name:
+    tensors (cloned) and numbers. ``load_state_dict`` never resets these, so a forward that
+    changes one carries state into the next call (L3/33's ``self.hidden``)."""
+    found: dict[str, Any] = {}
+    for prefix, sub in model.named_modules():
+        for name, value in vars(sub).items():
+            if name.startswith("_") or name == "training":
+                continue
+            key = f"{prefix}.{name}" if prefix else name
+            if isinstance(value, torch.Tensor):
+                found[key] = value.detach().clone()
+            elif isinstance(value, (int, float)):
+                found[key] = value
+    return found
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The plain attributes a forward added, removed or changed (see ``plain_state``)."""
+    changed = []
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key), after.get(key)
+        if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+            same = (
+                old.shape == new.shape
+                and old.dtype == new.dtype
+                and bool(torch.equal(old.cpu(), new.detach().cpu()))
+            )
+        else:
+            same = type(old) is type(new) and old == new
+        if not same:
+            changed.append(key)
+    return changed
+
+
+def stateful_check(
+    model,
+    initial: dict[str, Any],
+    inputs: list[Any],
+    out: torch.Tensor,
+    device: torch.device,
+    atol: float,
+    rtol: float,
+) -> tuple[list[str], float]:
+    """After the model's first call (``out``, on ``inputs``): the plain attributes it changed
+    from ``initial`` (its ``plain_state`` as built), and how far a second call on copies of
+    the same inputs is from the first (in tolerances)."""
+    changed = state_changes(initial, plain_state(model))
+    again = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
+    if again.shape != out.shape:
+        return changed, math.inf
+    if not out.is_floating_point():
+        return changed, 0.0 if torch.equal(again, out) else math.inf
+    return changed, error_ratio(again, out.double(), atol, rtol)
+
+
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     out_dir = Path(job["out_dir"])
@@ -181,6 +242,7 @@ def main(job_path: str) -> int:
         state = copy.deepcopy(model.state_dict())
         torch.save({"init_inputs": init_inputs, "state_dict": state}, out_dir / "init.pt")
         model = model.to(device)
+        initial_plain = plain_state(model)
         model64 = copy.deepcopy(model).double()
         ratios, probe_fail, checks, noise = [], {}, [], []
         deterministic_gap = 0.0
@@ -231,6 +293,10 @@ def main(job_path: str) -> int:
                 )
                 deterministic_gap = max(deterministic_gap, gap)
                 if k == 0:
+                    first_gap = gap  # two fresh models: state carried from a call plays no part
+                    stateful, second_gap = stateful_check(
+                        model, initial_plain, inputs, out, device, atol, rtol
+                    )
                     constant = (
                         float(out.double().mean())
                         if out.is_floating_point() and out.numel()
@@ -265,6 +331,9 @@ def main(job_path: str) -> int:
                 "deterministic": deterministic_gap <= 0.05,
                 "determinism_gap": deterministic_gap,
                 "probes_rejected": probe_fail,
+                "stateful_attributes": stateful,
+                "second_call_gap": second_gap,
+                "first_trial_gap": first_gap,
                 "tolerance_sane": max(ratios) <= 0.5,
                 "noise_to_signal": max(noise, default=0.0),
                 "memory_bytes_full": _full_bytes(problem["path"]),
@@ -293,5 +362,68 @@ def _full_bytes(path: str) -> int | None:
         return None
 
 
+def _process_state() -> dict[str, Any]:
+    """The process-wide settings a problem's code may change (see ``serve``)."""
+    return {
+        "dtype": torch.get_default_dtype(),
+        "grad": torch.is_grad_enabled(),
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "matmul": torch.get_float32_matmul_precision(),
+        "path": list(sys.path),
+        "environ": dict(os.environ),
+        "cwd": os.getcwd(),
+    }
+
+
+def _restore(state: dict[str, Any], work: Path) -> None:
+    torch.set_default_dtype(state["dtype"])
+    torch.set_grad_enabled(state["grad"])
+    torch.set_num_threads(state["threads"])
+    torch.use_deterministic_algorithms(state["deterministic"])
+    torch.set_float32_matmul_precision(state["matmul"])
+    sys.path[:] = state["path"]
+    os.environ.clear()
+    os.environ.update(state["environ"])
+    os.chdir(state["cwd"])
+    for name, module in list(
+        sys.modules.items()
+    ):  # the problem and what it imported from its folder
+        where = getattr(module, "__file__", None) or ""
+        if name == "reference_problem" or where.startswith(str(work)):
+            del sys.modules[name]
+    gc.collect()
+
+
+def serve(idle_s: float) -> int:
+    """Serve jobs ``job-1.json``, ``job-2.json``... as they appear in the work dir (the
+    harness writes each under its final name at once); after job N write ``done-N``. Each
+    job's stderr goes to ``stderr-N``. Between jobs the problem's module is dropped and the
+    process-wide settings are put back, so a problem starts as in a fresh process; a crash or
+    a hang ends this worker (the harness kills it at the job's deadline) and no other job.
+    Leaves after ``idle_s`` without a job."""
+    work = Path.cwd()
+    state = _process_state()
+    (work / "ready").write_text("")
+    n = 1
+    while True:
+        job = work / f"job-{n}.json"
+        waited = time.monotonic()
+        while not job.exists():
+            if time.monotonic() - waited > idle_s:
+                return 0
+            time.sleep(0.01)
+        sys.stderr.flush()
+        with open(work / f"stderr-{n}", "w") as log:
+            os.dup2(log.fileno(), 2)
+        code = main(str(job))
+        sys.stderr.flush()
+        _restore(state, work)
+        common.write_json(work / f"done-{n}", {"code": code})
+        n += 1
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        sys.exit(serve(float(sys.argv[2])))
     sys.exit(main(sys.argv[1]))

@@ -1,4 +1,5 @@
 """Exact (erf-based) GELU; the tanh approximation is not accurate enough to pass."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -23,4 +24,10 @@ def get_init_inputs():
     return []
 
 
-AUTOCOMP = {"tiny": {"ROWS": 8, "COLS": 200}, "flops": "10*ROWS*COLS", "tags": ["elementwise", "transcendental"]}
+AUTOCOMP = {
+    "tiny": {"ROWS": 8, "COLS": 200},
+    # odd sizes, more elements than the tiny tier: a kernel written for one shape fails here
+    "shapes": [{"ROWS": 11, "COLS": 203}],
+    "flops": "10*ROWS*COLS",
+    "tags": ["elementwise", "transcendental"],
+}

@@ -1,0 +1,115 @@
+"""The harness's cache on disk: references (``refs/``), builds (``builds/``) and Triton kernels
+(``triton/``), each entry a directory published under its final name at once.
+
+Processes share the cache (parallel runs, a test suite's workers). Each publishes through a
+copy of its own named ``{entry}.{pid}.{random}.tmp``; a process that crashed between the copy
+and the rename leaves that copy behind, and ``remove_orphans`` removes it once its process is
+gone. ``touch`` marks an entry used; ``prune`` removes the least recently used entries of a
+folder until it fits its bound, sparing any used in the last ``PRUNE_GRACE_S`` (another
+process may be reading it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+#: Entries used this recently are never pruned (a judge or a worker may be reading them).
+PRUNE_GRACE_S = 600.0
+#: A publish copy this old is an orphan whoever made it (a pid may be reused, or live in
+#: another PID namespace).
+ORPHAN_AGE_S = 6 * 3600.0
+
+
+def publish(source: Path, target: Path) -> None:
+    """Move a finished directory into the cache under its final name at once: each process
+    moves its own copy under a name of its own first, and the first to finish wins; the
+    others' identical copies are dropped. (One shared temporary name let one process delete
+    or publish another's half-moved copy, or fail with 'Directory not empty'.)"""
+    tmp = Path(
+        tempfile.mkdtemp(prefix=f"{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    )
+    os.rmdir(tmp)  # only the unique name is wanted: the move creates it
+    shutil.move(str(source), tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process published the same one first
+        if not target.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+    touch(target)
+
+
+def touch(entry: Path) -> None:
+    """Mark an entry used now (what ``prune`` orders by)."""
+    with contextlib.suppress(OSError):
+        os.utime(entry)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Remove the publish copies (``*.tmp``) of processes that are gone, or that are older
+    than ``ORPHAN_AGE_S``. Returns what was removed."""
+    removed = []
+    now = time.time()
+    for path in folder.glob("*.tmp"):
+        parts = path.name.split(".")
+        pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else None
+        try:
+            age = now - path.lstat().st_mtime
+        except OSError:
+            continue
+        if (pid is not None and not _alive(pid)) or age > ORPHAN_AGE_S:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _size(entry: Path) -> int:
+    total = 0
+    for base, _dirs, names in os.walk(entry):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(base, name)).st_size
+    return total
+
+
+def prune(folder: Path, max_bytes: int) -> list[Path]:
+    """Remove the least recently used entries of ``folder`` until the rest fits ``max_bytes``
+    (entries used in the last ``PRUNE_GRACE_S`` are kept even past it). Returns what was
+    removed. An entry disappears at once (renamed, then deleted): a reader sees all of it or
+    none of it."""
+    entries = []
+    for path in folder.iterdir():
+        if path.name.endswith(".tmp") or not path.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            entries.append((path.stat().st_mtime, path, _size(path)))
+    total = sum(size for _, _, size in entries)
+    removed = []
+    now = time.time()
+    for used, path, size in sorted(entries):
+        if total <= max_bytes or now - used < PRUNE_GRACE_S:
+            break
+        doomed = path.with_name(f"{path.name}.{os.getpid()}.pruned.tmp")
+        try:
+            os.rename(path, doomed)
+        except OSError:  # another process pruned it first
+            continue
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(path)
+    return removed
