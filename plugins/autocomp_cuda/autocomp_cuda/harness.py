@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
+from filelock import AsyncFileLock
 
 from . import cache, compiler_feedback, static_check
 from .judge import Judge, JudgeError
@@ -225,6 +226,7 @@ class Harness:
         for folder in ("refs", "builds", "triton"):
             (self.cache / folder).mkdir(parents=True, exist_ok=True)
             cache.remove_orphans(self.cache / folder)  # left by a process that crashed
+        (self.cache / "locks").mkdir(parents=True, exist_ok=True)
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
@@ -370,7 +372,7 @@ class Harness:
         )
         key = base + ("-gate" if gate else "")
         lock = self._ref_locks.setdefault(base, asyncio.Lock())
-        async with lock:
+        async with lock, self._shared_lock(f"ref-{base}"):
             for found in (
                 [key] if gate else [key, base + "-gate"]
             ):  # the gate's references hold the same
@@ -476,6 +478,11 @@ class Harness:
             await server.close()  # its process state is suspect: never reused
             server = self._new_server()
 
+    def _shared_lock(self, name: str) -> AsyncFileLock:
+        """Held by one of the processes sharing this cache at a time (parallel runs, a test
+        suite's workers): a reference or build is made once, the others wait and find it."""
+        return AsyncFileLock(self.cache / "locks" / f"{name}.lock")
+
     # ------------------------------------------------------------------ build
     def build_key(self, code: str) -> str:
         return hashlib.sha256(
@@ -489,7 +496,7 @@ class Harness:
         key = self.build_key(code)
         target = self.cache / "builds" / key
         lock = self._build_locks.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with lock, self._shared_lock(f"build-{key}"):
             if (target / "built.json").exists():
                 cache.touch(target)
                 return (
