@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from autocomp_cuda.harness import Harness
+from autocomp_cuda.workers import ReferenceServer
 
 # The build step runs for any program that names an extension builder; this one builds
 # nothing (cpp_extension is only named here), so the step costs one child, not a compile.
@@ -28,7 +29,14 @@ async def test_two_harnesses_on_one_cache_make_each_reference_and_build_once(
         children.append(module)
         return await run_child(self, module, job, work, wall_s)
 
+    serve = ReferenceServer.run
+
+    async def served(self, job, wall_s):
+        children.append("reference_main")
+        return await serve(self, job, wall_s)
+
     monkeypatch.setattr(Harness, "_run_child", counted)
+    monkeypatch.setattr(ReferenceServer, "run", served)
     # two backends, each with its own harness and in-process locks, as two processes have
     first, second = (make_backend("cpu", cache_dir=str(tmp_path)) for _ in range(2))
     spec = first.spec("L1/relu")
