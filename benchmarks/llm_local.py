@@ -12,8 +12,9 @@ configuration and the current one side by side in one run.
              model server together; a shared machine stretches wall time, far less CPU time)
 
 The previous configuration is the one before the demo's prompts were fitted to the small
-model: the whole knowledge pack in every prompt (ISA reference, examples) and plans allowed
-as many tokens as programs. The server's options are the same in both.
+model: the whole knowledge pack in every prompt (ISA reference, examples), plans allowed as
+many tokens as programs, and tokens generated on every core (now one thread for a small
+model: its per-token steps are too short to share between cores).
 
     python benchmarks/llm_local.py [--prompt-tokens 3000] [--no-demo] [--only current] [--json]
 """
@@ -44,7 +45,7 @@ KNOWLEDGE = ROOT / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "knowle
 # Each configuration: extra server options, environment, and `--set` overrides of the demo.
 PREVIOUS_DEMO = ["prompt.knowledge=full", "llm.plan_max_tokens=768"]
 CONFIGURATIONS: dict[str, tuple[list[str], dict[str, str], list[str]]] = {
-    "previous": ([], {}, PREVIOUS_DEMO),
+    "previous": (["--n_threads", str(os.cpu_count() or 1)], {}, PREVIOUS_DEMO),
     "current": ([], {}, []),
 }
 
@@ -193,7 +194,8 @@ def main() -> None:
     print(
         f"embedded {SHIPPED_LOCAL_MODEL} on {os.cpu_count()} cores, load average "
         f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}; server: {' '.join(TUNING)}, "
-        f"OMP_WAIT_POLICY=PASSIVE; previous demo: --set {' --set '.join(PREVIOUS_DEMO)}"
+        f"OMP_WAIT_POLICY=PASSIVE; previous: {' '.join(CONFIGURATIONS['previous'][0])}, "
+        f"demo --set {' --set '.join(PREVIOUS_DEMO)}"
     )
     print(f"{'':28}{'previous':>12}{'current':>12}{'ratio':>9}")
     rows = [

@@ -311,6 +311,7 @@ class LocalModelClient:
             local_model_file(model, settings),
             alias=model,
             threads=settings.local_threads,
+            generation_threads=settings.local_generation_threads,
             context_tokens=settings.local_context_tokens,
             startup_timeout_s=settings.local_startup_timeout_s,
             extra_args=settings.local_server_args,

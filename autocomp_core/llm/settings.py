@@ -38,7 +38,9 @@ class LLMSettings(BaseModel):
     code_reasoning_effort: str | None = "medium"
     local_model_path: str | None = None  # GGUF file for the embedded model
     local_startup_timeout_s: float = Field(120, gt=0)
-    local_threads: int | None = None  # llama.cpp threads (default: all cores)
+    local_threads: int | None = None  # llama.cpp threads for prompts (default: all cores)
+    # threads per generated token (default: 1 for a model file under 1 GB, else local_threads)
+    local_generation_threads: int | None = Field(None, ge=1)
     local_context_tokens: int = Field(8192, ge=512)
     # more llama-cpp-python server options, after (and so over) autocomp's own, e.g.
     # ["--flash_attn", "true"]; `python -m llama_cpp.server --help` lists them

@@ -115,3 +115,21 @@ async def test_llm_embedded_server_takes_the_users_options_last(ask):
     async with client:
         response = await client.complete(ask("local::smollm2", "word " * 400, max_tokens=8))
     assert not response.ok and "256" in response.error.message  # the context it was given
+
+
+def test_llm_embedded_server_generates_on_one_thread_for_a_small_model(tmp_path):
+    """Prompts use every core; tokens of a small model are generated on one thread (its steps
+    are too short to share), of a large one on all, and an explicit setting wins."""
+    from autocomp_core.llm.local_server import SMALL_MODEL_BYTES, EmbeddedLlamaServer
+
+    def threads(server: EmbeddedLlamaServer) -> tuple[str, str]:
+        argv = server.argv()
+        return argv[argv.index("--n_threads") + 1], argv[argv.index("--n_threads_batch") + 1]
+
+    small, large = tmp_path / "small.gguf", tmp_path / "large.gguf"
+    small.write_bytes(b"GGUF")
+    with open(large, "wb") as f:
+        f.truncate(SMALL_MODEL_BYTES)  # sparse: the size only
+    assert threads(EmbeddedLlamaServer(small, "s", threads=4)) == ("1", "4")
+    assert threads(EmbeddedLlamaServer(large, "l", threads=4)) == ("4", "4")
+    assert threads(EmbeddedLlamaServer(large, "l", threads=4, generation_threads=2)) == ("2", "4")
