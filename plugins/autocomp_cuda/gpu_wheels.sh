@@ -7,7 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PYVER="${1:-3.12}"
-NAMES="pydantic pydantic-core annotated-types typing-inspection typing-extensions structlog tomli-w pytest-asyncio"
+NAMES="pydantic pydantic-core annotated-types typing-inspection typing-extensions structlog tomli-w pytest-asyncio einops"
 pins=$("$ROOT/.venv/bin/python" - $NAMES <<'PY'
 import sys
 from importlib.metadata import version

@@ -40,7 +40,7 @@ from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - 
 from .workers import ReferenceServer, Worker
 
 #: Bumped when the reference files change layout (older cached references are not read).
-REFERENCE_FORMAT = 3
+REFERENCE_FORMAT = 4
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
 USES_EXTENSION = ("load_inline", "cpp_extension")
@@ -720,6 +720,9 @@ class Harness:
             job = self._candidate_job(
                 work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"), timed
             )
+            # A candidate may update buffers only where the reference's own forward does
+            # (training-mode BatchNorm's running statistics); parameters never.
+            job["buffers_mutate"] = spec.buffers_mutate or bool(ref_meta.get("mutated_buffers"))
             if prebuilt is not None:
                 shutil.copytree(prebuilt, work / "prebuilt")
                 job["prebuilt"] = str(work / "prebuilt")

@@ -125,3 +125,57 @@ def test_a_missing_checkout_is_a_one_line_problem_error(tmp_path):
     )
     with pytest.raises(ConfigError, match="no KernelBench level folders"):
         load_problem(backend, "kb/L1/1")
+
+
+TRAINING_BATCHNORM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(features)  # training mode, as KernelBench leaves it
+
+    def forward(self, x):
+        return torch.relu(self.bn(x) * 2.0)
+
+
+def get_inputs():
+    return [torch.randn(32, 48)]
+
+
+def get_init_inputs():
+    return [48]
+"""
+
+# Caches what it saw in a buffer (the reference keeps none changing): still refused.
+BUFFER_CACHE = """import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+        self.register_buffer("seen", torch.zeros(1))
+
+    def forward(self, x):
+        self.seen += 1
+        return (x * self.scale).sum(dim=1)
+"""
+
+
+@pytest.mark.asyncio
+async def test_buffers_may_change_only_where_the_reference_changes_them(make_backend, tmp_path):
+    """An imported problem declares nothing: the reference's own forward tells which buffers
+    change (training-mode BatchNorm's running statistics), so its own program is accepted,
+    while a candidate that changes a buffer the reference never changes is refused."""
+    batchnorm, row_sum = tmp_path / "batchnorm.py", tmp_path / "row_sum.py"
+    batchnorm.write_text(TRAINING_BATCHNORM)
+    row_sum.write_text(SCALED_ROW_SUM)
+    backend = make_backend("cpu")
+    problem = backend.load_problem(str(batchnorm))
+    result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
+    assert result.correct, result.feedback
+    result = await backend.evaluate(backend.load_problem(str(row_sum)), BUFFER_CACHE, EvalContext())
+    assert not result.correct and "changed model state: buffer:seen" in result.feedback

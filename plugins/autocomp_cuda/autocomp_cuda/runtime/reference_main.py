@@ -163,6 +163,15 @@ def trivial_probes(
     return probes
 
 
+def changed_buffers(model: torch.nn.Module, initial: dict[str, torch.Tensor]) -> list[str]:
+    """Names of the buffers that differ from the initial state dict (after one forward)."""
+    return sorted(
+        name
+        for name, buffer in model.named_buffers()
+        if name in initial and not torch.equal(buffer.detach().cpu(), initial[name].cpu())
+    )
+
+
 def plain_state(model: torch.nn.Module) -> dict[str, Any]:
     """What a model keeps in plain attributes (not parameters or buffers), by dotted name:
     tensors (cloned) and numbers. ``load_state_dict`` never resets these, so a forward that
@@ -254,6 +263,8 @@ def main(job_path: str) -> int:
             out = run(
                 model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device
             )
+            if k == 0:  # buffers the forward itself updates (training-mode BatchNorm's stats)
+                meta["mutated_buffers"] = changed_buffers(model, state)
             atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
             model64.load_state_dict(state)
             out64 = run64(model64, inputs, device)
