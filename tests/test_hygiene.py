@@ -142,6 +142,7 @@ INTERNAL_EXCEPTIONS = {
     "Unreadable",  # the report server answers 404 for a file it cannot read
     "EditParseError",
     "EditApplyError",  # an answer that fails to parse: a failed candidate
+    "NoSlot",  # the Ray executor's: an evaluation with no slot left becomes an infra error
 }
 
 

@@ -17,7 +17,6 @@ Ray is imported only when the executor connects: ``pip install 'autocomp-core[ra
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import socket
@@ -32,6 +31,8 @@ from ..backend import EvalResult, FailureKind
 from ..config import ConfigError
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from ..backend import Backend
     from ..resources import Resources
     from . import EvalRequest
@@ -144,38 +145,41 @@ class SlotPool:
     at ``size``, each started at once and handed to one evaluation at a time once it has
     opened its backend; a dead one is replaced wherever Ray can place a new one."""
 
-    def __init__(self, start: Callable[[], Any], size: int) -> None:
+    def __init__(self, start: Callable[[], Any], size: int, tasks: TaskGroup) -> None:
         self._start = start  # starts one actor (not waiting for it)
         self.size = size
+        self._tasks = tasks  # the executor's: where the slots' openings are awaited
         self.idle: list[Any] = []  # opened, not evaluating
         self.busy: list[Any] = []
         self.starting: list[Any] = []
         self.last_error = ""  # why the last slot that died while starting died
         self._changed = anyio.Event()
-        self._openings: set[asyncio.Task[None]] = set()
+        self._openings: set[anyio.CancelScope] = set()
 
     def fill(self) -> None:
         """Start slots until ``size`` are open or starting."""
         while len(self.idle) + len(self.busy) + len(self.starting) < self.size:
             actor = self._start()
             self.starting.append(actor)
-            opening = asyncio.ensure_future(self._open(actor))
-            self._openings.add(opening)
-            opening.add_done_callback(self._openings.discard)
+            self._tasks.start_soon(self._open, actor)
 
     async def _open(self, actor: Any) -> None:
         from ray.exceptions import RayError
 
-        try:
-            await actor.open.remote()
-        except RayError as exc:  # its node died, or it could not be created there
-            self.last_error = _first_line(exc)
-            self.starting.remove(actor)
-            _kill(actor)
-        else:
-            self.starting.remove(actor)
-            self.idle.append(actor)
-        self._notify()
+        with anyio.CancelScope() as opening:  # cancelled when the pool closes
+            self._openings.add(opening)
+            try:
+                await actor.open.remote()
+            except RayError as exc:  # its node died, or it could not be created there
+                self.last_error = _first_line(exc)
+                self.starting.remove(actor)
+                _kill(actor)
+            else:
+                self.starting.remove(actor)
+                self.idle.append(actor)
+            finally:
+                self._openings.discard(opening)
+            self._notify()
 
     async def take(self) -> Any:
         """An open slot, when one is free; ``NoSlot`` when none is left to wait for."""
@@ -238,6 +242,7 @@ class RayExecutor:
         self._connected_here = False
         self._slot_class: Any = None
         self._pools: dict[str, SlotPool] = {}  # by backend configuration
+        self._tasks: TaskGroup | None = None  # the slots' openings, while entered
 
     # -- connection ---------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -248,12 +253,18 @@ class RayExecutor:
         from .ray_worker import EvaluationSlot
 
         self._slot_class = ray.remote(EvaluationSlot)
+        self._tasks = anyio.create_task_group()
+        await self._tasks.__aenter__()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.close()
+        if self._tasks is not None:
+            tasks, self._tasks = self._tasks, None
+            tasks.cancel_scope.cancel()
+            await tasks.__aexit__(None, None, None)
         if self._connected_here:
             import ray
 
@@ -333,8 +344,9 @@ class RayExecutor:
             slot = self._slot_class.options(
                 max_concurrency=1, max_restarts=0, max_task_retries=0, **options
             )
+            assert self._tasks is not None, "used outside `async with`"
             self._pools[key] = SlotPool(
-                lambda: slot.remote(spec), size or self.slots(backend.resources())
+                lambda: slot.remote(spec), size or self.slots(backend.resources()), self._tasks
             )
         return self._pools[key]
 
