@@ -34,6 +34,7 @@ import ctypes
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import time
@@ -75,13 +76,24 @@ def _status_line(wait_status: int) -> bytes:
     return f"exit {os.WEXITSTATUS(wait_status)}\n".encode()
 
 
-def _detach_fds(keep: int) -> None:
-    """Drop the program's stdio in this process, keeping only the status pipe."""
+def _detach_fds(*keep: int) -> None:
+    """Drop the program's stdio in this process, keeping only ``keep`` (the status pipe)."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _gone(lifeline: int) -> bool:
+    """Whether the process holding the write end of ``lifeline`` has ended (nothing is ever
+    written to it: any event is its end-of-file)."""
+    poll = select.poll()
+    poll.register(lifeline, select.POLLIN | select.POLLHUP)
+    return bool(poll.poll(0))
 
 
 def unshare(level: str, network: bool) -> None:
@@ -121,15 +133,25 @@ def supervise(plan: dict, argv: list[str]) -> None:
             os._exit(70)
         os.write(status, f"level {level}\n".encode())
         me = os.getpid()
+        # The namespace's init cannot ask whether this process still lives (its parent is
+        # outside its PID namespace: getppid() is 0), and this process may die between the
+        # fork and the init's own parent-death signal (the engine ended right then). So the
+        # init gets the read end of a pipe whose write end only this process holds.
+        lifeline, alive = os.pipe()
         child = os.fork()
         if child == 0:
+            os.close(alive)
             os.setsid()  # the process group the engine kills at the wall limit
             if in_namespaces:
-                init_namespace(plan, argv)
+                init_namespace(plan, argv, lifeline)
+            elif level == BUBBLEWRAP:
+                become_program(plan, _checking_lifeline(argv, lifeline), parent=me)
             else:
+                os.close(lifeline)
                 become_program(plan, argv, parent=me)
+        os.close(lifeline)
         os.write(status, f"pid {child}\n".encode())
-        _detach_fds(status)
+        _detach_fds(status, alive)
         _, wait_status = os.waitpid(child, 0)
         if in_namespaces:
             # The namespace's init reported the program's end and left with 0; anything
@@ -164,7 +186,17 @@ def supervise(plan: dict, argv: list[str]) -> None:
             os._exit(70)
 
 
-def init_namespace(plan: dict, argv: list[str]) -> None:
+def _checking_lifeline(bwrap_argv: list[str], lifeline: int) -> list[str]:
+    """bwrap's ``--die-with-parent`` has the same window (its sandbox's init sets its
+    parent-death signal after bwrap forked it): inside the sandbox, a shell first checks the
+    lifeline, then becomes the program."""
+    os.set_inheritable(lifeline, True)
+    at = bwrap_argv.index("--") + 1
+    check = f'read -t 0 -u {lifeline} && exit 70; exec {lifeline}<&-; exec "$@"'
+    return [*bwrap_argv[:at], "/bin/bash", "-c", check, "lifeline", *bwrap_argv[at:]]
+
+
+def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
     """PID 1 of the program's namespaces: set up mounts, start the program, reap, report.
 
     The program is not PID 1 itself because the kernel drops signals a PID 1 sends itself
@@ -173,6 +205,9 @@ def init_namespace(plan: dict, argv: list[str]) -> None:
     status = plan["status_fd"]
     try:
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # fork cleared the supervisor's
+        if _gone(lifeline):  # the supervisor died before that took effect
+            os._exit(70)
+        os.close(lifeline)
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         try:  # a /proc that shows only this namespace
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)

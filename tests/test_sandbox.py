@@ -550,3 +550,27 @@ async def test_work_dir_paths_are_reported_relative():
     result = await run_sandboxed([sys.executable, "-c", code], limits=SandboxLimits(wall_s=30))
     assert result.stdout.strip() == "kernel.c"
     assert result.stderr.strip() == "."
+
+
+def test_a_sandbox_started_after_its_supervisor_died_does_not_run() -> None:
+    """The window between a fork and the child's parent-death signal: the namespace's init
+    and bwrap's sandbox check a lifeline pipe (its write end held by the supervisor only)
+    and leave instead of running a program nobody will stop. (The race itself:
+    ``test_program_dies_with_the_engine`` under load, which left a program running.)"""
+    import subprocess
+
+    from autocomp_core import sandbox_supervisor as supervisor
+
+    lifeline, alive = os.pipe()
+    program = ["env", "--", "sh", "-c", "echo ran"]  # argv after `--`, as bwrap's is
+    wrapped = supervisor._checking_lifeline(program, lifeline)
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(wrapped, pass_fds=(lifeline,), capture_output=True, text=True)
+
+    assert not supervisor._gone(lifeline)
+    assert (run().returncode, run().stdout) == (0, "ran\n")
+    os.close(alive)  # the supervisor is gone
+    assert supervisor._gone(lifeline)
+    assert (run().returncode, run().stdout) == (70, "")
+    os.close(lifeline)

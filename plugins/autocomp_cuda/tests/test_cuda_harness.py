@@ -94,7 +94,8 @@ async def test_cpp_compile_error_points_at_candidate_line(make_backend):
 
 
 def test_relative_tolerance_refuses_zeros_for_tiny_outputs():
-    ref = torch.softmax(torch.randn(4, 100_000, dtype=torch.float64), dim=1)
+    draw = torch.Generator().manual_seed(0)  # unseeded, one draw in a few had an entry >= 1e-3
+    ref = torch.softmax(torch.randn(4, 100_000, dtype=torch.float64, generator=draw), dim=1)
     assert ref.abs().max() < 1e-3
     assert error_ratio(torch.zeros_like(ref), ref, 1e-4, 1e-4) > 1
     assert error_ratio(ref.float(), ref, 1e-4, 1e-4) <= 1
