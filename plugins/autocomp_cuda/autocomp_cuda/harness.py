@@ -564,10 +564,13 @@ class Harness:
         spec: ProblemSpec | None,
         seed: int | None,
         trials: int,
-        sizes: dict[str, Any] | None = None,
+        ref_meta: dict[str, Any] | None = None,
         timed: bool = True,
     ) -> dict[str, Any]:
+        """What a candidate worker is asked to do; ``ref_meta``: the reference it is judged
+        against (the sizes it ran at, the buffers its forward updates)."""
         s = self.settings
+        ref = ref_meta or {}
         job: dict[str, Any] = {
             "mode": mode,
             "work_dir": str(work),
@@ -584,13 +587,15 @@ class Harness:
                 problem={
                     "path": str(work / "problem.py"),
                     "id": spec.id,
-                    "overrides": spec.sizes(s.size) if sizes is None else sizes,
+                    "overrides": spec.sizes(s.size) if ref.get("sizes") is None else ref["sizes"],
                 },
                 init_seed=seed,
                 trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)),
                 trials=trials,
                 in_place=spec.in_place,
-                buffers_mutate=spec.buffers_mutate,
+                # A candidate may update buffers only where the reference's own forward does
+                # (training-mode BatchNorm's running statistics); parameters never.
+                buffers_mutate=spec.buffers_mutate or bool(ref.get("mutated_buffers")),
                 timing={
                     "warmup": s.warmup,
                     "reps": s.reps,
@@ -718,11 +723,8 @@ class Harness:
             (work / "problem.py").write_text(spec.source)
             shutil.copy2(ref_dir / "init.pt", work / "init.pt")
             job = self._candidate_job(
-                work, "eval", spec, seed, self.settings.trials, ref_meta.get("sizes"), timed
+                work, "eval", spec, seed, self.settings.trials, ref_meta, timed
             )
-            # A candidate may update buffers only where the reference's own forward does
-            # (training-mode BatchNorm's running statistics); parameters never.
-            job["buffers_mutate"] = spec.buffers_mutate or bool(ref_meta.get("mutated_buffers"))
             if prebuilt is not None:
                 shutil.copytree(prebuilt, work / "prebuilt")
                 job["prebuilt"] = str(work / "prebuilt")
