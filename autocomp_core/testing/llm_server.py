@@ -141,6 +141,7 @@ class LLMTestServer:
         self.requests: list[ScriptedRequest] = []
         self._rng = random.Random(seed)
         self._cache_seen: set[str] = set()
+        self._paused = False
         self._runner: web.AppRunner | None = None
         self._closing: anyio.Event | None = None
         self._port: int | None = None
@@ -229,6 +230,14 @@ class LLMTestServer:
         self._thread.join(30)
         self._thread = None
 
+    def pause(self) -> None:
+        """Hold every request that arrives from now on until :meth:`resume` (from any
+        thread): lets a test see a client's state between steps, whatever the machine's speed."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
     # ---- shared request handling -----------------------------------------------------
 
     async def _receive(self, request: web.Request, api: str) -> tuple[ScriptedRequest, dict]:
@@ -282,6 +291,9 @@ class LLMTestServer:
         self, request: web.Request, scripted: ScriptedRequest, api: str
     ) -> web.StreamResponse | None:
         """Latency, authentication and the transport-level faults. None: go on and answer."""
+        assert self._closing is not None
+        while self._paused and not self._closing.is_set():
+            await self._wait(0.02)
         delay = self.latency(scripted) if callable(self.latency) else self.latency
         await self._wait(float(delay))
         if self.api_key is not None and scripted.api_key != self.api_key:

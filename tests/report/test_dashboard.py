@@ -158,6 +158,8 @@ def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screensh
         view = open_page(base)
         page = view.page
         assert page.locator("#runs tbody tr").count() == 0
+        nodes = page.locator("#tree .node")
+        slow_server.pause()  # the run goes step by step, as the test lets it
         run = subprocess.Popen(
             [*CLI, "optimize", str(config), "--quiet"],
             stdout=subprocess.DEVNULL,
@@ -169,15 +171,25 @@ def test_dashboard_follows_a_live_run(tmp_path, slow_server, open_page, screensh
             page.screenshot(path=str(screenshots / "dashboard-runs.png"), full_page=True)
             page.click('#runs tr[data-run="live"]')
             page.wait_for_selector("#tree .node")
-            seen = []  # tree sizes while the run was going
+            seen = [nodes.count()]  # tree sizes while the run was going
+            for _ in range(2):  # let it run until the page shows it grew, then hold it
+                before = seen[-1]
+                slow_server.resume()
+                deadline = time.monotonic() + 60
+                while seen[-1] == before:
+                    assert run.poll() is None and time.monotonic() < deadline, seen
+                    time.sleep(0.1)
+                    seen.append(nodes.count())
+                slow_server.pause()
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=str(screenshots / "dashboard-run.png"), full_page=True)
+            slow_server.resume()
             while run.poll() is None:
-                seen.append(page.locator("#tree .node").count())
-                if len(set(seen)) == 3:
-                    page.evaluate("window.scrollTo(0, 0)")
-                    page.screenshot(path=str(screenshots / "dashboard-run.png"), full_page=True)
+                seen.append(nodes.count())
                 time.sleep(0.25)
             assert run.returncode == 0, run.stderr.read()
         finally:
+            slow_server.resume()
             if run.poll() is None:
                 run.kill()
         growth = sorted(set(seen))
