@@ -25,8 +25,7 @@ from autocomp_core import (
 
 from . import screen
 from .emulator.hardware import GENERATIONS
-from .emulator.tracer import MAX_EVENTS
-from .judge import refuse_below_bound
+from .emulator import MAX_EVENTS
 from .problems.spec import ProblemSpec
 
 
@@ -272,6 +271,10 @@ class EmulatorEvaluator:
             return v
         for key, secs in (out.get("timings") or {}).items():
             phases["replay." + key] = float(secs)
+        # imported here: the judge's module loads the replay and its NumPy dtypes (ml_dtypes,
+        # most of a second), which the engine's process and the CLI never need otherwise
+        from .judge import refuse_below_bound
+
         out = refuse_below_bound(out)
         return Verdict(
             out["status"],

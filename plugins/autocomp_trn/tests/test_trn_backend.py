@@ -3,6 +3,9 @@ problems and knowledge pack, each failure kind, the metric, options, resources a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import anyio
 import pydantic
 import pytest
@@ -176,3 +179,19 @@ def test_closing_keeps_nothing_from_the_run():
 
     anyio.run(run_and_close)
     assert backend.neuron_evaluator is not used  # the NeuronCore queue of the last run is gone
+
+
+def test_the_engine_side_never_loads_the_emulators_numeric_types():
+    """ml_dtypes takes most of a second to load: every CLI call and engine process would pay it.
+    Listing problems and computing bounds needs only the element sizes, which must agree."""
+    script = (
+        "import sys\n"
+        "from autocomp_trn.backend import TrnBackend\n"
+        "b = TrnBackend(hardware={'mode': 'emulator'})\n"
+        "assert all(b.metric_lower_bound(p) > 0 for p in b.problems())\n"
+        "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes loaded'\n"
+        "from autocomp_trn.emulator import dtypes\n"
+        "assert dtypes.ITEMSIZE == {n: d.itemsize for n, d in dtypes.DTYPES.items()}\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -6,44 +6,70 @@ even exactly as the engines do on write; every engine computes in fp32.
 
 from __future__ import annotations
 
-import ml_dtypes
+import functools
+
 import numpy as np
 
-#: name -> NumPy dtype used to store it
-DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype(np.float32),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float16": np.dtype(np.float16),
-    "tfloat32": np.dtype(np.float32),  # tf32 is stored as fp32 (the PE reads 10 mantissa bits)
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "int8": np.dtype(np.int8),
-    "uint8": np.dtype(np.uint8),
-    "int16": np.dtype(np.int16),
-    "uint16": np.dtype(np.uint16),
-    "int32": np.dtype(np.int32),
-    "uint32": np.dtype(np.uint32),
-    "bool_": np.dtype(np.uint8),
+#: name -> the NumPy type that stores it; a string names an ml_dtypes type
+_STORAGE: dict[str, type | str] = {
+    "float32": np.float32,
+    "bfloat16": "bfloat16",
+    "float16": np.float16,
+    "tfloat32": np.float32,  # tf32 is stored as fp32 (the PE reads 10 mantissa bits)
+    "float8_e4m3": "float8_e4m3",
+    "float8_e5m2": "float8_e5m2",
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "bool_": np.uint8,
 }
+_ML_DTYPE_BYTES = {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
+#: bytes per element, known without loading ml_dtypes (the engine's bounds need only these)
+ITEMSIZE: dict[str, int] = {
+    name: _ML_DTYPE_BYTES[name] if isinstance(t, str) else np.dtype(t).itemsize
+    for name, t in _STORAGE.items()
+}
+
+
+@functools.cache
+def table() -> dict[str, np.dtype]:
+    """name -> NumPy dtype used to store it (``DTYPES``)."""
+    import ml_dtypes  # most of a second to load: only processes that hold tensors need it
+
+    return {
+        name: np.dtype(getattr(ml_dtypes, t) if isinstance(t, str) else t)
+        for name, t in _STORAGE.items()
+    }
+
+
+def __getattr__(name: str):
+    if name == "DTYPES":  # built on first use
+        return table()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2"}
 LOW_PRECISION = {"bfloat16", "float16", "float8_e4m3", "float8_e5m2"}  # 8/16-bit PE inputs
 
 
 def itemsize(name: str) -> int:
-    return DTYPES[name].itemsize
+    return ITEMSIZE[name]
 
 
 def name_of(dtype) -> str:
     """The NKI name of a dtype given as a name, a NumPy dtype or a NumPy scalar type."""
     if isinstance(dtype, str):
-        if dtype in DTYPES:
+        if dtype in _STORAGE:
             return dtype
         raise TypeError(f"unknown NKI dtype {dtype!r}")
     try:
         np_dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"unknown NKI dtype {dtype!r}") from None
-    for name, known in DTYPES.items():
+    for name, known in table().items():
         if known == np_dtype and name not in ("tfloat32", "bool_"):
             return name
     if np_dtype == np.dtype(bool):

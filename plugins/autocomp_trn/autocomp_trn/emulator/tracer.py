@@ -12,12 +12,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import dtypes
+from . import MAX_EVENTS, dtypes
 from .indexing import DynSlice, IndexExpr, Mask, NkiError, row_major_strides, subscript
 
 HBM, SBUF, PSUM = "hbm", "sbuf", "psum"
-#: an evaluation refuses traces longer than this (a runaway or hostile kernel)
-MAX_EVENTS = 3_000_000
 
 
 class Tracer:
