@@ -4,12 +4,16 @@ Under pytest-xdist (scripts/test.sh runs one worker per core) each worker gets i
 the cores: the thread pools of the processes that tests start (torch, OpenMP, compilers
 through MAX_JOBS) are sized to it, so N workers never start N x cores busy threads.
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
-(compiled harnesses, extensions, references), so a build is done once per run.
+(compiled harnesses, extensions, references), so a build is done once per run, and keeps
+those whose code is unchanged for the next run (``.test-cache/``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,16 +30,43 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(name, share)
 
 
+#: where build caches that outlive a run are kept (``AUTOCOMP_TEST_CACHE=off``: none, every
+#: run starts cold)
+KEPT_CACHES = Path(__file__).resolve().parent / ".test-cache"
+
+
+def _digest_of(sources: tuple[Path, ...]) -> str:
+    """Every file under ``sources`` (names and contents) and the Python version."""
+    digest = hashlib.sha256(sys.version.encode())
+    for source in sources:
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(source)).encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory):
-    """shared_cache_dir(name): one directory per name for the whole run, all workers."""
+    """shared_cache_dir(name): one directory per name for the whole run, all workers.
+
+    shared_cache_dir(name, sources): kept across runs while the code under ``sources`` (the
+    packages whose code makes what it holds) is unchanged, so a second run finds its builds
+    and references (a warm run); a change to that code starts a fresh one."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the run's base directory, above each worker's own
+    keep = os.environ.get("AUTOCOMP_TEST_CACHE", "on") != "off"
 
-    def directory(name: str) -> Path:
-        path = root / f"shared-{name}"
-        path.mkdir(exist_ok=True)
+    def directory(name: str, sources: tuple[Path, ...] = ()) -> Path:
+        if not (sources and keep):
+            path = root / f"shared-{name}"
+        else:
+            path = KEPT_CACHES / f"{name}-{_digest_of(sources)}"
+            for stale in KEPT_CACHES.glob(f"{name}-*"):  # made by code that has changed since
+                if stale != path:
+                    shutil.rmtree(stale, ignore_errors=True)
+        path.mkdir(parents=True, exist_ok=True)
         return path
 
     return directory

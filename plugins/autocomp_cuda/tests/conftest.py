@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import autocomp_core
 import pytest
 
+import autocomp_cuda
 from autocomp_cuda.backend import CudaBackend
 
 
@@ -15,7 +17,11 @@ def cuda_cache(shared_cache_dir) -> Path:
     # gpu_check.sh builds the GPU candidates in parallel into $AUTOCOMP_CUDA_CACHE first.
     if os.environ.get("AUTOCOMP_CUDA_CACHE"):
         return Path(os.environ["AUTOCOMP_CUDA_CACHE"])
-    return shared_cache_dir("cuda")  # one per run, shared by the xdist workers
+    # shared by the xdist workers, and kept for the next run while the code that makes
+    # references and builds (this plugin, the core's sandbox) is unchanged
+    return shared_cache_dir(
+        "cuda", (Path(autocomp_cuda.__file__).parent, Path(autocomp_core.__file__).parent)
+    )
 
 
 @pytest.fixture(scope="session")
