@@ -24,8 +24,8 @@ from autocomp_core import (
 )
 
 from . import screen
-from .emulator.hardware import GENERATIONS
 from .emulator import MAX_EVENTS
+from .emulator.hardware import GENERATIONS
 from .problems.spec import ProblemSpec
 
 
