@@ -301,17 +301,21 @@ def _bwrap_argv(workdir: Path, limits: SandboxLimits) -> list[str]:
         "--unshare-pid",
         "--unshare-ipc",
         *([] if limits.network else ["--unshare-net"]),
+        "--ro-bind",  # the program keeps the user's uid: it writes only its work dir and scratch
+        "/",
+        "/",
         "--dev-bind",
-        "/",
-        "/",
+        "/dev",
+        "/dev",
         "--proc",
         "/proc",
     ]
     for folder, keep, _ in _scratch_covers(workdir, limits):
         args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
         for path in keep:
-            args += ["--bind", path, path]
-    return [*args, "--chdir", str(workdir), "--"]
+            args += ["--ro-bind", path, path]
+    work = os.path.realpath(workdir)
+    return [*args, "--bind", work, work, "--chdir", str(workdir), "--"]
 
 
 def _find_program(argv0: str, env: dict[str, str], workdir: Path) -> None:
@@ -498,6 +502,10 @@ async def run_sandboxed(
             "network": limits.network,
             "uid": uid,
             "covers": covers,
+            # the program writes only its work dir and scratch, whatever its uid may write
+            "writable": os.path.realpath(workdir)
+            if level in (NAMESPACES, USER_NAMESPACES)
+            else None,
             "engine_pid": os.getpid(),
             "limits": {
                 "cpu_s": max(

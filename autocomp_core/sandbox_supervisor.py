@@ -22,7 +22,8 @@ Isolation levels (``PLAN["level"]``):
   the group when the program ends, and a process that called ``setsid`` can outlive it.
 
 In the namespace levels the init is PID 1: it mounts a private ``/proc`` and fresh tmpfs
-over the scratch dirs, starts the program, reaps every orphan, and when it dies the
+over the scratch dirs, makes every other mount but the work dir (``PLAN["writable"]``)
+read-only, starts the program, reaps every orphan, and when it dies the
 kernel kills whatever is left in the namespace, ``setsid`` or not.
 
 ``--probe LEVEL`` tries a level's setup in a throwaway child and exits 0 if it works.
@@ -45,7 +46,9 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0x8000, 0x4, -100
-SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # same number on x86_64 and arm64
+AT_EMPTY_PATH = 0x1000
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # x86_64 and arm64 alike
+MOUNT_ATTR_RDONLY = 0x1
 NAMESPACES, USER_NAMESPACES = "namespaces+uid", "user namespaces"
 UID_ONLY, BUBBLEWRAP, NONE = "uid", "bubblewrap", "none"
 
@@ -68,6 +71,47 @@ def _mount(
         _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
         f"mount {target}",
     )
+
+
+class _MountAttr(ctypes.Structure):  # struct mount_attr (linux/mount.h)
+    _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clr", "propagation", "userns_fd")]
+
+
+def _make_read_only(path: str, tree: int | None = None) -> None:
+    """Every mount at and below ``path`` (or of a detached ``tree``) read-only, in this
+    mount namespace only."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    where, flags = (
+        (AT_FDCWD, AT_RECURSIVE) if tree is None else (tree, AT_RECURSIVE | AT_EMPTY_PATH)
+    )
+    _check(
+        _libc.syscall(
+            SYS_MOUNT_SETATTR,
+            where,
+            (path if tree is None else "").encode(),
+            flags,
+            ctypes.byref(attr),
+            ctypes.sizeof(attr),
+        ),
+        f"mount_setattr {path}",
+    )
+
+
+def _clone_tree(path: str) -> int:
+    """A detached copy of the mounts at ``path`` (with their flags as they are now)."""
+    fd = _libc.syscall(
+        SYS_OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC
+    )
+    _check(0 if fd >= 0 else -1, f"open_tree {path}")
+    return fd
+
+
+def _attach_tree(fd: int, path: str) -> None:
+    _check(
+        _libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, path.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        f"move_mount {path}",
+    )
+    os.close(fd)
 
 
 def _status_line(wait_status: int) -> bytes:
@@ -209,11 +253,25 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
             os._exit(70)
         os.close(lifeline)
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        try:  # a /proc that shows only this namespace
+        writable = plan.get("writable")
+        # copies taken while their mounts are still writable, attached after the rest is not
+        work = _clone_tree(writable) if writable else None
+        covers = [
+            (folder, [(e, _clone_tree(e)) for e in keep], o) for folder, keep, o in plan["covers"]
+        ]
+        if writable:
+            _make_read_only("/")
+            for _, trees, _ in covers:  # the engine's paths shown in a scratch dir
+                for entry, tree in trees:
+                    _make_read_only(entry, tree)
+        try:  # a /proc that shows only this namespace (writable: a nested sandbox maps uids)
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         except OSError:
             pass
-        cover(plan["covers"])
+        cover(covers)
+        if work is not None:
+            _attach_tree(work, writable)
+            os.chdir(writable)  # the old cwd is the read-only mount's
         program = os.fork()
         if program == 0:
             become_program(plan, argv, parent=1)
@@ -259,18 +317,9 @@ def become_program(plan: dict, argv: list[str], parent: int) -> None:
 
 
 def cover(covers: list) -> None:
-    """Mount an empty tmpfs over each dir, then put back the entries that must stay visible."""
-    for folder, entries, options in covers:
-        trees = []
-        for entry in entries:
-            fd = _libc.syscall(
-                SYS_OPEN_TREE,
-                AT_FDCWD,
-                entry.encode(),
-                OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC,
-            )
-            _check(0 if fd >= 0 else -1, f"open_tree {entry}")
-            trees.append((entry, fd))
+    """Mount an empty tmpfs over each dir, then put back the entries that must stay visible
+    (each given as the path and a detached copy of its mounts, ``_clone_tree``)."""
+    for folder, trees, options in covers:
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
         for entry, fd in trees:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
@@ -278,13 +327,7 @@ def cover(covers: list) -> None:
                 os.mkdir(entry)
             else:
                 os.close(os.open(entry, os.O_CREAT | os.O_WRONLY, 0o644))
-            _check(
-                _libc.syscall(
-                    SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, entry.encode(), MOVE_MOUNT_F_EMPTY_PATH
-                ),
-                f"move_mount {entry}",
-            )
-            os.close(fd)
+            _attach_tree(fd, entry)
 
 
 def set_limits(limits: dict) -> None:
@@ -316,9 +359,12 @@ def probe(level: str, bwrap: str | None) -> bool:
                 "--die-with-parent",
                 "--unshare-pid",
                 "--unshare-net",
+                "--ro-bind",
+                "/",
+                "/",
                 "--dev-bind",
-                "/",
-                "/",
+                "/dev",
+                "/dev",
                 "--proc",
                 "/proc",
                 "--tmpfs",
@@ -338,6 +384,7 @@ def probe(level: str, bwrap: str | None) -> bool:
                 _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
                 _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
                 _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k")
+                _make_read_only("/tmp")  # mount_setattr: Linux 5.12 and later
                 os._exit(0)
             os._exit(os.waitstatus_to_exitcode(os.waitpid(init, 0)[1]))
         except BaseException:  # noqa: BLE001

@@ -154,6 +154,33 @@ async def test_parallel_runs_are_separate_and_leak_no_descriptors() -> None:
 
 @pytest.mark.hostile
 @pytest.mark.asyncio
+async def test_the_program_writes_only_its_work_dir_and_scratch(monkeypatch) -> None:
+    """Every mount but the work dir and the fresh scratch dirs is read-only to the program,
+    whatever its uid may write: the engine's own paths stay visible (here one any uid may
+    write, on the import path) but cannot be changed, nor can the user's caches, a run's
+    journal or the checkout. Without a mount namespace nothing stops such a write."""
+    lib = Path(tempfile.mkdtemp(prefix="engine-lib-", dir="/tmp"))
+    lib.chmod(0o777)
+    monkeypatch.syspath_prepend(str(lib))
+    code = f"""
+        import pathlib
+        pathlib.Path("kept.txt").write_text("kept")
+        print(pathlib.Path("kept.txt").read_text())
+        with open("/dev/null", "w") as null:
+            null.write("devices stay writable")
+        pathlib.Path({str(lib / "planted")!r}).write_text("planted")
+        """
+    result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
+    assert result.stdout.strip() == "kept", result.stderr
+    if isolation_level() in NO_NAMESPACES:
+        assert result.ok and (lib / "planted").exists()
+    else:
+        assert not result.ok and "Read-only file system" in result.stderr, result.stderr
+        assert not (lib / "planted").exists()
+
+
+@pytest.mark.hostile
+@pytest.mark.asyncio
 async def test_infinite_loop_is_killed_at_the_wall_limit() -> None:
     result = await run_sandboxed(
         python("while True: pass"), limits=SandboxLimits(wall_s=1.0, cpu_s=30)
@@ -319,20 +346,21 @@ async def test_writes_outside_the_workdir_fail_or_stay_contained() -> None:
     tag = f"{os.getpid()}-{id(outside)}"
     scratch_name = f"/tmp/sandbox-escape-{tag}"
     code = f"""
-        import os
+        import errno, os
         for target in ({str(outside / "pwned.txt")!r}, "../sibling-{tag}", {scratch_name!r}):
             try:
                 with open(target, "w") as f:
                     f.write("escaped")
                 print("wrote", target)
             except OSError as exc:
-                print("refused", target, type(exc).__name__)
+                print("refused", target, errno.errorcode[exc.errno])
     """
     try:
         result = await run_sandboxed(python(code))
         assert result.ok, result.stderr
         lines = result.stdout.splitlines()
-        assert lines[0] == f"refused {outside / 'pwned.txt'} PermissionError"
+        # a read-only mount (namespace levels) or the uid's permissions (the others)
+        assert lines[0] in (f"refused {outside / 'pwned.txt'} {e}" for e in ("EROFS", "EACCES"))
         assert not (outside / "pwned.txt").exists()
         # /tmp is a private tmpfs inside the sandbox: these writes vanish with it.
         assert not (result.workdir.parent / f"sibling-{tag}").exists()
