@@ -15,13 +15,15 @@ with a fresh interpreter, which sets up the isolation, starts the program and wr
 the run ended to a status pipe the program never holds. See that module for the layout.
 
 The isolation in force on this machine (``isolation_level()``, probed once per process,
-shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of:
+shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of (the two
+namespace levels need Linux 5.12 or later for their read-only mounts; the probe checks):
 
 * ``namespaces+uid`` (the engine runs as root): the program gets its own PID namespace
   and ``/proc``; a fresh network namespace (no interfaces up, not even loopback) unless
   ``SandboxLimits.network``; a private mount namespace in which ``/tmp``, ``/var/tmp``,
   ``/dev/shm`` and ``/run/lock`` are fresh tmpfs (showing only the work dir), so scratch
-  files vanish with the run; and, with ``drop_privileges`` (default), a fresh
+  files vanish with the run, and every other mount but the work dir is read-only (the
+  engine's own paths included); and, with ``drop_privileges`` (default), a fresh
   unprivileged uid/gid per run that owns only the work dir, so writes elsewhere fail with
   EACCES and ``RLIMIT_NPROC`` (counted per user) bounds exactly this run's processes. If
   the interpreter lives under a directory other users cannot enter (``/root`` with mode
@@ -29,8 +31,8 @@ shown by ``autocomp-core doctor`` and in every run's summary) is the strongest o
   empty one that shows just the entry leading to the interpreter. ``uid``: root where
   namespaces are refused (the per-run uid only).
 * ``user namespaces`` (no root, and the kernel allows unprivileged user namespaces): the
-  same PID, mount and network namespaces inside a user namespace; the program keeps the
-  user's uid.
+  same PID, mount and network namespaces and read-only mounts inside a user namespace; the
+  program keeps the user's uid (the read-only mounts are what keep it off the user's files).
 * ``bubblewrap`` (no root, ``bwrap`` installed, e.g. where the kernel refuses user
   namespaces to other programs): ``bwrap`` builds the same namespaces.
 * ``none``: limits and a process group only; a process that left the group with

@@ -46,7 +46,6 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH, AT_FDCWD = 1, 0x8000, 0x4, -100
-AT_EMPTY_PATH = 0x1000
 SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442  # x86_64 and arm64 alike
 MOUNT_ATTR_RDONLY = 0x1
 NAMESPACES, USER_NAMESPACES = "namespaces+uid", "user namespaces"
@@ -77,19 +76,15 @@ class _MountAttr(ctypes.Structure):  # struct mount_attr (linux/mount.h)
     _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clr", "propagation", "userns_fd")]
 
 
-def _make_read_only(path: str, tree: int | None = None) -> None:
-    """Every mount at and below ``path`` (or of a detached ``tree``) read-only, in this
-    mount namespace only."""
+def _make_read_only(path: str) -> None:
+    """Every mount at and below ``path`` read-only, in this mount namespace only."""
     attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    where, flags = (
-        (AT_FDCWD, AT_RECURSIVE) if tree is None else (tree, AT_RECURSIVE | AT_EMPTY_PATH)
-    )
     _check(
         _libc.syscall(
             SYS_MOUNT_SETATTR,
-            where,
-            (path if tree is None else "").encode(),
-            flags,
+            AT_FDCWD,
+            path.encode(),
+            AT_RECURSIVE,
             ctypes.byref(attr),
             ctypes.sizeof(attr),
         ),
@@ -254,21 +249,15 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
         os.close(lifeline)
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         writable = plan.get("writable")
-        # copies taken while their mounts are still writable, attached after the rest is not
+        # a copy of the work dir taken while it is writable, attached once the rest is not
         work = _clone_tree(writable) if writable else None
-        covers = [
-            (folder, [(e, _clone_tree(e)) for e in keep], o) for folder, keep, o in plan["covers"]
-        ]
         if writable:
-            _make_read_only("/")
-            for _, trees, _ in covers:  # the engine's paths shown in a scratch dir
-                for entry, tree in trees:
-                    _make_read_only(entry, tree)
+            _make_read_only("/")  # what the covers put back is copied from it: read-only too
         try:  # a /proc that shows only this namespace (writable: a nested sandbox maps uids)
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         except OSError:
             pass
-        cover(covers)
+        cover(plan["covers"])
         if work is not None:
             _attach_tree(work, writable)
             os.chdir(writable)  # the old cwd is the read-only mount's
@@ -318,8 +307,9 @@ def become_program(plan: dict, argv: list[str], parent: int) -> None:
 
 def cover(covers: list) -> None:
     """Mount an empty tmpfs over each dir, then put back the entries that must stay visible
-    (each given as the path and a detached copy of its mounts, ``_clone_tree``)."""
-    for folder, trees, options in covers:
+    (copied from the view before that tmpfs: an earlier cover's entries show through)."""
+    for folder, entries, options in covers:
+        trees = [(entry, _clone_tree(entry)) for entry in entries]
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
         for entry, fd in trees:
             os.makedirs(os.path.dirname(entry), exist_ok=True)
