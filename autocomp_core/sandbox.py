@@ -15,8 +15,9 @@ with a fresh interpreter, which sets up the isolation, starts the program and wr
 the run ended to a status pipe the program never holds. See that module for the layout.
 
 The isolation in force on this machine (``isolation_level()``, probed once per process,
-shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of (the two
-namespace levels need Linux 5.12 or later for their read-only mounts; the probe checks):
+shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of (the
+read-only mounts need Linux 5.12 or later: ``user namespaces`` is not used without them,
+``namespaces+uid`` goes on without them, its per-run uid guarding the user's files):
 
 * ``namespaces+uid`` (the engine runs as root): the program gets its own PID namespace
   and ``/proc``; a fresh network namespace (no interfaces up, not even loopback) unless

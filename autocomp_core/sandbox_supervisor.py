@@ -32,6 +32,7 @@ kernel kills whatever is left in the namespace, ``setsid`` or not.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -252,7 +253,11 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
         # a copy of the work dir taken while it is writable, attached once the rest is not
         work = _clone_tree(writable) if writable else None
         if writable:
-            _make_read_only("/")  # what the covers put back is copied from it: read-only too
+            try:  # what the covers put back is copied from it: read-only too
+                _make_read_only("/")
+            except OSError as exc:  # a kernel before 5.12: as root the per-run uid still
+                if exc.errno != errno.ENOSYS or plan["uid"] is None:  # guards the user's files
+                    raise
         try:  # a /proc that shows only this namespace (writable: a nested sandbox maps uids)
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         except OSError:
@@ -374,7 +379,8 @@ def probe(level: str, bwrap: str | None) -> bool:
                 _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
                 _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
                 _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k")
-                _make_read_only("/tmp")  # mount_setattr: Linux 5.12 and later
+                if level == USER_NAMESPACES:  # its read-only mounts need Linux 5.12 or later
+                    _make_read_only("/tmp")
                 os._exit(0)
             os._exit(os.waitstatus_to_exitcode(os.waitpid(init, 0)[1]))
         except BaseException:  # noqa: BLE001
