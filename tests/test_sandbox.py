@@ -21,6 +21,7 @@ from autocomp_core.sandbox import (
     SandboxLimits,
     isolation_level,
     private_workdir,
+    remove_tree,
     run_sandboxed,
 )
 from autocomp_core.sandbox_supervisor import NONE, UID_ONLY
@@ -170,13 +171,16 @@ async def test_the_program_writes_only_its_work_dir_and_scratch(monkeypatch) -> 
             null.write("devices stay writable")
         pathlib.Path({str(lib / "planted")!r}).write_text("planted")
         """
-    result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
-    assert result.stdout.strip() == "kept", result.stderr
-    if isolation_level() in NO_NAMESPACES:
-        assert result.ok and (lib / "planted").exists()
-    else:
-        assert not result.ok and "Read-only file system" in result.stderr, result.stderr
-        assert not (lib / "planted").exists()
+    try:
+        result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
+        assert result.stdout.strip() == "kept", result.stderr
+        if isolation_level() in NO_NAMESPACES:
+            assert result.ok and (lib / "planted").exists()
+        else:
+            assert not result.ok and "Read-only file system" in result.stderr, result.stderr
+            assert not (lib / "planted").exists()
+    finally:
+        remove_tree(lib)
 
 
 @pytest.mark.hostile
