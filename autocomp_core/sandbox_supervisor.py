@@ -263,7 +263,7 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
         except OSError:
             pass
         cover(plan["covers"])
-        if work is not None:
+        if work is not None and writable:
             _attach_tree(work, writable)
             os.chdir(writable)  # the old cwd is the read-only mount's
         program = os.fork()
