@@ -7,6 +7,7 @@ line saying so, and its traceback under ``-v``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -46,7 +47,32 @@ def loaded_plugins() -> PluginRegistry:
 
 class Group(click.Group):
     """Bad input exits 2 and any other ``AutocompError`` 1, each with one line; a bug
-    exits 1 with one line, or its traceback under ``-v``."""
+    exits 1 with one line, or its traceback under ``-v``. Plugins may add commands that
+    are imported only when used (``add_lazy_command``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands: dict[str, str] = {}
+
+    def add_lazy_command(self, name: str, target: str) -> None:
+        """Add the command ``target`` (``"module:attribute"``) under ``name``, imported only
+        when it runs or its help is shown: what a plugin's commands import stays out of the
+        start-up of every other command."""
+        self.lazy_commands[name] = target
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = self.lazy_commands.pop(cmd_name, None)
+        if target is not None and cmd_name not in self.commands:
+            module, _, attribute = target.partition(":")
+            try:
+                command = getattr(importlib.import_module(module), attribute)
+            except (ImportError, AttributeError) as exc:
+                fail(f"command {cmd_name}: cannot load {target}: {type(exc).__name__}: {exc}", 1)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -60,4 +60,5 @@ def autocomp_register_executors() -> list[Any]:
 
 @hookspec
 def autocomp_cli_commands(cli: click.Group) -> None:
-    """Add ``click`` commands to the ``autocomp-core`` command group."""
+    """Add ``click`` commands to the ``autocomp-core`` command group: ``cli.add_command(c)``,
+    or ``cli.add_lazy_command(name, "module:attribute")`` to import them only when used."""

@@ -63,12 +63,16 @@ class PluginRegistry:
         return self.manager.hook
 
     # -- calling hooks --------------------------------------------------------------------
-    def call(self, hook_name: str, **kwargs: Any) -> list[Any]:
-        """Call a hook and concatenate the lists its implementations return. A plugin whose
-        implementation raises is unregistered and recorded as failed, and the hook is
-        called again without it."""
-        caller = getattr(self.manager.hook, hook_name)
+    def call(self, hook_name: str, *, leave_out: Collection[object] = (), **kwargs: Any) -> list[Any]:
+        """Call a hook (on every plugin but those in ``leave_out``) and concatenate the lists
+        its implementations return. A plugin whose implementation raises is unregistered and
+        recorded as failed, and the hook is called again without it."""
         while True:
+            caller = (
+                self.manager.subset_hook_caller(hook_name, remove_plugins=leave_out)
+                if leave_out
+                else getattr(self.manager.hook, hook_name)
+            )
             try:
                 return [item for result in caller(**kwargs) for item in (result or [])]
             except Exception as exc:
@@ -86,6 +90,19 @@ class PluginRegistry:
         return found
 
     def backend_class(self, name: str) -> type[Backend]:
+        """The backend ``name``. The built-in and named plugins and the entry point called
+        ``name`` are asked first (as ``registry_for_backend`` does on a worker node); the
+        other plugins, and everything their backends import, are loaded only when none of
+        those registers it: an engine that runs one backend does not pay for the others."""
+        others = [
+            plugin
+            for info in self.loaded
+            if info.source == "entry point" and info.name != name
+            if (plugin := self.manager.get_plugin(info.name)) is not None
+        ]
+        for cls in self.call("autocomp_register_backends", leave_out=others):
+            if cls.name == name:
+                return cls
         backends = self.backends()
         if name not in backends:
             known = ", ".join(sorted(backends)) or "none installed"

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import click
 import pluggy
 import pytest
 
@@ -49,6 +50,54 @@ def test_a_backend_is_built_from_its_own_plugin_only_and_a_missing_one_lists_the
     assert {info.name for info in missing.loaded} == everything
     with pytest.raises(ConfigError, match=r"unknown backend 'gemminy' \(installed: .*gemmini"):
         make_backend("gemminy", plugins=missing)
+
+
+#: runs the CLI with its arguments, then prints (to stderr) the plugin modules it imported
+IMPORTS_PROBE = """
+import atexit, sys
+atexit.register(lambda: print(sorted(
+    m for m in sys.modules if m.startswith(("autocomp_gemmini", "autocomp_rvv", "autocomp_trn",
+    "autocomp_cuda")) and not m.endswith(".plugin") and m.count(".") == 1), file=sys.stderr))
+from autocomp_core.cli import main
+sys.argv = ["autocomp-core", *sys.argv[1:]]
+main()
+"""
+
+
+def plugin_modules_imported_by(*args: str) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTS_PROBE, *args], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stderr.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_a_command_imports_only_the_plugin_of_its_backend() -> None:
+    """An engine or command of one backend does not pay for importing every installed
+    plugin's backend; a plugin's own commands are imported when they run."""
+    assert plugin_modules_imported_by("problems", "toy") == []
+    gemmini = plugin_modules_imported_by("problems", "gemmini")
+    assert "autocomp_gemmini.backend" in gemmini
+    assert not [m for m in gemmini if not m.startswith("autocomp_gemmini")], gemmini
+    assert "autocomp_cuda.cli" in plugin_modules_imported_by("cuda", "--help")
+    listed = plugin_modules_imported_by("backends", "--json")
+    assert {"autocomp_rvv.backend", "autocomp_trn.backend"} <= set(listed)
+
+
+def test_a_lazy_command_that_cannot_be_imported_fails_with_one_line() -> None:
+    from click.testing import CliRunner
+
+    from autocomp_core.cli import Group
+
+    group = Group(name="tools")
+    group.add_lazy_command("broken", "no_such_module:command")
+    assert group.list_commands(click.Context(group)) == ["broken"]
+    result = CliRunner().invoke(group, ["broken"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: command broken: cannot load no_such_module:command: "
+        "ModuleNotFoundError: No module named 'no_such_module'\n"
+    )
 
 
 def test_a_misspelled_hook_is_refused_naming_the_module_and_the_hook() -> None:

@@ -14,6 +14,5 @@ def autocomp_register_backends() -> list[type]:
 
 @hookimpl
 def autocomp_cli_commands(cli) -> None:
-    from .cli import cuda
-
-    cli.add_command(cuda)
+    # imported when `autocomp-core cuda ...` runs, not at every command's start-up
+    cli.add_lazy_command("cuda", "autocomp_cuda.cli:cuda")
