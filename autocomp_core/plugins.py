@@ -63,7 +63,9 @@ class PluginRegistry:
         return self.manager.hook
 
     # -- calling hooks --------------------------------------------------------------------
-    def call(self, hook_name: str, *, leave_out: Collection[object] = (), **kwargs: Any) -> list[Any]:
+    def call(
+        self, hook_name: str, *, leave_out: Collection[object] = (), **kwargs: Any
+    ) -> list[Any]:
         """Call a hook (on every plugin but those in ``leave_out``) and concatenate the lists
         its implementations return. A plugin whose implementation raises is unregistered and
         recorded as failed, and the hook is called again without it."""
