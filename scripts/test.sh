@@ -4,4 +4,12 @@
 # --durations=30 for the slowest tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The suite starts hundreds of Python processes (the CLI, engines, workers, sandboxed
+# programs): each should load the checkout's modules from bytecode, not compile them anew.
+# Bytecode is written next to the sources (__pycache__, ignored by git) even where the
+# environment asks Python not to, and compiled ahead for the programs that run in a sandbox,
+# which cannot write it; data that is Python source (problems, fixtures, kernels) is left out.
+unset PYTHONDONTWRITEBYTECODE
+.venv/bin/python -m compileall -q -j 0 -x '/(adversarial|kernels)/|/problems/[^/]+/' \
+  autocomp_core plugins/*/autocomp_* >/dev/null
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile "$@"
