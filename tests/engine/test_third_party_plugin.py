@@ -89,7 +89,11 @@ def site(tmp_path_factory) -> Path:
     bad = build_package(
         root, "autocomp-broken", "autocomp_broken", "raise ImportError('libacme.so not found')\n"
     )
-    for pkg in (good, bad):
+    # its entry point ("vendor") is not named like its backend: found all the same
+    other = build_package(
+        root, "autocomp-vendor", "autocomp_vendor", PLUGIN.replace('"acme"', '"acme_other"')
+    )
+    for pkg in (good, bad, other):
         subprocess.run(
             [
                 sys.executable,
@@ -130,6 +134,18 @@ def test_installed_plugin_is_listed_and_broken_one_reported(site):
         text=True,
         check=True,
     )
+    assert json.loads(problems.stdout)[0]["id"] == "shrink"
+
+
+def test_a_backend_registered_under_another_entry_point_name_is_found(site):
+    """An engine asks the entry point named like the backend first, then every plugin."""
+    problems = subprocess.run(
+        [*CLI, "problems", "acme_other", "--json"],
+        env=env_with(site),
+        capture_output=True,
+        text=True,
+    )
+    assert problems.returncode == 0, problems.stderr
     assert json.loads(problems.stdout)[0]["id"] == "shrink"
 
 
