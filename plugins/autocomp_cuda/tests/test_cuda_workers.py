@@ -216,7 +216,7 @@ async def test_the_gate_keeps_its_reference_worker_yet_each_problem_runs_as_in_a
     make_backend, tmp_path
 ):
     # Its own cache: every reference below must really run.
-    backend = make_backend("cpu", cache_dir=str(tmp_path / "cache"), correctness_timeout_s=5)
+    backend = make_backend("cpu", cache_dir=str(tmp_path / "cache"), correctness_timeout_s=6)
     names = ["leaks", "plain", "sees_the_mark", "crashes", "after_crash", "hangs", "after_hang"]
     sources = [LEAKS, PLAIN, SEES_THE_MARK, CRASHES, PLAIN, HANGS, PLAIN]
     reports = {}
