@@ -54,10 +54,10 @@ def test_a_backend_is_built_from_its_own_plugin_only_and_a_missing_one_lists_the
 
 #: runs the CLI with its arguments, then prints (to stderr) the plugin modules it imported
 IMPORTS_PROBE = """
-import atexit, sys
-atexit.register(lambda: print(sorted(
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(
     m for m in sys.modules if m.startswith(("autocomp_gemmini", "autocomp_rvv", "autocomp_trn",
-    "autocomp_cuda")) and not m.endswith(".plugin") and m.count(".") == 1), file=sys.stderr))
+    "autocomp_cuda")) and not m.endswith(".plugin") and m.count(".") == 1)), file=sys.stderr))
 from autocomp_core.cli import main
 sys.argv = ["autocomp-core", *sys.argv[1:]]
 main()
@@ -69,7 +69,7 @@ def plugin_modules_imported_by(*args: str) -> list[str]:
         [sys.executable, "-c", IMPORTS_PROBE, *args], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stderr.strip().splitlines()[-1].replace("'", '"'))
+    return json.loads(out.stderr.strip().splitlines()[-1])
 
 
 def test_a_command_imports_only_the_plugin_of_its_backend() -> None:
