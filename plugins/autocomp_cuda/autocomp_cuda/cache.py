@@ -1,5 +1,6 @@
-"""The harness's cache on disk: references (``refs/``), builds (``builds/``) and Triton kernels
-(``triton/``), each entry a directory published under its final name at once.
+"""The harness's cache on disk: references (``refs/``), builds (``builds/``), Triton kernels
+(``triton/``) and the compiled baselines' Inductor caches (``inductor/``), each entry a
+directory published under its final name at once.
 
 Processes share the cache (parallel runs, a test suite's workers). Each publishes through a
 copy of its own named ``{entry}.{pid}.{random}.tmp``; a process that crashed between the copy

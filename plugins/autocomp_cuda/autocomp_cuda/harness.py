@@ -204,6 +204,18 @@ def _take_ownership(root: Path) -> None:
             os.lchown(os.path.join(base, name), 0, 0)
 
 
+def _give_to_worker(root: Path, work: Path) -> None:
+    """Files put into a started worker's dir belong to whoever owns the dir (the sandbox's
+    per-run uid), so the worker may write them (caches it adds to) as its own."""
+    owner = work.stat()
+    if (owner.st_uid, owner.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    for base, dirs, names in os.walk(root):
+        os.chown(base, owner.st_uid, owner.st_gid)
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(base, name), owner.st_uid, owner.st_gid)
+
+
 class ProblemRefused(RuntimeError):
     """The problem cannot run here (not the candidate's fault); the message is one line.
     ``reason``: cannot_shrink, too_big, import_error or reference_too_slow."""
@@ -223,7 +235,7 @@ class Harness:
     ):
         self.cache = Path(cache_dir)
         self.settings = settings
-        for folder in ("refs", "builds", "triton"):
+        for folder in ("refs", "builds", "triton", "inductor"):
             (self.cache / folder).mkdir(parents=True, exist_ok=True)
             cache.remove_orphans(self.cache / folder)  # left by a process that crashed
         (self.cache / "locks").mkdir(parents=True, exist_ok=True)
@@ -240,6 +252,7 @@ class Harness:
         self._ref_servers: list[ReferenceServer] = []  # idle reference workers, kept
         self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
         self._bytes_moved: dict[str, int] = {}  # per problem id, from its last reference
+        self._uncompiled: set[str] = set()  # references whose compiled baseline failed to build
 
     @property
     def device_slots(self) -> int:
@@ -715,6 +728,10 @@ class Harness:
         """One candidate worker: load, correctness (and timing, when ``timed``), then the
         judge. Returns the verdict and whether the worker was warm."""
         loop = asyncio.get_running_loop()
+        s = self.settings
+        compiled = None
+        if timed and s.compile_baseline and s.reps > 0:
+            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
         worker = await self._take_worker(gpu)
         warm = worker.ready
         try:
@@ -722,9 +739,11 @@ class Harness:
             (work / "candidate.py").write_text(code)
             (work / "problem.py").write_text(spec.source)
             shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-            job = self._candidate_job(
-                work, "eval", spec, seed, self.settings.trials, ref_meta, timed
-            )
+            job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
+            if compiled is not None:  # a copy: what the candidate does to it ends with it
+                shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
+                _give_to_worker(work / "inductor-cache", work)
+                job["inductor_cache"] = str(work / "inductor-cache")
             if prebuilt is not None:
                 shutil.copytree(prebuilt, work / "prebuilt")
                 job["prebuilt"] = str(work / "prebuilt")
@@ -733,6 +752,7 @@ class Harness:
                 job["triton_cache"] = str(work / "triton-cache")
                 if triton_cache.exists():
                     shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                    _give_to_worker(work / "triton-cache", work)
             self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
             handed_over = time.time()
             result = await worker.run(job, self._eval_deadline_s())
@@ -752,6 +772,69 @@ class Harness:
         if self.settings.warm_workers:  # started after timing, so it never competes with it
             self._standby[gpu] = self._start_worker(gpu)
         return verdict, warm
+
+    async def _compiled_baseline(
+        self,
+        spec: ProblemSpec,
+        seed: int,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        gpu: int | None,
+    ) -> Path | None:
+        """torch.compile's cache of the problem's compiled baseline (the ``compile_baseline``
+        setting) at the reference's sizes: made once, by a worker that never holds a
+        candidate, and copied into each candidate's worker, so no candidate pays the compile
+        again and none can change what another loads. None where it could not be made (the
+        candidate's worker then compiles the baseline itself, as it always did).
+
+        Kept per problem, sizes and device, not per seed (every program has its own): the
+        compiled code depends on shapes, not values, and torch.compile keys its cache entries
+        by everything they depend on, so an entry that does not fit is a miss, never wrong."""
+        text = json.dumps(
+            [
+                spec.digest,
+                self.settings.size,
+                ref_meta.get("sizes"),
+                self.settings.device,
+                _torch_tag(),
+            ],
+            sort_keys=True,
+        )
+        key = hashlib.sha256(text.encode()).hexdigest()[:24]
+        target = self.cache / "inductor" / key
+        lock = self._ref_locks.setdefault(f"inductor-{key}", asyncio.Lock())
+        async with lock, self._shared_lock(f"inductor-{key}"):
+            if target.is_dir():
+                cache.touch(target)
+                return target
+            if key in self._uncompiled:
+                return None
+            worker = await self._take_worker(gpu)
+            try:
+                work = worker.work
+                (work / "problem.py").write_text(spec.source)
+                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+                s = self.settings
+                job = self._candidate_job(work, "compile", spec, seed, s.trials, ref_meta)
+                job["inductor_cache"] = str(work / "inductor-cache")
+                job["phase_timeouts"] = {"setup": s.compile_timeout_s}
+                result = await worker.run(job, s.compile_timeout_s + s.worker_slack_s)
+                made = work / "inductor-cache"
+                if (
+                    result is None
+                    or (_read_json(work / "result.json") or {}).get("status") != "ok"
+                    or not made.is_dir()
+                ):
+                    self._uncompiled.add(key)
+                    return None
+                _take_ownership(made)
+                cache.publish(made, target)
+                cache.prune(self.cache / "inductor", s.cache_max_mb << 20)
+                return target
+            finally:
+                worker.discard()
+                if self.settings.warm_workers:
+                    self._standby[gpu] = self._start_worker(gpu)
 
     def _triton_cache(self, code: str) -> Path | None:
         """Where Triton's compiled kernels of exactly this code are kept between evaluations.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import pytest
@@ -166,6 +167,29 @@ def test_fast_p_counts_flagged_only_in_compatible_mode():
     assert fast_p(verdicts, 0.0) == 0.25
 
 
+#: Overwrites every file of the compiled baseline's cache it is given (after its own worker
+#: loaded the baseline): the next candidate's worker must still load the untouched one.
+POISONS_THE_COMPILED_BASELINE = RELU_HEAD + (
+    "import os\n\n"
+    "_cache = os.environ['TORCHINDUCTOR_CACHE_DIR']\n"
+    "_files = [os.path.join(d, n) for d, _, names in os.walk(_cache) for n in names]\n"
+    "assert _files, 'no compiled-baseline cache to poison'\n"
+    "for _path in _files:  # replaced, not truncated: this process keeps what it mapped\n"
+    "    with open(_path + '.new', 'wb') as _f:\n"
+    "        _f.write(b'poisoned')\n"
+    "    os.replace(_path + '.new', _path)\n\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+)
+
+
+def _digests(folder):
+    return {
+        path: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+
+
 @pytest.mark.asyncio
 async def test_torch_compile_baseline_is_timed_alongside_when_asked(make_backend):
     backend = make_backend("cpu", compile_baseline=True, reps=4)
@@ -174,6 +198,14 @@ async def test_torch_compile_baseline_is_timed_alongside_when_asked(make_backend
     assert result.correct, result.feedback
     assert result.extra["compiled_baseline_ms"] > 0 and result.extra["speedup_vs_compiled"] > 0
     assert "torch.compile baseline" in result.feedback
+    # Compiled once, by a worker that holds no candidate; each candidate's worker gets a copy.
+    kept = _digests(backend.harness.cache / "inductor")
+    assert kept
+    poisoner = make_backend("cpu", compile_baseline=True, reps=4, static_checks=False)
+    poisoned = await _eval(poisoner, "L1/relu", POISONS_THE_COMPILED_BASELINE)
+    assert poisoned.correct, poisoned.feedback  # it ran, and found its copy to overwrite
+    after = _digests(backend.harness.cache / "inductor")
+    assert {path: after.get(path) for path in kept} == kept
     plain = await _eval(make_backend("cpu", reps=4), "L1/relu", problem.baseline_code)
     assert "compiled_baseline_ms" not in plain.extra
 

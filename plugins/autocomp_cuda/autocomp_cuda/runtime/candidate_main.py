@@ -5,7 +5,9 @@ sandbox. With ``--wait`` the worker starts ahead of need: it imports torch (and 
 initialises CUDA), writes ``ready`` and waits up to IDLE_S seconds for the engine to write
 JOB.json; it still serves exactly one candidate. Modes: ``build`` imports the candidate only
 (its module-level ``load_inline`` calls compile into the content-hashed build directory);
-``eval`` runs the phases load, correctness and timing. The reference output never exists in
+``eval`` runs the phases load, correctness and timing; ``compile`` only compiles the
+``torch.compile`` baseline into the job's ``inductor_cache`` (no candidate exists in it: the
+harness keeps that cache and hands each candidate's worker a copy). The reference output never exists in
 this process: correctness is judged by the parent from the files written here. Each phase
 arms a watchdog that ends the process (exit code 1 after writing ``Timeout (...)!`` and a
 traceback to ``watchdog.txt``) if the phase overruns; ``phase.txt`` names the phase.
@@ -357,7 +359,12 @@ class Worker:
         self.baseline = self.baseline.to(self.device)
         self.compiled = None
         if (self.job.get("timing") or {}).get("compile_baseline"):
-            # Compiled now, before any candidate code exists in this process.
+            # Compiled now, before any candidate code exists in this process. Its kernels (on
+            # a GPU, their Triton kernels too) go to the compiled baseline's own cache, never
+            # to the candidate's Triton cache (set only once this is done).
+            os.environ.pop("TRITON_CACHE_DIR", None)
+            if self.job.get("inductor_cache"):
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.job["inductor_cache"]
             self.compiled = torch.compile(copy.deepcopy(self.baseline))
             with torch.no_grad():
                 self.compiled(*[common.to_device(x, self.device) for x in self.trials[0]])
@@ -365,6 +372,9 @@ class Worker:
         self.result["info"] = common.device_info(self.device)
 
     def load_candidate(self) -> None:
+        os.environ.pop("TRITON_CACHE_DIR", None)  # (torch.compile set it to the baseline's)
+        if self.job.get("triton_cache"):
+            os.environ["TRITON_CACHE_DIR"] = self.job["triton_cache"]
         source = Path(self.job["candidate"]).read_text()
         self.counter.install(source, self.job["mode"] == "build", self.device.type == "cpu")
         self.functions = snapshot_functions()
@@ -631,6 +641,8 @@ class Worker:
         try:
             self.phase("setup")
             self.setup()
+            if self.job["mode"] == "compile":  # the compiled baseline's cache, and no candidate
+                return self.finish()
             self.phase("load")
             self.load_candidate()
             if self.job["mode"] == "eval":
@@ -657,6 +669,9 @@ class Worker:
                 message=f"{type(exc).__name__}: {exc}",
                 detail=common.short_traceback(exc),
             )
+        return self.finish()
+
+    def finish(self) -> int:
         faulthandler.cancel_dump_traceback_later()
         self.end_phase()
         common.write_json(self.work / "result.json", self.result)
@@ -695,8 +710,6 @@ def main(job_path: str, wait_s: float | None = None) -> int:
     received = time.time()  # against the engine's clock: how long the job waited for this process
     if job.get("build_dir"):
         os.environ["TORCH_EXTENSIONS_DIR"] = job["build_dir"]
-    if job.get("triton_cache"):
-        os.environ["TRITON_CACHE_DIR"] = job["triton_cache"]
     worker = Worker(job)
     worker.result["job_received"] = received
     code = worker.run()
