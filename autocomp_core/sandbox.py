@@ -68,7 +68,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,6 +240,22 @@ def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, lis
     return covers
 
 
+def _hidden_dirs(hidden: list[Path], needed: list[str]) -> list[str]:
+    """The dirs to show empty to the program: existing ones, outside the scratch dirs (their
+    fresh tmpfs hides them already). One that holds what the program needs is an error."""
+    scratch = [os.path.realpath(d) for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")]
+    found = []
+    for path in hidden:
+        real = os.path.realpath(path)
+        if not os.path.isdir(real) or any(real.startswith(d + os.sep) for d in scratch):
+            continue
+        inside = [p for p in needed if p == real or p.startswith(real + os.sep)]
+        if inside:
+            raise SandboxError(f"cannot hide {real}: the program needs {inside[0]}, inside it")
+        found.append(real)
+    return found
+
+
 def _executable_paths(argv0: str, env: dict[str, str]) -> list[str]:
     """The program and the interpreter running us (harnesses commonly use it), resolved."""
     paths = [os.path.realpath(sys.executable)]
@@ -293,7 +309,7 @@ def _supervisor_argv() -> list[str]:
     return [sys.executable, "-I", "-S", "-B", str(SUPERVISOR)]
 
 
-def _bwrap_argv(workdir: Path, limits: SandboxLimits) -> list[str]:
+def _bwrap_argv(workdir: Path, limits: SandboxLimits, hidden: list[str]) -> list[str]:
     """``bwrap`` building the namespace levels' sandbox around the program."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -317,6 +333,8 @@ def _bwrap_argv(workdir: Path, limits: SandboxLimits) -> list[str]:
         args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
         for path in keep:
             args += ["--ro-bind", path, path]
+    for folder in hidden:
+        args += ["--size", "4096", "--perms", "0555", "--tmpfs", folder]
     work = os.path.realpath(workdir)
     return [*args, "--bind", work, work, "--chdir", str(workdir), "--"]
 
@@ -460,6 +478,7 @@ async def run_sandboxed(
     stdin: bytes | None = None,
     files: dict[str, str | bytes] | None = None,
     keep: bool = False,
+    hidden: Sequence[Path] = (),
 ) -> SandboxResult:
     """Run ``argv`` isolated and limited; return how it ended. Never waits past the limit.
 
@@ -469,6 +488,10 @@ async def run_sandboxed(
     (PATH, LANG); HOME and TMPDIR always point inside the work dir. Raises
     ``FileNotFoundError``/``PermissionError`` when ``argv[0]`` cannot be executed and
     ``SandboxError`` when the sandbox cannot be set up.
+
+    ``hidden``: dirs the program must not read (a harness's reference outputs), shown empty
+    at the namespace and bubblewrap levels; at ``uid`` only their permissions keep the per-run
+    uid out, and at ``none`` nothing does.
     """
     if not argv:
         raise ValueError("run_sandboxed needs a non-empty argv")
@@ -488,18 +511,21 @@ async def run_sandboxed(
             "TMPDIR": str(workdir / "tmp"),
         }
         _find_program(argv[0], full_env, workdir)
+        reach = [
+            *_executable_paths(argv[0], full_env),
+            os.path.realpath(workdir),
+            *_engine_paths(),
+        ]
+        hide = _hidden_dirs(list(hidden), reach)
         covers: list[tuple[str, list[str], str]] = []
         if level in (NAMESPACES, USER_NAMESPACES):
             covers = _scratch_covers(workdir, limits)
         if level == NAMESPACES and uid is not None:
-            reach = [
-                *_executable_paths(argv[0], full_env),
-                os.path.realpath(workdir),
-                *_engine_paths(),
-            ]
             covers += _blocked_covers(reach)
+        if level in (NAMESPACES, USER_NAMESPACES):
+            covers += [(folder, [], "mode=0555,size=4k") for folder in hide]
         if level == BUBBLEWRAP:
-            argv = [*_bwrap_argv(workdir, limits), *argv]
+            argv = [*_bwrap_argv(workdir, limits, hide), *argv]
         plan = {
             "level": level,
             "network": limits.network,

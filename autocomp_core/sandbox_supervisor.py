@@ -314,6 +314,8 @@ def cover(covers: list) -> None:
     """Mount an empty tmpfs over each dir, then put back the entries that must stay visible
     (copied from the view before that tmpfs: an earlier cover's entries show through)."""
     for folder, entries, options in covers:
+        if not entries and not os.path.isdir(folder):
+            continue  # a dir to hide that an earlier cover took out of view already
         trees = [(entry, _clone_tree(entry)) for entry in entries]
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
         for entry, fd in trees:

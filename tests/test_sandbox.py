@@ -478,6 +478,38 @@ async def gone(marker: str, within_s: float = 30.0) -> bool:
     return True
 
 
+@pytest.mark.hostile
+@pytest.mark.asyncio
+async def test_hidden_dirs_are_empty_to_the_program() -> None:
+    """A harness hides its reference outputs: the dir shows empty where the sandbox has mount
+    namespaces; at ``uid`` and ``none`` only the dir's permissions can keep a program out."""
+    # world-readable, outside the scratch dirs, needed by no program (Debian's base-files)
+    secret = Path("/usr/share/common-licenses")
+    code = f"""
+        import os
+        try:
+            print(sorted(os.listdir({str(secret)!r})))
+        except OSError as exc:
+            print(type(exc).__name__)
+    """
+    seen = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
+    hidden = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30), hidden=[secret])
+    assert "GPL" in seen.stdout, seen.stdout + seen.stderr
+    assert hidden.ok, hidden.stderr
+    if hidden.isolation in NO_NAMESPACES:
+        assert hidden.stdout == seen.stdout  # nothing to hide it with: said in the docs
+    else:
+        assert hidden.stdout.strip() in ("[]", "FileNotFoundError"), hidden.stdout
+
+
+@pytest.mark.asyncio
+async def test_a_dir_holding_what_the_program_needs_cannot_be_hidden(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="cannot hide .*: the program needs"):
+        await run_sandboxed(
+            python("pass"), cwd=tmp_path, hidden=[Path(os.path.realpath(sys.executable)).parent]
+        )
+
+
 def running_with(marker: str) -> list[int]:
     """Pids whose command line contains ``marker`` (zombies have none, so they do not count)."""
     found = []

@@ -239,6 +239,10 @@ class Harness:
             (self.cache / folder).mkdir(parents=True, exist_ok=True)
             cache.remove_orphans(self.cache / folder)  # left by a process that crashed
         (self.cache / "locks").mkdir(parents=True, exist_ok=True)
+        # Reference outputs are the answers: no sandboxed child may read them. Each is shown
+        # the cache as an empty dir where the sandbox has namespaces; this keeps a per-run
+        # uid out where it has not.
+        (self.cache / "refs").chmod(0o700)
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
@@ -304,6 +308,7 @@ class Harness:
             limits=self._limits(wall_s),
             cwd=work,
             env=self._env(None),
+            hidden=[self.cache],
         )
 
     def _eval_deadline_s(self) -> float:
@@ -311,7 +316,10 @@ class Harness:
 
     def _start_worker(self, gpu: int | None) -> Worker:
         return Worker(
-            self._env(gpu), self._limits(self._eval_deadline_s()), self.settings.standby_idle_s
+            self._env(gpu),
+            self._limits(self._eval_deadline_s()),
+            self.settings.standby_idle_s,
+            hidden=[self.cache],
         )
 
     async def _take_worker(self, gpu: int | None) -> Worker:
@@ -459,6 +467,7 @@ class Harness:
             self._env(None),
             self._limits(self.settings.correctness_timeout_s * 3),
             self.settings.standby_idle_s,
+            hidden=[self.cache],
         )
 
     async def _keep_server(self, server: ReferenceServer, how: str) -> None:

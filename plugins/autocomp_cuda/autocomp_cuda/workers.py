@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,13 @@ def _waiting(loop, task: asyncio.Future, since: float, idle_s: float) -> bool:
 class Worker:
     """One sandboxed candidate worker, started now, waiting for one job."""
 
-    def __init__(self, env: dict[str, str], limits: SandboxLimits, idle_s: float) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        limits: SandboxLimits,
+        idle_s: float,
+        hidden: Sequence[Path] = (),
+    ) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-eval-"))
         self.job_path = self.work / "job.json"
         self.idle_s = idle_s
@@ -62,7 +69,7 @@ class Worker:
         # applies its own, tighter deadline from the moment it hands over the job.
         limits = dataclasses.replace(limits, wall_s=limits.wall_s + idle_s)
         self.task = asyncio.ensure_future(
-            run_sandboxed(argv, limits=limits, cwd=self.work, env=env)
+            run_sandboxed(argv, limits=limits, cwd=self.work, env=env, hidden=hidden)
         )
         # A callback, not a finally: it runs even when the task is cancelled before it started
         # (an event loop that ends right after starting a standby worker).
@@ -125,7 +132,13 @@ class ReferenceServer:
     #: Problems one server computes before it is replaced (bounds what any could leave behind).
     MAX_JOBS = 64
 
-    def __init__(self, env: dict[str, str], limits: SandboxLimits, idle_s: float) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        limits: SandboxLimits,
+        idle_s: float,
+        hidden: Sequence[Path] = (),
+    ) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-refs-"))
         self.idle_s = idle_s
         self.served = 0
@@ -143,7 +156,7 @@ class ReferenceServer:
         life_s = (limits.wall_s + idle_s) * self.MAX_JOBS
         limits = dataclasses.replace(limits, wall_s=life_s, cpu_s=math.ceil(life_s))
         self.task = asyncio.ensure_future(
-            run_sandboxed(argv, limits=limits, cwd=self.work, env=env)
+            run_sandboxed(argv, limits=limits, cwd=self.work, env=env, hidden=hidden)
         )
         self.task.add_done_callback(self._remove_if_idle)
 
