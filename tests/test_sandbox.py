@@ -504,7 +504,7 @@ async def test_hidden_dirs_are_empty_to_the_program() -> None:
 
 @pytest.mark.asyncio
 async def test_a_dir_holding_what_the_program_needs_cannot_be_hidden(tmp_path: Path) -> None:
-    with pytest.raises(SandboxError, match="cannot hide .*: the program needs"):
+    with pytest.raises(SandboxError, match=r"cannot hide .*: the program needs"):
         await run_sandboxed(
             python("pass"), cwd=tmp_path, hidden=[Path(os.path.realpath(sys.executable)).parent]
         )
