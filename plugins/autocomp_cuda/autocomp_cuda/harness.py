@@ -829,21 +829,22 @@ class Harness:
                 job["phase_timeouts"] = {"setup": s.compile_timeout_s}
                 result = await worker.run(job, s.compile_timeout_s + s.worker_slack_s)
                 made = work / "inductor-cache"
-                if (
-                    result is None
-                    or (_read_json(work / "result.json") or {}).get("status") != "ok"
-                    or not made.is_dir()
-                ):
+                compiled = (
+                    result is not None
+                    and (_read_json(work / "result.json") or {}).get("status") == "ok"
+                    and made.is_dir()
+                )
+                if compiled:
+                    _take_ownership(made)
+                    cache.publish(made, target)
+                    cache.prune(self.cache / "inductor", s.cache_max_mb << 20)
+                else:
                     self._uncompiled.add(key)
-                    return None
-                _take_ownership(made)
-                cache.publish(made, target)
-                cache.prune(self.cache / "inductor", s.cache_max_mb << 20)
-                return target
             finally:
                 worker.discard()
-                if self.settings.warm_workers:
-                    self._standby[gpu] = self._start_worker(gpu)
+            if s.warm_workers:  # the candidate's worker, started now
+                self._standby[gpu] = self._start_worker(gpu)
+            return target if compiled else None
 
     def _triton_cache(self, code: str) -> Path | None:
         """Where Triton's compiled kernels of exactly this code are kept between evaluations.
