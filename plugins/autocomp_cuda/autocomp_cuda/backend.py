@@ -10,7 +10,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import platformdirs
 from autocomp_core import (
     Backend,
     BackendOptions,
@@ -27,7 +26,7 @@ from autocomp_core import (
 )
 from pydantic import Field, create_model
 
-from . import gate, importer
+from . import cache, gate, importer
 from .harness import Harness, Settings, Verdict
 from .problemset import ProblemSpec, baseline_source, describe_tolerance, suite
 
@@ -141,13 +140,8 @@ class CudaBackend(Backend):
 
     @cached_property
     def harness(self) -> Harness:
-        cache = (
-            self.options.cache_dir
-            or os.environ.get("AUTOCOMP_CUDA_CACHE")
-            or platformdirs.user_cache_path("autocomp-cuda")
-        )
         return Harness(
-            Path(cache).expanduser(),
+            Path(self.options.cache_dir or cache.usual_roots()[0]).expanduser(),
             self.settings,
             gpu_ids=self.hardware.gpus,
             compile_workers=self.compile_workers,

@@ -19,11 +19,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import platformdirs
+
 #: Entries used this recently are never pruned (a judge or a worker may be reading them).
 PRUNE_GRACE_S = 600.0
 #: A publish copy this old is an orphan whoever made it (a pid may be reused, or live in
 #: another PID namespace).
 ORPHAN_AGE_S = 6 * 3600.0
+
+
+def usual_roots() -> list[Path]:
+    """Where the harness's caches live unless a run names another dir: $AUTOCOMP_CUDA_CACHE,
+    then the user's cache dir (the default). Sandboxed children are shown none of them: a
+    reference kept by an earlier run holds the answers as much as the current one's."""
+    roots = [platformdirs.user_cache_path("autocomp-cuda")]
+    if os.environ.get("AUTOCOMP_CUDA_CACHE"):
+        roots.insert(0, Path(os.environ["AUTOCOMP_CUDA_CACHE"]).expanduser())
+    return roots
 
 
 def publish(source: Path, target: Path) -> None:

@@ -243,6 +243,7 @@ class Harness:
         # the cache as an empty dir where the sandbox has namespaces; this keeps a per-run
         # uid out where it has not.
         (self.cache / "refs").chmod(0o700)
+        self._hidden = [self.cache, *cache.usual_roots()]
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._compile_slots = asyncio.Semaphore(compile_workers or max(1, os.cpu_count() or 1))
@@ -308,7 +309,7 @@ class Harness:
             limits=self._limits(wall_s),
             cwd=work,
             env=self._env(None),
-            hidden=[self.cache],
+            hidden=self._hidden,
         )
 
     def _eval_deadline_s(self) -> float:
@@ -319,7 +320,7 @@ class Harness:
             self._env(gpu),
             self._limits(self._eval_deadline_s()),
             self.settings.standby_idle_s,
-            hidden=[self.cache],
+            hidden=self._hidden,
         )
 
     async def _take_worker(self, gpu: int | None) -> Worker:
@@ -467,7 +468,7 @@ class Harness:
             self._env(None),
             self._limits(self.settings.correctness_timeout_s * 3),
             self.settings.standby_idle_s,
-            hidden=[self.cache],
+            hidden=self._hidden,
         )
 
     async def _keep_server(self, server: ReferenceServer, how: str) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
@@ -104,3 +107,30 @@ async def test_the_engine_refuses_a_cuda_result_below_the_bound(make_backend, mo
     result = await evaluate_guarded(backend, problem, RELU, EvalContext())
     assert result.status == IMPOSSIBLE_RESULT and result.failure is FailureKind.REJECTED
     assert result.extra["lower_bound"] == 1e6 and result.verification["seeds"]
+
+
+@pytest.mark.asyncio
+async def test_no_candidate_reads_another_cache_of_the_user(make_backend, monkeypatch):
+    """H27 against a cache other than its run's: $AUTOCOMP_CUDA_CACHE holds the references of
+    an earlier evaluation of the same program, readable by anyone (as versions before refs/
+    was made 0700 left them). A run on another cache dir must not show it to the candidate."""
+    hack = (ADV / "hacks" / "h27_read_the_reference_cache.py").read_text()
+    # beside the suite's kept caches: outside /tmp, whose fresh tmpfs would hide it anyway
+    kept = Path(__file__).resolve().parents[3] / ".test-cache"
+    kept.mkdir(exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="h27-", dir=kept))
+    root.chmod(0o755)  # (mkdtemp's 0700 would keep a per-run uid out by itself)
+    try:
+        earlier, current = root / "earlier", root / "current"
+        backend = make_backend("cpu", cache_dir=str(earlier), static_checks=False)
+        first = await backend.evaluate(backend.load_problem("L1/relu"), hack, EvalContext())
+        await backend.aclose()
+        assert not first.correct, first.feedback
+        (earlier / "refs").chmod(0o755)
+        monkeypatch.setenv("AUTOCOMP_CUDA_CACHE", str(earlier))
+        backend = make_backend("cpu", cache_dir=str(current), static_checks=False)
+        second = await backend.evaluate(backend.load_problem("L1/relu"), hack, EvalContext())
+        await backend.aclose()
+        assert not second.correct, second.feedback
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
