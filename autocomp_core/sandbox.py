@@ -89,6 +89,8 @@ __all__ = [
 ]
 
 F_SETPIPE_SZ = 1031  # linux/fcntl.h
+#: World-writable scratch dirs: each gets a fresh tmpfs in the namespace levels.
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 #: Levels a user without root may ask for, strongest first (see the module doc).
 USER_LEVELS = (USER_NAMESPACES, BUBBLEWRAP, NONE)
 ISOLATION_ENV = "AUTOCOMP_SANDBOX_ISOLATION"
@@ -231,7 +233,7 @@ def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, lis
     """
     covers = []
     visible = [os.path.realpath(workdir), *_engine_paths()]
-    for scratch in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+    for scratch in SCRATCH_DIRS:
         if not os.path.isdir(scratch) or os.path.islink(scratch):
             continue
         real = os.path.realpath(scratch)
@@ -243,7 +245,7 @@ def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, lis
 def _hidden_dirs(hidden: list[Path], needed: list[str]) -> list[str]:
     """The dirs to show empty to the program: existing ones, outside the scratch dirs (their
     fresh tmpfs hides them already). One that holds what the program needs is an error."""
-    scratch = [os.path.realpath(d) for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")]
+    scratch = [os.path.realpath(d) for d in SCRATCH_DIRS]
     found = []
     for path in hidden:
         real = os.path.realpath(path)

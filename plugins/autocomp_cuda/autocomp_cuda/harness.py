@@ -194,26 +194,25 @@ def _median_iqr(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), q[2] - q[0]
 
 
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    for base, dirs, names in os.walk(root):
+        os.chown(base, uid, gid)
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(base, name), uid, gid)
+
+
 def _take_ownership(root: Path) -> None:
     """Files a sandboxed child wrote belong to a throw-away uid; make them ours again."""
-    if os.geteuid() != 0:
-        return
-    for base, dirs, names in os.walk(root):
-        os.chown(base, 0, 0)
-        for name in (*dirs, *names):
-            os.lchown(os.path.join(base, name), 0, 0)
+    if os.geteuid() == 0:
+        _chown_tree(root, 0, 0)
 
 
 def _give_to_worker(root: Path, work: Path) -> None:
     """Files put into a started worker's dir belong to whoever owns the dir (the sandbox's
     per-run uid), so the worker may write them (caches it adds to) as its own."""
     owner = work.stat()
-    if (owner.st_uid, owner.st_gid) == (os.geteuid(), os.getegid()):
-        return
-    for base, dirs, names in os.walk(root):
-        os.chown(base, owner.st_uid, owner.st_gid)
-        for name in (*dirs, *names):
-            os.lchown(os.path.join(base, name), owner.st_uid, owner.st_gid)
+    if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):
+        _chown_tree(root, owner.st_uid, owner.st_gid)
 
 
 class ProblemRefused(RuntimeError):
@@ -257,7 +256,7 @@ class Harness:
         self._ref_servers: list[ReferenceServer] = []  # idle reference workers, kept
         self._judges = {gpu: Judge.shared(self._judge_env(gpu)) for gpu in self._gpu_ids}
         self._bytes_moved: dict[str, int] = {}  # per problem id, from its last reference
-        self._uncompiled: set[str] = set()  # references whose compiled baseline failed to build
+        self._uncompiled: set[str] = set()  # compiled-baseline keys whose compile failed
 
     @property
     def device_slots(self) -> int:
@@ -800,15 +799,9 @@ class Harness:
         Kept per problem, sizes and device, not per seed (every program has its own): the
         compiled code depends on shapes, not values, and torch.compile keys its cache entries
         by everything they depend on, so an entry that does not fit is a miss, never wrong."""
+        s = self.settings
         text = json.dumps(
-            [
-                spec.digest,
-                self.settings.size,
-                ref_meta.get("sizes"),
-                self.settings.device,
-                _torch_tag(),
-            ],
-            sort_keys=True,
+            [spec.digest, s.size, ref_meta.get("sizes"), s.device, _torch_tag()], sort_keys=True
         )
         key = hashlib.sha256(text.encode()).hexdigest()[:24]
         target = self.cache / "inductor" / key
@@ -824,7 +817,6 @@ class Harness:
                 work = worker.work
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                s = self.settings
                 job = self._candidate_job(work, "compile", spec, seed, s.trials, ref_meta)
                 job["inductor_cache"] = str(work / "inductor-cache")
                 job["phase_timeouts"] = {"setup": s.compile_timeout_s}

@@ -7,8 +7,8 @@ JOB.json; it still serves exactly one candidate. Modes: ``build`` imports the ca
 (its module-level ``load_inline`` calls compile into the content-hashed build directory);
 ``eval`` runs the phases load, correctness and timing; ``compile`` only compiles the
 ``torch.compile`` baseline into the job's ``inductor_cache`` (no candidate exists in it: the
-harness keeps that cache and hands each candidate's worker a copy). The reference output never exists in
-this process: correctness is judged by the parent from the files written here. Each phase
+harness keeps that cache and hands each candidate's worker a copy). The reference output
+never exists in this process: correctness is judged by the parent from the files written here. Each phase
 arms a watchdog that ends the process (exit code 1 after writing ``Timeout (...)!`` and a
 traceback to ``watchdog.txt``) if the phase overruns; ``phase.txt`` names the phase.
 
