@@ -22,6 +22,12 @@ EXPECTED = {
 }
 
 
+def timeout_for(fault) -> float:
+    """1 s where the fault is a hang (the test waits it out); a loaded machine's answer to
+    anything else must not be mistaken for one."""
+    return 1.0 if fault is Fault.HANG else 30.0
+
+
 def first_only(fault):
     return lambda request: fault if request.index == 0 else None
 
@@ -32,7 +38,7 @@ def first_only(fault):
 async def test_llm_fault_once_then_success(fault, model, api_keys, make_settings, ask):
     plan = FaultPlan(force=first_only(fault), retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=1.0)) as client:
+        async with LLMClient(make_settings(server, timeout_s=timeout_for(fault))) as client:
             response = await client.complete(ask(model))
     kind = EXPECTED[fault]
     assert server.requests[0].model == model.split("::", 1)[1]  # ids with / and : intact
@@ -54,7 +60,9 @@ async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(
 ):
     plan = FaultPlan(force=lambda request: fault, retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=1.0, max_retries=2)) as client:
+        async with LLMClient(
+            make_settings(server, timeout_s=timeout_for(fault), max_retries=2)
+        ) as client:
             response = await client.complete(ask(model))
     assert not response.ok and response.text == ""
     assert response.attempts == 3 == server.request_count == len(response.errors)
