@@ -52,20 +52,27 @@ def shared_cache_dir(tmp_path_factory):
 
     shared_cache_dir(name, sources): kept across runs while the code under ``sources`` (the
     packages whose code makes what it holds) is unchanged, so a second run finds its builds
-    and references (a warm run); a change to that code starts a fresh one."""
+    and references (a warm run); a change to that code starts a fresh one.
+
+    shared_cache_dir(name, content_addressed=True): kept across runs whatever the code: for a
+    tool's own cache that checks what it holds (uv's, keyed by each file's hash)."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the run's base directory, above each worker's own
     keep = os.environ.get("AUTOCOMP_TEST_CACHE", "on") != "off"
 
-    def directory(name: str, sources: tuple[Path, ...] = ()) -> Path:
-        if not (sources and keep):
-            path = root / f"shared-{name}"
-        else:
+    def directory(
+        name: str, sources: tuple[Path, ...] = (), content_addressed: bool = False
+    ) -> Path:
+        if keep and content_addressed:
+            path = KEPT_CACHES / name
+        elif keep and sources:
             path = KEPT_CACHES / f"{name}-{_digest_of(sources)}"
             for stale in KEPT_CACHES.glob(f"{name}-*"):  # made by code that has changed since
                 if stale != path:
                     shutil.rmtree(stale, ignore_errors=True)
+        else:
+            path = root / f"shared-{name}"
         path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -1,8 +1,9 @@
 """The wheels a user installs: built by scripts/build-wheels.sh, installed (not editable)
 into a fresh virtual environment, and used there as a user would.
 
-The environment gets the wheels of autocomp-core and every plugin, and their dependencies
-from the wheelhouse that scripts/setup.sh fills (.venv/wheelhouse), so nothing is downloaded.
+The environment gets the wheels of autocomp-core and every plugin (installed by pip), and
+their dependencies from the wheelhouse that scripts/setup.sh fills (.venv/wheelhouse, linked
+by uv from a cache kept in .test-cache/uv), so nothing is downloaded.
 Every command runs outside the checkout with no PYTHONPATH, so a file a wheel forgot
 cannot be found in the source tree instead.
 """
@@ -18,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from uv import find_uv_bin
 
 from autocomp_core.testing import LLMTestServer
 
@@ -89,17 +91,34 @@ def _entry_point_names() -> set[str]:
     }
 
 
+def _dist_name(wheel: Path) -> str:
+    return wheel.name.split("-")[0]
+
+
+def _install(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{command[:4]}: {done.stderr[-3000:]}"
+
+
 @pytest.fixture(scope="module")
-def user_env(wheels, tmp_path_factory):
+def user_env(wheels, tmp_path_factory, shared_cache_dir):
     """A fresh venv holding the wheels; returns run(*args) for its autocomp-core."""
     if not any(WHEELHOUSE.glob("*.whl")):
         pytest.fail(f"no wheelhouse at {WHEELHOUSE}: scripts/setup.sh --only python fills it")
     venv = tmp_path_factory.mktemp("user") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    # this venv's pip installs into the new one: no pip of its own needed; --no-compile
-    # skips byte-compiling torch, which is most of an install's time
-    done = subprocess.run(
+    # The wheels' dependencies first (torch is most of them): uv links them from its cache of
+    # the wheelhouse (kept between runs) where pip would unpack 1.5 GB anew. It installs the
+    # wheels to resolve what they need, and removes them again.
+    uv = [find_uv_bin(), "pip"]
+    uv_cache = ["--cache-dir", str(shared_cache_dir("uv", content_addressed=True))]
+    where = ["--python", str(python), "--no-index", "--find-links", str(WHEELHOUSE)]
+    _install([*uv, "install", "-q", *uv_cache, *where, *map(str, wheels)])
+    _install([*uv, "uninstall", "-q", "--python", str(python), *map(_dist_name, wheels)])
+    # Then the wheels themselves, with pip, as a user installs them (this venv's pip installs
+    # into the new one: no pip of its own needed)
+    _install(
         [
             sys.executable,
             "-m",
@@ -114,12 +133,8 @@ def user_env(wheels, tmp_path_factory):
             "--find-links",
             str(WHEELHOUSE),
             *map(str, wheels),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
+        ]
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     home = tmp_path_factory.mktemp("home")
     env = {
         k: v
