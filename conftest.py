@@ -1,8 +1,9 @@
 """Test-run setup shared by the core's and every plugin's tests.
 
-Under pytest-xdist (scripts/test.sh runs one worker per core) each worker gets its share of
-the cores: the thread pools of the processes that tests start (torch, OpenMP, compilers
-through MAX_JOBS) are sized to it, so N workers never start N x cores busy threads.
+Under pytest-xdist (scripts/test.sh runs one worker more than cores) each worker gets its
+share of the cores (at least one): the thread pools of the processes that tests start (torch,
+OpenMP, compilers through MAX_JOBS) are sized to it, so N workers never start N x cores busy
+threads.
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run, and keeps
 those whose code is unchanged for the next run (``.test-cache/``).

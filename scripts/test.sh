@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (core and plugins), one pytest-xdist worker per core, a test
-# file per worker at a time. Extra arguments go to pytest (e.g. -n 0 for one process,
-# --durations=30 for the slowest tests).
+# Runs the whole test suite (core and plugins) on pytest-xdist workers, a test file per worker
+# at a time: one worker more than the machine has cores, since many tests spend seconds waiting
+# (on a timeout, a killed process, a server) and the extra worker uses that core meanwhile.
+# Extra arguments go to pytest (e.g. -n 0 for one process, --durations=30 for the slowest
+# tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The suite starts hundreds of Python processes (the CLI, engines, workers, sandboxed
@@ -12,4 +14,5 @@ cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m compileall -q -j 0 -x '/(adversarial|kernels)/|/problems/[^/]+/' \
   autocomp_core plugins/*/autocomp_* >/dev/null
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile "$@"
+workers=$(( $(nproc) + 1 ))
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile "$@"
