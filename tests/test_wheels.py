@@ -135,6 +135,13 @@ def user_env(wheels, tmp_path_factory, shared_cache_dir):
             *map(str, wheels),
         ]
     )
+    # every one of the wheels is pip's install (uv's is gone, not "already satisfied")
+    installers = {
+        record.parent.name: record.read_text().strip()
+        for wheel in wheels
+        for record in venv.glob(f"lib/python*/site-packages/{_dist_name(wheel)}-*/INSTALLER")
+    }
+    assert sorted(installers.values()) == ["pip"] * len(wheels), installers
     home = tmp_path_factory.mktemp("home")
     env = {
         k: v
