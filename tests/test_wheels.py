@@ -127,7 +127,6 @@ def user_env(wheels, tmp_path_factory, shared_cache_dir):
             str(python),
             "install",
             "--no-index",
-            "--no-compile",
             "--disable-pip-version-check",
             "-q",
             "--find-links",
