@@ -52,12 +52,14 @@ def test_a_backend_is_built_from_its_own_plugin_only_and_a_missing_one_lists_the
         make_backend("gemminy", plugins=missing)
 
 
-#: runs the CLI with its arguments, then prints (to stderr) the plugin modules it imported
+#: runs the CLI with its arguments, then prints (to stderr) the plugin modules it imported,
+#: and torch if it did
 IMPORTS_PROBE = """
 import atexit, json, sys
 atexit.register(lambda: print(json.dumps(sorted(
-    m for m in sys.modules if m.startswith(("autocomp_gemmini", "autocomp_rvv", "autocomp_trn",
-    "autocomp_cuda")) and not m.endswith(".plugin") and m.count(".") == 1)), file=sys.stderr))
+    m for m in sys.modules if m == "torch" or m.startswith(("autocomp_gemmini", "autocomp_rvv",
+    "autocomp_trn", "autocomp_cuda")) and not m.endswith(".plugin") and m.count(".") == 1)),
+    file=sys.stderr))
 from autocomp_core.cli import main
 sys.argv = ["autocomp-core", *sys.argv[1:]]
 main()
@@ -82,6 +84,7 @@ def test_a_command_imports_only_the_plugin_of_its_backend() -> None:
     assert "autocomp_cuda.cli" in plugin_modules_imported_by("cuda", "--help")
     listed = plugin_modules_imported_by("backends", "--json")
     assert {"autocomp_rvv.backend", "autocomp_trn.backend"} <= set(listed)
+    assert "torch" not in listed  # the CPU device's health check reads torch's metadata
 
 
 def test_a_lazy_command_that_cannot_be_imported_fails_with_one_line() -> None:
