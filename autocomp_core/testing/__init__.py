@@ -3,11 +3,13 @@
 ``LLMTestServer`` speaks the OpenAI and Anthropic wire protocols on 127.0.0.1 with
 scripted replies, configurable latency and injected faults; ``Proposals`` scripts it as a
 model that proposes named programs. ``check_backend`` checks that a backend keeps the
-contract of ``autocomp_core.Backend``.
+contract of ``autocomp_core.Backend``. ``preloaded_cli`` runs ``autocomp-core`` without paying
+its imports on every command.
 """
 
 from .contract import check_backend
 from .llm_server import Fault, FaultPlan, LLMTestServer, Reply, ScriptedRequest, count_tokens
+from .preloaded_cli import preloaded_cli
 from .scripted import Proposals, fenced, is_planning, plan_of
 
 __all__ = [
@@ -22,4 +24,5 @@ __all__ = [
     "fenced",
     "is_planning",
     "plan_of",
+    "preloaded_cli",
 ]
