@@ -14,8 +14,9 @@ import pytest
 from autocomp_core import ConfigError
 from autocomp_core.plugins import build_registry, registry_for_backend
 from autocomp_core.runner import make_backend
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

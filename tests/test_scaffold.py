@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 ROOT = Path(__file__).parents[1]
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 COMPREHENSION = "def saxpy(a, x, y):\n    return [a * xi + yi for xi, yi in zip(x, y)]\n"
 MAPPED = (

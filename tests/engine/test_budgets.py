@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,9 @@ from autocomp_core.api import optimize_async
 from autocomp_core.runner import resume_async
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import FaultPlan, LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 @pytest.mark.asyncio

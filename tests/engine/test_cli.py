@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from autocomp_core.sandbox import ISOLATION_ENV, isolation_level
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 def cli(*args, **kw):

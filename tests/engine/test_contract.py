@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -33,8 +32,9 @@ from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
 from autocomp_core.runner import evaluation_slots
 from autocomp_core.testing import check_backend
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 ROOT = Path(__file__).parents[2]
 TOY_PROBLEMS = ROOT / "tests" / "toybackend" / "problems"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,9 @@ from autocomp_core.executors.ray_executor import RayExecutor, RayOptions, fits, 
 from autocomp_core.plugins import build_registry
 from autocomp_core.resources import Resources
 from autocomp_core.store import RunStore
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 @pytest.mark.asyncio

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 from engine_helpers import toy_config
@@ -15,8 +14,9 @@ from scripted_llm import reply
 from autocomp_core.api import optimize_async, replay_async, resume_async
 from autocomp_core.store import SCHEMA_VERSION, RunStore
 from autocomp_core.testing.llm_server import Fault, FaultPlan, LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 def beams(run_dir) -> dict[int, list[str]]:

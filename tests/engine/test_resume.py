@@ -21,9 +21,12 @@ from scripted_llm import reply
 
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 HERE = Path(__file__).parent
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
+#: for a run the test SIGKILLs: the killed process must be the command itself
+PLAIN_CLI = [sys.executable, "-m", "autocomp_core.cli"]
 CONCURRENCY = 3  # LLM calls in flight at most; bounds what a kill can lose
 EVAL_SLOTS = 2
 
@@ -151,7 +154,7 @@ def test_kill_in_each_phase_and_resume(server, reference, tmp_path, point):
     config, run_dir, counter = write_config(tmp_path, server, "killed")
     before = server.request_count
     proc = subprocess.Popen(
-        [*CLI, "optimize", str(config), "--quiet"],
+        [*PLAIN_CLI, "optimize", str(config), "--quiet"],
         env=env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

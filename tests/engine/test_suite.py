@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,8 +28,9 @@ from autocomp_core.suite import (
 )
 from autocomp_core.suite.progress import SuiteProgress
 from autocomp_core.suite.summary import fast_p, geometric_mean
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 TOY_PROBLEMS = ["sum_squares", "prefix_max", "count_pairs", "count_negatives"]
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 PLUGIN = '''
 from autocomp_core import Backend, EvalResult, FailureKind, KnowledgePack, Problem, hookimpl

@@ -18,8 +18,11 @@ from pack_llm import reply
 from autocomp_core.packbuilder.packfiles import pack_files
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli", "build-pack"]
+CLI = [*preloaded_cli(), "build-pack"]
+#: for a run the test SIGKILLs: the killed process must be the command itself
+PLAIN_CLI = [sys.executable, "-m", "autocomp_core.cli", "build-pack"]
 CONCURRENCY = 2  # LLM calls in flight at most: what a kill can lose
 
 
@@ -41,9 +44,9 @@ def sources(tmp_path_factory):
     ]
 
 
-def command(server, sources, out: Path, *extra: str) -> list[str]:
+def command(server, sources, out: Path, *extra: str, cli: list[str] = CLI) -> list[str]:
     return [
-        *CLI,
+        *cli,
         *sources,
         "--out",
         str(out),
@@ -70,8 +73,8 @@ def reference(slow_server, sources, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference") / "pack"
     before = slow_server.request_count
     started = time.monotonic()
-    done = subprocess.run(
-        command(slow_server, sources, out, "--quiet"), capture_output=True, text=True
+    done = subprocess.run(  # timed as the runs the kill test cuts short
+        command(slow_server, sources, out, "--quiet", cli=PLAIN_CLI), capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     return {
@@ -88,7 +91,7 @@ def test_sigkill_then_run_again(slow_server, sources, reference, tmp_path):
         out = tmp_path / f"t{trial}"
         before = slow_server.request_count
         proc = subprocess.Popen(
-            command(slow_server, sources, out, "--quiet"),
+            command(slow_server, sources, out, "--quiet", cli=PLAIN_CLI),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -19,8 +19,9 @@ from autocomp_core.backend import KnowledgePack
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder
 from autocomp_core.packbuilder.packfiles import pack_files, read_pack
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,8 +24,9 @@ from playwright.sync_api import expect
 from report_helpers import snapshot, toy_run_config
 
 from autocomp_core.store import RunStore
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 TOKEN = "s3cret-token"
 
 

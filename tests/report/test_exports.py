@@ -17,8 +17,11 @@ from report_helpers import toy_run_config
 from autocomp_core import exports
 from autocomp_core.exports import atomic_write
 from autocomp_core.store import RunStore
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
+#: for a run the test SIGKILLs: the killed process must be the command itself
+PLAIN_CLI = [sys.executable, "-m", "autocomp_core.cli"]
 
 
 def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server):
@@ -26,7 +29,7 @@ def test_exports_follow_each_iteration_and_survive_a_kill(tmp_path, slow_server)
     config = tmp_path / "run.toml"
     config.write_text(tomli_w.dumps(toy_run_config(slow_server, run_dir, iterations=4)))
     proc = subprocess.Popen(
-        [*CLI, "optimize", str(config), "--quiet"],
+        [*PLAIN_CLI, "optimize", str(config), "--quiet"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -8,7 +8,6 @@ import os
 import pty
 import re
 import subprocess
-import sys
 
 import anyio
 import pytest
@@ -25,8 +24,9 @@ from autocomp_core.progress import Progress
 from autocomp_core.runner import load_backend
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

@@ -13,12 +13,12 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 from autocomp_core.store import RunStore
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
 CHARTS = ["score-chart", "speedup-chart", "tokens-chart", "timeline-chart"]
 PAINTED = """(id) => {
   const c = document.getElementById(id);

@@ -24,10 +24,13 @@ import tomli_w
 
 from autocomp_core.store import RunStore
 from autocomp_core.suite import SUMMARY_JSON
+from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-m", "autocomp_core.cli"]
+CLI = preloaded_cli()
+#: for a run the test SIGKILLs: the killed process must be the command itself
+PLAIN_CLI = [sys.executable, "-m", "autocomp_core.cli"]
 sys.path.insert(0, str(Path(__file__).parent.parent / "sample_plugins"))
 from placed_plugin import code_digest  # noqa: E402
 
@@ -255,7 +258,7 @@ def test_a_node_killed_mid_evaluation_costs_a_retry_not_the_run(cluster, llm, no
     )
     log = Path(data["backend_options"]["log_file"])
     engine = subprocess.Popen(
-        [*CLI, "optimize", str(config), "--quiet", "--json"],
+        [*PLAIN_CLI, "optimize", str(config), "--quiet", "--json"],
         env=engine_env(cluster),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -298,7 +301,7 @@ def test_the_engine_killed_and_resumed_repeats_no_finished_evaluation(cluster, l
     for trial in range(2):
         config, data = run_config(cluster, llm, tmp_path, f"killed-{trial}")
         engine = subprocess.Popen(
-            [*CLI, "optimize", str(config), "--quiet"],
+            [*PLAIN_CLI, "optimize", str(config), "--quiet"],
             env=engine_env(cluster),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -359,7 +362,7 @@ def test_a_suite_on_the_cluster_completes_resumes_after_sigkill_and_summarizes(
         "--quiet",
     ]
     engine = subprocess.Popen(
-        [*CLI, *args],
+        [*PLAIN_CLI, *args],
         env=engine_env(cluster),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
+from autocomp_core.testing import preloaded_cli
 
 from autocomp_cuda.adversarial import ROOT as ADV
 
-CLI = [sys.executable, "-c", "from autocomp_core.cli import main; main()"]
+CLI = preloaded_cli()
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 from autocomp_core.api import optimize_async
 from autocomp_core.store import RunStore
-from autocomp_core.testing import LLMTestServer, Proposals
+from autocomp_core.testing import LLMTestServer, Proposals, preloaded_cli
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness
@@ -42,9 +41,7 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
         run_dir = tmp_path / "run"
         done = subprocess.run(
             [
-                sys.executable,
-                "-c",
-                "from autocomp_core.cli import main; main()",
+                *preloaded_cli(),
                 "optimize",
                 "--backend",
                 "cuda",

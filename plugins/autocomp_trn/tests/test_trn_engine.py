@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from autocomp_core.store import RunStore
-from autocomp_core.testing import LLMTestServer, Proposals, fenced, is_planning
+from autocomp_core.testing import LLMTestServer, Proposals, fenced, is_planning, preloaded_cli
 
 import autocomp_trn
 from autocomp_trn.adversarial import ROOT as ADV
@@ -164,9 +164,7 @@ def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path)
     try:
         done = subprocess.run(
             [
-                sys.executable,
-                "-c",
-                "from autocomp_core.cli import main; main()",
+                *preloaded_cli(),
                 "optimize",
                 "--backend",
                 "trn",
