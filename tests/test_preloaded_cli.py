@@ -90,10 +90,21 @@ def test_other_interpreter_settings_get_a_fresh_interpreter():
     assert re.search(r"^import time: .*\|\s+pydantic$", fast.stderr, re.MULTILINE), fast.stderr
 
 
-def serve(cli: list[str], root: Path) -> tuple[subprocess.Popen, int]:
-    """``serve`` started and listening (a signal before then may find no handler yet)."""
+#: runs argv[2:] with signal argv[1] ignored ("-N") or at its default ("N"), whatever this
+#: process does with it
+WITH_SIGNAL = (
+    "import os, signal, sys; n = int(sys.argv[1]); "
+    "signal.signal(abs(n), signal.SIG_IGN if n < 0 else signal.SIG_DFL); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def serve(cli: list[str], root: Path, signum: int, ignored: bool = False):
+    """``serve`` started (with ``signum`` ignored or not) and listening: a signal before then
+    may find no handler yet."""
+    disposition = str(-signum if ignored else signum)
     proc = subprocess.Popen(
-        [*cli, "serve", str(root), "--port", "0"],
+        [sys.executable, "-c", WITH_SIGNAL, disposition, *cli, "serve", str(root), "--port", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -118,7 +129,7 @@ def listening(port: int) -> bool:
 def test_a_signal_to_the_caller_reaches_the_command_whose_end_is_the_callers(tmp_path, signum):
     ends = []
     for cli in (preloaded_cli(), PLAIN):
-        proc, port = serve(cli, tmp_path)
+        proc, port = serve(cli, tmp_path, signum)
         try:
             proc.send_signal(signum)
             ends.append(proc.wait(timeout=60))
@@ -128,8 +139,20 @@ def test_a_signal_to_the_caller_reaches_the_command_whose_end_is_the_callers(tmp
     assert ends[0] == ends[1]
 
 
+def test_a_signal_the_caller_ignores_the_command_ignores(tmp_path):
+    for cli in (preloaded_cli(), PLAIN):
+        proc, port = serve(cli, tmp_path, signal.SIGINT, ignored=True)
+        try:
+            proc.send_signal(signal.SIGINT)
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+            assert listening(port)
+        finally:
+            proc.kill()
+
+
 def test_a_killed_caller_takes_its_command_down(tmp_path):
-    proc, port = serve(preloaded_cli(), tmp_path)
+    proc, port = serve(preloaded_cli(), tmp_path, signal.SIGTERM)
     proc.kill()
     proc.wait(timeout=60)
     deadline = time.monotonic() + 30

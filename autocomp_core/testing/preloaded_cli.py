@@ -199,7 +199,16 @@ def _become(request: dict[str, Any], server_env: dict[str, str], server_path: li
     sys.path[:] = [cwd, *_pythonpath(env), *(p for p in server_path if p not in inherited)]
     importlib.invalidate_caches()
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # the signals the client passes on: ignored where the caller ignores them, the rest as a
+    # fresh interpreter has them
+    for number, ignored in request["ignored"].items():
+        signum = signal.Signals(int(number))
+        if ignored:
+            signal.signal(signum, signal.SIG_IGN)
+        elif signum == signal.SIGINT:
+            signal.signal(signum, signal.default_int_handler)
+        else:
+            signal.signal(signum, signal.SIG_DFL)
     assert isinstance(sys.stdout, io.TextIOWrapper)
     sys.stdout.reconfigure(line_buffering=os.isatty(1))
     sys.argv = ["-m", *argv]

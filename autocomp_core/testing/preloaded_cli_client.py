@@ -46,7 +46,10 @@ def main():
     conn = connect(path)
     if conn is None:
         fresh_interpreter(args)
-    request = {"argv": args, "env": dict(os.environ), "cwd": os.getcwd()}
+    # a signal this process was started ignoring (an interpreter keeps it ignored) the command
+    # ignores too, and it is not passed on
+    ignored = {int(s): signal.getsignal(s) == signal.SIG_IGN for s in FORWARDED}
+    request = {"argv": args, "env": dict(os.environ), "cwd": os.getcwd(), "ignored": ignored}
     try:
         socket.send_fds(conn, [b"\0"], [0, 1, 2])
         conn.sendall(json.dumps(request).encode() + b"\n")
@@ -61,7 +64,8 @@ def main():
         conn.sendall(f"{signum}\n".encode())
 
     for signum in FORWARDED:
-        signal.signal(signum, forward)
+        if not ignored[signum]:
+            signal.signal(signum, forward)
     ended = replies.readline().split()
     if not ended:
         sys.stderr.write("autocomp-core (preloaded): the command's process was lost\n")
