@@ -148,6 +148,14 @@ def user_env(wheels, tmp_path_factory, shared_cache_dir):
         if k not in ("PYTHONPATH", "AUTOCOMP_PLUGINS", "VIRTUAL_ENV")
     }
     env.update(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    # pip byte-compiles what it installs, uv does not: give the dependencies the sandboxed
+    # evaluations import (torch, numpy) the bytecode a pip install has, or every sandboxed
+    # process (which may not write bytecode) compiles torch again
+    subprocess.run(
+        [str(python), "-c", "import numpy, torch"],
+        env={k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        check=True,
+    )
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(
