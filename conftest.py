@@ -4,6 +4,9 @@ Under pytest-xdist (scripts/test.sh runs one worker more than cores) each worker
 share of the cores (at least one): the thread pools of the processes that tests start (torch,
 OpenMP, compilers through MAX_JOBS) are sized to it, so N workers never start N x cores busy
 threads.
+Ctrl-C is a normal SIGINT in the test processes even when the run was started as a shell's
+background job (which starts with SIGINT ignored): the commands they start inherit it, and
+tests send them SIGINT.
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run, and keeps
 those whose code is unchanged for the next run (``.test-cache/``).
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -26,6 +30,8 @@ def _cores_per_worker() -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     share = str(_cores_per_worker())
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAX_JOBS"):
         os.environ.setdefault(name, share)
