@@ -159,3 +159,22 @@ def test_a_killed_caller_takes_its_command_down(tmp_path):
     while listening(port) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not listening(port)
+
+
+def test_without_a_live_server_a_command_runs_in_a_fresh_interpreter(tmp_path):
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    (tmp_path / "server.pid").write_text(ended.stdout)  # a server that has ended; no socket
+    client = [*preloaded_cli()[:-1], str(tmp_path / "socket")]
+    # (it would wait a minute for a live server still starting)
+    fast, plain = (
+        subprocess.run(
+            [*cli, "problems", "toy", "--json"], capture_output=True, text=True, timeout=30
+        )
+        for cli in (client, PLAIN)
+    )
+    assert (fast.returncode, fast.stdout, fast.stderr) == (0, plain.stdout, plain.stderr)

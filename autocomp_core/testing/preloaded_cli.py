@@ -84,6 +84,8 @@ def preloaded_cli() -> list[str]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # a test runner may use its own stdout (pytest-xdist)
         )
+        # the clients fall back to a fresh interpreter at once if this server has died
+        (Path(_socket_dir) / "server.pid").write_text(str(_server.pid))
         atexit.register(_stop, _server, _socket_dir)
     assert _socket_dir is not None
     return [sys.executable, "-I", "-S", str(CLIENT), str(Path(_socket_dir) / "socket")]
@@ -121,6 +123,11 @@ def _serve(path: str) -> socket.socket:
     # Out of the collector's reach: a command's collections would otherwise walk (and so copy,
     # page by page) the whole preloaded heap, costing more than the imports saved.
     gc.freeze()
+    try:  # how a relay waits for its command (Linux 5.3 and later)
+        os.close(os.pidfd_open(os.getpid()))
+        serving = True
+    except (AttributeError, OSError):  # then every client gets a fresh interpreter
+        serving = False
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     os.rename(path + ".tmp", path)  # clients connect only once it listens
@@ -131,7 +138,7 @@ def _serve(path: str) -> socket.socket:
         if not select.select([listener], [], [], 1.0)[0]:
             continue
         conn, _ = listener.accept()
-        if os.fork() == 0:
+        if serving and os.fork() == 0:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             return conn

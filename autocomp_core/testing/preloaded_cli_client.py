@@ -27,6 +27,16 @@ def fresh_interpreter(args):
     os.execv(sys.executable, [sys.executable, "-m", "autocomp_core.cli", *args])
 
 
+def server_alive(path):
+    """False once the server that was to listen at ``path`` has ended (or is a zombie)."""
+    try:
+        pid = int(open(os.path.join(os.path.dirname(path), "server.pid")).read())
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    return state != "Z"
+
+
 def connect(path):
     deadline = time.monotonic() + CONNECT_S
     while True:
@@ -36,7 +46,7 @@ def connect(path):
             return conn
         except (FileNotFoundError, ConnectionRefusedError):
             conn.close()
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or not server_alive(path):
                 return None
             time.sleep(0.02)
 
