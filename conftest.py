@@ -43,12 +43,12 @@ KEPT_CACHES = Path(__file__).resolve().parent / ".test-cache"
 
 
 def _digest_of(sources: tuple[Path, ...]) -> str:
-    """Every file under ``sources`` (names and contents) and the Python version."""
+    """Every file among or under ``sources`` (names and contents) and the Python version."""
     digest = hashlib.sha256(sys.version.encode())
-    for source in sources:
-        for path in sorted(source.rglob("*")):
+    for source in sorted(sources):
+        for path in sorted(source.rglob("*")) if source.is_dir() else [source]:
             if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(source)).encode() + b"\0")
+                digest.update(str(path.relative_to(source.parent)).encode() + b"\0")
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -57,8 +57,8 @@ def _digest_of(sources: tuple[Path, ...]) -> str:
 def shared_cache_dir(tmp_path_factory):
     """shared_cache_dir(name): one directory per name for the whole run, all workers.
 
-    shared_cache_dir(name, sources): kept across runs while the code under ``sources`` (the
-    packages whose code makes what it holds) is unchanged, so a second run finds its builds
+    shared_cache_dir(name, sources): kept across runs while the code in ``sources`` (the
+    folders and files whose code makes what it holds) is unchanged, so a second run finds its builds
     and references (a warm run); a change to that code starts a fresh one.
 
     shared_cache_dir(name, content_addressed=True): kept across runs whatever the code: for a

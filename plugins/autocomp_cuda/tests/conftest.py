@@ -18,9 +18,11 @@ def cuda_cache(shared_cache_dir) -> Path:
     if os.environ.get("AUTOCOMP_CUDA_CACHE"):
         return Path(os.environ["AUTOCOMP_CUDA_CACHE"])
     # shared by the xdist workers, and kept for the next run while the code that makes
-    # references and builds (this plugin, the core's sandbox) is unchanged
+    # references and builds (this plugin, the core but for its test helpers) is unchanged
+    core = Path(autocomp_core.__file__).parent
     return shared_cache_dir(
-        "cuda", (Path(autocomp_cuda.__file__).parent, Path(autocomp_core.__file__).parent)
+        "cuda",
+        (Path(autocomp_cuda.__file__).parent, *(p for p in core.iterdir() if p.name != "testing")),
     )
 
 
