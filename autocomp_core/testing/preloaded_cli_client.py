@@ -13,6 +13,7 @@ import time
 
 #: how long a command waits for a server that is still importing
 CONNECT_S = 60.0
+#: the signals passed on to the command (those this process was not started ignoring)
 FORWARDED = (
     signal.SIGINT,
     signal.SIGTERM,
