@@ -64,8 +64,8 @@ PRELOAD = (
     "tomllib",
 )
 
-#: environment variables read when an interpreter starts, which a forked one cannot take on
-#: (PYTHONPATH and PYTHONDONTWRITEBYTECODE it can)
+#: start-up settings a forked command takes on itself; any other PYTHON*, LC_* or LANG
+#: variable that differs from the server's gets a fresh interpreter
 _EMULATED = ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
 
 _server: subprocess.Popen | None = None

@@ -284,21 +284,11 @@ class CudaBackend(Backend):
         return Resources(cpus=1, memory_mb=self.settings.memory_mb or 8192, parallel=1)
 
     def doctor(self) -> list[DoctorCheck]:
+        # On the CPU device the engine never imports torch (it saves every command ~2 s):
+        # its metadata says whether it is installed. A GPU check must import it to ask CUDA.
         checks = [_torch_check()]
         if self.settings.device == "cuda" and checks[0].ok:
-            # Only a GPU check needs torch in this process (to ask CUDA); on the CPU device
-            # the engine never imports it, which saves every command ~2 s.
-            import torch
-
-            ok = torch.cuda.is_available()
-            checks.append(
-                DoctorCheck(
-                    "CUDA device",
-                    ok,
-                    torch.cuda.get_device_name(0) if ok else "torch sees no GPU",
-                    "install a CUDA build of torch and the NVIDIA driver",
-                )
-            )
+            checks = _gpu_checks()
         checks.append(
             DoctorCheck(
                 "C++ compiler (g++)",
@@ -358,6 +348,9 @@ def _torch_versions() -> tuple[str | None, str | None]:
     return torch_version, found.group(1) if found else None
 
 
+TORCH_FIX = "pip install 'torch>=2.13,<2.15'"
+
+
 def _torch_check() -> DoctorCheck:
     """torch installed, and its version, from its metadata (importing it takes seconds)."""
     try:
@@ -365,8 +358,26 @@ def _torch_check() -> DoctorCheck:
     except importlib.metadata.PackageNotFoundError:
         version = ""
     if not version or not _has_module("torch"):
-        return DoctorCheck("torch", False, "not installed", "pip install 'torch>=2.13,<2.15'")
+        return DoctorCheck("torch", False, "not installed", TORCH_FIX)
     return DoctorCheck("torch", True, version)
+
+
+def _gpu_checks() -> list[DoctorCheck]:
+    """torch imported, and the GPU it sees."""
+    try:
+        import torch
+    except ImportError as exc:
+        return [DoctorCheck("torch", False, f"not importable: {exc}", TORCH_FIX)]
+    ok = torch.cuda.is_available()
+    return [
+        DoctorCheck("torch", True, torch.__version__),
+        DoctorCheck(
+            "CUDA device",
+            ok,
+            torch.cuda.get_device_name(0) if ok else "torch sees no GPU",
+            "install a CUDA build of torch and the NVIDIA driver",
+        ),
+    ]
 
 
 def _has_module(name: str) -> bool:
