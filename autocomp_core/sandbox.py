@@ -13,6 +13,9 @@ The engine runs no Python in a forked copy of itself (its threads, PyTorch's or 
 event loop's, may hold locks a fork would copy held): it execs ``sandbox_supervisor.py``
 with a fresh interpreter, which sets up the isolation, starts the program and writes how
 the run ended to a status pipe the program never holds. See that module for the layout.
+A ``python -m MODULE`` program may instead be forked, supervisor and all, from a server
+that imported MODULE once (``preload``, see ``sandbox_preload``): the same sandbox without
+paying the imports on every run.
 
 The isolation in force on this machine (``isolation_level()``, probed once per process,
 shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of (the
@@ -76,6 +79,7 @@ import anyio
 
 from . import sandbox_supervisor as supervisor
 from .errors import BackendError
+from .sandbox_preload import PreloadedRun, PreloadServer
 from .sandbox_supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
 
 __all__ = [
@@ -481,6 +485,7 @@ async def run_sandboxed(
     files: dict[str, str | bytes] | None = None,
     keep: bool = False,
     hidden: Sequence[Path] = (),
+    preload: PreloadServer | None = None,
 ) -> SandboxResult:
     """Run ``argv`` isolated and limited; return how it ended. Never waits past the limit.
 
@@ -494,6 +499,10 @@ async def run_sandboxed(
     ``hidden``: dirs the program must not read (a harness's reference outputs), shown empty
     at the namespace and bubblewrap levels; at ``uid`` only their permissions keep the per-run
     uid out, and at ``none`` nothing does.
+
+    ``preload``: a ``python -m MODULE`` argv it serves is forked from that server, its
+    imports done, instead of a fresh interpreter (not under bubblewrap; see
+    ``sandbox_preload``). The isolation and limits are the same either way.
     """
     if not argv:
         raise ValueError("run_sandboxed needs a non-empty argv")
@@ -547,7 +556,9 @@ async def run_sandboxed(
                 "max_processes": limits.max_processes,
             },
         }
-        return await _run(argv, plan, limits, workdir, full_env, stdin)
+        if preload is not None and (level == BUBBLEWRAP or not preload.serves(argv, full_env)):
+            preload = None  # (bubblewrap execs the program)
+        return await _run(argv, plan, limits, workdir, full_env, stdin, preload)
     finally:
         _release_uid(uid)
         if owned and not keep:
@@ -563,6 +574,7 @@ async def _run(
     workdir: Path,
     env: dict[str, str],
     stdin: bytes | None,
+    preload: PreloadServer | None = None,
 ) -> SandboxResult:
     loop = asyncio.get_running_loop()
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
@@ -575,17 +587,28 @@ async def _run(
         stdin_file.write(stdin)
         stdin_file.seek(0)
     started = time.monotonic()
+    proc: subprocess.Popen | PreloadedRun | None = None
     try:
-        proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
-            [*_supervisor_argv(), json.dumps(plan), "--", *argv],
-            stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            cwd=workdir,
-            env=env,
-            start_new_session=True,
-            pass_fds=(status_w,),
-        )
+        if preload is not None:
+            stdin_fd = stdin_file.fileno() if stdin_file is not None else os.open(os.devnull, 0)
+            try:  # None: the server could not fork it, and a fresh interpreter runs it
+                proc = await preload.launch(
+                    plan, argv, env, str(workdir), (stdin_fd, out_w, err_w, status_w)
+                )
+            finally:
+                if stdin_file is None:
+                    os.close(stdin_fd)
+        if proc is None:
+            proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
+                [*_supervisor_argv(), json.dumps(plan), "--", *argv],
+                stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+                pass_fds=(status_w,),
+            )
     except BaseException:
         for fd in (status_r, status_w, out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -664,7 +687,7 @@ def _relative(text: str, workdir: Path) -> str:
     return text
 
 
-async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen) -> None:
+async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
     """SIGKILL the candidate's process group; the supervisor then reaps and reports."""
     if status.pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -676,7 +699,7 @@ async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen) -> None
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_now(status: _StatusReader, proc: subprocess.Popen) -> None:
+def _kill_now(status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
     """Kill without waiting. The supervisor reaps the program and exits; ``subprocess``
     reaps the supervisor later (at the next Popen)."""
     if status.pid is None and status.fd >= 0:
@@ -686,7 +709,7 @@ def _kill_now(status: _StatusReader, proc: subprocess.Popen) -> None:
         os.killpg(target, signal.SIGKILL)
 
 
-async def _reap(proc: subprocess.Popen, grace_s: float) -> int | None:
+async def _reap(proc: subprocess.Popen | PreloadedRun, grace_s: float) -> int | None:
     """Collect the supervisor's exit status, waiting at most ``grace_s``."""
     deadline = time.monotonic() + grace_s
     while True:

@@ -40,6 +40,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h).
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
@@ -153,8 +154,10 @@ def unshare(level: str, network: bool) -> None:
                 f.write(text)
 
 
-def supervise(plan: dict, argv: list[str]) -> None:
-    """Runs in the supervisor process; never returns."""
+def supervise(plan: dict, argv: list[str], program: Callable[[], None] | None = None) -> None:
+    """Runs in the supervisor process; never returns. ``program``: called in the program's
+    process where it would exec ``argv`` (a fork of a server that preloaded it; not with
+    bubblewrap, which execs)."""
     status = plan["status_fd"]
     try:
         level = plan["level"]
@@ -183,12 +186,12 @@ def supervise(plan: dict, argv: list[str]) -> None:
             os.close(alive)
             os.setsid()  # the process group the engine kills at the wall limit
             if in_namespaces:
-                init_namespace(plan, argv, lifeline)
-            elif level == BUBBLEWRAP:
+                init_namespace(plan, argv, lifeline, program)
+            elif level == BUBBLEWRAP and program is None:
                 become_program(plan, _checking_lifeline(argv, lifeline), parent=me)
             else:
                 os.close(lifeline)
-                become_program(plan, argv, parent=me)
+                become_program(plan, argv, parent=me, program=program)
         os.close(lifeline)
         os.write(status, f"pid {child}\n".encode())
         _detach_fds(status, alive)
@@ -236,7 +239,9 @@ def _checking_lifeline(bwrap_argv: list[str], lifeline: int) -> list[str]:
     return [*bwrap_argv[:at], "/bin/bash", "-c", check, "lifeline", *bwrap_argv[at:]]
 
 
-def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
+def init_namespace(
+    plan: dict, argv: list[str], lifeline: int, program: Callable[[], None] | None = None
+) -> None:
     """PID 1 of the program's namespaces: set up mounts, start the program, reap, report.
 
     The program is not PID 1 itself because the kernel drops signals a PID 1 sends itself
@@ -266,13 +271,13 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
         if work is not None and writable:
             _attach_tree(work, writable)
             os.chdir(writable)  # the old cwd is the read-only mount's
-        program = os.fork()
-        if program == 0:
-            become_program(plan, argv, parent=1)
+        child = os.fork()
+        if child == 0:
+            become_program(plan, argv, parent=1, program=program)
         _detach_fds(status)
         while True:  # reap everything; orphans of the namespace land here
             pid, wait_status = os.wait()
-            if pid == program:
+            if pid == child:
                 break
         os.write(status, _status_line(wait_status))
         os._exit(0)
@@ -283,8 +288,11 @@ def init_namespace(plan: dict, argv: list[str], lifeline: int) -> None:
             os._exit(70)
 
 
-def become_program(plan: dict, argv: list[str], parent: int) -> None:
-    """Limits, a fresh uid where the plan has one, then exec; never returns."""
+def become_program(
+    plan: dict, argv: list[str], parent: int, program: Callable[[], None] | None = None
+) -> None:
+    """Limits, a fresh uid where the plan has one, then exec (or ``program``); never
+    returns."""
     status = plan["status_fd"]
     try:
         set_limits(plan["limits"])
@@ -301,6 +309,12 @@ def become_program(plan: dict, argv: list[str], parent: int) -> None:
     except BaseException as exc:  # noqa: BLE001
         try:
             os.write(status, f"error setup: {exc}\n".encode())
+        finally:
+            os._exit(127)
+    if program is not None:
+        os.close(status)  # the program must never hold the status pipe
+        try:
+            program()
         finally:
             os._exit(127)
     try:
