@@ -6,6 +6,10 @@ with ``candidate_main --wait``: it pays those costs, writes ``ready`` and waits 
 job file. The harness keeps one such worker in standby per device slot, so the next
 candidate finds the imports done. Isolation is unchanged: each worker serves exactly one
 candidate and ends with it (a crashed or hung candidate takes nothing else down).
+
+With a ``PreloadServer`` (the harness's default) the worker is forked from a process that
+imported torch once (``autocomp_core.sandbox_preload``), in the same sandbox: the import
+is paid once per device slot instead of once per candidate.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, remove_tree, run_sandboxed
+from autocomp_core.sandbox_preload import PreloadServer
 
+CANDIDATE_MAIN = "autocomp_cuda.runtime.candidate_main"
 #: A standby worker this close to its idle limit is not handed a job (it may be leaving).
 IDLE_MARGIN_S = 30.0
 #: A reference server that has not finished its imports by then is killed.
@@ -50,6 +56,7 @@ class Worker:
         limits: SandboxLimits,
         idle_s: float,
         hidden: Sequence[Path] = (),
+        preload: PreloadServer | None = None,
     ) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-eval-"))
         self.job_path = self.work / "job.json"
@@ -60,7 +67,7 @@ class Worker:
         argv = [
             sys.executable,
             "-m",
-            "autocomp_cuda.runtime.candidate_main",
+            CANDIDATE_MAIN,
             str(self.job_path),
             "--wait",
             f"{idle_s:g}",
@@ -69,7 +76,9 @@ class Worker:
         # applies its own, tighter deadline from the moment it hands over the job.
         limits = dataclasses.replace(limits, wall_s=limits.wall_s + idle_s)
         self.task = asyncio.ensure_future(
-            run_sandboxed(argv, limits=limits, cwd=self.work, env=env, hidden=hidden)
+            run_sandboxed(
+                argv, limits=limits, cwd=self.work, env=env, hidden=hidden, preload=preload
+            )
         )
         # A callback, not a finally: it runs even when the task is cancelled before it started
         # (an event loop that ends right after starting a standby worker).

@@ -39,6 +39,28 @@ async def test_next_candidate_finds_a_warm_worker_but_not_the_previous_candidate
         await harness.aclose()
 
 
+# Correct only in a worker forked from the preload server, which imported the worker's
+# module by name (a fresh interpreter runs it as __main__ only).
+FORKED_ONLY = HEAD + (
+    "import sys\nFORKED = 'autocomp_cuda.runtime.candidate_main' in sys.modules\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        return torch.relu(x) * (1.0 if FORKED else 2.0)\n"
+)
+
+
+@pytest.mark.asyncio
+async def test_candidate_workers_are_forked_from_a_process_that_imported_torch(make_backend):
+    """Still one fresh process per candidate (the test above), now without its own import of
+    torch; ``preload_workers = false`` gives each a fresh interpreter again."""
+    forked = await make_backend("cpu", static_checks=False).harness.evaluate(
+        make_backend("cpu").spec("L1/relu"), FORKED_ONLY
+    )
+    assert forked.status == "ok", forked.message
+    fresh = make_backend("cpu", static_checks=False, preload_workers=False)
+    verdict = await fresh.harness.evaluate(fresh.spec("L1/relu"), FORKED_ONLY)
+    assert verdict.status == "mismatch", verdict.message
+
+
 @pytest.mark.asyncio
 async def test_without_warm_workers_nothing_waits_in_standby(make_backend):
     backend = make_backend("cpu", warm_workers=False)
