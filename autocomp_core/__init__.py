@@ -29,6 +29,7 @@ from .sandbox import (
     remove_tree,
     run_sandboxed,
 )
+from .sandbox_preload import PreloadServer
 from .screening import Finding, attribute_root
 from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 
@@ -48,6 +49,7 @@ __all__ = [
     "Finding",
     "HardwareConfig",
     "KnowledgePack",
+    "PreloadServer",
     "Problem",
     "Resources",
     "RunConfig",

@@ -30,8 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autocomp_core.sandbox import SandboxLimits, SandboxResult, private_workdir, run_sandboxed
-from autocomp_core.sandbox_preload import PreloadServer
+from autocomp_core import (
+    PreloadServer,
+    SandboxLimits,
+    SandboxResult,
+    private_workdir,
+    run_sandboxed,
+)
 from filelock import AsyncFileLock
 
 from . import cache, compiler_feedback, static_check

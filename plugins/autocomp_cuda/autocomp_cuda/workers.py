@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autocomp_core.sandbox import SandboxLimits, SandboxResult, remove_tree, run_sandboxed
-from autocomp_core.sandbox_preload import PreloadServer
+from autocomp_core import PreloadServer, SandboxLimits, SandboxResult, remove_tree, run_sandboxed
 
 CANDIDATE_MAIN = "autocomp_cuda.runtime.candidate_main"
 #: A standby worker this close to its idle limit is not handed a job (it may be leaving).
