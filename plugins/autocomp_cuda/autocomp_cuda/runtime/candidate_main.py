@@ -38,9 +38,15 @@ _perf = time.perf_counter
 _sleep = time.sleep
 
 import torch  # noqa: E402
+from torch.utils import cpp_extension  # noqa: E402 - imported here: see triton below
 
 from . import common  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
+
+try:  # at import, so a preload server (sandbox_preload) pays it once for every worker
+    import triton  # noqa: F401
+except Exception:
+    pass
 
 
 class Rejected(Exception):
@@ -163,8 +169,6 @@ class KernelCounter:
 
     def install(self, source: str, building: bool, cpu_device: bool) -> None:
         """Count extension calls; in eval mode load the extensions the build step produced."""
-        from torch.utils import cpp_extension
-
         prebuilt = self.prebuilt
         self.built: dict[str, str] = {}
         for fname in ("load_inline", "load"):
@@ -679,13 +683,9 @@ class Worker:
 
 
 def warm_up() -> None:
-    """Pay the imports before the candidate arrives; none of this is the candidate's work."""
-    from torch.utils import cpp_extension  # noqa: F401
-
-    try:
-        import triton  # noqa: F401
-    except Exception:
-        pass
+    """Before the candidate arrives (its imports are done at the module's), create the CUDA
+    context; none of this is the candidate's work. Never at import: a preload server must
+    not hold a context its forks would share."""
     if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
         torch.cuda.init()
 
