@@ -18,7 +18,8 @@ itself, and holds nothing a program may not see (it starts with the sandbox's mi
 environment, in an empty dir). Each run is a fork of the server as it stood after its
 imports, so nothing one program does reaches the next, and the program holds no file but
 its standard streams (the socket that asks for runs is closed in every fork). The server
-ends when the engine closes that socket or exits, and its runs die with it.
+ends when the engine closes that socket or exits, and its runs die with it; a run whose
+handle the engine drops (a cancelled call) is killed at once.
 
 Unlike a fresh interpreter, a forked program ends without interpreter teardown (atexit
 hooks, waiting for threads): its exit code is MODULE's ``SystemExit`` (1 and a traceback
@@ -125,7 +126,12 @@ class PreloadServer:
             finally:
                 theirs.close()
             run = PreloadedRun(ours)
-            if await run.started():
+            try:
+                started = await run.started()
+            except BaseException:  # cancelled: closing our end has the server kill the run
+                ours.close()
+                raise
+            if started:
                 return run
             self._forget(control)
             return None  # (it left with the request unread: nothing was forked)
@@ -137,7 +143,7 @@ class PreloadServer:
             if self.failed is not None:
                 return None
             if self._control is not None and self._proc is not None and self._proc.poll() is None:
-                return self._control
+                return self._control if self._env == _shared_env(env) else None
             self._env = _shared_env(env)
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             home = tempfile.mkdtemp(prefix="autocomp-preload-")
@@ -237,13 +243,20 @@ def _serve(control: socket.socket, idle_s: float) -> tuple[dict, list[int]]:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # (the wakeup fd is what is read)
-    replies: dict[int, socket.socket] = {}
+    replies: dict[int, socket.socket] = {}  # per run (its supervisor's pid): the engine's handle
+    dropped: set[int] = set()  # runs whose handle the engine closed: killed, not yet reaped
     while True:
+        watched = {reply.fileno(): pid for pid, reply in replies.items() if pid not in dropped}
         readable, _, _ = select.select(
-            [control.fileno(), wake_r], [], [], None if replies else idle_s
+            [control.fileno(), wake_r, *watched], [], [], None if replies else idle_s
         )
         if not readable:
             os._exit(0)  # idle: the engine starts a server again on need
+        for fd in readable:
+            if fd in watched:  # (the engine never writes there: this is its end)
+                with contextlib.suppress(OSError):  # the supervisor, and so all of the run
+                    os.killpg(watched[fd], signal.SIGKILL)
+                dropped.add(watched[fd])
         if wake_r in readable:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, 4096)
@@ -255,6 +268,7 @@ def _serve(control: socket.socket, idle_s: float) -> tuple[dict, list[int]]:
                 if pid == 0:
                     break
                 reply = replies.pop(pid)
+                dropped.discard(pid)
                 with contextlib.suppress(OSError):
                     reply.send(f"exit {os.waitstatus_to_exitcode(wait_status)}".encode())
                 reply.close()
@@ -291,7 +305,8 @@ def _serve(control: socket.socket, idle_s: float) -> tuple[dict, list[int]]:
                 os.close(fd)
             if pid > 0:
                 replies[pid] = reply
-                reply.send(f"pid {pid}".encode())
+                with contextlib.suppress(OSError):  # (gone: the next select kills the run)
+                    reply.send(f"pid {pid}".encode())
 
 
 def _become_supervisor(request: dict, stdio: list[int], mains: dict) -> None:

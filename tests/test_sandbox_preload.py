@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autocomp_core.sandbox import SandboxLimits, isolation_level, run_sandboxed
-from autocomp_core.sandbox_preload import PreloadServer
+from autocomp_core.sandbox_preload import PreloadedRun, PreloadServer
 from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NONE
 
 PROGRAM = "autocomp_core.testing.sandbox_program"
@@ -188,6 +188,46 @@ async def test_a_program_cannot_reach_or_stop_the_server(server) -> None:
     assert after.stdout == "True\n" and server._proc.pid == pid
 
 
+@pytest.mark.hostile
+@pytest.mark.asyncio
+@pytest.mark.parametrize("engine", ["prompt", "slow"])
+async def test_a_cancelled_call_kills_the_forked_program_whenever_it_comes(
+    server, engine: str, monkeypatch
+) -> None:
+    """Cancelled once it runs, and at each of the first steps of its start. ``slow``: an
+    engine that hears of the fork only after the program started (its event loop was busy)
+    and is cancelled then; it drops its handle of the run, and the server kills the run."""
+    if engine == "slow":
+        heard = PreloadedRun.started
+
+        async def late(run):
+            await asyncio.sleep(0.5)
+            return await heard(run)
+
+        monkeypatch.setattr(PreloadedRun, "started", late)
+    marker = f"pc-{os.getpid() % 10**8}"
+    code = f"import ctypes, time\nctypes.CDLL(None).prctl(15, {marker!r}.encode())\ntime.sleep(600)"
+    await run_sandboxed(program("pass"), preload=server)  # (started: its imports done)
+    for steps in [*range(12), None] if engine == "prompt" else [3]:
+        task = asyncio.ensure_future(
+            run_sandboxed(program(code), limits=SandboxLimits(wall_s=600), preload=server)
+        )
+        if steps is None or engine == "slow":
+            while not _named(marker):
+                await asyncio.sleep(0.02)
+        else:
+            for _ in range(steps):
+                await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(600):
+            await asyncio.sleep(0.05)
+            if not _named(marker):
+                break
+        assert not _named(marker), f"left running when cancelled after {steps} steps"
+
+
 @pytest.mark.asyncio
 async def test_a_server_that_cannot_import_leaves_its_runs_to_fresh_interpreters() -> None:
     server = PreloadServer(["autocomp_core.testing.no_such_module"])
@@ -233,7 +273,7 @@ async def test_the_server_and_its_runs_die_with_the_engine(tmp_path: Path) -> No
         textwrap.dedent(f"""
         import asyncio, ctypes, os, sys
         from autocomp_core.sandbox import SandboxLimits, run_sandboxed
-        from autocomp_core.sandbox_preload import PreloadServer
+        from autocomp_core.sandbox_preload import PreloadedRun, PreloadServer
 
         def named():
             for pid in filter(str.isdigit, os.listdir("/proc")):
