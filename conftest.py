@@ -7,6 +7,8 @@ threads.
 Ctrl-C is a normal SIGINT in the test processes even when the run was started as a shell's
 background job (which starts with SIGINT ignored): the commands they start inherit it, and
 tests send them SIGINT.
+Tests marked ``gpu`` run only where a GPU answers (wherever the run starts: the whole suite or
+one plugin's tests).
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run, and keeps
 those whose code is unchanged for the next run (``.test-cache/``).
@@ -18,6 +20,7 @@ import hashlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,6 +38,23 @@ def pytest_configure(config: pytest.Config) -> None:
     share = str(_cores_per_worker())
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAX_JOBS"):
         os.environ.setdefault(name, share)
+
+
+def _gpu_present() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items or _gpu_present():
+        return
+    config.hook.pytest_deselected(items=gpu_items)
+    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
 
 
 #: where build caches that outlive a run are kept (``AUTOCOMP_TEST_CACHE=off``: none, every

@@ -1,14 +1,10 @@
-"""Shared test setup: the toy backend plugin, and GPU tests only where a GPU answers."""
+"""Shared test setup: the toy backend plugin."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 TOY_DIR = Path(__file__).parent / "toybackend"
 SAMPLE_PLUGINS = Path(__file__).parent / "sample_plugins"
@@ -26,19 +22,3 @@ _plugins = [m for m in os.environ.get("AUTOCOMP_PLUGINS", "").split(",") if m.st
 if "toy_plugin" not in _plugins:
     os.environ["AUTOCOMP_PLUGINS"] = ",".join([*_plugins, "toy_plugin"])
 
-
-def _gpu_present() -> bool:
-    if shutil.which("nvidia-smi") is None:
-        return False
-    try:
-        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
-    if not gpu_items or _gpu_present():
-        return
-    config.hook.pytest_deselected(items=gpu_items)
-    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
