@@ -43,7 +43,7 @@ from . import cache, compiler_feedback, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
-from .workers import CANDIDATE_MAIN, ReferenceServer, Worker
+from .workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 
 #: Bumped when the reference files change layout (older cached references are not read).
 REFERENCE_FORMAT = 4
@@ -76,8 +76,9 @@ class Settings:
     bandwidth_gbs: float | None = None
     compile_baseline: bool = False  # also time torch.compile(Model), interleaved like the eager one
     warm_workers: bool = True  # keep the next candidate's worker started, torch imported
-    #: fork candidate workers from a process that imported torch once (sandbox_preload)
-    #: instead of starting each with a fresh interpreter; the sandbox is the same either way
+    #: fork candidate and reference workers from a process that imported torch once
+    #: (sandbox_preload) instead of starting each with a fresh interpreter; the sandbox is the
+    #: same either way
     preload_workers: bool = True
     worker_slack_s: float = (
         30.0  # beyond the phase watchdogs: startup, writing results; then killed
@@ -322,10 +323,11 @@ class Harness:
         )
 
     def _preload(self, gpu: int | None) -> PreloadServer | None:
-        """The server candidate workers of this device slot are forked from, torch imported."""
+        """The server the workers of this device slot (candidates' and references') are forked
+        from, torch imported."""
         if not self.settings.preload_workers:
             return None
-        return PreloadServer.shared([CANDIDATE_MAIN], self._env(gpu))
+        return PreloadServer.shared([CANDIDATE_MAIN, REFERENCE_MAIN], self._env(gpu))
 
     def _eval_deadline_s(self) -> float:
         return sum(self.settings.phase_timeouts().values()) + self.settings.worker_slack_s
@@ -485,6 +487,7 @@ class Harness:
             self._limits(self.settings.correctness_timeout_s * 3),
             self.settings.standby_idle_s,
             hidden=self._hidden,
+            preload=self._preload(None),
         )
 
     async def _keep_server(self, server: ReferenceServer, how: str) -> None:

@@ -7,9 +7,9 @@ job file. The harness keeps one such worker in standby per device slot, so the n
 candidate finds the imports done. Isolation is unchanged: each worker serves exactly one
 candidate and ends with it (a crashed or hung candidate takes nothing else down).
 
-With a ``PreloadServer`` (the harness's default) the worker is forked from a process that
-imported torch once (``autocomp_core.sandbox_preload``), in the same sandbox: the import
-is paid once per device slot instead of once per candidate.
+With a ``PreloadServer`` (the harness's default) a worker, and a reference server too, is
+forked from a process that imported torch once (``autocomp_core.sandbox_preload``), in the
+same sandbox: the import is paid once per device slot instead of once per process.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 from autocomp_core import PreloadServer, SandboxLimits, SandboxResult, remove_tree, run_sandboxed
 
 CANDIDATE_MAIN = "autocomp_cuda.runtime.candidate_main"
+REFERENCE_MAIN = "autocomp_cuda.runtime.reference_main"
 #: A standby worker this close to its idle limit is not handed a job (it may be leaving).
 IDLE_MARGIN_S = 30.0
 #: A reference server that has not finished its imports by then is killed.
@@ -146,6 +147,7 @@ class ReferenceServer:
         limits: SandboxLimits,
         idle_s: float,
         hidden: Sequence[Path] = (),
+        preload: PreloadServer | None = None,
     ) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-refs-"))
         self.idle_s = idle_s
@@ -156,7 +158,7 @@ class ReferenceServer:
         argv = [
             sys.executable,
             "-m",
-            "autocomp_cuda.runtime.reference_main",
+            REFERENCE_MAIN,
             "--serve",
             f"{idle_s:g}",
         ]
@@ -164,7 +166,9 @@ class ReferenceServer:
         life_s = (limits.wall_s + idle_s) * self.MAX_JOBS
         limits = dataclasses.replace(limits, wall_s=life_s, cpu_s=math.ceil(life_s))
         self.task = asyncio.ensure_future(
-            run_sandboxed(argv, limits=limits, cwd=self.work, env=env, hidden=hidden)
+            run_sandboxed(
+                argv, limits=limits, cwd=self.work, env=env, hidden=hidden, preload=preload
+            )
         )
         self.task.add_done_callback(self._remove_if_idle)
 
