@@ -21,4 +21,3 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 _plugins = [m for m in os.environ.get("AUTOCOMP_PLUGINS", "").split(",") if m.strip()]
 if "toy_plugin" not in _plugins:
     os.environ["AUTOCOMP_PLUGINS"] = ",".join([*_plugins, "toy_plugin"])
-
