@@ -273,7 +273,7 @@ async def test_the_server_and_its_runs_die_with_the_engine(tmp_path: Path) -> No
         textwrap.dedent(f"""
         import asyncio, ctypes, os, sys
         from autocomp_core.sandbox import SandboxLimits, run_sandboxed
-        from autocomp_core.sandbox_preload import PreloadedRun, PreloadServer
+        from autocomp_core.sandbox_preload import PreloadServer
 
         def named():
             for pid in filter(str.isdigit, os.listdir("/proc")):
