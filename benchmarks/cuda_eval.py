@@ -3,8 +3,10 @@
 Prints, on one device, each line as soon as it is measured:
   * the reference computation, cold and then cached;
   * per-candidate evaluation overhead with the reference cached and nothing to compile
-    (the problem's own eager program): a worker started for the candidate against a warm
-    standby worker (torch imported), and where the warm evaluation's time goes (the
+    (the problem's own eager program), in wall time and in the machine's CPU time (a forked
+    worker is no child of this process): a worker started for the candidate with a fresh
+    interpreter, one forked from the preload server (torch imported there once), and a warm
+    standby worker (forked too, the default), and where the warm evaluation's time goes (the
     worker's phases, writing outputs, the judge loading and comparing them);
   * for an extension candidate, the cold build (skip with --no-cold-build) against the
     build-cache hit;
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -47,11 +50,20 @@ FUSED = {
 say = partial(print, flush=True)
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
+
+
 async def overhead(
     harness: Harness, spec, repeat: int, warm: bool
-) -> tuple[list[float], list[dict[str, float]]]:
-    """Wall time and breakdown of whole evaluations of the eager program, one after another."""
+) -> tuple[list[float], list[dict[str, float]], float]:
+    """Wall time and breakdown of whole evaluations of the eager program, one after another,
+    and the machine's CPU seconds per evaluation."""
     times, breakdowns = [], []
+    cpu = machine_cpu_s()
     for _ in range(repeat):
         if warm:
             assert await harness.warm_up(), "the standby worker did not get ready"
@@ -61,7 +73,7 @@ async def overhead(
         assert verdict.status == "ok", verdict.message
         assert verdict.worker_warm is warm, "the worker was not in the state this row measures"
         breakdowns.append(verdict.breakdown_s)
-    return times, breakdowns
+    return times, breakdowns, (machine_cpu_s() - cpu) / repeat
 
 
 def median_breakdown(breakdowns: list[dict[str, float]]) -> str:
@@ -76,7 +88,10 @@ async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool
     size = "tiny" if device == "cpu" else "full"
     with tempfile.TemporaryDirectory() as cache:
         base = {"device": device, "size": size, "trials": 3, "warmup": 2}
-        fresh = Harness(Path(cache), Settings(**base, reps=5, warm_workers=False))
+        fresh = Harness(
+            Path(cache), Settings(**base, reps=5, warm_workers=False, preload_workers=False)
+        )
+        forked = Harness(Path(cache), Settings(**base, reps=5, warm_workers=False))
         warm = Harness(Path(cache), Settings(**base, reps=5))
         spec = specs["L2/scale_bias_clamp_mul"]
         say(f"device={device} size={size} trials=3 problem={spec.id}")
@@ -91,19 +106,30 @@ async def main(device: str, repeat: int, cache_dir: str | None, cold_build: bool
         say(
             f"per-candidate evaluation overhead (reference cached, nothing to compile), median of {repeat}:"
         )
-        fresh_s, fresh_parts = await overhead(fresh, spec, repeat, warm=False)
-        say(
-            f"  worker started for the candidate: {statistics.median(fresh_s):.3f} s (min {min(fresh_s):.3f})"
-        )
-        say(f"    where it went (s): {median_breakdown(fresh_parts)}")
-        warm_s, warm_parts = await overhead(warm, spec, repeat, warm=True)
+        rows = {}
+        for label, harness, standby in (
+            ("worker started, fresh interpreter", fresh, False),
+            ("worker started, forked (preload)", forked, False),
+            ("warm standby worker (forked)", warm, True),
+        ):
+            times, parts, cpu = await overhead(harness, spec, repeat, warm=standby)
+            rows[label] = (statistics.median(times), cpu)
+            say(
+                f"  {label:<34} {statistics.median(times):.3f} s wall (min {min(times):.3f}), "
+                f"{cpu:.3f} CPU-s"
+            )
+            say(f"    where it went (s): {median_breakdown(parts)}")
         await warm.aclose()
-        say(
-            f"  warm standby worker:              {statistics.median(warm_s):.3f} s (min {min(warm_s):.3f})"
+        await forked.aclose()
+        (fresh_wall, fresh_cpu), (warm_wall, warm_cpu) = (
+            rows["worker started, fresh interpreter"],
+            rows["warm standby worker (forked)"],
         )
-        say(f"    where it went (s): {median_breakdown(warm_parts)}")
+        forked_wall, forked_cpu = rows["worker started, forked (preload)"]
         say(
-            f"  ratio started / warm: {statistics.median(fresh_s) / statistics.median(warm_s):.1f}x"
+            f"  ratio fresh / forked: {fresh_wall / forked_wall:.1f}x wall, "
+            f"{fresh_cpu / forked_cpu:.1f}x CPU; fresh / warm: {fresh_wall / warm_wall:.1f}x wall, "
+            f"{fresh_cpu / warm_cpu:.1f}x CPU"
         )
 
         fused = FUSED[device]
