@@ -701,7 +701,7 @@ async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen | Preloa
 
 def _kill_now(status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
     """Kill without waiting. The supervisor reaps the program and exits; ``subprocess``
-    reaps the supervisor later (at the next Popen)."""
+    reaps the supervisor later (at the next Popen), or the preload server that forked it."""
     if status.pid is None and status.fd >= 0:
         status._on_readable()  # the pid line may be in the pipe, unread
     target = status.pid if status.pid is not None else proc.pid

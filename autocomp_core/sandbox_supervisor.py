@@ -161,6 +161,8 @@ def supervise(plan: dict, argv: list[str], program: Callable[[], None] | None = 
     status = plan["status_fd"]
     try:
         level = plan["level"]
+        if program is not None and level == BUBBLEWRAP:  # never run it outside bwrap instead
+            raise ValueError("bubblewrap execs its program: a preloaded one cannot run in it")
         in_namespaces = level in (NAMESPACES, USER_NAMESPACES)
         if in_namespaces:
             try:
@@ -187,7 +189,7 @@ def supervise(plan: dict, argv: list[str], program: Callable[[], None] | None = 
             os.setsid()  # the process group the engine kills at the wall limit
             if in_namespaces:
                 init_namespace(plan, argv, lifeline, program)
-            elif level == BUBBLEWRAP and program is None:
+            elif level == BUBBLEWRAP:
                 become_program(plan, _checking_lifeline(argv, lifeline), parent=me)
             else:
                 os.close(lifeline)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from autocomp_core import sandbox_supervisor as supervisor
 from autocomp_core.sandbox import SandboxLimits, isolation_level, run_sandboxed
 from autocomp_core.sandbox_preload import PreloadedRun, PreloadServer
 from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NONE
@@ -250,7 +251,7 @@ async def test_only_runs_of_its_modules_and_its_environment_are_forked(server) -
         [sys.executable, "-c", "import sys; print('json' in sys.modules)"], preload=server
     )
     assert (first.stdout, other_env.stdout) == ("True\n", "False\n")
-    assert other_program.ok
+    assert other_program.stdout == "False\n"  # (the server has json imported: not a fork)
 
 
 @pytest.mark.asyncio
@@ -341,3 +342,19 @@ def _named(comm: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+def test_the_supervisor_never_runs_a_preloaded_program_without_bubblewrap_asked_for() -> None:
+    """``run_sandboxed`` never forks under bubblewrap; the supervisor refuses one all the same
+    rather than run it outside bwrap's sandbox."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (the supervisor never returns)
+        os.close(read)
+        plan = {"status_fd": write, "level": BUBBLEWRAP}
+        supervisor.supervise(plan, ["true"], program=lambda: os._exit(0))
+    os.close(write)
+    _, wait_status = os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as report:
+        assert os.waitstatus_to_exitcode(wait_status) == 70
+        assert b"error supervisor: bubblewrap execs its program" in report.read()
