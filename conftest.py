@@ -9,6 +9,10 @@ background job (which starts with SIGINT ignored): the commands they start inher
 tests send them SIGINT.
 Tests marked ``gpu`` run only where a GPU answers (wherever the run starts: the whole suite or
 one plugin's tests).
+Files run longest first (scripts/test.sh hands pytest-xdist whole files, in the order
+collected): ordered by how long each took in the last run (``.test-cache/durations.json``),
+files never timed after those, by their number of tests. A long file that started near the end
+would keep the run going after every other worker has finished.
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run, and keeps
 those whose code is unchanged for the next run (``.test-cache/``).
@@ -17,6 +21,7 @@ those whose code is unchanged for the next run (``.test-cache/``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -51,15 +56,66 @@ def _gpu_present() -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
-    if not gpu_items or _gpu_present():
-        return
-    config.hook.pytest_deselected(items=gpu_items)
-    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+    if gpu_items and not _gpu_present():
+        config.hook.pytest_deselected(items=gpu_items)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+    _longest_files_first(items)
 
 
+ROOT = Path(__file__).resolve().parent
 #: where build caches that outlive a run are kept (``AUTOCOMP_TEST_CACHE=off``: none, every
 #: run starts cold)
-KEPT_CACHES = Path(__file__).resolve().parent / ".test-cache"
+KEPT_CACHES = ROOT / ".test-cache"
+#: seconds each test file took in the last run that ran it: {path from the root: seconds}
+DURATIONS = KEPT_CACHES / "durations.json"
+
+
+def _keep_caches() -> bool:
+    return os.environ.get("AUTOCOMP_TEST_CACHE", "on") != "off"
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _recorded_durations() -> dict[str, float]:
+    try:
+        took = json.loads(DURATIONS.read_text()) if _keep_caches() else {}
+    except (OSError, ValueError):
+        return {}
+    return took if isinstance(took, dict) else {}
+
+
+def _longest_files_first(items: list[pytest.Item]) -> None:
+    took = _recorded_durations()
+    tests: dict[str, int] = {}
+    for item in items:
+        tests[_file_of(item.nodeid)] = tests.get(_file_of(item.nodeid), 0) + 1
+    # stable: a file's tests stay together and in their order
+    items.sort(
+        key=lambda item: (-took.get(_file_of(item.nodeid), 0.0), -tests[_file_of(item.nodeid)])
+    )
+
+
+_took_this_run: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # under xdist the main process hears every worker's reports; the workers keep none
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        file = _file_of(report.nodeid)
+        _took_this_run[file] = _took_this_run.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _took_this_run or not _keep_caches() or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    took = {f: s for f, s in _recorded_durations().items() if (ROOT / f).is_file()}
+    took.update({f: round(s, 2) for f, s in _took_this_run.items()})
+    KEPT_CACHES.mkdir(exist_ok=True)
+    partial = DURATIONS.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(dict(sorted(took.items())), indent=0))
+    partial.replace(DURATIONS)
 
 
 def _digest_of(sources: tuple[Path, ...]) -> str:
@@ -86,7 +142,7 @@ def shared_cache_dir(tmp_path_factory):
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the run's base directory, above each worker's own
-    keep = os.environ.get("AUTOCOMP_TEST_CACHE", "on") != "off"
+    keep = _keep_caches()
 
     def directory(
         name: str, sources: tuple[Path, ...] = (), content_addressed: bool = False

@@ -4,6 +4,7 @@
 # (on a timeout, a killed process, a server) and the extra worker uses that core meanwhile.
 # Extra arguments go to pytest (e.g. -n 0 for one process, --durations=30 for the slowest
 # tests).
+# xdist keeps the order collected (conftest.py puts the files that took longest first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The suite starts hundreds of Python processes (the CLI, engines, workers, sandboxed
@@ -15,4 +16,4 @@ unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m compileall -q -j 0 -x '/(adversarial|kernels)/|/problems/[^/]+/' \
   autocomp_core plugins/*/autocomp_* >/dev/null
 workers=$(( $(nproc) + 1 ))
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
