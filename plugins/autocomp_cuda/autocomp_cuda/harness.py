@@ -49,6 +49,11 @@ from .workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 REFERENCE_FORMAT = 4
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
+#: How every worker runs Inductor (the compiled baseline's compiler). It precompiles its C++
+#: headers (several CPU-seconds) before it loads even a cached kernel, into a folder of the
+#: worker's own: each candidate's worker paid that again for the compiled baseline that was
+#: copied to it ready-made. (Part of that cache's key: the headers change the kernels' keys.)
+INDUCTOR_ENV = {"TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS": "0"}
 USES_EXTENSION = ("load_inline", "cpp_extension")
 
 
@@ -280,6 +285,7 @@ class Harness:
             "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
             "PYTHONPATH": _import_path(),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1))),
+            **INDUCTOR_ENV,
         }
         if self.settings.device == "cpu":
             env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors for real checks
@@ -821,7 +827,8 @@ class Harness:
         by everything they depend on, so an entry that does not fit is a miss, never wrong."""
         s = self.settings
         text = json.dumps(
-            [spec.digest, s.size, ref_meta.get("sizes"), s.device, _torch_tag()], sort_keys=True
+            [spec.digest, s.size, ref_meta.get("sizes"), s.device, _torch_tag(), INDUCTOR_ENV],
+            sort_keys=True,
         )
         key = hashlib.sha256(text.encode()).hexdigest()[:24]
         target = self.cache / "inductor" / key

@@ -199,9 +199,12 @@ async def test_torch_compile_baseline_is_timed_alongside_when_asked(make_backend
     assert result.correct, result.feedback
     assert result.extra["compiled_baseline_ms"] > 0 and result.extra["speedup_vs_compiled"] > 0
     assert "torch.compile baseline" in result.feedback
-    # Compiled once, by a worker that holds no candidate; each candidate's worker gets a copy.
+    # Compiled once, by a worker that holds no candidate; each candidate's worker gets a copy,
+    # and loads it without compiling anything itself.
     kept = _digests(backend.harness.cache / "inductor")
     assert kept
+    again = await backend.harness.evaluate(backend.spec("L1/relu"), problem.baseline_code)
+    assert again.status == "ok" and again.info["compiled_baseline_binaries_built"] == 0
     poisoner = make_backend("cpu", compile_baseline=True, reps=4, static_checks=False)
     poisoned = await _eval(poisoner, "L1/relu", POISONS_THE_COMPILED_BASELINE)
     assert poisoned.correct, poisoned.feedback  # it ran, and found its copy to overwrite

@@ -243,6 +243,20 @@ class KernelCounter:
 CUDA_CFLAGS_POSITION = {"load_inline": 5, "load": 2}
 
 
+def _kernel_binaries(folder: str | None) -> set[Path]:
+    """What Inductor has compiled (kernels' shared objects and GPU binaries, precompiled
+    headers) in its cache ``folder`` and its default one (the headers' place)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
+
+    folders = {Path(folder or cache_dir()), Path(default_cache_dir())}
+    return {
+        path
+        for root in folders
+        for path in root.rglob("*")
+        if path.suffix in (".so", ".cubin", ".hsaco", ".gch")
+    }
+
+
 def _builds_cuda(fname: str, args: tuple, kwargs: dict[str, Any]) -> bool:
     """Whether a load_inline/load call compiles CUDA code (arguments as torch names them)."""
     if fname == "load_inline":
@@ -367,13 +381,18 @@ class Worker:
             # a GPU, their Triton kernels too) go to the compiled baseline's own cache, never
             # to the candidate's Triton cache (set only once this is done).
             os.environ.pop("TRITON_CACHE_DIR", None)
-            if self.job.get("inductor_cache"):
-                os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.job["inductor_cache"]
+            inductor_cache = self.job.get("inductor_cache")
+            if inductor_cache:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
+            kernels_before = _kernel_binaries(inductor_cache)
             self.compiled = torch.compile(copy.deepcopy(self.baseline))
             with torch.no_grad():
                 self.compiled(*[common.to_device(x, self.device) for x in self.trials[0]])
             self.sync()
+            built = len(_kernel_binaries(inductor_cache) - kernels_before)
         self.result["info"] = common.device_info(self.device)
+        if self.compiled is not None:  # 0 where the compiled baseline's copy had it all
+            self.result["info"]["compiled_baseline_binaries_built"] = built
 
     def load_candidate(self) -> None:
         os.environ.pop("TRITON_CACHE_DIR", None)  # (torch.compile set it to the baseline's)
