@@ -100,22 +100,30 @@ def _longest_files_first(items: list[pytest.Item]) -> None:
 _took_this_run: dict[str, float] = {}
 
 
+def _records_durations(config: pytest.Config) -> bool:
+    """Only the main process of a parallel run records (it hears every worker's reports);
+    a run of a few tests inside a test (a sandbox's, a generated plugin's) never does."""
+    parallel = bool(getattr(config.option, "numprocesses", None))
+    return parallel and _keep_caches() and not os.environ.get("PYTEST_XDIST_WORKER")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # under xdist the main process hears every worker's reports; the workers keep none
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        file = _file_of(report.nodeid)
-        _took_this_run[file] = _took_this_run.get(file, 0.0) + report.duration
+    file = _file_of(report.nodeid)
+    _took_this_run[file] = _took_this_run.get(file, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if not _took_this_run or not _keep_caches() or os.environ.get("PYTEST_XDIST_WORKER"):
+    if not _took_this_run or not _records_durations(session.config):
         return
     took = {f: s for f, s in _recorded_durations().items() if (ROOT / f).is_file()}
     took.update({f: round(s, 2) for f, s in _took_this_run.items()})
-    KEPT_CACHES.mkdir(exist_ok=True)
     partial = DURATIONS.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(dict(sorted(took.items())), indent=0))
-    partial.replace(DURATIONS)
+    try:  # only an ordering hint: a run that cannot keep it loses nothing else
+        KEPT_CACHES.mkdir(exist_ok=True)
+        partial.write_text(json.dumps(dict(sorted(took.items())), indent=0))
+        partial.replace(DURATIONS)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 def _digest_of(sources: tuple[Path, ...]) -> str:
