@@ -6,11 +6,15 @@ Prints
     instructions on every seed, cost model included), the cost model alone, the reference and the
     check -- and the instructions emulated per second (for a PyTorch source: its operators); then
     the median and the worst;
+  * startup: whole evaluations of small kernels with the trace and replay processes forked from
+    the preload server (the default) and started as fresh interpreters, alternated, in wall time
+    and in the machine's CPU time, and the ratio;
   * the calibration table: the modelled latency of the start and best kernels of gemm, mamba,
     attention, sd-attention and conv1d, in trace-only mode at the original full shapes, against
     the published P99 measurements on trn1 (nki.md 6.3), with the ratio and the start > best check.
 
-    python benchmarks/trn_eval.py [--only PROBLEM ...] [--skip-timing] [--skip-calibration]
+    python benchmarks/trn_eval.py [--only PROBLEM ...] [--skip-timing] [--skip-startup]
+                                  [--skip-calibration]
 
 Every latency printed here is modelled by the emulator's cost model, not measured on hardware.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 
@@ -71,6 +76,46 @@ async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
         )
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
+
+
+async def startup(repeat: int = 5) -> None:
+    """Forked steps against fresh interpreters, on kernels whose evaluation is mostly start-up."""
+    kernels = [("tutorial/gemm", "baseline"), ("advanced/rope", "baseline")]
+    kernels += [("tutorial/gemm", "optimized")]
+    ways = {"forked": Settings(), "fresh": Settings(preload=False)}
+    wall: dict[str, list[float]] = {w: [] for w in ways}
+    cpu: dict[str, list[float]] = {w: [] for w in ways}
+    rope = spec_by_id("advanced/rope")
+    for settings in ways.values():  # the server's own start is not part of a row
+        await EmulatorEvaluator(settings).evaluate(rope, rope.baseline_code())
+    for _ in range(repeat):
+        for way, settings in ways.items():
+            ev = EmulatorEvaluator(settings)
+            for pid, label in kernels:
+                spec = spec_by_id(pid)
+                code = spec.baseline_code() if label == "baseline" else optimized_source(pid)
+                c, t = machine_cpu_s(), time.perf_counter()
+                v = await ev.evaluate(spec, code)
+                wall[way].append(time.perf_counter() - t)
+                cpu[way].append(machine_cpu_s() - c)
+                assert v.ok, v.message
+    print(f"\nStart-up: {len(kernels)} kernels x {repeat}, per evaluation (median)")
+    for way in ways:
+        print(
+            f"{way:7s} {statistics.median(wall[way]):6.3f} s wall "
+            f"{statistics.median(cpu[way]):6.3f} CPU-s (machine)"
+        )
+    print(
+        f"fresh / forked: {statistics.median(wall['fresh']) / statistics.median(wall['forked']):.2f}x"
+        f" wall, {statistics.median(cpu['fresh']) / statistics.median(cpu['forked']):.2f}x CPU"
+    )
+
+
 async def calibration(ev: EmulatorEvaluator) -> None:
     print("\nCalibration: modelled (trace-only, original full shapes, trn1) vs published P99 (ms)")
     print(
@@ -106,11 +151,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--skip-startup", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     args = parser.parse_args()
     ev = EmulatorEvaluator(Settings(trace_timeout_s=600, replay_timeout_s=1200))
     if not args.skip_timing:
         await timing(ev, args.only)
+    if not args.skip_startup:
+        await startup()
     if not args.skip_calibration:
         await calibration(ev)
 

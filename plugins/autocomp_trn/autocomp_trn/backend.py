@@ -65,6 +65,11 @@ class TrnOptions(BackendOptions):
         120.0, gt=0, description="wall-clock limit of the replay process"
     )
     memory_mb: int = Field(6144, ge=512, description="memory limit of each evaluation process")
+    preload_steps: bool = Field(
+        True,
+        description="fork the trace and replay processes from one that imported the emulator "
+        "(false: a fresh interpreter for each)",
+    )
     neuron_cores: int | None = Field(
         None, ge=1, description="Neuron mode: NeuronCores to use (default: all)"
     )
@@ -115,6 +120,7 @@ class TrnBackend(Backend):
                 o.trace_timeout_s,
                 o.replay_timeout_s,
                 o.memory_mb,
+                preload=o.preload_steps,
             )
         )
 

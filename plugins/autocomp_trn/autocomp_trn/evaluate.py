@@ -3,7 +3,9 @@
 
 The tracing process runs the candidate and nothing else; the replay process runs only this
 plugin's code on the trace (data), on inputs drawn from seeds the tracing process never sees.
-Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``.
+Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``, and are forked
+(unless ``preload`` is off) from a server that imported NumPy and the emulator once
+(``autocomp_core.PreloadServer``): in the same sandbox, without paying those imports each time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autocomp_core import (
+    PreloadServer,
     SandboxLimits,
     SandboxResult,
     evaluation_seeds,
@@ -53,6 +56,11 @@ class Settings:
     replay_timeout_s: float = 120.0
     memory_mb: int = 6144
     max_events: int = MAX_EVENTS
+    preload: bool = True  # trace and replay forked from a server that did their imports
+
+
+#: the sandboxed steps of an evaluation (``python -m STEP request.json``)
+STEPS = {step: f"autocomp_trn.runtime.{step}_main" for step in ("trace", "replay")}
 
 
 def seeds_for(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
@@ -146,11 +154,14 @@ class EmulatorEvaluator:
         path = work / f"{step}_request.json"
         path.write_text(json.dumps(request))
         t = time.perf_counter()
+        env = child_env()
+        server = PreloadServer.shared(list(STEPS.values()), env) if self.settings.preload else None
         run = await run_sandboxed(
-            [sys.executable, "-m", f"autocomp_trn.runtime.{step}_main", str(path)],
+            [sys.executable, "-m", STEPS[step], str(path)],
             limits=self._limits(wall_s),
             cwd=work,
-            env=child_env(),
+            env=env,
+            preload=server,
         )
         phases[f"{step}_s"] = time.perf_counter() - t
         return run

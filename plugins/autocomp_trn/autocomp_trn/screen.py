@@ -9,7 +9,7 @@ import ast
 
 from autocomp_core import Finding, attribute_root
 
-from .runtime.trace_main import ALLOWED_IMPORTS
+from .runtime import ALLOWED_IMPORTS
 
 FORBIDDEN_CALLS = {
     "exec": "dynamic code",

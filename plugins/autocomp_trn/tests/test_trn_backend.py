@@ -9,13 +9,15 @@ import sys
 import anyio
 import pydantic
 import pytest
-from autocomp_core import EvalContext, EvalResult, FailureKind
+from autocomp_core import EvalContext, EvalResult, FailureKind, PreloadServer
 from autocomp_core.resources import local_slots
 from autocomp_core.testing import check_backend
 
 from autocomp_trn import neuron
 from autocomp_trn.backend import TrnBackend
+from autocomp_trn.evaluate import STEPS, EmulatorEvaluator, Settings, child_env
 from autocomp_trn.kernels import optimized_source
+from autocomp_trn.problems.catalog import spec_by_id
 
 BACKEND = TrnBackend({"mode": "emulator"}, {"seeds": 2})
 ROPE = BACKEND.load_problem("advanced/rope").baseline_code
@@ -195,3 +197,24 @@ def test_the_engine_side_never_loads_the_emulators_numeric_types():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_steps_are_forked_from_a_preload_server_and_judge_as_fresh_ones():
+    spec = spec_by_id("tutorial/rmsnorm")
+    server = PreloadServer.shared(list(STEPS.values()), child_env())
+    server.close()  # (another test of this process may have started it)
+
+    def evaluate(settings: Settings):
+        evaluator = EmulatorEvaluator(settings)
+        return anyio.run(lambda: evaluator.evaluate(spec, spec.baseline_code()))
+
+    fresh = evaluate(Settings(preload=False))
+    assert server._proc is None
+    forked = evaluate(Settings())
+    assert server._proc is not None and server._proc.poll() is None
+    assert fresh.status == "ok", fresh.message
+    assert (forked.status, forked.latency_us, forked.summary) == (
+        fresh.status,
+        fresh.latency_us,
+        fresh.summary,
+    )

@@ -13,12 +13,12 @@ import sys
 import traceback
 from pathlib import Path
 
+from autocomp_trn.judge import judge
+from autocomp_trn.problems.catalog import spec_by_id
+
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text())
-    from autocomp_trn.judge import judge
-    from autocomp_trn.problems.catalog import spec_by_id
-
     trace_text = Path(request["trace"]).read_text()
     return emit(
         judge(

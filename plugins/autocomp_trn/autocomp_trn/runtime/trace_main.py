@@ -18,22 +18,10 @@ import sys
 import traceback
 from pathlib import Path
 
-ALLOWED_IMPORTS = frozenset(
-    {
-        "nki",
-        "neuronxcc",
-        "numpy",
-        "math",
-        "functools",
-        "itertools",
-        "operator",
-        "typing",
-        "dataclasses",
-        "enum",
-        "collections",
-        "__future__",
-    }
-)
+from autocomp_trn.emulator import harness, modules
+from autocomp_trn.emulator.indexing import NkiError
+from autocomp_trn.runtime import ALLOWED_IMPORTS
+
 REMOVED_BUILTINS = (
     "open",
     "exec",
@@ -67,8 +55,6 @@ REFUSAL_CODES = {
 
 def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level != 0 or name.split(".")[0] not in ALLOWED_IMPORTS:
-        from autocomp_trn.emulator.indexing import NkiError
-
         allowed = ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))
         raise NkiError(
             f"kernels may import only {allowed} (tried {name!r})", "err_forbidden_import"
@@ -99,8 +85,6 @@ def trace_source(
     max_events: int,
 ) -> tuple[dict, str | None]:
     """Run the kernel twice under the tracer; (status, trace JSON text or None)."""
-    from autocomp_trn.emulator import harness, modules
-    from autocomp_trn.emulator.indexing import NkiError
 
     def status(kind: str, message: str = "", code: str = "", line: int = 0) -> tuple[dict, None]:
         return {"status": kind, "message": message, "code": code, "line": line}, None
