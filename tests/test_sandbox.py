@@ -599,19 +599,22 @@ async def test_engine_environment_stays_visible_when_it_lives_under_tmp(tmp_path
     (lib / "engine_side_module.py").write_text("VALUE = 42\n")
     (lib / "engine_side_module.py").chmod(0o644)
     monkeypatch.syspath_prepend(str(lib))
-    result = await run_sandboxed(
-        [sys.executable, "-c", "import engine_side_module as m; print(m.VALUE)"],
-        env={"PYTHONPATH": str(lib)},
-        limits=SandboxLimits(wall_s=30),
-    )
-    assert result.ok, result.stderr
-    assert result.stdout.strip() == "42"
-    outside = await run_sandboxed(
-        [sys.executable, "-c", "import os; print(os.listdir('/tmp'))"],
-        limits=SandboxLimits(wall_s=30),
-    )
-    assert lib.name in outside.stdout  # the engine's path is there ...
-    assert "pytest-of" not in outside.stdout  # ... and nothing else of the real /tmp
+    try:
+        result = await run_sandboxed(
+            [sys.executable, "-c", "import engine_side_module as m; print(m.VALUE)"],
+            env={"PYTHONPATH": str(lib)},
+            limits=SandboxLimits(wall_s=30),
+        )
+        assert result.ok, result.stderr
+        assert result.stdout.strip() == "42"
+        outside = await run_sandboxed(
+            [sys.executable, "-c", "import os; print(os.listdir('/tmp'))"],
+            limits=SandboxLimits(wall_s=30),
+        )
+        assert lib.name in outside.stdout  # the engine's path is there ...
+        assert "pytest-of" not in outside.stdout  # ... and nothing else of the real /tmp
+    finally:
+        remove_tree(lib)
 
 
 @pytest.mark.asyncio
