@@ -15,7 +15,8 @@ with a fresh interpreter, which sets up the isolation, starts the program and wr
 the run ended to a status pipe the program never holds. See that module for the layout.
 A ``python -m MODULE`` program may instead be forked, supervisor and all, from a server
 that imported MODULE once (``preload``, see ``sandbox_preload``): the same sandbox without
-paying the imports on every run.
+paying the imports on every run. A run's work dir is held while it lives, so that an engine
+killed outright leaves nothing in the temp dir for long (``workdirs``).
 
 The isolation in force on this machine (``isolation_level()``, probed once per process,
 shown by ``autocomp-core doctor`` and in every run's summary) is the strongest of (the
@@ -71,7 +72,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +82,7 @@ from . import sandbox_supervisor as supervisor
 from .errors import BackendError
 from .sandbox_preload import PreloadedRun, PreloadServer
 from .sandbox_supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
+from .workdirs import HeldDir, private_workdir, remove_tree
 
 __all__ = [
     "SandboxError",
@@ -149,28 +151,6 @@ class SandboxResult:
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
-
-
-@contextlib.contextmanager
-def private_workdir(prefix: str) -> Iterator[Path]:
-    """A fresh temp dir (mode 0700) that is removed, whatever its content, on exit."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    try:
-        yield path
-    finally:
-        remove_tree(path)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a work dir whatever the program did to it (read-only dirs included)."""
-
-    def make_writable_and_retry(func, target, _exc):
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), 0o700)
-            os.chmod(target, 0o700)
-            func(target)
-
-    shutil.rmtree(path, onerror=make_writable_and_retry)
 
 
 # ---------------------------------------------------------------- the run plan
@@ -510,8 +490,13 @@ async def run_sandboxed(
     if limits.wall_s <= 0:
         raise ValueError(f"SandboxLimits.wall_s must be positive, got {limits.wall_s}")
     level = await anyio.to_thread.run_sync(isolation_level)
-    owned = cwd is None
-    workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
+    # a dir of ours is held while the run lives (a killed engine's is swept: see workdirs);
+    # one to keep is the caller's, and never swept
+    held = HeldDir("autocomp-sbx-") if cwd is None and not keep else None
+    if held is not None:
+        workdir = held.path
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="autocomp-sbx-")) if cwd is None else Path(cwd)
     uid = _allocate_uid() if level in (NAMESPACES, UID_ONLY) and limits.drop_privileges else None
     try:
         _prepare_workdir(workdir, files, uid)
@@ -561,8 +546,8 @@ async def run_sandboxed(
         return await _run(argv, plan, limits, workdir, full_env, stdin, preload)
     finally:
         _release_uid(uid)
-        if owned and not keep:
-            remove_tree(workdir)
+        if held is not None:
+            held.release()
         elif uid is not None:  # hand the caller's dir (and what the program made) back
             _chown_tree(workdir, os.geteuid(), os.getegid())
 
