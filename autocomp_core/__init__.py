@@ -32,6 +32,7 @@ from .sandbox import (
 from .sandbox_preload import PreloadServer
 from .screening import Finding, attribute_root
 from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
+from .workdirs import HeldDir
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,7 @@ __all__ = [
     "FailureKind",
     "Finding",
     "HardwareConfig",
+    "HeldDir",
     "KnowledgePack",
     "PreloadServer",
     "Problem",

@@ -20,13 +20,19 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autocomp_core import PreloadServer, SandboxLimits, SandboxResult, remove_tree, run_sandboxed
+from autocomp_core import (
+    HeldDir,
+    PreloadServer,
+    SandboxLimits,
+    SandboxResult,
+    remove_tree,
+    run_sandboxed,
+)
 
 CANDIDATE_MAIN = "autocomp_cuda.runtime.candidate_main"
 REFERENCE_MAIN = "autocomp_cuda.runtime.reference_main"
@@ -58,7 +64,8 @@ class Worker:
         hidden: Sequence[Path] = (),
         preload: PreloadServer | None = None,
     ) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-eval-"))
+        self.held = HeldDir("autocomp-cuda-eval-")  # (a killed engine's is swept)
+        self.work = self.held.path
         self.job_path = self.work / "job.json"
         self.idle_s = idle_s
         self.started = time.monotonic()
@@ -86,7 +93,7 @@ class Worker:
 
     def _remove_if_unused(self, _task: asyncio.Future) -> None:
         if not self.dispatched:  # never used: nothing in the work dir is wanted
-            remove_tree(self.work)
+            self.held.release()
 
     @property
     def ready(self) -> bool:
@@ -124,7 +131,7 @@ class Worker:
 
     def discard(self) -> None:
         """Remove the work dir of a worker that was used (after the harness read its files)."""
-        remove_tree(self.work)
+        self.held.release()
 
 
 class ReferenceServer:
@@ -149,7 +156,8 @@ class ReferenceServer:
         hidden: Sequence[Path] = (),
         preload: PreloadServer | None = None,
     ) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="autocomp-cuda-refs-"))
+        self.held = HeldDir("autocomp-cuda-refs-")
+        self.work = self.held.path
         self.idle_s = idle_s
         self.served = 0
         self.busy = False  # a job's files are in the work dir, not yet read by the harness
@@ -174,7 +182,7 @@ class ReferenceServer:
 
     def _remove_if_idle(self, _task: asyncio.Future) -> None:
         if not self.busy:  # (with a job in flight, ``finish`` removes it once it is read)
-            remove_tree(self.work)
+            self.held.release()
 
     def usable(self) -> bool:
         """Alive on this event loop, with jobs and idle time left."""
@@ -226,7 +234,7 @@ class ReferenceServer:
         the whole work dir of a server that has ended."""
         self.busy = False
         if self.task.done():
-            remove_tree(self.work)
+            self.held.release()
             return
         n = self.served
         for name in (f"job-{n}.json", f"problem-{n}.py", f"stderr-{n}", f"done-{n}"):

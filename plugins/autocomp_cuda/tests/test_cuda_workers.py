@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+from pathlib import Path
 
 import pytest
 from autocomp_core.runner import ConfigError, make_backend as make_configured_backend
 from autocomp_core.sandbox import SandboxLimits
+from autocomp_core.workdirs import SUFFIX
 
 from autocomp_cuda.workers import Worker
 
@@ -70,11 +74,25 @@ async def test_without_warm_workers_nothing_waits_in_standby(make_backend):
     assert harness._standby == {}
 
 
+def is_held(path: Path) -> bool:
+    """Whether some process holds the work dir (and a killed engine's sweep would skip it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.asyncio
 async def test_standby_workers_end_with_the_harness_and_leave_no_files(make_backend):
     harness = make_backend("cpu").harness
     assert await harness.warm_up()
     workers = list(harness._standby.values())
+    for worker in workers:  # held while alive: swept only if the engine dies
+        assert worker.work.name.endswith(SUFFIX) and is_held(worker.work)
     await harness.aclose()
     for worker in workers:
         assert worker.task.done()

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
-import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 from autocomp_core.backend import FailureKind
 from autocomp_core.sandbox import SandboxLimits, run_sandboxed
+from autocomp_core.workdirs import HeldDir
 
 from .problems import RUNTIME_DIR, ProblemSpec
 from .toolchain import ARCH_FLAGS, Tools
@@ -160,8 +159,9 @@ class Builder:
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools
-        self._cache = Path(tempfile.mkdtemp(prefix="autocomp-rvv-cache-"))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self._cache, True)
+        held = HeldDir("autocomp-rvv-cache-")  # (a killed engine's is swept)
+        self._cache = held.path
+        self._finalizer = weakref.finalize(self, held.release)
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def _run(self, argv: list[str], workdir: Path, what: str) -> str:
