@@ -31,7 +31,7 @@ NAME_PREFIX, SUFFIX = "autocomp-", ".work"
 #: A dir nobody holds is abandoned once nothing in it has changed for this long.
 STALE_S = 600.0
 
-_sweep_started = False
+_sweep: threading.Thread | None = None
 _sweep_lock = threading.Lock()
 
 
@@ -51,7 +51,7 @@ class HeldDir:
     """A fresh private temp dir (mode 0700), held until ``release``."""
 
     def __init__(self, prefix: str) -> None:
-        _start_sweep()
+        start_sweep()
         self.path = Path(tempfile.mkdtemp(prefix=prefix, suffix=SUFFIX))
         self._fd: int | None = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         fcntl.flock(self._fd, fcntl.LOCK_SH)
@@ -108,10 +108,14 @@ def sweep_abandoned(folder: Path | None = None, stale_s: float = STALE_S) -> lis
     return removed
 
 
-def _start_sweep() -> None:
-    global _sweep_started
+def start_sweep() -> threading.Thread:
+    """This process's one sweep of the temp dir, in a background thread: started by the first
+    call, the same thread (running or done) after."""
+    global _sweep
     with _sweep_lock:
-        if _sweep_started:
-            return
-        _sweep_started = True
-    threading.Thread(target=sweep_abandoned, name="autocomp-workdir-sweep", daemon=True).start()
+        if _sweep is None:
+            _sweep = threading.Thread(
+                target=sweep_abandoned, name="autocomp-workdir-sweep", daemon=True
+            )
+            _sweep.start()
+        return _sweep

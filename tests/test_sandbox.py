@@ -26,6 +26,7 @@ from autocomp_core.sandbox import (
     run_sandboxed,
 )
 from autocomp_core.sandbox_supervisor import NONE, UID_ONLY
+from autocomp_core.workdirs import start_sweep
 
 PY = sys.executable
 IS_ROOT = os.geteuid() == 0
@@ -139,6 +140,7 @@ async def test_missing_program_raises() -> None:
 
 @pytest.mark.asyncio
 async def test_parallel_runs_are_separate_and_leak_no_descriptors() -> None:
+    start_sweep().join(60)  # (the temp dir's sweep, in a thread, opens descriptors meanwhile)
     before = len(os.listdir("/proc/self/fd"))
     results = await asyncio.gather(
         *(run_sandboxed(python(f"import os; print({i}, os.getuid())")) for i in range(6))
