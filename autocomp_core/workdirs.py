@@ -38,7 +38,9 @@ _sweep_lock = threading.Lock()
 def remove_tree(path: Path) -> None:
     """Remove a work dir whatever the program did to it (read-only dirs included)."""
 
-    def make_writable_and_retry(func, target, _exc):
+    def make_writable_and_retry(func, target, exc_info):
+        if not isinstance(exc_info[1], PermissionError):
+            return  # a path gone, or a symlink: nothing to make writable (and no chmod through it)
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(target), 0o700)
             os.chmod(target, 0o700)
@@ -57,14 +59,15 @@ class HeldDir:
         fcntl.flock(self._fd, fcntl.LOCK_SH)
 
     def release(self, remove: bool = True) -> None:
-        """Remove the dir (unless ``remove`` is false) and let go of it."""
+        """Remove the dir (unless ``remove`` is false) and let go of it; once only."""
+        if self._fd is None:
+            return
         try:
             if remove:
                 remove_tree(self.path)
         finally:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            os.close(self._fd)
+            self._fd = None
 
 
 @contextlib.contextmanager

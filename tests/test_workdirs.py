@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_core.workdirs import SUFFIX, HeldDir, sweep_abandoned
+from autocomp_core.workdirs import SUFFIX, HeldDir, remove_tree, sweep_abandoned
 
 HOUR_AGO = time.time() - 3600
 
@@ -25,7 +26,7 @@ def folder():
     path = Path(tempfile.mkdtemp(prefix="workdirs-test-", dir="/tmp"))
     path.chmod(0o755)
     yield path
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    remove_tree(path)
 
 
 def age(path: Path) -> None:
@@ -95,3 +96,20 @@ def test_only_work_dirs_are_swept_and_no_symlink_is_followed(folder) -> None:
     assert sweep_abandoned(folder, stale_s=0) == [planted]
     assert (outside / "precious").read_text() == "keep me"
     assert alias.is_symlink() and other.is_dir()
+
+
+def test_removing_a_missing_dir_or_a_symlink_changes_no_permission(folder) -> None:
+    """A work dir released twice, or one replaced by a symlink: nothing is chmod-ed, neither the
+    parent (the temp dir itself) nor what the link points at."""
+    target = folder / "target"
+    target.mkdir(mode=0o755)
+    link = folder / "link"
+    link.symlink_to(target)
+    remove_tree(folder / "gone")
+    remove_tree(link)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
+    held = HeldDir("autocomp-test-")
+    held.release()
+    held.release()  # once only: the second does nothing
+    assert not held.path.exists()
