@@ -6,12 +6,22 @@ plugin's code on the trace (data), on inputs drawn from seeds the tracing proces
 Both get hard wall-clock and memory limits from ``autocomp_core.run_sandboxed``, and are forked
 (unless ``preload`` is off) from a server that imported NumPy and the emulator once
 (``autocomp_core.PreloadServer``): in the same sandbox, without paying those imports each time.
+
+What the two steps share is nothing the candidate can write. Each step's request goes in on its
+stdin. The tracing process runs in a fresh dir of its own; the engine reads its two results
+(``status.json``, ``trace.json``) from there as bytes, opening neither through a link and only as
+regular files, and writes nothing there once the kernel has run. The replay runs in another fresh
+dir the tracing process never could write, gets the trace by value on its stdin, and prints its
+verdict on its stdout. Every step's interpreter leaves its working dir off ``sys.path``
+(``PYTHONSAFEPATH``), so no module planted there is imported in place of a standard one.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -109,7 +119,42 @@ def child_env() -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "PYTHONHASHSEED": "0",
+        # ``python -m`` would put the working dir first on sys.path (python -P)
+        "PYTHONSAFEPATH": "1",
     }
+
+
+#: what a tracing process may report (``infra_error`` is the evaluator's own failure, retried for
+#: free: a candidate's process never gets to claim it)
+TRACE_STATUSES = ("ok", "compile_error", "rejected")
+#: the most a step's result file may hold (the sandbox's own file-size limit)
+RESULT_LIMIT_BYTES = 1024 << 20
+
+
+class LeftBadly(Exception):
+    """A result the candidate's process left in a form the engine will not read (a link, a
+    FIFO, a device, a file over the limit)."""
+
+
+def read_result(folder: Path, name: str) -> bytes | None:
+    """The bytes of ``folder/name`` written by a step, None if there is none. The dir is ours,
+    but what lies in it is the candidate's: a link is never followed (``O_NOFOLLOW``), a FIFO
+    never waited on (``O_NONBLOCK``), and only a regular file is read."""
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LeftBadly(f"{name} is a symbolic link") from None
+        raise LeftBadly(f"{name} cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LeftBadly(f"{name} is not a regular file")
+        if info.st_size > RESULT_LIMIT_BYTES:
+            raise LeftBadly(f"{name} holds {info.st_size} bytes")
+        return f.read(RESULT_LIMIT_BYTES + 1)
 
 
 def last_json(text: str) -> dict | None:
@@ -120,6 +165,11 @@ def last_json(text: str) -> dict | None:
             except ValueError:
                 return None
     return None
+
+
+def _line(value: object) -> int:
+    """A line number from an untrusted report (0 when it is none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _ended_badly(run: SandboxResult, what: str, limit: float) -> Verdict:
@@ -147,20 +197,20 @@ class EmulatorEvaluator:
         )
 
     async def _run_child(
-        self, work: Path, step: str, request: dict, wall_s: float, phases: dict[str, float]
+        self, step: str, request: dict, wall_s: float, phases: dict[str, float], cwd: Path | None
     ) -> SandboxResult:
-        """One step (``trace`` or ``replay``) in a sandboxed child: its request written to
-        ``{step}_request.json``, its time recorded as ``phases["{step}_s"]``."""
-        path = work / f"{step}_request.json"
-        path.write_text(json.dumps(request))
+        """One step (``trace`` or ``replay``) in a sandboxed child, its request on its stdin, in
+        ``cwd`` (None: a fresh dir of the sandbox's own); its time recorded as
+        ``phases["{step}_s"]``."""
         t = time.perf_counter()
         env = child_env()
         server = PreloadServer.shared(list(STEPS.values()), env) if self.settings.preload else None
         run = await run_sandboxed(
-            [sys.executable, "-m", STEPS[step], str(path)],
+            [sys.executable, "-m", STEPS[step], "-"],
             limits=self._limits(wall_s),
-            cwd=work,
+            cwd=cwd,
             env=env,
+            stdin=json.dumps(request).encode(),
             preload=server,
         )
         phases[f"{step}_s"] = time.perf_counter() - t
@@ -230,46 +280,61 @@ class EmulatorEvaluator:
         phases["screen_s"] = time.perf_counter() - t
         gen = GENERATIONS[s.generation]
         inputs, _ = spec.shapes(full)
-        with private_workdir("autocomp-trn-") as work:
+        request = {
+            "kernel": code,
+            "entry": spec.entry,
+            "generation": gen.name,
+            "sbuf_bytes": gen.sbuf_bytes_per_partition,
+            "max_events": s.max_events,
+            "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs],
+            "kwargs": spec.kwargs,
+        }
+        # the tracing process's own dir: the engine writes nothing in it, and reads from it only
+        # the two results, once the process (and so the kernel) has ended
+        with private_workdir("autocomp-trn-trace-") as work:
             work.chmod(0o755)
-            (work / "kernel.py").write_text(code)
-            request = {
-                "kernel": "kernel.py",
-                "entry": spec.entry,
-                "generation": gen.name,
-                "sbuf_bytes": gen.sbuf_bytes_per_partition,
-                "max_events": s.max_events,
-                "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs],
-                "kwargs": spec.kwargs,
-            }
-            run = await self._run_child(work, "trace", request, trace_s, phases)
-            status_path = work / "status.json"
-            status = (
-                json.loads(status_path.read_text())
-                if status_path.exists() and not run.timed_out
-                else None
-            )
-            if status is None or not isinstance(status, dict):
-                v = _ended_badly(run, "tracing the kernel", trace_s)
-                v.phases_s = phases
-                return v
-            if status.get("status") != "ok":
+            run = await self._run_child("trace", request, trace_s, phases, work)
+            try:
+                status_bytes = None if run.timed_out else read_result(work, "status.json")
+                status = json.loads(status_bytes) if status_bytes is not None else None
+                ok = isinstance(status, dict) and status.get("status") == "ok"
+                trace_bytes = read_result(work, "trace.json") if ok else None
+            except (LeftBadly, ValueError) as exc:
                 return Verdict(
-                    str(status.get("status")),
-                    str(status.get("message", "")),
-                    line=int(status.get("line") or 0),
-                    code=str(status.get("code", "")),
+                    "rejected",
+                    f"the kernel's process left its result in a form the evaluator does not read: "
+                    f"{exc}",
+                    code="err_result_tampered",
                     phases_s=phases,
                 )
-            replay = {
-                "problem": spec.id,
-                "trace": str(work / "trace.json"),
-                "seeds": seeds,
-                "generation": gen.name,
-                "full": full,
-                "numeric": numeric,
-            }
-            run = await self._run_child(work, "replay", replay, replay_s, phases)
+        if not isinstance(status, dict):
+            v = _ended_badly(run, "tracing the kernel", trace_s)
+            v.phases_s = phases
+            return v
+        if status.get("status") != "ok":
+            kind = str(status.get("status"))
+            return Verdict(
+                kind if kind in TRACE_STATUSES else "rejected",
+                str(status.get("message", "")),
+                line=_line(status.get("line")),
+                code=str(status.get("code", "")),
+                phases_s=phases,
+            )
+        if trace_bytes is None:
+            v = _ended_badly(run, "tracing the kernel (no trace written)", trace_s)
+            v.status = "crash"
+            v.phases_s = phases
+            return v
+        replay = {
+            "problem": spec.id,
+            "trace": trace_bytes.decode("utf-8", errors="replace"),
+            "seeds": seeds,
+            "generation": gen.name,
+            "full": full,
+            "numeric": numeric,
+        }
+        # a fresh dir the tracing process never could write, the trace carried by value
+        run = await self._run_child("replay", replay, replay_s, phases, None)
         return self._verdict(run, "replaying the trace", replay_s, phases)
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:

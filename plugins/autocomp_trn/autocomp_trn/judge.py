@@ -14,7 +14,7 @@ from .emulator.replay import Replayer, TraceRefused
 from .problems.spec import ProblemSpec
 
 #: refusals (a tampered or oversized trace) rather than honest compile errors
-REFUSED = ("err_trace_tampered", "err_trace_too_long")
+REFUSED = ("err_trace_tampered", "err_trace_too_long", "err_false_hint", "err_hbm_capacity")
 
 
 def judge(

@@ -5,10 +5,12 @@ and the replay still refuse it; honest kernels pass in the same run."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import pytest
 
-from autocomp_trn.adversarial import CASES
+from autocomp_trn.adversarial import CASES, HONEST, ROOT
 from autocomp_trn.evaluate import EmulatorEvaluator, Settings
 from autocomp_trn.kernels import optimized_source
 from autocomp_trn.problems.catalog import spec_by_id
@@ -40,6 +42,12 @@ def test_the_suite_covers_the_required_hacks():
         "affine_range carried dependency",
         "spinning past the limit",
         "sleeping past the limit",
+        "a link planted for the engine to write through",
+        "a standard module planted for the replay to import",
+        "a false 0/1 matmul hint",
+        "a narrower output dtype",
+        "a scratch tensor larger than HBM",
+        "softmax without the max subtraction",
     ):
         assert what in covered, what
 
@@ -67,3 +75,52 @@ def test_honest_kernels_are_accepted_in_the_same_run():
         verdict = evaluate(problem, code)
         assert verdict.ok, verdict.message
         assert verdict.latency_us > 0
+
+
+@pytest.mark.parametrize("case", HONEST, ids=[c.file for c in HONEST])
+def test_each_honest_fixture_is_accepted(case):
+    verdict = evaluate(case.problem, case.source)
+    assert verdict.ok, verdict.message
+    assert verdict.latency_us > 0
+
+
+def _escaped_path() -> Path:
+    """Where h19's link points: outside every sandbox, in the engine's temp dir."""
+    source = (ROOT / "hacks" / "h19_symlink_for_the_engine.py").read_text()
+    return Path(source.split('ESCAPED = "', 1)[1].split('"', 1)[0])
+
+
+@pytest.mark.parametrize("use_screen", [True, False])
+def test_the_engine_writes_nothing_through_a_link_the_kernel_planted(use_screen):
+    """h19: the kernel plants links named like request files in its work dir; the engine writes
+    no file there once the kernel has run (the replay gets its request and the trace on stdin,
+    in a dir of its own), so nothing lands outside the sandbox, and the verdict is the kernel's
+    own failure, never the evaluator's (infra_error is retried for free)."""
+    escaped = _escaped_path()
+    escaped.unlink(missing_ok=True)
+    try:
+        verdict = evaluate(
+            "tutorial/rmsnorm",
+            (ROOT / "hacks" / "h19_symlink_for_the_engine.py").read_text(),
+            use_screen=use_screen,
+        )
+        assert not os.path.lexists(escaped)
+        assert verdict.status == "wrong_answer", verdict.message
+    finally:
+        escaped.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_a_module_planted_by_the_trace_is_never_imported_by_the_replay(preload):
+    """h20: the trace step writes json.py, numpy.py, math.py into its dir; a replay started as a
+    fresh interpreter there imported them and printed their verdict (ok, 20.31 us). The replay
+    now runs in a dir the trace never could write, with the working dir off sys.path."""
+    forged = EmulatorEvaluator(Settings(seeds=2, trace_timeout_s=6, preload=preload))
+    verdict = asyncio.run(
+        forged.evaluate(
+            spec_by_id("tutorial/rmsnorm"),
+            (ROOT / "hacks" / "h20_planted_standard_module.py").read_text(),
+        )
+    )
+    assert verdict.status == "wrong_answer", verdict.message
+    assert "forged" not in verdict.summary

@@ -1,6 +1,7 @@
 """Hostile and broken candidates, each with the verdict it must get and words its reason must
 contain; with the static screen off, the runtime and the trusted replay must still refuse it
-(``unscreened``: the verdict and words then)."""
+(``unscreened``: the verdict and words then). ``HONEST``: correct but unusual kernels that must
+stay accepted (a refused honest kernel is a validity defect too)."""
 
 from __future__ import annotations
 
@@ -141,4 +142,66 @@ CASES = [
         "kernels may import only",
         ("rejected", "kernels may import only"),
     ),
+    Case(
+        "h19_symlink_for_the_engine.py",
+        RMS,
+        "a link planted for the engine to write through",
+        "wrong_answer",
+        "NaN",
+    ),
+    Case(
+        "h20_planted_standard_module.py",
+        RMS,
+        "a standard module planted for the replay to import",
+        "wrong_answer",
+        "NaN",
+    ),
+    Case(
+        "h21_false_onezero_hint.py",
+        "tutorial/sd_attention",
+        "a false 0/1 matmul hint",
+        "rejected",
+        "false hint",
+    ),
+    Case(
+        "h22_bf16_output.py",
+        RMS,
+        "a narrower output dtype",
+        "compile_error",
+        "the problem expects float32",
+    ),
+    Case(
+        "h23_hbm_scratch_64gib.py",
+        RMS,
+        "a scratch tensor larger than HBM",
+        "rejected",
+        "GiB of HBM",
+    ),
+    Case(
+        "h24_softmax_without_max.py",
+        "pytorch/softmax",
+        "softmax without the max subtraction",
+        "wrong_answer",
+        "NaN",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Honest:
+    file: str
+    problem: str
+    what: str
+
+    @property
+    def source(self) -> str:
+        return (ROOT / "honest" / self.file).read_text()
+
+
+HONEST = [
+    Honest("softmax_stable.py", "pytorch/softmax", "softmax with the max subtracted"),
+    Honest("sd_attention_fp32.py", "tutorial/sd_attention", "fp32 operands on TensorE"),
+    Honest("transpose_into_sbuf.py", "advanced/transpose", "a TensorE transpose assigned to SBUF"),
+    Honest("mamba_tutorial_v1.py", "tutorial/mamba", "a 1-D [128] tile from an integer index"),
+    Honest("index_floordiv_mod.py", "advanced/conv1d", "// and % in index expressions"),
 ]

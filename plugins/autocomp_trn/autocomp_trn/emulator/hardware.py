@@ -33,6 +33,7 @@ class Generation:
     shared_port_locks: (
         bool  # NeuronCore-v2: VectorE|GpSimd share the SBUF port, VectorE|ScalarE PSUM
     )
+    hbm_bytes: int = 32 << 30  # the device's HBM: no kernel's HBM tensors hold more at once
     # cost constants
     min_ii: int = 64  # minimum initiation interval, engine cycles
     access_cycles: int = 56  # per-instruction operand access overhead (calibrated)
@@ -72,5 +73,6 @@ TRN2 = Generation(
     pool_ghz=1.2,
     hbm_gbs=360.0,
     shared_port_locks=False,
+    hbm_bytes=96 << 30,
 )
 GENERATIONS = {"trn1": TRN1, "trn2": TRN2}

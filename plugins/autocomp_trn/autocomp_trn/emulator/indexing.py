@@ -117,13 +117,34 @@ class IndexExpr:
 
     def _not_affine(self, *_):
         raise NkiError(
-            "index expressions must be affine (no //, %, / or products of aranges)",
+            "index expressions must be affine (// and % only where the result stays affine: no "
+            "/, products of aranges, or // and % whose result wraps within the tile)",
             "err_unsupported_index_expression",
         )
 
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = (
-        _not_affine
-    )
+    def _divmod(self, n) -> tuple[IndexExpr, IndexExpr]:
+        """``self // n`` and ``self % n`` where both stay affine over the whole grid. With
+        ``self = n * Y + R`` (Y from the coefficients divisible by ``n`` and the constant's
+        quotient, R the rest), when R stays within one block ``[k n, (k + 1) n)``:
+        ``self // n = Y + k`` and ``self % n = R - k n``. Anything else wraps: refused."""
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            self._not_affine()
+        q0, r0 = divmod(self.const, n)
+        whole = tuple(c // n if c % n == 0 else 0 for c in self.coeffs)
+        rest = tuple(0 if c % n == 0 else c for c in self.coeffs)
+        lo, hi = IndexExpr(self.shape, rest, r0).bounds()
+        k = lo // n
+        if hi // n != k:
+            self._not_affine()
+        return IndexExpr(self.shape, whole, q0 + k), IndexExpr(self.shape, rest, r0 - k * n)
+
+    def __floordiv__(self, n) -> IndexExpr:
+        return self._divmod(n)[0]
+
+    def __mod__(self, n) -> IndexExpr:
+        return self._divmod(n)[1]
+
+    __rfloordiv__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = _not_affine
 
     def _compare(self, other, op: str) -> Mask:
         diff = self - other if isinstance(other, (IndexExpr, int)) else None

@@ -106,8 +106,14 @@ def nc_matmul(
         )
     out, new = _out(dst, (s.shape[1], m.shape[1]), "float32", PSUM)
     attrs = {"acc": accumulate} if accumulate else {}
-    if is_stationary_onezero or is_moving_onezero:
-        attrs["onezero"] = True
+    # which operands the kernel says hold only 0 and 1 (the replay checks the data)
+    onezero = [
+        n
+        for n, hint in (("stationary", is_stationary_onezero), ("moving", is_moving_onezero))
+        if hint
+    ]
+    if onezero:
+        attrs["onezero"] = onezero
     return _finish("matmul", out, new, [s, m], attrs, mask)
 
 

@@ -355,6 +355,14 @@ _RETARGETABLE = {
 }
 
 
+def _retarget_buffers(event: list) -> tuple[str, ...]:
+    """Where the instruction that produced a value may write instead of its own result tile (a
+    TensorE transpose writes PSUM only: assigned to SBUF, its result is copied there)."""
+    if event[1] == "transpose" and event[4].get("engine") == "tensor":
+        return (PSUM,)
+    return _RETARGETABLE.get(event[1], (SBUF, PSUM))
+
+
 def assign(dst: Tile, value) -> None:
     """``dst[...] = value``: the producing instruction writes ``dst`` directly when it can."""
     _check_operand(value, "the assigned value")
@@ -375,7 +383,7 @@ def assign(dst: Tile, value) -> None:
         and not src.consumed
         and value.is_whole()
         and value.shape == dst.shape
-        and dst.buffer in _RETARGETABLE.get(event[1], (SBUF, PSUM))
+        and dst.buffer in _retarget_buffers(event)
     ):
         ranges = _PENDING_RANGES.pop(src.fresh_event, {})
         target = _restrict(dst, ranges, dst.shape)
@@ -693,9 +701,16 @@ def load(src, *, mask=None, dtype=None, **_kw) -> Tile:
     _check_operand(src, "nl.load source")
     if not isinstance(src, Tile) or src.buffer != HBM:
         raise NkiError("nl.load reads an HBM tensor", "err_unsupported_memory")
+    if src.ndim == 1:  # a 1-D [n] load fills n partitions, one element each: an [n, 1] tile
+        src = _column(src)
     out = fresh(src.shape, _dtype_name(dtype, src), SBUF)
     emit("dma", [out], [src], {}, mask, result=out)
     return out
+
+
+def _column(x: Tile) -> Tile:
+    """A 1-D access [n] as [n, 1] (the partition axis, and one free element)."""
+    return Tile(x.tensor, x.offset, [x.dims[0], (1, 1)])
 
 
 def load_transpose2d(src, *, mask=None, dtype=None, **_kw) -> Tile:
@@ -724,6 +739,8 @@ def store(dst, value, *, mask=None, **_kw) -> None:
         )
     if value.buffer == PSUM:
         value = copy(value, mask=mask)
+    if dst.ndim == 1 and value.ndim == 2 and value.shape[1] == 1:  # an [n, 1] tile to 1-D [n]
+        dst = _column(dst)
     emit("dma", [dst], [_bview(value, dst.shape)], {}, mask)
 
 

@@ -178,7 +178,7 @@ class Replayer:
         self.next_fid = 0
         self.sched = Scheduler(gen)
         self.line = 0
-        self.live_bytes = {"sbuf": 0, "psum": 0}
+        self.live_bytes = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.cost_s = 0.0
 
     # ================================================================== driver
@@ -241,8 +241,7 @@ class Replayer:
         if t is None or t.is_input or tid in out_ids:
             return
         t.data = None
-        if t.buffer != "hbm":
-            self.live_bytes[t.buffer] -= self._pbytes(t)
+        self.live_bytes[t.buffer] -= self._pbytes(t) if t.buffer != "hbm" else t.size * t.itemsize
 
     # ================================================================== events
     def _event(self, e) -> None:
@@ -334,6 +333,15 @@ class Replayer:
                 )
             c = shape[-1]
             t.regions = Regions(size // c, c)
+            self.live_bytes["hbm"] += size * t.itemsize
+            if self.live_bytes["hbm"] > self.gen.hbm_bytes:
+                _fail(
+                    f"HBM tensors of {self.live_bytes['hbm'] / 2**30:.1f} GiB at once (this one "
+                    f"{list(shape)} {dtype}) exceed the {self.gen.hbm_bytes >> 30} GiB of HBM on "
+                    f"{self.gen.name}",
+                    "err_hbm_capacity",
+                    self.line,
+                )
         else:
             if not 0 <= t.par_axis < len(shape):
                 raise ValueError("bad partition axis")
@@ -716,10 +724,32 @@ class Replayer:
                 self._write(d, r, bool(acc))
         fp32 = st.t.dtype not in dtypes.LOW_PRECISION
         factor = 4 if fp32 else 1
-        if attrs.get("onezero") and fp32:
+        if self._onezero_hint(attrs.get("onezero"), st, mv) and fp32:
             factor = 2
         self.sched.report.flops += 2.0 * k1 * m * n
         self._compute("pe", "matmul", max(self.gen.min_ii, n) * factor, [d], [st, mv])
+
+    def _onezero_hint(self, hint, st: AP, mv: AP) -> bool:
+        """Whether a matmul's 0/1 hint (``is_*_onezero``) may be priced: only when every hinted
+        operand holds only 0 and 1 on every seed. A false hint is refused (the hardware would
+        compute something else); unchecked (trace-only mode), it is priced as no hint."""
+        if not hint:
+            return False
+        names = ["stationary", "moving"] if hint is True else hint
+        if not isinstance(names, list) or not set(names) <= {"stationary", "moving"}:
+            raise ValueError("onezero")
+        if not self.numeric:
+            return False
+        for name in names:
+            values = self._read(st if name == "stationary" else mv)
+            if not np.all((values == 0) | (values == 1)):
+                _fail(
+                    f"is_{name}_onezero=True, but the {name} operand holds values other than "
+                    "0 and 1: a false hint is refused",
+                    "err_false_hint",
+                    self.line,
+                )
+        return True
 
     def _psum_bank(self, d: AP, what: str) -> None:
         t = d.t
@@ -1163,6 +1193,11 @@ class Replayer:
             if self.output_specs is not None and t.shape != tuple(self.output_specs[k][0]):
                 _fail(
                     f"output {k} has shape {list(t.shape)}, the problem expects {list(self.output_specs[k][0])}",
+                    "err_wrong_outputs",
+                )
+            if self.output_specs is not None and t.dtype != self.output_specs[k][1]:
+                _fail(
+                    f"output {k} has dtype {t.dtype}, the problem expects {self.output_specs[k][1]}",
                     "err_wrong_outputs",
                 )
             if t.writes == 0:

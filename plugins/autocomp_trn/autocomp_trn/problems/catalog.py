@@ -333,7 +333,7 @@ def pytorch() -> list[ProblemSpec]:
         _spec(id="pytorch/softmax", title="Row softmax (PyTorch source)",
               description="torch.softmax(x, dim=-1) for x [1024, 2048] fp32",
               inputs=[Input("x", (1024, 2048))], outputs=[((1024, 2048), F32)], reference=ref_softmax,
-              atol=1e-5, rtol=1e-3, language="pytorch", baseline="softmax.py",
+              atol=1e-5, rtol=1e-3, language="pytorch", baseline="softmax.py", stress={"x": 100.0},
               work=lambda ins: Work(hbm_bytes=io_bytes(ins, [((1024, 2048), F32)]), act_elems=1024 * 2048)),
         _spec(id="pytorch/swiglu", title="SwiGLU gate (PyTorch source)",
               description="F.silu(a) * b for a, b [1024, 4096] fp32",

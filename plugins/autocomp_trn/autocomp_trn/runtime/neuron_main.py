@@ -38,6 +38,7 @@ def main(argv: list[str]) -> int:
     req = json.loads(Path(argv[1]).read_text())
     work = Path(argv[1]).parent
     from autocomp_trn.check import compare
+    from autocomp_trn.emulator import dtypes
     from autocomp_trn.neuron import parse_profile_summary, profile_commands
     from autocomp_trn.problems.catalog import spec_by_id
 
@@ -62,6 +63,16 @@ def main(argv: list[str]) -> int:
                 outputs[k].append(np.asarray(r))
     except Exception:
         return emit({"status": "compile_error", "message": traceback.format_exc()[-2000:]})
+    for k, ((_, want), got) in enumerate(zip(spec.outputs, outputs, strict=True)):
+        dtype = np.dtype(dtypes.DTYPES[want])
+        wrong = next((o.dtype for o in got if o.dtype != dtype), None)
+        if wrong is not None:  # a narrower output would pass the tolerance and halve its traffic
+            return emit(
+                {
+                    "status": "wrong_answer",
+                    "message": f"output {k} has dtype {wrong}, the problem expects {want}",
+                }
+            )
     refs_per_seed = [
         spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
         for s in range(len(req["seeds"]))

@@ -1,9 +1,10 @@
 """The trusted replay process: validate the trace, compute outputs on fresh inputs, check, cost.
 
-    python -m autocomp_trn.runtime.replay_main request.json
+    python -m autocomp_trn.runtime.replay_main -    (the request, the trace in it, on stdin)
 
 Runs only trusted code (this plugin); the trace it reads is untrusted data. It runs in a sandbox
-too, for the hard time and memory limits. Prints one JSON object on stdout.
+too, for the hard time and memory limits, in a fresh dir the tracing process never could write,
+and reads no file a candidate wrote. Prints one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from autocomp_trn.problems.catalog import spec_by_id
 
 
 def main(argv: list[str]) -> int:
-    request = json.loads(Path(argv[1]).read_text())
-    trace_text = Path(request["trace"]).read_text()
+    request = json.loads(sys.stdin.buffer.read() if argv[1] == "-" else Path(argv[1]).read_bytes())
+    trace_text = request["trace"]
     return emit(
         judge(
             spec_by_id(request["problem"]),
@@ -40,8 +41,16 @@ def emit(obj: dict) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv))
+    # the trace's tensors decide how much the replay holds: running out is the kernel's failure
     except MemoryError:
-        emit({"status": "infra_error", "message": "the replay ran out of memory"})
+        emit(
+            {
+                "status": "rejected",
+                "code": "err_replay_memory",
+                "message": "the kernel's tensors need more memory than the evaluator allows "
+                "(backend_options.memory_mb)",
+            }
+        )
         sys.exit(0)
     except (
         Exception

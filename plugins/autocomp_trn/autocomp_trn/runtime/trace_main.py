@@ -1,13 +1,15 @@
 """The sandboxed tracing process: run an untrusted kernel on opaque handles, write its trace.
 
-    python -m autocomp_trn.runtime.trace_main request.json
+    python -m autocomp_trn.runtime.trace_main -    (the request on stdin)
 
-The request names the kernel file, its entry point, the input shapes and dtypes and the
+The request holds the kernel's source, its entry point, the input shapes and dtypes and the
 keyword arguments. The NKI modules exist only in this process (``emulator/modules.py``); the
 kernel's module gets restricted builtins whose ``__import__`` admits only NKI, NumPy and a few
 pure standard modules. The kernel is called twice on fresh handles; the two traces must be
 identical (no state kept across calls). ``status.json`` says how it went; ``trace.json`` holds
-the trace. Both are written after the kernel's code has finished running.
+the trace, both in the working dir. Both are written after the kernel's code has finished
+running, but the kernel ran in this process: the engine treats both as the candidate's (it reads
+them without following links, and the replay checks the trace).
 """
 
 from __future__ import annotations
@@ -147,10 +149,10 @@ def trace_source(
 
 
 def main(argv: list[str]) -> int:
-    request = json.loads(Path(argv[1]).read_text())
-    workdir = Path(argv[1]).parent
+    request = json.loads(sys.stdin.buffer.read() if argv[1] == "-" else Path(argv[1]).read_bytes())
+    workdir = Path.cwd()
     result, trace = trace_source(
-        (workdir / request["kernel"]).read_text(),
+        request["kernel"],
         request["entry"],
         request["inputs"],
         request["kwargs"],
