@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from trn_testkit import DOUBLE, MATMUL, problem, run
 
 from autocomp_trn.emulator.hardware import TRN1, TRN2
@@ -139,3 +140,42 @@ def solution(x):
 
 
 REPEATS = 5
+
+
+#: y = x.T for an fp32 [128, 128] x: a matmul against the identity (a 0/1 moving operand)
+TRANSPOSE_FP32 = problem(
+    [Input("x", (128, 128))], [((128, 128), "float32")], lambda x: (x.T,), atol=1e-5, rtol=1e-5
+)
+
+
+def identity_transpose(hint: bool) -> str:
+    return f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(128)[None, :]
+    ident = nisa.affine_select(pred=(ip - jf == 0), on_true_tile=nl.ones((128, 128), nl.float32),
+                               on_false_value=0.0)
+    t = nl.load(x)
+    for k in nl.affine_range(8):
+        p = nisa.nc_matmul(t, ident, is_moving_onezero={hint})
+    nl.store(out, value=nl.copy(nisa.nc_matmul(t, ident, is_moving_onezero={hint})))
+    return out
+"""
+
+
+def test_a_true_onezero_hint_halves_fp32_matmul_cost_and_a_false_one_is_refused():
+    hinted, plain = (run(identity_transpose(h), TRANSPOSE_FP32) for h in (True, False))
+    assert (hinted["status"], plain["status"]) == ("ok", "ok"), (hinted, plain)
+    assert hinted["busy_us"]["pe"] * 2 == pytest.approx(plain["busy_us"]["pe"], rel=0.05)
+    # the same hint on the stationary operand (x, any values) is false: refused, not priced
+    false = run(
+        identity_transpose(True).replace("is_moving_onezero", "is_stationary_onezero"),
+        TRANSPOSE_FP32,
+    )
+    assert (false["status"], false["code"]) == ("rejected", "err_false_hint"), false
+    # without data (trace-only calibration) a hint is never priced
+    assert busy(identity_transpose(True), "pe", TRANSPOSE_FP32) == busy(
+        identity_transpose(False), "pe", TRANSPOSE_FP32
+    )

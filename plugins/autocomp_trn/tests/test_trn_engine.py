@@ -203,3 +203,48 @@ def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path)
     assert (
         run_dir / "best.py"
     ).read_text().strip() == SWIGLU_NKI.strip()  # faster than the framework lowering
+
+
+def test_a_step_result_is_read_only_as_a_regular_file_never_through_a_link(tmp_path):
+    """What a tracing process leaves in its dir is the candidate's: the engine reads a regular
+    file's bytes, and refuses a link (wherever it points) or a FIFO (never waited on)."""
+    import os
+
+    from autocomp_trn.evaluate import LeftBadly, read_result
+
+    (tmp_path / "status.json").write_text('{"status": "ok"}')
+    assert read_result(tmp_path, "status.json") == b'{"status": "ok"}'
+    assert read_result(tmp_path, "trace.json") is None
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("not the kernel's")
+    os.symlink(secret, tmp_path / "trace.json")
+    with pytest.raises(LeftBadly, match="symbolic link"):
+        read_result(tmp_path, "trace.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(LeftBadly, match="not a regular file"):
+        read_result(tmp_path, "fifo.json")
+
+
+def test_floor_division_and_modulo_of_an_index_stay_affine_or_are_refused():
+    from autocomp_trn.emulator.indexing import IndexExpr, NkiError
+
+    ip = IndexExpr.axis(128)
+    flat = ip + 3 * 128  # rows 384..511 of a [2, 256] view
+    assert (flat // 256).coeffs == (0,) and (flat // 256).const == 1
+    assert (flat % 256).coeffs == (1,) and (flat % 256).const == 128
+    assert ((ip * 4 + 2) // 2).coeffs == (2,) and ((ip * 4 + 2) // 2).const == 1
+    with pytest.raises(NkiError, match="must be affine"):
+        ip % 2  # wraps inside the tile: a gather, not an access pattern
+    with pytest.raises(NkiError, match="must be affine"):
+        (ip + 64) // 128
+
+
+def test_a_stressed_problem_scales_only_its_last_seed():
+    import numpy as np
+
+    from autocomp_trn.problems.catalog import spec_by_id
+
+    spec = spec_by_id("pytorch/softmax")
+    one, two = spec.make_inputs([5]), spec.make_inputs([5, 6])
+    assert np.array_equal(one[0][0], two[0][0])
+    assert np.abs(two[0][1]).max() > 88  # exp overflows fp32 without the max subtraction
