@@ -338,7 +338,8 @@ def _run_main(argv: list[str], main: tuple[types.CodeType, object], cwd: str) ->
     os.closerange(3, 1 << 16)  # nothing of the server's stays within the program's reach
     tempfile.tempdir = None  # (TMPDIR is the run's now)
     sys.argv = [spec.origin, *argv[3:]]  # type: ignore[attr-defined]
-    sys.path[0] = cwd  # ``-m`` puts the working dir first
+    if not sys.flags.safe_path:  # ``-m`` puts the working dir first, unless -P / PYTHONSAFEPATH
+        sys.path[0] = cwd
     module = types.ModuleType("__main__")
     module.__dict__.update(
         __file__=spec.origin,  # type: ignore[attr-defined]

@@ -101,6 +101,25 @@ async def test_the_program_sees_its_own_run_and_nothing_of_the_server(server, mo
 
 
 @pytest.mark.asyncio
+async def test_with_pythonsafepath_the_working_dir_is_off_sys_path_forked_or_fresh() -> None:
+    """As ``python -P -m``: a module planted in the work dir is not imported in place of a
+    standard one (a grader whose dir a candidate could write would run the candidate's code)."""
+    code = (
+        "import os, sys; print(os.getcwd() in sys.path, os.path.realpath(os.getcwd()) in sys.path)"
+    )
+    env = {"PYTHONSAFEPATH": "1"}
+    server = PreloadServer([PROGRAM])
+    try:
+        fresh = await run_sandboxed(program(code), env=env)
+        forked = await run_sandboxed(program(code), env=env, preload=server)
+    finally:
+        server.close()
+    assert fresh.stdout.split() == forked.stdout.split() == ["False", "False"], (
+        fresh.stderr + forked.stderr
+    )
+
+
+@pytest.mark.asyncio
 async def test_nothing_a_program_does_reaches_the_next(server) -> None:
     code = FORKED + textwrap.dedent(
         f"""
