@@ -262,13 +262,16 @@ async def evaluate_model(
         if timing_toml:
             spec_file["timing_toml"] = timing_toml
         spec_file["memory"] = list(SPIKE_MEMORY)
+        # what the candidate's DMA may reach: the user side's read-only data and data (link.ld)
+        user_lo, user_hi = syms["__user_rodata_start"][0], syms["__user_end"][0]
+        spec_file["dma_window"] = [user_lo, user_hi - user_lo]
         library = await compiled_model()
         if library is not None:  # copied: the sandbox shows Spike the work dir, not our cache
             shutil.copyfile(library, work / library.name)
             os.chmod(work / library.name, 0o755)
             spec_file["native"] = str(work / library.name)
         (work / "spec.json").write_text(json.dumps(spec_file))
-        machine = ("--isa=rv64gc", f"-m{SPIKE_MEMORY_MB}")
+        machine = ("--isa=rv64gc_zicntr", f"-m{SPIKE_MEMORY_MB}")
         spike, spike_env = toolchain.spike_direct(toolchain.extension_path(), machine, work)
         env = {
             **toolchain.spike_env(),
@@ -332,7 +335,7 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
         )
         wrong = "missing gemmini_fence" in message or "outside its arrays" in message
         kind = FailureKind.WRONG_ANSWER if wrong else FailureKind.CRASH
-        if "may not call the harness" in message:
+        if "may not call the harness" in message or "not issued through the gemmini.h" in message:
             kind = FailureKind.REJECTED
         return EvalResult(correct=False, failure=kind, feedback=text, extra=timings, **common)
     if results is not None and results.get("status") == "internal_error":
@@ -355,9 +358,11 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
     trap = re.search(r"trap: mcause=(\d+) mepc=(0x[0-9a-f]+) mtval=(0x[0-9a-f]+)", run.stdout)
     if trap:
         cause = {
+            "1": "instruction access fault",
             "2": "illegal instruction",
             "5": "load access fault",
             "7": "store access fault",
+            "8": "ecall",
             "4": "misaligned load",
             "6": "misaligned store",
         }.get(trap.group(1), f"mcause {trap.group(1)}")
@@ -438,8 +443,13 @@ def gold_shape(spec: Spec) -> tuple[int, ...]:
 CHECKS = {
     "model": [
         CHECKS_SOURCE,
-        "model: the measured region is begun once, by the harness's own functions, and the "
-        "simulation ends with it",
+        "model: solution() runs in user mode behind PMP (code not writable, data not executable, "
+        "the harness, the HTIF mailbox and the counters' machine CSRs out of reach); Gemmini's "
+        "DMA is held to the same user data",
+        "model: instructions counted from Spike's own counter, at commands issued through the "
+        "gemmini.h macros only",
+        "model: the measured region is begun once, by the harness's own functions in machine "
+        "mode, and the simulation ends with it",
         "model: the outputs the simulator dumps when solution() returns equal the numpy gold result "
         "(int8 bit for bit, fp32 within 1e-4 relative; NaN never matches)",
         "model: the 4096 guard bytes before and after the outputs are untouched",

@@ -27,6 +27,9 @@ from autocomp_gemmini.model.base import ArrayConfig, Counters, GemminiError
 from autocomp_gemmini.model.timing import TimingModel, TimingParams
 
 MODEL_FENCE = 123
+CSR_MINSTRET = 0xB02
+COUNTER_READ = 0xC0202073  # csrr rd, instret (csrrs rd, 0xC02, x0) without rd
+MACHINE_MODE = 3
 EXIT_MODEL_ERROR = 3
 EXIT_INTERNAL = 4
 
@@ -46,6 +49,9 @@ class Session:
         params = TimingParams.from_toml(timing_text) if timing_text else TimingParams.from_toml()
         self.compiled = self._compiled()
         self.mem = self._memory(proc)
+        # all of memory, for the model's own reads (the program's code, the harness's records)
+        region = self.spec.get("memory")
+        self.code = self._guest_memory(proc, region) if region else None
         self.xpr = proc.state.XPR  # a live view of the registers; fetching it costs ~10 us
         if self.compiled is not None and cfg.dtype == "int8":
             self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
@@ -88,9 +94,18 @@ class Session:
             return None
 
     def _memory(self, proc):
-        """Guest memory through the compiled accessors where they read what PySpike's MMU calls
+        """The memory the candidate's DMA reaches (the program's user data, `dma_window`, where the
+        spec gives it), through the compiled accessors where they read what PySpike's MMU calls
         read, else through those calls (memory.SpikeMemory)."""
-        region = self.spec.get("memory")
+        from autocomp_gemmini.model.memory import SpikeMemory, WindowedMemory
+
+        window = self.spec.get("dma_window")
+        mem = self._guest_memory(proc, window)
+        if window is not None and isinstance(mem, SpikeMemory):  # the compiled one is bounded
+            return WindowedMemory(mem, window[0], window[0] + window[1])
+        return mem
+
+    def _guest_memory(self, proc, region):
         if self.compiled is not None and region:
             try:
                 fast = self.compiled.NativeMemory(proc, *region)
@@ -130,9 +145,21 @@ class Session:
     def check_pc(self, proc, which: str) -> None:
         lo, size = self.spec["roi_functions"][which]
         pc = proc.state.pc
-        if not (lo <= pc < lo + size):
+        if not (lo <= pc < lo + size) or proc.state.prv != MACHINE_MODE:
             raise GemminiError(
                 f"model-private command '{which}' issued from pc {pc:#x}, outside the harness"
+            )
+
+    def check_counter_read(self, proc, insn) -> None:
+        """The instruction before a command must be the header's `csrr rd, instret` into the
+        register the command names (rd, or rs2 for a command that returns a value)."""
+        pc = proc.state.pc
+        word = int.from_bytes(self.code.read(pc - 4, 4), "little")
+        carrier = insn.rs2 if insn.xd else insn.rd
+        if word & 0xFFFFF07F != COUNTER_READ or (word >> 7) & 31 != carrier:
+            raise GemminiError(
+                f"a Gemmini command at pc {pc:#x} not issued through the gemmini.h macros (each "
+                "reads the instruction counter just before its command)"
             )
 
     def write_results(self, payload: dict) -> None:
@@ -144,9 +171,18 @@ class Session:
         # The header puts minstret (read just before the command) in rd, or in rs2 when
         # the command returns a value. Each of those reads is one extra instruction the
         # real program would not run: subtract them.
-        instret = rs2 if insn.xd else (self.xpr[insn.rd] if insn.rd else self.timing.instret)
+        # The instructions retired come from Spike's own counter, which the candidate (user mode)
+        # can neither write nor fake: never from a register. The header reads `instret` just
+        # before every command, which makes Spike bring the counter up to date (a CSR access
+        # ends its batch of instructions); each of those reads is one extra instruction the real
+        # program would not run, and the counter also holds the read before this command:
+        # subtract them.
+        # Exact only right after such a read: a command issued any other way (inline assembly)
+        # would see a count up to one batch old, so it is refused (the code cannot change).
+        if self.code is not None:
+            self.check_counter_read(proc, insn)
         self.issued += 1
-        self.timing.set_instret(instret - self.issued)
+        self.timing.set_instret(proc.get_csr(CSR_MINSTRET) - 1 - self.issued)
         private = self.private.get(funct)
         if private is not None:
             return private(proc, rs1)
@@ -189,10 +225,11 @@ class Session:
             )
         self.g.fence()
         cycles = self.timing.cpu_now() - self.roi_begin
-        count = int.from_bytes(self.mem.read(descriptor, 8), "little")
+        host = self.code if self.code is not None else self.mem
+        count = int.from_bytes(host.read(descriptor, 8), "little")
         entries = []
         for i in range(min(count, 4)):
-            entry = self.mem.read(descriptor + 8 + 16 * i, 16)
+            entry = host.read(descriptor + 8 + 16 * i, 16)
             entries.append(
                 (int.from_bytes(entry[:8], "little"), int.from_bytes(entry[8:], "little"))
             )
@@ -202,7 +239,7 @@ class Session:
                 "the harness's record of its output buffers was overwritten: "
                 "solution() wrote outside its arrays"
             )
-        blobs = [self.mem.read(addr, nbytes) for addr, nbytes in entries]
+        blobs = [host.read(addr, nbytes) for addr, nbytes in entries]
         with open(self.spec["outputs"], "wb") as fh:
             fh.writelines(blobs)
         c = self.g.counters

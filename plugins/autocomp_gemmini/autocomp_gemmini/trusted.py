@@ -44,6 +44,7 @@ def sources(spec: Spec) -> list[Path]:
     return [
         toolchain.RUNTIME_DIR / "crt.S",
         toolchain.RUNTIME_DIR / "runtime.c",
+        toolchain.RUNTIME_DIR / "machine.c",
         toolchain.HARNESS_DIR / "harness_common.c",
         toolchain.HARNESS_DIR / f"harness_{spec.family}.c",
     ]

@@ -120,7 +120,9 @@ def test_calling_the_harness_by_name_is_refused():
 
 def test_calling_the_harness_by_address_is_refused():
     """The same without naming it: harness and runtime are linked before the candidate, so the
-    distance from printf (allowed) to harness_roi_begin is fixed; the model refuses a second begin."""
+    distance from printf (allowed) to harness_roi_begin is fixed. The harness's code is machine
+    memory: the user mode cannot run it (and the model refuses a second begin, and any begin not
+    from the machine mode)."""
     spec, hw = catalog.specs()["gemm-64x64x64"], GemminiConfig()
     with private_workdir("test-gemmini-") as work:
         built = asyncio.run(gem_eval.build(work, spec, source("gemm-64x64x64"), hw, 1, True, 60))
@@ -130,15 +132,85 @@ def test_calling_the_harness_by_address_is_refused():
         "WS);\n", f"WS);\n  gemmini_fence();\n  ((void (*)(void))((char *)printf + {delta}))();\n"
     )
     result = evaluate("gemm-64x64x64", code)
-    assert result.failure is FailureKind.REJECTED and "begun a second time" in result.feedback
+    assert result.failure is FailureKind.CRASH and "instruction access fault" in result.feedback
 
 
 def test_code_planted_to_run_after_the_measured_region_never_runs():
     """It rewrote the model's results file through the HTIF mailbox after the region ended and
-    was accepted at 1100 cycles (its real cost: the vendor's 2250 and a stack scan)."""
+    was accepted at 1100 cycles (its real cost: the vendor's 2250 and a stack scan). The harness's
+    stack is machine memory now: the scan faults."""
     result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_rewrites_results.c").read_text())
-    vendor = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"))
-    assert result.correct and result.metric >= vendor.metric, (result.metric, vendor.metric)
+    assert result.failure is FailureKind.CRASH and "load access fault" in result.feedback
+
+
+# ------------------------------------- model mode: the candidate runs in user mode behind PMP
+def test_result_files_written_through_the_host_proxy_are_refused():
+    """It wrote outputs.bin and results.json itself through Spike's HTIF syscalls and exited 0
+    without ending the measured region: accepted at 1100 cycles (honest: 2250). The mailbox is
+    machine memory: the first store faults."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_forges_result_files.c").read_text())
+    assert result.failure is FailureKind.CRASH and "store access fault" in result.feedback
+    assert "address 0x80001000" in result.feedback
+
+
+@pytest.mark.parametrize(
+    "fixture, fault",
+    [
+        ("gemm_pasted_asm_rewinds_counter.c", "illegal instruction"),  # minstret: machine CSR
+        ("gemm_runs_code_from_data.c", "instruction access fault"),  # data is not executable
+        ("gemm_patches_harness_code.c", "load access fault"),  # harness code: machine memory
+    ],
+)
+def test_cpu_work_hidden_from_the_count_is_refused(fixture, fault):
+    """Each did the GEMM on the CPU (about 2 million instructions) and hid it from the count
+    (accepted at 18, 24 and 0 cycles before); in user mode behind PMP each faults."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / fixture).read_text())
+    assert result.failure is FailureKind.CRASH and fault in result.feedback, result.feedback
+
+
+CPU_GEMM = (
+    "  matmul_cpu(false, false, GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &C[0][0], GEMM_K,"
+    " GEMM_N, GEMM_N, GEMM_N, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, GEMM_ACT,"
+    " GEMM_SCALE, true);\n"
+)
+
+
+def test_a_command_not_issued_through_the_header_is_refused():
+    """The model counts instructions with Spike's own counter, which is exact right after the
+    header's counter read before each command. A command issued without it (pasted inline
+    assembly, its rd naming a made-up count) is refused."""
+    fake_count = "#define PASTE(a, b) a##b\n#define INLINE PASTE(__as, m__)\n" + source(
+        "gemm-64x64x64", "vendor"
+    ).replace(
+        "WS);\n",
+        "WS);\n  gemmini_fence();\n"
+        + CPU_GEMM
+        + '  INLINE volatile(".insn r CUSTOM_3, 3, 123, %0, x0, x0" :: "r"(1ull) : "memory");\n',
+        1,
+    )
+    result = evaluate("gemm-64x64x64", fake_count)
+    assert result.failure is FailureKind.REJECTED, result.feedback
+    assert "not issued through the gemmini.h macros" in result.feedback
+
+
+def test_accelerator_dma_cannot_reach_the_harness():
+    """Gemmini's DMA is the model's, not the CPU's: it is held to the user data the same way (an
+    mvin from the HTIF mailbox, an mvout into it would go around PMP)."""
+    for command in (
+        "gemmini_mvin((const elem_t *)0x80001000u, 0);",
+        "gemmini_mvout((elem_t *)0x80001000u, 0);",
+    ):
+        code = source("gemm-64x64x64", "vendor").replace(
+            "WS);\n",
+            "WS);\n  gemmini_fence();\n  gemmini_config_ld(DIM * sizeof(elem_t));\n"
+            f"  gemmini_config_st(DIM * sizeof(elem_t));\n  {command}\n  gemmini_fence();\n",
+            1,
+        )
+        result = evaluate("gemm-64x64x64", code)
+        assert not result.correct and "outside the program's data" in result.feedback, (
+            command,
+            result.feedback,
+        )
 
 
 def _memorized(seed: int) -> str:

@@ -85,63 +85,67 @@ def test_knowledge_pack_and_rules(backend):
 # Every shipped program's modelled numbers, pinned so that work on the model's speed cannot
 # move a single cycle: (cycles, unit operations modelled, CPU stall cycles on full queues,
 # CPU stall cycles in fences, (load, execute, store) cycles spent waiting on dependencies).
+# The measured region includes the switch into the user mode and back (harness_run_user's mret,
+# the user-mode entry, the ecall and the trap handler's register save and restore): 144 modelled
+# cycles (142 for the ADMM harness) more than when solution() ran in machine mode; every other
+# number is unchanged.
 PINNED = {
-    ("gemm-64x64x64", "baseline"): (8959, 293, 7542, 580, (5349, 6662, 8399)),
-    ("gemm-64x64x64", "vendor"): (2250, 197, 0, 2001, (0, 526, 1636)),
-    ("gemm-64x64x64", "hand-optimized"): (2931, 185, 2031, 170, (0, 1306, 284)),
-    ("gemm-256x256x256", "baseline"): (476280, 16901, 422815, 531, (311685, 340932, 122368)),
-    ("gemm-256x256x256", "vendor"): (83164, 9733, 578, 81764, (33052, 1018, 77484)),
-    ("gemm-256x256x256", "hand-optimized"): (102110, 9029, 62288, 123, (0, 9296, 0)),
+    ("gemm-64x64x64", "baseline"): (9103, 293, 7542, 580, (5349, 6662, 8399)),
+    ("gemm-64x64x64", "vendor"): (2394, 197, 0, 2001, (0, 526, 1636)),
+    ("gemm-64x64x64", "hand-optimized"): (3075, 185, 2031, 170, (0, 1306, 284)),
+    ("gemm-256x256x256", "baseline"): (476424, 16901, 422815, 531, (311685, 340932, 122368)),
+    ("gemm-256x256x256", "vendor"): (83308, 9733, 578, 81764, (33052, 1018, 77484)),
+    ("gemm-256x256x256", "hand-optimized"): (102254, 9029, 62288, 123, (0, 9296, 0)),
     ("gemm-resnet50-res2-expand", "baseline"): (
-        1731205,
+        1731349,
         56453,
         1590209,
         579,
         (1072389, 1317064, 1655777),
     ),
-    ("gemm-resnet50-res2-expand", "vendor"): (268536, 34533, 10109, 254994, (3744, 18286, 211596)),
-    ("gemm-resnet50-res2-expand", "hand-optimized"): (502700, 32009, 262283, 112, (0, 64960, 0)),
+    ("gemm-resnet50-res2-expand", "vendor"): (268680, 34533, 10109, 254994, (3744, 18286, 211596)),
+    ("gemm-resnet50-res2-expand", "hand-optimized"): (502844, 32009, 262283, 112, (0, 64960, 0)),
     ("gemm-resnet50-res2-reduce", "baseline"): (
-        1458365,
+        1458509,
         51749,
         1296833,
         534,
         (954789, 1044227, 374556),
     ),
-    ("gemm-resnet50-res2-reduce", "vendor"): (240830, 30629, 1562, 237854, (112927, 1930, 225388)),
-    ("gemm-resnet50-res2-reduce", "hand-optimized"): (350493, 27893, 185388, 110, (0, 16240, 0)),
+    ("gemm-resnet50-res2-reduce", "vendor"): (240974, 30629, 1562, 237854, (112927, 1930, 225388)),
+    ("gemm-resnet50-res2-reduce", "hand-optimized"): (350637, 27893, 185388, 110, (0, 16240, 0)),
     ("gemm-resnet50-res3-expand", "baseline"): (
-        1549308,
+        1549452,
         53317,
         1375783,
         530,
         (993989, 1135172, 749504),
     ),
-    ("gemm-resnet50-res3-expand", "vendor"): (257736, 31589, 8577, 247206, (91765, 4578, 228892)),
-    ("gemm-resnet50-res3-expand", "hand-optimized"): (373093, 30119, 274820, 121, (0, 108248, 224)),
-    ("gemm-fc-32x1024x512", "baseline"): (461425, 16645, 409798, 533, (305285, 326084, 61120)),
-    ("gemm-fc-32x1024x512", "vendor"): (105535, 10693, 518, 104153, (49705, 355, 102269)),
-    ("gemm-fc-32x1024x512", "hand-optimized"): (112475, 10517, 76995, 193, (0, 7199, 7872)),
-    ("conv-small-3x3s2", "baseline"): (108764, 4053, 96389, 498, (72105, 78359, 25424)),
-    ("conv-small-3x3s2", "vendor"): (21140, 1247, 0, 21051, (0, 3739, 19677)),
+    ("gemm-resnet50-res3-expand", "vendor"): (257880, 31589, 8577, 247206, (91765, 4578, 228892)),
+    ("gemm-resnet50-res3-expand", "hand-optimized"): (373237, 30119, 274820, 121, (0, 108248, 224)),
+    ("gemm-fc-32x1024x512", "baseline"): (461569, 16645, 409798, 533, (305285, 326084, 61120)),
+    ("gemm-fc-32x1024x512", "vendor"): (105679, 10693, 518, 104153, (49705, 355, 102269)),
+    ("gemm-fc-32x1024x512", "hand-optimized"): (112619, 10517, 76995, 193, (0, 7199, 7872)),
+    ("conv-small-3x3s2", "baseline"): (108908, 4053, 96389, 498, (72105, 78359, 25424)),
+    ("conv-small-3x3s2", "vendor"): (21284, 1247, 0, 21051, (0, 3739, 19677)),
     ("conv-resnet50-res2-3x3", "baseline"): (
-        3431078,
+        3431222,
         129285,
         2757293,
         414,
         (2300502, 2448093, 398624),
     ),
-    ("conv-resnet50-res2-3x3", "vendor"): (576575, 33629, 3295, 571794, (434018, 64055, 561530)),
+    ("conv-resnet50-res2-3x3", "vendor"): (576719, 33629, 3295, 571794, (434018, 64055, 561530)),
     ("conv-resnet50-res3-3x3", "baseline"): (
-        3332906,
+        3333050,
         126853,
         2732475,
         441,
         (2246542, 2366995, 195872),
     ),
-    ("conv-resnet50-res3-3x3", "vendor"): (607974, 34757, 742, 606632, (457086, 61383, 598997)),
-    ("admm-tinympc-iteration", "baseline"): (15710, 965, 4860, 6885, (8970, 10905, 11610)),
-    ("admm-tinympc-iteration", "vendor"): (17708, 1155, 0, 6915, (0, 2715, 4410)),
+    ("conv-resnet50-res3-3x3", "vendor"): (608118, 34757, 742, 606632, (457086, 61383, 598997)),
+    ("admm-tinympc-iteration", "baseline"): (15852, 965, 4860, 6885, (8970, 10905, 11610)),
+    ("admm-tinympc-iteration", "vendor"): (17850, 1155, 0, 6915, (0, 2715, 4410)),
 }
 _SHIPPED: dict[tuple[str, str], EvalResult] = {}
 
@@ -299,7 +303,7 @@ def test_dma_from_outside_memory_is_a_crash_with_a_reason(backend):
         "gemmini_extended_mvin((const elem_t *)0x1000, A_sp, DIM, DIM);",
     )
     result = evaluate(backend, "gemm-64x64x64", code)
-    assert result.failure == FailureKind.CRASH and "outside main memory" in result.feedback
+    assert result.failure == FailureKind.CRASH and "outside the program's data" in result.feedback
 
 
 def test_missing_fence_is_rejected(backend):

@@ -38,6 +38,15 @@ typedef struct { uint64_t count; struct { uint64_t addr, bytes; } out[4]; } harn
 void harness_add_output(harness_outputs_t *outputs, const void *addr, size_t bytes);
 void harness_add_guards(harness_outputs_t *outputs, void *pre, void *post);
 
+/* Buffers solution() reads or writes: placed in the user data (link.ld); everything else of the
+ * harness is machine-mode memory the candidate cannot touch. */
+#define HARNESS_SHARED __attribute__((section(".bss.user_shared"), aligned(64)))
+
+/* Calls fn(args[0], ..., args[7]) in the user mode, on the user stack (runtime/crt.S); returns
+ * when fn does. */
+void harness_run_user(const void *fn, const uint64_t args[8]);
+#define HARNESS_ARG(p) ((uint64_t)(uintptr_t)(p))
+
 void harness_roi_begin(void);
 void harness_roi_end(const harness_outputs_t *outputs);
 int harness_report(const char *name, const elem_t *got, const elem_t *want, size_t n, double tol);

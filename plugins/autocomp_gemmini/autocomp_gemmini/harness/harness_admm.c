@@ -7,10 +7,10 @@
 #define NU ADMM_NU
 #define NH ADMM_HORIZON
 
-static elem_t AT[NX][NX] __attribute__((aligned(64)));
-static elem_t BT[NU][NX] __attribute__((aligned(64)));
-static elem_t KT[NX][NU] __attribute__((aligned(64)));
-static elem_t d[NH - 1][NU] __attribute__((aligned(64)));
+static elem_t AT[NX][NX] HARNESS_SHARED;
+static elem_t BT[NU][NX] HARNESS_SHARED;
+static elem_t KT[NX][NU] HARNESS_SHARED;
+static elem_t d[NH - 1][NU] HARNESS_SHARED;
 static struct {
   uint8_t pre[HARNESS_GUARD_BYTES];
   elem_t x[NH][NX];
@@ -18,7 +18,7 @@ static struct {
   elem_t z[NH - 1][NU];
   elem_t y[NH - 1][NU];
   uint8_t post[HARNESS_GUARD_BYTES];
-} out __attribute__((aligned(64)));
+} out HARNESS_SHARED;
 static elem_t tmp[NX * NX] __attribute__((aligned(64)));
 #ifndef GEMMINI_MODEL
 /* External mode: the harness checks the result itself against this CPU reference. */
@@ -74,7 +74,10 @@ int main(void) {
   memcpy(gold.y, out.y, sizeof(gold.y));
 #endif
   harness_roi_begin();
-  solution(AT, BT, KT, d, out.x, out.u, out.z, out.y);
+  {
+    const uint64_t args[8] = {HARNESS_ARG(AT), HARNESS_ARG(BT), HARNESS_ARG(KT), HARNESS_ARG(d), HARNESS_ARG(out.x), HARNESS_ARG(out.u), HARNESS_ARG(out.z), HARNESS_ARG(out.y)};
+    harness_run_user((const void *)solution, args);
+  }
   harness_roi_end(&outputs);
 #ifndef GEMMINI_MODEL
   reference();

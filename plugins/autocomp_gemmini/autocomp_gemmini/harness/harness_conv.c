@@ -4,14 +4,14 @@
 #include "harness.h"
 #include "runtime.h"
 
-static elem_t input[CONV_BATCH][CONV_IN_DIM][CONV_IN_DIM][CONV_IN_CH] __attribute__((aligned(64)));
-static elem_t weights[CONV_KDIM][CONV_KDIM][CONV_IN_CH][CONV_OUT_CH] __attribute__((aligned(64)));
-static acc_t bias[CONV_OUT_CH] __attribute__((aligned(64)));
+static elem_t input[CONV_BATCH][CONV_IN_DIM][CONV_IN_DIM][CONV_IN_CH] HARNESS_SHARED;
+static elem_t weights[CONV_KDIM][CONV_KDIM][CONV_IN_CH][CONV_OUT_CH] HARNESS_SHARED;
+static acc_t bias[CONV_OUT_CH] HARNESS_SHARED;
 static struct {
   uint8_t pre[HARNESS_GUARD_BYTES];
   elem_t output[CONV_BATCH][CONV_OUT_DIM][CONV_OUT_DIM][CONV_OUT_CH];
   uint8_t post[HARNESS_GUARD_BYTES];
-} out __attribute__((aligned(64)));
+} out HARNESS_SHARED;
 static harness_outputs_t outputs;
 #ifndef GEMMINI_MODEL
 static elem_t gold[CONV_BATCH][CONV_OUT_DIM][CONV_OUT_DIM][CONV_OUT_CH] __attribute__((aligned(64)));
@@ -31,7 +31,10 @@ int main(void) {
   harness_add_output(&outputs, out.output, sizeof(out.output));
   harness_add_guards(&outputs, out.pre, out.post);
   harness_roi_begin();
-  solution(input, weights, bias, out.output);
+  {
+    const uint64_t args[8] = {HARNESS_ARG(input), HARNESS_ARG(weights), HARNESS_ARG(bias), HARNESS_ARG(out.output)};
+    harness_run_user((const void *)solution, args);
+  }
   harness_roi_end(&outputs);
 #ifndef GEMMINI_MODEL
   conv_cpu(CONV_BATCH, CONV_IN_DIM, CONV_IN_CH, CONV_OUT_CH, CONV_OUT_DIM, CONV_STRIDE, CONV_PAD, CONV_KDIM,

@@ -3,14 +3,14 @@
 #include "harness.h"
 #include "runtime.h"
 
-static elem_t A[GEMM_M][GEMM_K] __attribute__((aligned(64)));
-static elem_t B[GEMM_K][GEMM_N] __attribute__((aligned(64)));
-static acc_t bias[GEMM_N] __attribute__((aligned(64)));
+static elem_t A[GEMM_M][GEMM_K] HARNESS_SHARED;
+static elem_t B[GEMM_K][GEMM_N] HARNESS_SHARED;
+static acc_t bias[GEMM_N] HARNESS_SHARED;
 static struct {
   uint8_t pre[HARNESS_GUARD_BYTES];
   elem_t C[GEMM_M][GEMM_N];
   uint8_t post[HARNESS_GUARD_BYTES];
-} out __attribute__((aligned(64)));
+} out HARNESS_SHARED;
 static harness_outputs_t outputs;
 #ifndef GEMMINI_MODEL
 static elem_t gold[GEMM_M][GEMM_N] __attribute__((aligned(64)));
@@ -28,7 +28,10 @@ int main(void) {
   harness_add_output(&outputs, out.C, sizeof(out.C));
   harness_add_guards(&outputs, out.pre, out.post);
   harness_roi_begin();
-  solution(A, B, bias, out.C);
+  {
+    const uint64_t args[8] = {HARNESS_ARG(A), HARNESS_ARG(B), HARNESS_ARG(bias), HARNESS_ARG(out.C)};
+    harness_run_user((const void *)solution, args);
+  }
   harness_roi_end(&outputs);
 #ifndef GEMMINI_MODEL
   matmul_cpu(false, false, GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &gold[0][0], GEMM_K, GEMM_N,

@@ -30,7 +30,7 @@
 #define ROCC_INSTRUCTION_RS1_RS2(x, rs1, rs2, funct)                                     \
   do {                                                                                    \
     uint64_t rocc_instret_;                                                               \
-    __asm__ volatile("csrr %0, minstret\n\t.insn r CUSTOM_3, 3, %3, %0, %1, %2"            \
+    __asm__ volatile("csrr %0, instret\n\t.insn r CUSTOM_3, 3, %3, %0, %1, %2"            \
                      : "=&r"(rocc_instret_)                                               \
                      : "r"((uint64_t)(rs1)), "r"((uint64_t)(rs2)), "i"(funct) : "memory"); \
   } while (0)
@@ -196,7 +196,7 @@ static inline uint32_t acc_scale_t_to_acc_scale_t_bits(acc_scale_t x) {
        ROCC_INSTRUCTION_RS1_RS2(XCUSTOM_ACC, 0, 0, 123); } while (0)
 static inline uint64_t read_cycles(void) {
   uint64_t c, t;
-  __asm__ volatile("csrr %1, minstret\n\t.insn r CUSTOM_3, 7, 120, %0, x0, %1" : "=r"(c), "=&r"(t) :: "memory");
+  __asm__ volatile("csrr %1, instret\n\t.insn r CUSTOM_3, 7, 120, %0, x0, %1" : "=r"(c), "=&r"(t) :: "memory");
   return c;
 }
 #else

@@ -573,7 +573,7 @@ bool guest_read(GuestMemoryObject* m, uint64_t addr, uint64_t nbytes, uint8_t* o
   uint64_t lo = addr & ~7ull;
   unsigned __int128 hi = (((unsigned __int128)addr + nbytes + 7) >> 3) << 3;
   if (!in_memory(m, lo, hi)) {
-    bad_address(m, format("DMA read of %llu bytes at %s is outside main memory", (unsigned long long)nbytes,
+    bad_address(m, format("DMA read of %llu bytes at %s is outside the program's data", (unsigned long long)nbytes,
                           hex(addr).c_str()));
     return false;
   }
@@ -591,7 +591,7 @@ bool guest_read_rows(GuestMemoryObject* m, uint64_t addr, uint64_t rows, uint64_
   uint64_t reads = stride ? rows : 1;
   unsigned __int128 last = (unsigned __int128)first + (unsigned __int128)(reads - 1) * stride + nwords * 8;
   if (!in_memory(m, first, last)) {
-    bad_address(m, format("DMA read of %llu rows at %s (stride %llu) is outside main memory", (unsigned long long)rows,
+    bad_address(m, format("DMA read of %llu rows at %s (stride %llu) is outside the program's data", (unsigned long long)rows,
                           hex(addr).c_str(), (unsigned long long)stride));
     return false;
   }
@@ -610,7 +610,7 @@ bool guest_write(GuestMemoryObject* m, uint64_t addr, const uint8_t* data, uint6
   uint64_t lo = addr & ~7ull;
   unsigned __int128 hi = (((unsigned __int128)addr + n + 7) >> 3) << 3;
   if (!in_memory(m, lo, hi)) {
-    bad_address(m, format("DMA write of %llu bytes at %s is outside main memory", (unsigned long long)n,
+    bad_address(m, format("DMA write of %llu bytes at %s is outside the program's data", (unsigned long long)n,
                           hex(addr).c_str()));
     return false;
   }

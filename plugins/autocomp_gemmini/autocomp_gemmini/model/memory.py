@@ -154,3 +154,37 @@ class SpikeMemory:
             load(a)  # the store-conditional needs this reservation
             store(a, word)
         self.words += (hi - lo) // 4
+
+
+class WindowedMemory:
+    """The memory a candidate's DMA may reach: [lo, hi), the program's user data (link.ld), as
+    for its CPU accesses under PMP; the harness's own memory and the HTIF mailbox lie outside.
+    Every access is checked whole before it reaches `inner`."""
+
+    def __init__(self, inner: Memory, lo: int, hi: int) -> None:
+        self.inner, self.lo, self.hi = inner, lo, hi
+
+    @property
+    def words(self) -> int:
+        return getattr(self.inner, "words", 0)
+
+    def _check(self, first: int, end: int, what: str) -> None:
+        if first > end or first < self.lo or end > self.hi:
+            raise BadAddress(
+                f"DMA {what} at {first:#x}..{end:#x} is outside the program's data "
+                f"[{self.lo:#x}, {self.hi:#x})"
+            )
+
+    def read(self, addr: int, nbytes: int) -> bytes:
+        self._check(addr, addr + nbytes, f"read of {nbytes} bytes")
+        return self.inner.read(addr, nbytes)
+
+    def read_rows(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+        if rows and row_bytes:
+            last = addr + (rows - 1) * stride
+            self._check(min(addr, last), max(addr, last) + row_bytes, f"read of {rows} rows")
+        return read_rows(self.inner, addr, rows, row_bytes, stride)
+
+    def write(self, addr: int, data: bytes) -> None:
+        self._check(addr, addr + len(data), f"write of {len(data)} bytes")
+        self.inner.write(addr, data)
