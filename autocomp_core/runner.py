@@ -140,6 +140,16 @@ def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePac
         raise ConfigError("search.direct: the exhaustive menu sweep needs the planning step")
     if exhaustive and not pack.menu:
         raise ConfigError(f"search.exhaustive_*: backend {backend.name} has no optimization menu")
+    if not s.direct and not pack.menu:
+        # every planning prompt offers the menu's strategies; an empty one offers nothing
+        where = (
+            f"prompt.pack {config.prompt.pack}" if config.prompt.pack else f"backend {backend.name}"
+        )
+        raise ConfigError(
+            f"{where}: the knowledge pack has no optimization menu, and planning prompts need "
+            "one (build the pack again from documents with optimization advice, or set "
+            "search.direct = true)"
+        )
     if s.direct and changed(config.models, "plan") and config.models.code:
         raise ConfigError("models.plan: unused in direct mode (set models.code only)")
     pairs = {

@@ -238,6 +238,15 @@ class PackBuilder:
             ],
             lambda: self.synthesize(journal, parts, isa_sections, extracted["entries"]),
         )
+        shortfall = self.shortfall(sections, routed, extracted, synth)
+        if shortfall:
+            summary = self.summary(read, sections, routed, extracted, synth, None, journal, index)
+            summary["failure"] = shortfall
+            write_report(Path(self.o.out) / BUILD_DIR, summary, by_id, extracted, synth, None)
+            raise BuildError(
+                f"build failed, no pack written: {shortfall} "
+                f"(details: {Path(self.o.out) / BUILD_DIR / 'report.md'})"
+            )
         examples = synth["examples"]
         checked = None
         if self.backend is not None and self.problem is not None:
@@ -271,6 +280,57 @@ class PackBuilder:
         write_report(Path(self.o.out) / BUILD_DIR, summary, by_id, extracted, synth, checked)
         journal.say(f"wrote the pack to {self.o.out}")
         return summary
+
+    def shortfall(
+        self,
+        sections: list[Section],
+        routed: dict[str, Any],
+        extracted: dict[str, Any],
+        synth: dict[str, Any],
+    ) -> str:
+        """What the pack would lack (no ISA entry, a menu under ``--min-menu-items``) and
+        its likely cause, in one line; empty when nothing is missing. A pack without them
+        would send prompts with no instruction and no strategy to choose from."""
+        missing = []
+        unrouted = len(routed["unrouted"])
+        weak_model = (
+            f"the model left {unrouted} of {len(sections)} sections unrouted: it may be too "
+            "weak to follow the prompts; try a stronger --model with --rerun route"
+        )
+        if not extracted["entries"]:
+            isa_sections = sum("isa" in cats for cats in routed["routes"].values())
+            if unrouted and unrouted * 2 >= len(sections):
+                cause = weak_model
+            elif not isa_sections:
+                cause = (
+                    "no section was routed to isa: the documents may describe no instruction "
+                    "or API, or the model misrouted them"
+                )
+            elif extracted["refused"]:
+                cause = (
+                    f"all {len(extracted['refused'])} entries proposed were refused by the "
+                    "verbatim check"
+                )
+            elif extracted["unreadable"]:
+                cause = (
+                    f"the answers for {len(extracted['unreadable'])} of {isa_sections} ISA "
+                    "sections were not the JSON asked for"
+                )
+            else:
+                cause = f"the model found no entry in the {isa_sections} ISA sections"
+            missing.append(f"the ISA is empty ({cause})")
+        menu = len(synth["menus"]["menu"])
+        if menu < self.o.min_menu_items:
+            cause = (
+                weak_model
+                if unrouted and unrouted * 2 >= len(sections)
+                else "the documents and the top-up rounds gave too few distinct strategies; "
+                "lower --min-menu-items or add documents with optimization advice"
+            )
+            missing.append(
+                f"the menu has {menu} of --min-menu-items {self.o.min_menu_items} items ({cause})"
+            )
+        return "; ".join(missing)
 
     async def synthesize(
         self,
@@ -460,8 +520,8 @@ def write_report(
         f"- LLM: {s['llm_calls']} calls, {s['input_tokens']} input and "
         f"{s['output_tokens']} output tokens, ${s['cost_usd']:.4f} ({s['model']})",
     ]
-    if s["menu_short_of_minimum"]:
-        lines.append("- **the menu is shorter than asked for: the documents gave too little**")
+    if s.get("failure"):
+        lines[1:1] = ["", f"**Build failed, no pack written**: {s['failure']}"]
     if extracted["refused"]:
         lines += ["", "## ISA entries refused", ""]
         lines += [

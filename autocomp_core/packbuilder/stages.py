@@ -243,7 +243,12 @@ async def extract(
                 "text": item["text"].strip(),
                 "section": sec.id,
             }
-            verdict = index.check(entry["text"], near=sec.text)
+            signature = item.get("signature")
+            if isinstance(signature, str) and signature.strip():
+                entry["signature"] = " ".join(signature.split())
+            verdict = index.check_entry(
+                entry["text"], sec.text, entry["name"], entry.get("signature", "")
+            )
             if not verdict.ok:
                 refused.append({**entry, "reason": verdict.reason})
             elif normalize(entry["text"]) not in seen:
@@ -267,5 +272,9 @@ def isa_markdown(entries: list[dict[str, str]], target: str) -> str:
     for key, items in groups.items():
         out.append(f"## {names[key]}")
         for entry in items:
-            out.append(f"### {entry['name'] or entry['text'].split()[0]}\n{entry['text']}")
+            heading = entry["name"] or entry["text"].split()[0]
+            signature = entry.get("signature")
+            if signature and normalize(signature) not in normalize(entry["text"]):
+                heading += f"\n`{signature}`"
+            out.append(f"### {heading}\n{entry['text']}")
     return "\n\n".join(out) + "\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pack_helpers import DOCS, model_of
+from pack_helpers import DOCS, make_pdf, model_of
 
 from autocomp_core.backend import KnowledgePack
 from autocomp_core.llm.settings import LLMSettings
@@ -26,11 +26,13 @@ CLI = preloaded_cli()
 
 @pytest.fixture(scope="module")
 def pack(pack_server, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("vecto") / "pack"
+    folder = tmp_path_factory.mktemp("vecto")
+    out = folder / "pack"
+    # the guide and the PDF's ISA: a pack with no ISA entry fails its build
     anyio.run(
         PackBuilder(
             BuildOptions(
-                sources=[str(DOCS / "vecto-guide.md")],
+                sources=[str(DOCS / "vecto-guide.md"), str(make_pdf(folder / "rules.pdf"))],
                 out=out,
                 model=model_of(pack_server),
                 target="Vecto",
