@@ -1,9 +1,12 @@
 """The ``rvv`` backend: RISC-V Vector 1.0 kernels in C with intrinsics.
 
-evaluate(): build (clang-19) → correctness under qemu-user at every check VLEN → exact
-instruction count of the kernel region on Spike, whose outputs are checked too (timed.py) →
-modelled cycles (costmodel.py), or cycles measured on a real board over SSH when
-``[hardware.board]`` is set. Inputs come from seeds drawn for each program.
+evaluate(): build (clang-19) → the kernel run on every correctness case under qemu-user at
+every check VLEN, its outputs recorded (checks.py) → exact instruction count of the kernel
+region on Spike (timed.py) → every recorded output and the timed run's judged by the trusted
+verifier → modelled cycles (costmodel.py), or cycles measured on a real board over SSH when
+``[hardware.board]`` is set. Inputs come from seeds drawn for each program. Every stage that
+runs candidate code runs in a fresh directory of its own; the verdict comes only from the
+verifier's process and the evaluator.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from autocomp_core import (
 
 from . import board as board_mode
 from .build import Builder, BuildFailure
+from .checks import check_at_vlen, reference_syscalls
 from .config import RvvHardware
 from .costmodel import CORE_PRESETS, CoreParams, model_cycles
 from .problems import DATA, all_problems, spec_for
-from .runner import RunFailure, qemu_check, spike_count
-from .timed import outputs_image, parse_layout, verify_timed_outputs
+from .runner import RunFailure, spike_count
+from .timed import outputs_image, parse_layout, verify_outputs
 from .toolchain import Tools, doctor_checks
 
 #: the custom resource a board is: its timings are only honest one program at a time
@@ -53,6 +57,7 @@ class RvvBackend(Backend):
     def __init__(self, hardware=None, options=None) -> None:
         super().__init__(hardware, options)
         self._builder: Builder | None = None
+        self._syscalls: dict[str, list[str]] = {}  # per problem: the reference runner's calls
 
     # ------------------------------------------------------------------ problems and prompts
     def problems(self) -> list[Problem]:
@@ -124,31 +129,43 @@ class RvvBackend(Backend):
             workdir.chmod(0o777)
             try:
                 t = time.perf_counter()
-                built = await self._builder.build(spec, code, workdir, hw.autovectorize, timed_seed)
+                built = await self._builder.build(
+                    spec, code, workdir, hw.autovectorize, timed_seed, board=hw.board is not None
+                )
                 extra["build_s"] = time.perf_counter() - t
                 checks += [
                     "source: no counters, CSRs, host interface, inline assembly or constructors",
-                    "object: only memcpy/memset/memmove undefined; no system calls, counter or CSR "
-                    "access, or init sections in the machine code",
+                    "object: the kernel its only global symbol; only memcpy/memset/memmove "
+                    "undefined; code only in executable .text sections holding instructions; no "
+                    "system calls, counter or CSR access, or init sections in the machine code",
                 ]
 
                 t = time.perf_counter()
+                expected = self._syscalls.get(spec.id)
+                if expected is None:  # the baseline's runner, once per problem
+                    expected = await reference_syscalls(
+                        tools.qemu, built.reference_runner, ctx.timeout_s
+                    )
+                    self._syscalls[spec.id] = expected
                 outcomes = await asyncio.gather(
                     *(
-                        qemu_check(tools.qemu, built.linux, vlen, check_seed, ctx.timeout_s)
+                        check_at_vlen(
+                            tools.qemu, built.runner, vlen, check_seed, ctx.timeout_s, expected
+                        )
                         for vlen in hw.all_check_vlens
                     ),
                     return_exceptions=True,
                 )
-                for (
-                    outcome
-                ) in outcomes:  # report the smallest failing VLEN, whichever finished first
+                runs: list[tuple[str, bytes]] = []
+                for vlen, outcome in zip(hw.all_check_vlens, outcomes):
+                    # report the smallest failing VLEN, whichever finished first
                     if isinstance(outcome, BaseException):
                         raise outcome
+                    runs.append((f"VLEN={vlen}", outcome))
                 extra["qemu_s"] = time.perf_counter() - t
                 checks += [
-                    f"qemu-user VLEN={vlen}: every case against the reference, guard pages, read-only "
-                    "inputs"
+                    f"qemu-user VLEN={vlen}: every case run in a fresh dir, guard pages, read-only "
+                    "inputs, no system call but the harness's (qemu's log)"
                     for vlen in hw.all_check_vlens
                 ]
 
@@ -163,10 +180,21 @@ class RvvBackend(Backend):
                 checks.append(
                     "timed run (Spike): every store lands in an output or the kernel's stack"
                 )
-                await verify_timed_outputs(
-                    tools.qemu, built.verifier, workdir, image, timed_seed, ctx.timeout_s
+                await verify_outputs(
+                    tools.qemu,
+                    built.verifier,
+                    runs,
+                    check_seed,
+                    image,
+                    timed_seed,
+                    ctx.timeout_s,
                 )
                 extra["verify_s"] = time.perf_counter() - t
+                checks += [
+                    f"qemu-user VLEN={vlen}: every case's outputs match the reference on inputs "
+                    "set up again from the seed (judged without the candidate in the process)"
+                    for vlen in hw.all_check_vlens
+                ]
                 checks.append(
                     "timed run (Spike): its outputs, rebuilt from the commit log, match the "
                     "reference (checked without the candidate in the process)"
@@ -184,8 +212,9 @@ class RvvBackend(Backend):
 
                 if hw.board is not None:
                     t = time.perf_counter()
+                    assert built.board is not None
                     cycles, instret = await board_mode.run_on_board(
-                        hw.board, built.linux, timed_seed
+                        hw.board, built.board, timed_seed
                     )
                     extra["board_s"] = time.perf_counter() - t
                     extra.update(board_cycles=float(cycles), board_instret=float(instret))

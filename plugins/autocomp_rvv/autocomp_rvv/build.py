@@ -3,17 +3,24 @@
 The kernel is compiled once, freestanding and position-independent of any libc
 (``riscv64-unknown-elf``, ``-mcmodel=medany``), so the same object links into
 
-* the Linux user-mode harness (static, run by qemu-user or a real board), and
-* the bare-metal harness (run by Spike for exact instruction counts).
+* the runner (the harness's RVV_RUNNER build: static Linux, no libc, run by qemu-user), which
+  only computes and records every case's outputs (checks.py judges them),
+* the bare-metal harness (run by Spike for exact instruction counts), and, in board mode,
+* the board program (the harness with glibc and its own checks, run on a real board).
 
-Harness objects do not depend on the candidate and are compiled once per problem, as is the
-verifier (the Linux harness linked with the problem's baseline) that checks the outputs of the
-timed run without the candidate in its process.
+Harness objects do not depend on the candidate and are compiled once per problem, as are the
+verifier (the glibc harness linked with the problem's baseline) that judges the outputs of the
+runners and of the timed run without the candidate in its process, and the reference runner
+(the runner linked with the baseline), whose system calls are the only ones a runner may make.
 
 A kernel may only compute its outputs: the source may not touch counters, CSRs or the host
 interface, hold inline assembly or run code outside its calls, and the compiled object is
-checked for the instructions and sections such tricks need (a macro can hide a word from the
-source check, not from the disassembly).
+checked for what such tricks need (a macro can hide a word from the source check, not from
+the object): it defines one global symbol, the kernel (nothing of the harness or a libc can
+be replaced); its code lies only in executable `.text` sections that hold instructions, not
+data; and its disassembly holds no system call or counter access. These checks are courtesies
+that name a mistake early: the runs themselves are judged by the trusted side (checks.py,
+timed.py), whatever the object held.
 """
 
 from __future__ import annotations
@@ -33,6 +40,23 @@ from .toolchain import ARCH_FLAGS, Tools
 
 CANDIDATE = "candidate.c"
 VERIFIER = "prog_verify"
+REFERENCE_RUNNER = "prog_check_reference"  # the runner linked with the baseline
+#: Section-name prefixes a kernel object may hold besides its code (`.text`): constants, data,
+#: and what the assembler adds (relocations, attributes, notes, symbol tables, debug info).
+DATA_SECTIONS = (".rodata", ".srodata", ".data", ".sdata", ".bss", ".sbss", ".tbss", ".tdata")
+META_SECTIONS = (
+    ".rela",
+    ".comment",
+    ".note",
+    ".riscv.attributes",
+    ".llvm_addrsig",
+    ".eh_frame",
+    ".debug",
+    ".symtab",
+    ".strtab",
+    ".shstrtab",
+    ".group",
+)
 #: Symbols a kernel may leave undefined: the compiler emits calls to these on its own.
 ALLOWED_UNDEFINED = {"memcpy", "memset", "memmove"}
 #: Constructs a kernel must not contain: they read or forge the measurement, or talk to the host.
@@ -56,6 +80,8 @@ _CSR_OP = re.compile(r"^(csrr[wsc]i?|csr[rwsc]i?|rd(cycle|time|instret)h?|f[rs](
 _SYSTEM_OP = re.compile(
     r"^(ecall|ebreak|c\.ebreak|wfi|mret|sret|dret|uret|sfence\.\S+|hfence\.\S+)$"
 )
+#: A section in `objdump -h`: "  3 .text.x  0000002c  0000000000000000 ..." (its flags on the next line).
+_SECTION_HEADER = re.compile(r"^\s+\d+ (\S+)\s+[0-9a-f]+\s+[0-9a-f]+\s")
 COMPILE_LIMITS = SandboxLimits(wall_s=60.0, memory_mb=4096, max_output_bytes=200_000)
 
 
@@ -71,9 +97,11 @@ class BuildFailure(Exception):
 
 @dataclass
 class Built:
-    linux: Path
+    runner: Path  # the candidate's correctness program (no libc, no checks)
     baremetal: Path
-    verifier: Path  # the trusted harness + baseline program that checks the timed run's outputs
+    verifier: Path  # the trusted harness + baseline program that judges every output
+    reference_runner: Path  # the runner linked with the baseline: the system calls a runner makes
+    board: Path | None = None  # board mode: the glibc harness with its own checks and timing
 
 
 def screen_source(code: str) -> None:
@@ -112,7 +140,8 @@ def kernel_flags(spec: ProblemSpec, autovectorize: bool) -> list[str]:
     return flags
 
 
-def _harness_flags(spec: ProblemSpec, baremetal: bool) -> list[str]:
+def _harness_flags(spec: ProblemSpec, mode: str) -> list[str]:
+    """Flags of one of the harness's builds: "baremetal", "runner" or "verify" (see rvv_harness.h)."""
     common = [
         *ARCH_FLAGS,
         "-O2",
@@ -125,7 +154,7 @@ def _harness_flags(spec: ProblemSpec, baremetal: bool) -> list[str]:
         "-fno-vectorize",
         "-fno-slp-vectorize",
     ]
-    if baremetal:
+    if mode == "baremetal":
         return [
             "--target=riscv64-unknown-elf",
             "-mcmodel=medany",
@@ -134,7 +163,20 @@ def _harness_flags(spec: ProblemSpec, baremetal: bool) -> list[str]:
             "-DRVV_BAREMETAL",
             *common,
         ]
-    return ["--target=riscv64-linux-gnu", *common]
+    if mode == "runner":
+        return [
+            "--target=riscv64-linux-gnu",
+            "-ffreestanding",
+            "-fno-pic",
+            "-fno-stack-protector",
+            "-DRVV_RUNNER",
+            *common,
+        ]
+    return ["--target=riscv64-linux-gnu", "-DRVV_VERIFY", *common]
+
+
+#: Linking the runner: static, and nothing of a libc (its system calls are the harness's own).
+RUNNER_LINK = ["--target=riscv64-linux-gnu", "-nostdlib", "-static", "-fuse-ld=lld"]
 
 
 def tidy_compiler_output(text: str, workdir: Path) -> str:
@@ -152,6 +194,31 @@ def _csr_of(op: str, args: str) -> str:
         return op[2:]
     operands = [a.strip() for a in args.split(",")]
     return operands[1] if op.startswith("csrr") and len(operands) > 1 else operands[0]
+
+
+def check_section(name: str, flags: set[str]) -> None:
+    """Refuse a section that could run code outside the kernel's calls or hide code from the
+    disassembly: init/fini arrays, code outside `.text`, a `.text` section that is not code
+    (the linker would merge it into executable text), code that is also writable."""
+    if name.startswith(FORBIDDEN_SECTIONS):
+        raise BuildFailure(
+            FailureKind.REJECTED,
+            f"the kernel has a `{name}` section: code that runs outside the kernel's calls "
+            "is not allowed",
+        )
+    code = "CODE" in flags
+    is_text = name == ".text" or name.startswith(".text.")
+    if is_text and not code:
+        why = "data in a `.text` section: the linker would make it executable"
+    elif code and not is_text:
+        why = "code outside `.text`"
+    elif code and "READONLY" not in flags:
+        why = "writable code"
+    elif not code and not name.startswith((*DATA_SECTIONS, *META_SECTIONS)):
+        why = "a section of its own (keep data in the compiler's sections)"
+    else:
+        return
+    raise BuildFailure(FailureKind.REJECTED, f"the kernel's section `{name}` is not allowed: {why}")
 
 
 class Builder:
@@ -185,29 +252,37 @@ class Builder:
         # one lock per event loop: an asyncio.Lock must not be shared across loops
         lock = self._locks.setdefault(f"{key}@{id(asyncio.get_running_loop())}", asyncio.Lock())
         folder = self._cache / key
-        names = ("harness_linux.o", "harness_bm.o", "crt.o", VERIFIER)
+        names = (
+            "harness_runner.o",
+            "harness_verify.o",
+            "harness_bm.o",
+            "crt.o",
+            VERIFIER,
+            REFERENCE_RUNNER,
+        )
         async with lock:
             if not all((folder / n).is_file() for n in names):
                 folder.mkdir(parents=True, exist_ok=True)
                 folder.chmod(0o777)  # the sandbox may run the compiler as another uid
                 clang = self.tools.clang
                 try:
+                    for mode in ("runner", "verify"):
+                        await self._run(
+                            [
+                                clang,
+                                *_harness_flags(spec, mode),
+                                "-c",
+                                str(spec.harness),
+                                "-o",
+                                f"harness_{mode}.o",
+                            ],
+                            folder,
+                            f"harness build ({mode})",
+                        )
                     await self._run(
                         [
                             clang,
-                            *_harness_flags(spec, False),
-                            "-c",
-                            str(spec.harness),
-                            "-o",
-                            "harness_linux.o",
-                        ],
-                        folder,
-                        "harness build (Linux)",
-                    )
-                    await self._run(
-                        [
-                            clang,
-                            *_harness_flags(spec, True),
+                            *_harness_flags(spec, "baremetal"),
                             "-c",
                             str(spec.harness),
                             "-o",
@@ -248,7 +323,7 @@ class Builder:
                             "--target=riscv64-linux-gnu",
                             "-static",
                             "-fuse-ld=lld",
-                            "harness_linux.o",
+                            "harness_verify.o",
                             "baseline.o",
                             "-lm",
                             "-o",
@@ -256,6 +331,18 @@ class Builder:
                         ],
                         folder,
                         "verifier link",
+                    )
+                    await self._run(
+                        [
+                            clang,
+                            *RUNNER_LINK,
+                            "harness_runner.o",
+                            "baseline.o",
+                            "-o",
+                            REFERENCE_RUNNER,
+                        ],
+                        folder,
+                        "reference runner link",
                     )
                 except BuildFailure as exc:  # our own sources failed: not the candidate's fault
                     raise BuildFailure(FailureKind.INFRA_ERROR, exc.feedback, exc.stderr) from None
@@ -268,11 +355,13 @@ class Builder:
         workdir: Path,
         autovectorize: bool = False,
         seed: int = 1,
+        board: bool = False,
     ) -> Built:
-        """Both programs of a candidate; ``seed`` draws the inputs of the bare-metal (timed) run."""
+        """The programs of a candidate; ``seed`` draws the inputs of the bare-metal (timed) run,
+        ``board`` adds the board program."""
         screen_source(code)
         cached = await self._harness_objects(spec)
-        for name in ("harness_linux.o", "harness_bm.o", "crt.o"):
+        for name in ("harness_runner.o", "harness_bm.o", "crt.o"):
             (workdir / name).write_bytes((cached / name).read_bytes())
         (workdir / CANDIDATE).write_text(code)
         await self._run(
@@ -290,20 +379,27 @@ class Builder:
         await self._check_symbols(spec, workdir)
         await self._check_machine_code(workdir)
         await self._run(
-            [
-                self.tools.clang,
-                "--target=riscv64-linux-gnu",
-                "-static",
-                "-fuse-ld=lld",
-                "harness_linux.o",
-                "kernel.o",
-                "-lm",
-                "-o",
-                "prog_linux",
-            ],
+            [self.tools.clang, *RUNNER_LINK, "harness_runner.o", "kernel.o", "-o", "prog_check"],
             workdir,
             "linking (Linux)",
         )
+        if board:
+            (workdir / "harness_verify.o").write_bytes((cached / "harness_verify.o").read_bytes())
+            await self._run(
+                [
+                    self.tools.clang,
+                    "--target=riscv64-linux-gnu",
+                    "-static",
+                    "-fuse-ld=lld",
+                    "harness_verify.o",
+                    "kernel.o",
+                    "-lm",
+                    "-o",
+                    "prog_board",
+                ],
+                workdir,
+                "linking (board)",
+            )
         await self._run(
             [
                 self.tools.lld,
@@ -320,27 +416,38 @@ class Builder:
             "linking (bare metal)",
         )
         return Built(
-            linux=workdir / "prog_linux", baremetal=workdir / "prog.elf", verifier=cached / VERIFIER
+            runner=workdir / "prog_check",
+            baremetal=workdir / "prog.elf",
+            verifier=cached / VERIFIER,
+            reference_runner=cached / REFERENCE_RUNNER,
+            board=workdir / "prog_board" if board else None,
         )
 
     async def _check_machine_code(self, workdir: Path) -> None:
         """Refuse the instructions and sections a kernel needs to talk to the system or run
-        outside its calls, whatever macros spelled them."""
+        outside its calls, whatever macros spelled them: every section is one of the expected
+        kinds with the expected flags, and every executable one is disassembled."""
         listing = await self._run(
             [self.tools.objdump, "-h", "-d", "kernel.o"], workdir, "disassembling"
         )
-        for line in listing.splitlines():
-            parts = line.split()
-            if len(parts) > 1 and parts[0].isdigit() and parts[1].startswith(FORBIDDEN_SECTIONS):
-                raise BuildFailure(
-                    FailureKind.REJECTED,
-                    f"the kernel has a `{parts[1]}` section: code that runs "
-                    "outside the kernel's calls is not allowed",
-                )
+        lines = listing.splitlines()
+        for i, line in enumerate(lines):
+            header = _SECTION_HEADER.match(line)
+            if header:
+                flags = lines[i + 1] if i + 1 < len(lines) else ""
+                check_section(header.group(1), {f.strip() for f in flags.split(",")})
             fields = line.split("\t")
             if len(fields) < 3 or not fields[0].strip().endswith(":"):
                 continue
             op, args = fields[2].strip(), fields[3].strip() if len(fields) > 3 else ""
+            if op.startswith(
+                "."
+            ):  # .word, .short, .insn: bytes in the code that are not instructions
+                raise BuildFailure(
+                    FailureKind.REJECTED,
+                    f"the kernel's code holds data (`{(op + ' ' + args).strip()}`): "
+                    "code must be compiled from C, not stored as numbers",
+                )
             if _SYSTEM_OP.match(op) or (
                 _CSR_OP.match(op) and _csr_of(op, args) not in ALLOWED_CSRS
             ):
@@ -351,18 +458,32 @@ class Builder:
                 )
 
     async def _check_symbols(self, spec: ProblemSpec, workdir: Path) -> None:
+        """The kernel is the object's only global definition (a second one could replace a
+        function or variable of the harness or a libc), and it needs nothing but memcpy & co."""
         listing = await self._run([self.tools.nm, "kernel.o"], workdir, "listing symbols")
-        defined, undefined = set(), set()
+        functions, global_defs, undefined = set(), set(), set()
         for line in listing.splitlines():
             parts = line.split()
-            if len(parts) == 2 and parts[0] == "U":
-                undefined.add(parts[1])
-            elif len(parts) == 3 and parts[1] in "TtWw":
-                defined.add(parts[2])
-        if spec.function not in defined:
+            kind, name = (parts[-2], parts[-1]) if len(parts) in (2, 3) else ("", "")
+            if kind in ("U", "w", "v"):  # undefined, or weak and undefined
+                undefined.add(name)
+                continue
+            if kind in ("T", "t", "W"):
+                functions.add(name)
+            if kind.isupper() or kind in ("i", "u"):  # global, weak, common, ifunc, unique
+                global_defs.add(name)
+        if spec.function not in functions:
             raise BuildFailure(
                 FailureKind.COMPILE_ERROR,
                 f"the candidate does not define the function `{spec.function}` (see kernel.h)",
+            )
+        others = sorted(global_defs - {spec.function})
+        if others:
+            names = ", ".join(f"`{o}`" for o in others)
+            raise BuildFailure(
+                FailureKind.REJECTED,
+                f"the kernel defines {names} as well as `{spec.function}`: a kernel may define "
+                "only its function; make helpers and tables `static`",
             )
         missing = sorted(undefined - ALLOWED_UNDEFINED)
         if missing:

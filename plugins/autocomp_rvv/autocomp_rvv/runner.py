@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from autocomp_core import private_workdir
 from autocomp_core.backend import FailureKind
 from autocomp_core.sandbox import SandboxLimits, run_sandboxed
 
@@ -53,35 +57,16 @@ def kind_of(message: str) -> FailureKind:
     )
 
 
-async def qemu_check(qemu: str, program: Path, vlen: int, seed: int, timeout_s: float) -> float:
-    """Run every correctness case at one VLEN; return the wall time or raise RunFailure."""
-    limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000)
-    result = await run_sandboxed(
-        [*qemu_argv(qemu, vlen), str(program), "check", str(seed)],
-        cwd=program.parent,
-        limits=limits,
-    )
-    where = f"VLEN={vlen}"
-    if result.timed_out:
-        raise RunFailure(
-            FailureKind.TIMEOUT,
-            f"{where}: the checks did not finish within {timeout_s:.0f} s "
-            "(infinite loop? a strip-mining loop whose vl never reaches 0?)",
-            result.stdout,
-            result.stderr,
-        )
-    message = failure_from_output(result.stdout, where)
-    if message:
-        raise RunFailure(kind_of(message), message, result.stdout, result.stderr)
-    if not result.ok or "PASS" not in result.stdout:
-        how = f"signal {result.signal}" if result.signal else f"exit code {result.returncode}"
-        raise RunFailure(
-            FailureKind.CRASH,
-            f"{where}: the program ended abnormally ({how}) {result.stderr.strip()[-400:]}",
-            result.stdout,
-            result.stderr,
-        )
-    return result.wall_s
+def _read_plain(path: Path) -> str:
+    """A file's text, or "" when it is missing or not a plain file (never through a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        return f.read().decode(errors="replace")
 
 
 def spike_isa(vlen: int) -> str:
@@ -97,41 +82,45 @@ class SpikeRun:
 
 
 async def spike_count(spike: str, program: Path, vlen: int, timeout_s: float) -> SpikeRun:
-    """Run the bare-metal program on Spike with a commit log; return the kernel region."""
-    log = program.parent / "spike.log"
-    limits = SandboxLimits(
-        wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000, file_size_mb=1024
-    )
-    result = await run_sandboxed(
-        [
-            spike,
-            f"--isa={spike_isa(vlen)}",
-            f"-m{SPIKE_MEMORY_MB}",
-            f"--instructions={SPIKE_MAX_INSTRUCTIONS}",
-            "-l",
-            "--log-commits",
-            f"--log={log.name}",
-            program.name,
-        ],
-        cwd=program.parent,
-        limits=limits,
-    )
-    if result.timed_out:
-        raise RunFailure(
-            FailureKind.TIMEOUT,
-            f"Spike did not finish within {timeout_s:.0f} s",
-            result.stdout,
-            result.stderr,
+    """Run the bare-metal program on Spike with a commit log; return the kernel region.
+    Spike runs in a fresh directory holding only a copy of the program: no earlier stage that
+    ran candidate code could plant anything there (a link in place of the log)."""
+    with private_workdir("autocomp-rvv-spike-") as folder:
+        folder.chmod(0o777)  # the sandbox may run it as another uid
+        local = folder / program.name
+        shutil.copyfile(program, local)
+        log = folder / "spike.log"
+        limits = SandboxLimits(
+            wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000, file_size_mb=1024
         )
-    try:
-        insns = parse_region(log.read_text(errors="replace") if log.exists() else "")
-    except TraceError as exc:
-        stopped = "" if result.ok else f" (Spike exit code {result.returncode})"
-        raise RunFailure(
-            FailureKind.CRASH, f"Spike run: {exc}{stopped}", result.stdout, result.stderr
-        ) from None
-    finally:
-        log.unlink(missing_ok=True)
+        result = await run_sandboxed(
+            [
+                spike,
+                f"--isa={spike_isa(vlen)}",
+                f"-m{SPIKE_MEMORY_MB}",
+                f"--instructions={SPIKE_MAX_INSTRUCTIONS}",
+                "-l",
+                "--log-commits",
+                f"--log={log.name}",
+                local.name,
+            ],
+            cwd=folder,
+            limits=limits,
+        )
+        if result.timed_out:
+            raise RunFailure(
+                FailureKind.TIMEOUT,
+                f"Spike did not finish within {timeout_s:.0f} s",
+                result.stdout,
+                result.stderr,
+            )
+        try:
+            insns = parse_region(_read_plain(log))
+        except TraceError as exc:
+            stopped = "" if result.ok else f" (Spike exit code {result.returncode})"
+            raise RunFailure(
+                FailureKind.CRASH, f"Spike run: {exc}{stopped}", result.stdout, result.stderr
+            ) from None
     instret = reported_instret(result.stdout)
     if instret is None:
         raise RunFailure(

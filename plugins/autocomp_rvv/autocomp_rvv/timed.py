@@ -5,7 +5,8 @@ for every evaluation, and its commit log records every store the kernel made. Fr
 alone (nothing the program prints after the kernel ran is believed) this module rebuilds the
 outputs of the timed call, and refuses any store outside them and the kernel's own stack.
 A trusted verifier (the harness linked with the problem's baseline: the candidate is not in
-its process) then checks those outputs against the reference, element by element.
+its process) then checks those outputs against the reference, element by element, together
+with the outputs of the correctness runs (checks.py).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from autocomp_core import private_workdir
 from autocomp_core.backend import FailureKind
 from autocomp_core.sandbox import SandboxLimits, run_sandboxed
 
-from .runner import RunFailure, failure_from_output, kind_of, qemu_argv
+from .runner import RunFailure, kind_of, qemu_argv
 from .trace import Insn
 
 #: Room the bare-metal harness leaves before and after every buffer (rvv_harness.h: H_GUARD).
@@ -114,29 +116,50 @@ def stray_store(insn: Insn, addr: int, layout: Layout) -> RunFailure:
     )
 
 
-async def verify_timed_outputs(
-    qemu: str, verifier: Path, workdir: Path, image: bytes, seed: int, timeout_s: float
+async def verify_outputs(
+    qemu: str,
+    verifier: Path,
+    runs: list[tuple[str, bytes]],
+    check_seed: int,
+    image: bytes,
+    timed_seed: int,
+    timeout_s: float,
 ) -> None:
-    """Check the timed call's outputs with the trusted verifier; RunFailure if they are wrong.
-    The verifier is copied in from the build cache only now, after every store was judged."""
-    (workdir / IMAGE_FILE).write_bytes(image)
-    local = workdir / verifier.name
-    local.unlink(missing_ok=True)
-    shutil.copy2(verifier, local)  # the sandbox shows the program only its own work dir
-    limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000)
-    result = await run_sandboxed(
-        [*qemu_argv(qemu, 128), str(local), "verify", str(seed), IMAGE_FILE],
-        cwd=workdir,
-        limits=limits,
-    )
-    message = failure_from_output(result.stdout, "the timed run on Spike")
-    if message:
-        raise RunFailure(kind_of(message), message, result.stdout, result.stderr)
+    """Judge the runners' outputs (``runs``: a label and the outputs file of each) and the
+    timed call's with the trusted verifier; RunFailure if any is wrong. The verifier runs in a
+    fresh directory into which everything is copied by value: no candidate process ever
+    had access to it."""
+    with private_workdir("autocomp-rvv-verify-") as folder:
+        folder.chmod(0o777)  # the sandbox may run it as another uid
+        (folder / IMAGE_FILE).write_bytes(image)
+        argv = [*qemu_argv(qemu, 128), "", "verify", str(check_seed), str(timed_seed), IMAGE_FILE]
+        for i, (label, data) in enumerate(runs):
+            (folder / f"run{i}.bin").write_bytes(data)
+            argv += [label, f"run{i}.bin"]
+        local = folder / verifier.name
+        shutil.copyfile(verifier, local)
+        local.chmod(0o755)
+        argv[len(qemu_argv(qemu, 128))] = str(local)
+        limits = SandboxLimits(wall_s=timeout_s, memory_mb=None, max_output_bytes=64_000)
+        result = await run_sandboxed(argv, cwd=folder, limits=limits)
+    for line in result.stdout.splitlines():
+        if line.startswith("FAIL "):
+            message = line[5:]
+            if not message.startswith("VLEN="):
+                message = f"the timed run on Spike: {message}"
+            raise RunFailure(kind_of(message), message, result.stdout, result.stderr)
+        if line.startswith("BADFILE "):
+            raise RunFailure(
+                FailureKind.REJECTED,
+                f"{line[8:]}: the program did not record exactly the cases' outputs "
+                "(did the kernel rewrite the harness's variables?)",
+                result.stdout,
+                result.stderr,
+            )
     if not result.ok or "PASS" not in result.stdout:  # our own verifier failed
         raise RunFailure(
             FailureKind.INFRA_ERROR,
-            "the verifier of the timed run failed: "
-            f"{(result.stdout + result.stderr).strip()[-400:]}",
+            f"the verifier failed: {(result.stdout + result.stderr).strip()[-400:]}",
             result.stdout,
             result.stderr,
         )

@@ -64,6 +64,30 @@ async def test_adversarial_candidates_are_refused(backend, name, kind, words):
     assert words in result.feedback
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "name, kind, words",
+    [
+        # each was accepted when the qemu runs' verdict was printed by the candidate's process
+        # machine code in a data array put in a `.text.*` section prints PASS and exits
+        ("vadd_f32_code_in_text_section.c", FailureKind.REJECTED, "data in a `.text` section"),
+        # the harness's length set to 0 so that nothing is compared: the verifier sets the
+        # cases up itself, and the runner's outputs were never written
+        ("vadd_f32_rewrites_harness_state.c", FailureKind.WRONG_ANSWER, "was never written"),
+        # glibc's write/_exit found by scanning the program: the runner holds no libc (the scan
+        # runs off its few pages of code), and what it prints or returns is not a verdict
+        ("vadd_f32_calls_found_write.c", FailureKind.CRASH, "VLEN=128: case 0"),
+        # mprotect() replaced so the inputs stay writable: one global symbol only
+        ("vadd_f32_defines_mprotect.c", FailureKind.REJECTED, "defines `mprotect`"),
+    ],
+)
+async def test_the_candidates_process_holds_no_verdict(backend, name, kind, words):
+    result = await evaluate(backend, (ADVERSARIAL / name).read_text())
+    assert not result.correct
+    assert result.failure is kind, result.feedback
+    assert words in result.feedback
+
+
 def _vadd_inputs(seed: int, n: int) -> np.ndarray:
     """c = a + b as the harness computes it for `seed` (xorshift64*, rvv_harness.h)."""
     mask = (1 << 64) - 1
@@ -199,3 +223,37 @@ def test_stores_outside_the_outputs_are_named(addr, kind, words):
     with pytest.raises(Exception) as info:
         outputs_image([store(addr, b"\0" * 4)], LAYOUT)
     assert info.value.kind is kind and words in info.value.feedback
+
+
+@pytest.mark.asyncio
+async def test_a_system_call_the_object_checks_missed_is_refused_by_the_run(backend, tmp_path):
+    """The object checks are a courtesy: a kernel whose system call they missed (here the
+    object is linked without them) is refused from qemu's own log of the runner's calls."""
+    from autocomp_rvv.build import RUNNER_LINK, kernel_flags
+    from autocomp_rvv.checks import check_at_vlen, reference_syscalls
+    from autocomp_rvv.problems import spec_for
+
+    spec = spec_for(backend.load_problem("vadd_f32"))
+    tools = backend._tools()
+    cached = await backend._builder._harness_objects(spec)
+    source = ADVERSARIAL / "vadd_f32_syscall_in_kernel.c"
+    kernel, program = tmp_path / "kernel.o", tmp_path / "prog_check"
+    subprocess.run(  # noqa: ASYNC221 (a compile in a test)
+        [tools.clang, *kernel_flags(spec, False), "-c", str(source), "-o", str(kernel)], check=True
+    )
+    subprocess.run(  # noqa: ASYNC221
+        [
+            tools.clang,
+            *RUNNER_LINK,
+            str(cached / "harness_runner.o"),
+            str(kernel),
+            "-o",
+            str(program),
+        ],
+        check=True,
+    )
+    expected = await reference_syscalls(tools.qemu, cached / "prog_check_reference", 60)
+    with pytest.raises(Exception) as info:
+        await check_at_vlen(tools.qemu, program, 128, 5, 60, expected)
+    assert info.value.kind is FailureKind.REJECTED, info.value.feedback
+    assert "system call the harness does not make (`write(1," in info.value.feedback

@@ -6,10 +6,14 @@
  *   h_call()               call the candidate kernel once
  *   h_verify()             (Linux build only) compare outputs with a reference; 1 = correct
  *
- * Two builds come from the same source:
- *   Linux user mode (qemu-user or a real board): guarded buffers, full checks, rdcycle timing,
- *     and `verify`, which checks outputs recorded elsewhere (the timed Spike run) without
- *     calling the kernel.
+ * Three builds come from the same source:
+ *   RVV_RUNNER (qemu-user, with the candidate): no libc, no checks. For every case it sets up
+ *     the inputs in guarded buffers, prints the layout, calls the kernel and appends the
+ *     outputs to a file. It holds no verdict: the trusted verifier judges the file.
+ *   RVV_VERIFY (Linux with glibc): the verifier, linked with the problem's baseline and never
+ *     with a candidate: it regenerates every case's inputs from the seed and checks outputs
+ *     recorded elsewhere (the runner's file, the timed Spike run). Board mode links the same
+ *     build with the candidate (`bench`: rdcycle timing, each call checked).
  *   RVV_BAREMETAL (Spike): one run of the benchmark shape between two minstret reads. Before
  *     the run it prints where every buffer lies, so the evaluator can rebuild the outputs from
  *     the stores in Spike's commit log and refuse stores anywhere else.
@@ -46,14 +50,17 @@ static int h_rand_int(int lo, int hi) { return lo + (int)(h_rand_u32() % (uint32
 
 /* ---------------------------------------------------------------- outputs */
 #define H_MAX_OUTS 8
-typedef struct { const char *name; void *addr; size_t bytes; } h_out;
+/* lead: bytes between the start of the output's first page and the output (Linux builds: the
+ * canary that a write before the start of the output would change); recorded with it. */
+typedef struct { const char *name; void *addr; size_t bytes, lead; } h_out;
 static h_out h_outs[H_MAX_OUTS];
 static int h_nouts;
 static const char *h_name_of(const void *p);
+static size_t h_lead_of(const void *p);
 
 /* Register an output the checks cover (an array, or a scalar the kernel returns). */
 static void h_output(const char *name, void *p, size_t bytes) {
-  if (h_nouts < H_MAX_OUTS) h_outs[h_nouts++] = (h_out){name, p, bytes};
+  if (h_nouts < H_MAX_OUTS) h_outs[h_nouts++] = (h_out){name, p, bytes, h_lead_of(p)};
 }
 
 /* Outputs start filled with this NaN so that an element the kernel never wrote is recognisable. */
@@ -142,6 +149,7 @@ static const char *h_name_of(const void *p) {
   for (int i = 0; i < h_nbufs; i++) if (h_bufs[i].addr == p) return h_bufs[i].name;
   return "?";
 }
+static size_t h_lead_of(const void *p) { (void)p; return 0; }
 static void h_seal(const void *p) { (void)p; }
 static void h_reset(void) { h_arena_used = 0; h_nbufs = 0; h_nouts = 0; }
 
@@ -167,6 +175,49 @@ uint64_t h_timed(void (*fn)(void));
 
 #else
 /* ============================================================ Linux user mode */
+#ifdef RVV_RUNNER
+/* No libc: the candidate's process holds nothing but this harness and the kernel, and every
+ * system call it makes is one of these (the evaluator compares qemu's log of them with the
+ * list the baseline's runner makes). */
+#define PROT_NONE 0
+#define PROT_READ 1
+#define PROT_WRITE 2
+#define MAP_PRIVATE 2
+#define MAP_ANONYMOUS 0x20
+#define MAP_FAILED ((void *)-1)
+static long h_syscall(long n, long a0, long a1, long a2, long a3, long a4, long a5) {
+  register long x10 __asm__("a0") = a0;
+  register long x11 __asm__("a1") = a1;
+  register long x12 __asm__("a2") = a2;
+  register long x13 __asm__("a3") = a3;
+  register long x14 __asm__("a4") = a4;
+  register long x15 __asm__("a5") = a5;
+  register long x17 __asm__("a7") = n;
+  __asm__ volatile("ecall" : "+r"(x10) : "r"(x11), "r"(x12), "r"(x13), "r"(x14), "r"(x15), "r"(x17) : "memory");
+  return x10;
+}
+static void *mmap(void *a, size_t len, int prot, int flags, int fd, long off) {
+  long r = h_syscall(222, (long)a, (long)len, prot, flags, fd, off);
+  return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
+static int mprotect(void *a, size_t len, int prot) { return (int)h_syscall(226, (long)a, (long)len, prot, 0, 0, 0); }
+static int munmap(void *a, size_t len) { return (int)h_syscall(215, (long)a, (long)len, 0, 0, 0, 0); }
+static long h_write(int fd, const void *p, size_t n) { return h_syscall(64, fd, (long)p, (long)n, 0, 0, 0); }
+static __attribute__((noreturn)) void exit(int code) {
+  for (;;) h_syscall(94, code, 0, 0, 0, 0, 0);
+}
+/* The kernel may call these; nothing else of a libc is here. */
+void *memset(void *d, int c, size_t n) { unsigned char *p = d; while (n--) *p++ = (unsigned char)c; return d; }
+void *memcpy(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s; while (n--) *p++ = *q++; return d;
+}
+void *memmove(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s;
+  if (p < q) { while (n--) *p++ = *q++; } else { while (n--) p[n] = q[n]; }
+  return d;
+}
+#define printf(...) ((void)0) /* a runner prints only its layout, with h_write */
+#else
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -175,9 +226,12 @@ uint64_t h_timed(void (*fn)(void));
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 #define H_CANARY 0xA5
 #define H_MAX_BUFS 16
+/* riscv64 Linux pages are 4 KiB; the runner and the verifier must agree on every buffer's lead */
+#define H_PAGE ((size_t)4096)
 
 typedef struct {
   const char *name;
@@ -190,11 +244,10 @@ typedef struct {
 
 static h_buf h_bufs[H_MAX_BUFS];
 static int h_nbufs;
-static size_t h_page;
+static const size_t h_page = H_PAGE;
 static char h_case_desc[160] = "setup";
 
 static void *h_alloc(const char *name, size_t count, size_t elem) {
-  if (!h_page) h_page = (size_t)sysconf(_SC_PAGESIZE);
   if (h_nbufs == H_MAX_BUFS) { printf("HARNESS ERROR: too many buffers\n"); exit(70); }
   size_t bytes = count * elem;
   size_t data_len = (bytes + h_page - 1) / h_page * h_page;
@@ -225,11 +278,19 @@ static const char *h_name_of(const void *p) {
   return "?";
 }
 
+static size_t h_lead_of(const void *p) {
+  for (int i = 0; i < h_nbufs; i++)
+    if (h_bufs[i].data == p) return (size_t)(h_bufs[i].data - (h_bufs[i].map + h_page));
+  return 0;
+}
+
 static void h_reset(void) {
   for (int i = 0; i < h_nbufs; i++) munmap(h_bufs[i].map, h_bufs[i].map_len);
   h_nbufs = 0;
   h_nouts = 0;
 }
+
+#ifndef RVV_RUNNER
 
 static void h_fail(const char *fmt, ...) {
   va_list ap;
@@ -350,6 +411,7 @@ static inline __attribute__((always_inline)) void h_roi_end(void) {
   h_roi_cycles = c1 - h_roi_c0;
   h_roi_instret = i1 - h_roi_i0;
 }
+#endif /* !RVV_RUNNER */
 #endif /* RVV_BAREMETAL */
 
 #endif /* RVV_HARNESS_H */

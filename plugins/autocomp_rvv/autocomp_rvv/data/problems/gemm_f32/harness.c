@@ -24,7 +24,7 @@ static void h_setup(const size_t *shape, uint64_t seed) {
 
 static void h_call(void) { gemm_f32(M, N, K, A, B, C); }
 
-#ifndef RVV_BAREMETAL
+#ifdef RVV_VERIFY  /* the checks: only in the trusted Linux build, never with the candidate */
 static int h_verify(void) {
   double *ref = malloc((M * N + 1) * sizeof *ref), *mag = malloc((M * N + 1) * sizeof *mag);
   for (size_t i = 0; i < M; i++)

@@ -24,7 +24,7 @@ static void h_setup(const size_t *shape, uint64_t seed) {
 
 static void h_call(void) { result = softmax_expsum_f32(x, y, n, max); }
 
-#ifndef RVV_BAREMETAL
+#ifdef RVV_VERIFY  /* the checks: only in the trusted Linux build, never with the candidate */
 static int h_verify(void) {
   double *ref = malloc((n + 1) * sizeof *ref);
   double sum = 0.0;

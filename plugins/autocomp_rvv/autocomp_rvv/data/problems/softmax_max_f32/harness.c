@@ -24,7 +24,7 @@ static void h_setup(const size_t *shape, uint64_t seed) {
 
 static void h_call(void) { result = softmax_max_f32(x, n); }
 
-#ifndef RVV_BAREMETAL
+#ifdef RVV_VERIFY  /* the checks: only in the trusted Linux build, never with the candidate */
 static int h_verify(void) {
   float m = x[0];
   for (size_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;

@@ -23,7 +23,7 @@ static void h_setup(const size_t *shape, uint64_t seed) {
 
 static void h_call(void) { softmax_scale_f32(x, y, n, scale); }
 
-#ifndef RVV_BAREMETAL
+#ifdef RVV_VERIFY  /* the checks: only in the trusted Linux build, never with the candidate */
 static int h_verify(void) {
   double *ref = malloc((n + 1) * sizeof *ref);
   for (size_t i = 0; i < n; i++) ref[i] = (double)x[i] * (double)scale;

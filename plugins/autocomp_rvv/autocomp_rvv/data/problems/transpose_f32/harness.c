@@ -21,7 +21,7 @@ static void h_setup(const size_t *shape, uint64_t seed) {
 
 static void h_call(void) { transpose_f32(rows, cols, in, out); }
 
-#ifndef RVV_BAREMETAL
+#ifdef RVV_VERIFY  /* the checks: only in the trusted Linux build, never with the candidate */
 static int h_verify(void) {
   double *ref = malloc((rows * cols + 1) * sizeof *ref);
   for (size_t i = 0; i < rows; i++)
