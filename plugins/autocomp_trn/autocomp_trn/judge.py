@@ -30,7 +30,7 @@ def judge(
     in_specs, out_specs = spec.shapes(full)
     try:
         trace = json.loads(trace_text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nesting deep enough to exhaust the parser's stack)
         return {
             "status": "rejected",
             "message": "malformed trace: not JSON",

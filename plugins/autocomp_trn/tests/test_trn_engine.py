@@ -248,3 +248,13 @@ def test_a_stressed_problem_scales_only_its_last_seed():
     one, two = spec.make_inputs([5]), spec.make_inputs([5, 6])
     assert np.array_equal(one[0][0], two[0][0])
     assert np.abs(two[0][1]).max() > 88  # exp overflows fp32 without the max subtraction
+
+
+def test_a_trace_nested_past_the_parser_stack_is_the_kernels_failure():
+    """The tracing process owns trace.json; nesting that exhausts the JSON parser's stack was
+    an exception in the replay, reported as the evaluator's infra_error (retried for free)."""
+    from autocomp_trn.judge import judge
+    from autocomp_trn.problems.catalog import spec_by_id
+
+    verdict = judge(spec_by_id("tutorial/rmsnorm"), "[" * 100_000 + "]" * 100_000, [1], "trn1")
+    assert (verdict["status"], verdict["code"]) == ("rejected", "err_trace_tampered")

@@ -196,7 +196,16 @@ class Replayer:
             outputs = self._outputs(in_ids, out_ids)
         except TraceRefused:
             raise
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        # whatever a malformed trace makes the replay raise is the trace's fault, not ours
+        except (
+            TypeError,
+            ValueError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            ArithmeticError,
+            RecursionError,
+        ) as exc:
             _fail(f"malformed trace: {exc}", "err_trace_tampered", self.line)
         return ReplayResult(outputs, self.sched.finish(), len(events), self.cost_s)
 
