@@ -371,7 +371,8 @@ def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalR
             failure=FailureKind.CRASH,
             extra=timings,
             feedback=f"the program crashed: {cause} at pc {trap.group(2)} "
-            f"(address {trap.group(3)}): an out-of-bounds pointer?",
+            f"(address {trap.group(3)}): solution() runs in user mode and may touch only its own "
+            "code and data, its stack and the buffers it is given (an out-of-bounds pointer?)",
             **common,
         )
     return EvalResult(

@@ -3,8 +3,16 @@
 // minstret` or `instret`, followed by the custom-3 instruction with funct7 122 naming the same rd) and
 // overwrites the counter read with `li rd, 0`: the model, which took the count from that register,
 // sees none of the work (harness code was writable).
+// About 1,250 instructions the count does see, so the result lies above the problem's lower bound
+// (1024 cycles) and passes the engine's refusal of impossible results too.
+static void visible_work(void) {
+  for (volatile int i = 0; i < 250; i++) {}
+}
+
 void solution(const elem_t A[GEMM_M][GEMM_K], const elem_t B[GEMM_K][GEMM_N], const acc_t bias[GEMM_N],
               elem_t C[GEMM_M][GEMM_N]) {
+  visible_work();
+  gemmini_fence();  // a command: the model takes the count so far (the work after it is hidden)
   matmul_cpu(false, false, GEMM_M, GEMM_N, GEMM_K, &A[0][0], &B[0][0], bias, &C[0][0], GEMM_K, GEMM_N,
              GEMM_N, GEMM_N, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, MVIN_SCALE_IDENTITY, GEMM_ACT,
              GEMM_SCALE, true);
