@@ -197,11 +197,17 @@ class EmulatorEvaluator:
         )
 
     async def _run_child(
-        self, step: str, request: dict, wall_s: float, phases: dict[str, float], cwd: Path | None
+        self,
+        step: str,
+        request: dict,
+        wall_s: float,
+        phases: dict[str, float],
+        cwd: Path | None,
+        payload: bytes = b"",
     ) -> SandboxResult:
-        """One step (``trace`` or ``replay``) in a sandboxed child, its request on its stdin, in
-        ``cwd`` (None: a fresh dir of the sandbox's own); its time recorded as
-        ``phases["{step}_s"]``."""
+        """One step (``trace`` or ``replay``) in a sandboxed child, its request on its stdin (one
+        JSON line, then ``payload``), in ``cwd`` (None: a fresh dir of the sandbox's own); its
+        time recorded as ``phases["{step}_s"]``."""
         t = time.perf_counter()
         env = child_env()
         server = PreloadServer.shared(list(STEPS.values()), env) if self.settings.preload else None
@@ -210,7 +216,7 @@ class EmulatorEvaluator:
             limits=self._limits(wall_s),
             cwd=cwd,
             env=env,
-            stdin=json.dumps(request).encode(),
+            stdin=json.dumps(request).encode() + b"\n" + payload,
             preload=server,
         )
         phases[f"{step}_s"] = time.perf_counter() - t
@@ -327,14 +333,14 @@ class EmulatorEvaluator:
             return v
         replay = {
             "problem": spec.id,
-            "trace": trace_bytes.decode("utf-8", errors="replace"),
             "seeds": seeds,
             "generation": gen.name,
             "full": full,
             "numeric": numeric,
         }
-        # a fresh dir the tracing process never could write, the trace carried by value
-        run = await self._run_child("replay", replay, replay_s, phases, None)
+        # a fresh dir the tracing process never could write, the trace carried by value (after
+        # the request's line, as is: not escaped into it and parsed twice)
+        run = await self._run_child("replay", replay, replay_s, phases, None, trace_bytes)
         return self._verdict(run, "replaying the trace", replay_s, phases)
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:

@@ -1,6 +1,6 @@
 """The trusted replay process: validate the trace, compute outputs on fresh inputs, check, cost.
 
-    python -m autocomp_trn.runtime.replay_main -    (the request, the trace in it, on stdin)
+    python -m autocomp_trn.runtime.replay_main -    (on stdin: the request's JSON line, then the trace)
 
 Runs only trusted code (this plugin); the trace it reads is untrusted data. It runs in a sandbox
 too, for the hard time and memory limits, in a fresh dir the tracing process never could write,
@@ -19,8 +19,12 @@ from autocomp_trn.problems.catalog import spec_by_id
 
 
 def main(argv: list[str]) -> int:
-    request = json.loads(sys.stdin.buffer.read() if argv[1] == "-" else Path(argv[1]).read_bytes())
-    trace_text = request["trace"]
+    if argv[1] == "-":  # the request's line, then the trace as the tracing process wrote it
+        request = json.loads(sys.stdin.buffer.readline())
+        trace_text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    else:
+        request = json.loads(Path(argv[1]).read_bytes())
+        trace_text = Path(request["trace"]).read_text()
     return emit(
         judge(
             spec_by_id(request["problem"]),
