@@ -257,3 +257,19 @@ async def test_a_system_call_the_object_checks_missed_is_refused_by_the_run(back
         await check_at_vlen(tools.qemu, program, 128, 5, 60, expected)
     assert info.value.kind is FailureKind.REJECTED, info.value.feedback
     assert "system call the harness does not make (`write(1," in info.value.feedback
+
+
+def test_a_runners_outputs_are_never_read_through_a_link(tmp_path):
+    """A runner that left a link (to a file of the user's) in place of its outputs gets
+    nothing read: the evaluator opens the outputs without following links."""
+    from autocomp_rvv.checks import RUNNER_OUTPUTS, read_outputs
+
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"not the runner's")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RUNNER_OUTPUTS).symlink_to(secret)
+    assert read_outputs(run) is None
+    (run / RUNNER_OUTPUTS).unlink()
+    (run / RUNNER_OUTPUTS).write_bytes(b"\1\2")
+    assert read_outputs(run) == b"\1\2"
