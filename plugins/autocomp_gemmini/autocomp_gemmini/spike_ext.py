@@ -150,13 +150,17 @@ class Session:
                 f"model-private command '{which}' issued from pc {pc:#x}, outside the harness"
             )
 
-    def check_counter_read(self, proc, insn) -> None:
+    def check_counter_read(self, proc, insn, count: int) -> None:
         """The instruction before a command must be the header's `csrr rd, instret` into the
-        register the command names (rd, or rs2 for a command that returns a value)."""
+        register the command names (rd, or rs2 for a command that returns a value), and that
+        register must hold a count one below Spike's counter now, as that read leaves it. (Hand-
+        written assembly can still read the counter, run on and jump to a command past the
+        read: the counter then lags when the command issues, never at the region's end.)"""
         pc = proc.state.pc
         word = int.from_bytes(self.code.read(pc - 4, 4), "little")
         carrier = insn.rs2 if insn.xd else insn.rd
-        if word & 0xFFFFF07F != COUNTER_READ or (word >> 7) & 31 != carrier:
+        just_read = (self.xpr[carrier] & (2**64 - 1)) == count - 1
+        if word & 0xFFFFF07F != COUNTER_READ or (word >> 7) & 31 != carrier or not just_read:
             raise GemminiError(
                 f"a Gemmini command at pc {pc:#x} not issued through the gemmini.h macros (each "
                 "reads the instruction counter just before its command)"
@@ -179,10 +183,11 @@ class Session:
         # subtract them.
         # Exact only right after such a read: a command issued any other way (inline assembly)
         # would see a count up to one batch old, so it is refused (the code cannot change).
+        count = proc.get_csr(CSR_MINSTRET)
         if self.code is not None:
-            self.check_counter_read(proc, insn)
+            self.check_counter_read(proc, insn, count)
         self.issued += 1
-        self.timing.set_instret(proc.get_csr(CSR_MINSTRET) - 1 - self.issued)
+        self.timing.set_instret(count - 1 - self.issued)
         private = self.private.get(funct)
         if private is not None:
             return private(proc, rs1)
