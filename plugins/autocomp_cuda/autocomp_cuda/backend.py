@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.metadata
 import os
@@ -94,6 +95,14 @@ class _CudaOptions(BackendOptions):
     kernelbench_levels: tuple[int, ...] = (1, 2, 3, 4)
     size_overrides: dict[str, dict[str, Any]] | None = None
     include_controls: bool = Field(False, description="list the gate's control problems too")
+    problem_gate: Literal["refuse", "warn"] = Field(
+        "refuse",
+        description=(
+            "a problem the quality gate refuses (a trivial answer passes it, it is "
+            "nondeterministic...): 'refuse' evaluates no program on it; 'warn' evaluates, "
+            "and every verdict says the problem failed the gate"
+        ),
+    )
 
 
 #: ``[backend_options]``: the fields above, and one per harness setting (``trials``,
@@ -234,6 +243,23 @@ class CudaBackend(Backend):
         spec = self.spec(problem if isinstance(problem, str) else problem.id)
         return await gate.check_problem(self.harness, spec, seed)
 
+    async def gate_report(self, spec: ProblemSpec) -> gate.GateReport:
+        """The gate's verdict on a problem, found once per backend (its reference is cached
+        on disk, so a later process reads it back)."""
+        lock = self._gate_locks.setdefault(spec.id, asyncio.Lock())
+        async with lock:
+            if spec.id not in self._gate_reports:
+                self._gate_reports[spec.id] = await gate.check_problem(self.harness, spec)
+            return self._gate_reports[spec.id]
+
+    @cached_property
+    def _gate_reports(self) -> dict[str, gate.GateReport]:
+        return {}
+
+    @cached_property
+    def _gate_locks(self) -> dict[str, asyncio.Lock]:
+        return {}
+
     # ------------------------------------------------------------------ prompts
     def knowledge(self, problem: Problem) -> KnowledgePack:
         return KnowledgePack.from_dir(KNOWLEDGE_DIR)
@@ -258,12 +284,25 @@ class CudaBackend(Backend):
     # ------------------------------------------------------------------ evaluation
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         spec = self.spec(problem.id)
+        # A verdict on a problem the harness cannot judge means nothing (ReLU where the
+        # input itself passes): the gate's verdict on the problem comes first.
+        report = await self.gate_report(spec)
+        if not report.judgeable and self.options.problem_gate == "refuse":
+            return gate_refusal(report)
         # Inputs (and weights) no candidate can know in advance, yet fixed by (run seed,
         # problem, program): a verdict replays exactly.
         (seed,) = evaluation_seeds(ctx.seed, problem.id, code, 1)
         verdict = await self.harness.evaluate(spec, code, seed=seed)
-        result = to_eval_result(verdict, ctx.want_feedback)
+        if not report.judgeable:
+            verdict.notes.insert(0, gate_warning(report))
+            verdict.flags.append("problem_failed_gate")
+        result = to_eval_result(verdict, ctx.want_feedback or not report.judgeable)
         result.verification = self.harness.verification(spec, seed, verdict)
+        result.verification["problem_gate"] = (
+            "passed"
+            if report.passed
+            else f"FAILED ({report.category}): {'; '.join(report.reasons)}"
+        )
         return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
@@ -384,6 +423,33 @@ def _has_module(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def gate_warning(report: gate.GateReport) -> str:
+    return (
+        f"WARNING: problem {report.problem} FAILED the quality gate ({report.category}: "
+        f"{'; '.join(report.reasons)}); this verdict cannot tell a right program from a wrong "
+        'one (problem_gate = "warn")'
+    )
+
+
+def gate_refusal(report: gate.GateReport) -> EvalResult:
+    """No program is evaluated on a problem the gate refuses (``problem_gate = "refuse"``)."""
+    feedback = (
+        f"status: problem_refused\nproblem {report.problem} fails the quality gate "
+        f"({report.category}: {'; '.join(report.reasons)}), so no verdict on a program for it "
+        "would mean anything; `autocomp-core cuda gate` explains, and the backend option "
+        'problem_gate = "warn" evaluates anyway, every verdict marked'
+    )
+    return EvalResult(
+        correct=False,
+        metric=None,
+        unit="ms",
+        failure=FailureKind.INFRA_ERROR,
+        feedback=feedback,
+        status="problem_refused",
+        verification={"problem_gate": f"FAILED ({report.category}): {'; '.join(report.reasons)}"},
+    )
 
 
 def to_eval_result(v: Verdict, want_feedback: bool = True) -> EvalResult:

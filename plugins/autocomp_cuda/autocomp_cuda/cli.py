@@ -60,6 +60,22 @@ def _progress(done: int, total: int, problem: str, verdict: Verdict | None) -> N
     click.echo(f"[{done}/{total}] {problem}: {what}", err=True)
 
 
+async def _evaluate_gated(backend, problem: str, code: str, seed: int) -> Verdict:
+    """As the backend's ``evaluate``: a problem the gate refuses gets no verdict on a program
+    (``problem_gate = "refuse"``: an infra_error saying why) or a flagged one (``"warn"``)."""
+    from .backend import gate_refusal, gate_warning
+
+    spec = backend.spec(problem)
+    report = await backend.gate_report(spec)
+    if not report.judgeable and backend.options.problem_gate == "refuse":
+        return Verdict("infra_error", gate_refusal(report).feedback.split("\n", 1)[1])
+    verdict = await backend.harness.evaluate(spec, code, seed=seed)
+    if not report.judgeable:
+        verdict.notes.insert(0, gate_warning(report))
+        verdict.flags.append("problem_failed_gate")
+    return verdict
+
+
 async def _run_suite(
     backend, problems: list[str], sources: dict[str, str | None], seed: int, quiet: bool
 ) -> dict[str, Verdict | None]:
@@ -76,7 +92,7 @@ async def _run_suite(
         if code is not None:
             async with gate:
                 try:
-                    verdict = await harness.evaluate(backend.spec(problem), code, seed=seed)
+                    verdict = await _evaluate_gated(backend, problem, code, seed)
                 except (
                     Exception
                 ) as exc:  # the harness's fault (a reference that fails here): not fatal

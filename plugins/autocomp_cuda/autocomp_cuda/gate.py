@@ -32,6 +32,10 @@ CATEGORIES = (
     "reference_error",
 )
 
+#: Categories that say the harness cannot tell a right program from a wrong one on the
+#: problem (the others say it cannot run here at all, which an evaluation says itself).
+CANNOT_JUDGE = ("degenerate", "nondeterministic", "stateful", "tolerance")
+
 
 @dataclass
 class GateReport:
@@ -41,6 +45,11 @@ class GateReport:
     details: dict[str, Any] = field(default_factory=dict)
     category: str = "passed"  # the first reason's kind (see CATEGORIES)
     seconds: float = 0.0
+
+    @property
+    def judgeable(self) -> bool:
+        """Whether a verdict on a program for this problem means anything (see CANNOT_JUDGE)."""
+        return self.passed or self.category not in CANNOT_JUDGE
 
     def to_dict(self) -> dict[str, Any]:
         return {

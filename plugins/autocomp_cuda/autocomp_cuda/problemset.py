@@ -83,6 +83,16 @@ class ProblemSpec:
     control: str | None = None  # "degenerate" / "stochastic" for negative controls
     tags: list[str] = field(default_factory=list)
     origin: str = "suite"  # "suite", "kernelbench", "file"
+    #: trials also on inputs off the problem's own distribution and with its constant-initialised
+    #: weights re-drawn (``input_plan``); None: for imported problems (whose inputs are
+    #: KernelBench's [0, 1) draws), not for ours (drawn signed and scaled per trial already)
+    off_distribution_setting: bool | None = None
+
+    @property
+    def off_distribution(self) -> bool:
+        if self.off_distribution_setting is not None:
+            return self.off_distribution_setting
+        return self.origin != "suite"
 
     @property
     def level(self) -> str:
@@ -221,6 +231,9 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
         control=meta.get("control"),
         tags=list(meta.get("tags", [])),
         origin=origin,
+        off_distribution_setting=(
+            bool(meta["off_distribution"]) if "off_distribution" in meta else None
+        ),
     )
 
 

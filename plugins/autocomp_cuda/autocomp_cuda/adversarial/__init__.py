@@ -27,5 +27,13 @@ def header(path: Path) -> dict[str, str]:
     return found
 
 
+#: Problems in KernelBench's format and habits, loaded as a KernelBench checkout: a fixture
+#: whose problem is ``kb/L{level}/{number}`` is evaluated with this as ``kernelbench_path``.
+KERNELBENCH = ROOT / "kernelbench"
+
+
 def settings_of(path: Path) -> dict:
-    return json.loads(header(path).get("settings", "{}"))
+    settings = json.loads(header(path).get("settings", "{}"))
+    if header(path).get("problem", "").startswith("kb/"):
+        settings.setdefault("kernelbench_path", str(KERNELBENCH))
+    return settings

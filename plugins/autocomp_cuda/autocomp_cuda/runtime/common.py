@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..input_plan import NATIVE, variant_for
 from ..statuses import (  # noqa: F401 - the children's names for them
     CUDA_FAULT,
     CUDA_FAULT_MARKERS,
@@ -27,6 +28,7 @@ from ..statuses import (  # noqa: F401 - the children's names for them
     OOM_MARKERS,
     RUNTIME_ERROR,
 )
+from .off_distribution import transform_inputs
 
 
 def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
@@ -208,15 +210,29 @@ def cpu_cache_bytes() -> int:
     return best or 32 * 2**20
 
 
-def make_inputs(module: types.ModuleType, seed: int, device: torch.device) -> list[Any]:
-    """The problem's inputs for one seed; identical in every process on the same device."""
+def make_inputs(
+    module: types.ModuleType, seed: int, device: torch.device, variant: str = "native"
+) -> list[Any]:
+    """The problem's inputs for one seed, mapped off its own distribution by ``variant``
+    (``input_plan``); identical in every process on the same device."""
     seed_all(seed)
     if device.type == "cuda":
         with torch.device(device):  # big inputs are drawn on the GPU, not on the host
             inputs = module.get_inputs()
     else:
         inputs = module.get_inputs()
-    return [to_device(x, device) for x in inputs]
+    return transform_inputs([to_device(x, device) for x in inputs], variant, seed)
+
+
+def trial_variant(job: dict[str, Any], k: int) -> str:
+    """The input variant of a job's correctness trial ``k``, as its reference ran it."""
+    planned = job.get("input_variants") or []
+    return planned[k] if k < len(planned) else NATIVE
+
+
+def timed_variant(job: dict[str, Any], seed: int) -> str:
+    """A timed call's input variant, from its seed: the same in every worker given the seed."""
+    return variant_for(seed, job.get("timed_variants") or [NATIVE])
 
 
 def checksum(t: torch.Tensor) -> list[float]:

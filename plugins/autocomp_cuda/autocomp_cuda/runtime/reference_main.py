@@ -23,15 +23,26 @@ from typing import Any
 
 import torch
 
+from ..input_plan import NATIVE
 from . import common, shrink
 from .compare import error_ratio, tolerance_for
+from .off_distribution import redraw_constants, undefined_reason
+
+#: The gate's checks run with one intra-op thread: a verdict that depends on how a float32
+#: sum is split between threads (KernelBench L2/88 passed with one and failed with two)
+#: would depend on the machine.
+GATE_THREADS = 1
 
 
-def build_model(module, init_seed: int):
+def build_model(module, init_seed: int, redraw: bool = False):
+    """The problem's model from its init inputs, and the names of its constant-initialised
+    weights re-drawn with ``redraw`` (``off_distribution.redraw_constants``; the same values
+    for the same seed)."""
     common.seed_all(init_seed)
     init_inputs = module.get_init_inputs()
     model = module.Model(*init_inputs)
-    return model, init_inputs
+    redrawn = redraw_constants(model, init_seed) if redraw else []
+    return model, init_inputs, redrawn
 
 
 def run(model, inputs, device: torch.device):
@@ -66,6 +77,8 @@ def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
             raise Refused("cannot_shrink", found.error)
         overrides = found.sizes
         meta["sizes_auto"] = True
+        if found.second:  # a size shrunk to 1: also checked at 2, where "the first row" is not all
+            meta["second_shape"] = found.second
         meta["measured"] = found.measure.describe() if found.measure else None
     meta["sizes"] = overrides
     if job["device"] == "cuda" and torch.cuda.is_available():
@@ -247,7 +260,11 @@ def main(job_path: str) -> int:
         overrides = choose_sizes(job, meta)
         if overrides != (problem.get("overrides") or {}):
             module = common.load_module(problem["path"], "reference_problem", overrides)
-        model, init_inputs = build_model(module, int(job["init_seed"]))
+        if job.get("gate") and device.type == "cpu":
+            torch.set_num_threads(GATE_THREADS)  # (put back by serve between jobs)
+        redraw = bool(job.get("redraw_constants"))
+        model, init_inputs, redrawn = build_model(module, int(job["init_seed"]), redraw)
+        meta["redrawn_weights"] = redrawn
         state = copy.deepcopy(model.state_dict())
         torch.save({"init_inputs": init_inputs, "state_dict": state}, out_dir / "init.pt")
         model = model.to(device)
@@ -256,27 +273,29 @@ def main(job_path: str) -> int:
         ratios, probe_fail, checks, noise = [], {}, [], []
         deterministic_gap = 0.0
         out = None
+        planned = job.get("input_variants") or []
+        variants: list[
+            str
+        ] = []  # as run: a planned variant where the reference is undefined falls back
+        fallbacks: dict[str, str] = {}
         started = time.perf_counter()
         for k, seed in enumerate(job["trial_seeds"]):
-            inputs = common.make_inputs(module, int(seed), device)
-            model.load_state_dict(state)  # every trial starts from the initial state
-            out = run(
-                model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device
+            variant = planned[k] if k < len(planned) else NATIVE
+            inputs, out, out64, ratio = reference_trial(
+                module, model, model64, state, int(seed), variant, device, job, meta
             )
+            why = undefined_reason(out, out64, ratio) if variant != NATIVE else None
+            if why:
+                fallbacks[str(k)] = f"{variant}: {why}"
+                variant = NATIVE
+                inputs, out, out64, ratio = reference_trial(
+                    module, model, model64, state, int(seed), variant, device, job, meta
+                )
+            variants.append(variant)
             if k == 0:  # buffers the forward itself updates (training-mode BatchNorm's stats)
                 meta["mutated_buffers"] = changed_buffers(model, state)
             atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
-            model64.load_state_dict(state)
-            out64 = run64(model64, inputs, device)
-            if out64 is None:  # its own precision is the reference
-                meta["reference_precision"] = str(out.dtype).replace("torch.", "")
-                out64 = out.clone()
-            out64 = out64.to(torch.float64 if out.is_floating_point() else out.dtype)
-            ratios.append(
-                error_ratio(out, out64, atol, rtol)
-                if out.is_floating_point()
-                else (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf)
-            )
+            ratios.append(ratio)
             checks.append(common.input_checksums(inputs))
             if out.is_floating_point() and out.numel():
                 # float32 rounding larger than the output itself: an output that is zero up to noise
@@ -291,9 +310,9 @@ def main(job_path: str) -> int:
                 job.get("trials", len(job["trial_seeds"]))
             ):  # not the timed sets
                 # Same weights and inputs, another RNG state: a sound reference repeats itself.
-                again_model, _ = build_model(module, int(job["init_seed"]))
+                again_model, _, _ = build_model(module, int(job["init_seed"]), redraw)
                 again_model = again_model.to(device)
-                again_inputs = common.make_inputs(module, int(seed), device)
+                again_inputs = common.make_inputs(module, int(seed), device, variant)
                 common.seed_all(int(seed) ^ 0x5A5A5A)  # forward must not depend on the RNG state
                 again = run(again_model, again_inputs, device)
                 target = out64 if out.is_floating_point() else out
@@ -336,6 +355,10 @@ def main(job_path: str) -> int:
         )
         meta["output_bytes"] = out.numel() * out.element_size()
         meta["reference_error_ratio"] = max(ratios)
+        meta["input_variants"] = variants
+        meta["input_fallbacks"] = fallbacks
+        # The variants a timed call may draw from: those the reference is defined on here.
+        meta["timed_variants"] = sorted(set(variants[: int(job.get("trials", len(variants)))]))
         meta["input_checksums"] = checks
         if job.get("gate"):
             meta["gate"] = {
@@ -363,6 +386,37 @@ def main(job_path: str) -> int:
         )
         common.write_json(out_dir / "meta.json", meta)
         return 1
+
+
+def reference_trial(
+    module,
+    model,
+    model64,
+    state: dict,
+    seed: int,
+    variant: str,
+    device: torch.device,
+    job: dict[str, Any],
+    meta: dict[str, Any],
+) -> tuple[list[Any], torch.Tensor, torch.Tensor, float]:
+    """One trial's inputs, the problem's own output on them (float32, as written), the
+    float64 one (the exact one for integer outputs) and how far apart they are in tolerances."""
+    inputs = common.make_inputs(module, seed, device, variant)
+    model.load_state_dict(state)  # every trial starts from the initial state
+    out = run(model, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], device)
+    atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
+    model64.load_state_dict(state)
+    out64 = run64(model64, inputs, device)
+    if out64 is None:  # its own precision is the reference
+        meta["reference_precision"] = str(out.dtype).replace("torch.", "")
+        out64 = out.clone()
+    out64 = out64.to(torch.float64 if out.is_floating_point() else out.dtype)
+    ratio = (
+        error_ratio(out, out64, atol, rtol)
+        if out.is_floating_point()
+        else (0.0 if torch.equal(out, out64.to(out.dtype)) else math.inf)
+    )
+    return inputs, out, out64, ratio
 
 
 def _full_bytes(path: str) -> int | None:

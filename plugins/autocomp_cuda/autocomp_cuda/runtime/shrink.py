@@ -15,9 +15,14 @@ integers inside constant tuples (``input_shape = (32768,)``); names that are not
 (kernel, stride, padding, dilation, groups, heads, pool, number of layers) are left alone, and no knob
 goes below ``FLOOR`` (batch sizes: 1). All knobs are halved together, which keeps the
 problem's proportions; when that breaks the problem (a kernel larger than its input, heads
-that no longer divide a width: the meta run raises), knobs are tried one at a time and the
-ones that break it stay. Constants computed from knobs (``bias_shape = (out_channels, 1, 1)``)
+that no longer divide a width: the meta run raises) or changes its structure (the channels
+per group of a GroupNorm or a grouped convolution, the width per head of a multi-head
+attention: halving 64 channels in 8 groups to 8 would make a GroupNorm an InstanceNorm, and
+a program computing that one would pass), knobs are tried one at a time and the ones that
+break it stay. Constants computed from knobs (``bias_shape = (out_channels, 1, 1)``)
 follow them, because overrides are applied to the source (``common.load_module``).
+A batch size shrunk to 1 comes with a second shape at 2 (``Shrunk.second``), which the
+harness checks too: at 1, a program that computes only the first row is right.
 Everything here is deterministic: the same file gets the same sizes on every machine.
 """
 
@@ -82,6 +87,7 @@ class Measure:
     bytes: int  # inputs + output + parameters and buffers
     flops: float | None = None
     ops: int | None = None
+    structure: dict[str, int] = field(default_factory=dict)  # see ``structure``
 
     def fits(self, budget: Budget) -> bool:
         return (
@@ -125,6 +131,8 @@ class Shrunk:
     measure: Measure | None = None  # at those sizes
     full: Measure | None = None  # at the file's own sizes
     error: str | None = None  # why no tiny tier was found (one line)
+    #: overrides of a second shape to check (untimed): every knob shrunk to 1 set to 2
+    second: dict[str, Any] | None = None
 
 
 class TooManyOps(Exception):
@@ -167,6 +175,26 @@ def _meta_values_read_as_one() -> Iterator[None]:
     finally:
         for name, original in originals.items():
             setattr(torch.Tensor, name, original)
+
+
+def structure(model: torch.nn.Module) -> dict[str, int]:
+    """Widths that a grouping fixes, by module: channels per group of each GroupNorm and
+    grouped convolution, width per head of each multi-head attention. Shrinking keeps them."""
+    found: dict[str, int] = {}
+    for name, m in model.named_modules():
+        where = name or "model"
+        if isinstance(m, torch.nn.GroupNorm):
+            found[f"{where}: channels per group"] = m.num_channels // max(m.num_groups, 1)
+        elif isinstance(m, torch.nn.modules.conv._ConvNd) and m.groups > 1:
+            found[f"{where}: input channels per group"] = m.in_channels // m.groups
+            found[f"{where}: output channels per group"] = m.out_channels // m.groups
+        elif isinstance(m, torch.nn.MultiheadAttention):
+            found[f"{where}: width per head"] = m.head_dim
+    return found
+
+
+class StructureChanged(ValueError):
+    """A shrink that would change what kind of operation the problem is (see ``structure``)."""
 
 
 def knobs(source: str) -> list[Knob]:
@@ -338,8 +366,9 @@ def measure(path: str | Path, overrides: dict[str, Any], budget: Budget = Budget
         inputs = module.get_inputs()
         model = module.Model(*module.get_init_inputs())
     data, weights = _sizes("input", _tensors(inputs)), _sizes("", model.state_dict())
+    shape = structure(model)
     if _largest(data)[1] > budget.max_elements or _largest(weights)[1] > budget.max_weight_elements:
-        return _summary(data, weights)  # shrink before running anything
+        return _summary(data, weights, structure=shape)  # shrink before running anything
     try:
         ran = _fake_forward(model, inputs, budget.max_ops)
     except (
@@ -351,12 +380,14 @@ def measure(path: str | Path, overrides: dict[str, Any], budget: Budget = Budget
             if not _is_meta_limit(exc):
                 raise
             if not budget.cpu_forward:
-                return _summary(data, weights)
+                return _summary(data, weights, structure=shape)
             ran = _cpu_forward(module, budget.max_ops)
     if ran is None:
-        return _summary(data, weights, ops=budget.max_ops)
+        return _summary(data, weights, ops=budget.max_ops, structure=shape)
     out, flops, ops = ran
-    return _summary(data + _sizes("output", _tensors(out)), weights, flops=flops, ops=ops)
+    return _summary(
+        data + _sizes("output", _tensors(out)), weights, flops=flops, ops=ops, structure=shape
+    )
 
 
 def _cpu_forward(module: Any, max_ops: int) -> tuple[Any, float, int] | None:
@@ -394,7 +425,10 @@ def shrink(path: str | Path, budget: Budget = Budget()) -> Shrunk:
         for group in [movable] + [[k] for k in sorted(movable, key=lambda k: (-values[k], k))]:
             trial = {**values, **{k: values[k] // 2 for k in group}}
             try:
-                current = measure(path, overrides_for(source, trial), budget)
+                measured = measure(path, overrides_for(source, trial), budget)
+                if measured.structure != result.full.structure:  # (set above)
+                    raise StructureChanged(measured.structure)
+                current = measured
             except Exception:
                 if len(group) == 1:
                     stuck.add(group[0])  # the problem needs this one as it is
@@ -403,4 +437,25 @@ def shrink(path: str | Path, budget: Budget = Budget()) -> Shrunk:
             break
     result.sizes = overrides_for(source, {k: v for k, v in values.items() if v != original[k]})
     result.measure = current
+    result.second = _second_shape(path, source, values, original, budget)
     return result
+
+
+def _second_shape(
+    path: str | Path,
+    source: str,
+    values: dict[str, int],
+    original: dict[str, int],
+    budget: Budget,
+) -> dict[str, Any] | None:
+    """The chosen sizes with every knob shrunk to 1 set to 2 (None: no knob is at 1, or the
+    problem does not run at 2)."""
+    ones = [k for k, v in values.items() if v == 1 and original[k] > 1]
+    if not ones:
+        return None
+    second = {**values, **{k: 2 for k in ones}}
+    try:
+        measure(path, overrides_for(source, second), Budget.unlimited(budget.max_ops))
+    except Exception:
+        return None
+    return overrides_for(source, {k: v for k, v in second.items() if v != original[k]})
