@@ -22,7 +22,6 @@ import json
 import math
 import os
 import random
-import secrets
 import shutil
 import statistics
 import sys
@@ -64,7 +63,8 @@ class Settings:
     size: str = "tiny"  # "tiny" or "full"
     trials: int = 5
     warmup: int = 3
-    reps: int = 20  # timed calls, every one checked against the baseline's output
+    reps: int = 20
+    timed_samples: int = 3
     settle_s: float = 0.02
     compile_timeout_s: float = 600.0
     load_timeout_s: float = 120.0
@@ -190,17 +190,10 @@ def checksums_match(ours: Any, theirs: Any) -> bool:
     return ours == theirs
 
 
-def timed_seeds(reps: int) -> list[int]:
-    """The timed calls' input seeds: drawn from OS randomness for each evaluation, so neither
-    the candidate (from the evaluation seed or ``torch.initial_seed()``) nor any cache kept by
-    an earlier evaluation can know them in advance."""
-    return [secrets.randbits(31) for _ in range(reps)]
-
-
-#: A timed call's output is compared with the eager baseline's float32 output on the same
-#: inputs, not with the float64 reference: the baseline's own rounding error (at most half the
-#: tolerance where the gate passed the problem) is allowed for on top of the candidate's.
-TIMED_TOLERANCE_FACTOR = 2.0
+def held_sets(settings: Settings) -> int:
+    """Input sets the reference computes beyond the correctness trials, for the checked timed
+    calls only: the candidate never sees them before it is timed on them."""
+    return settings.timed_samples + 1 if settings.reps > 0 else 0
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -396,19 +389,20 @@ class Harness:
                 s.device,
                 seed,
                 s.trials,
+                held_sets(s),
                 spec.atol,
                 spec.rtol,
                 _torch_tag(),
                 REFERENCE_FORMAT,
                 spec.tiny,
                 TINY_BUDGET if self._shrinks(spec) else None,
-                spec.off_distribution,
             ]
         )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(
         self,
+                spec.off_distribution,
         spec: ProblemSpec,
         seed: int,
         gate: bool = False,
@@ -446,18 +440,18 @@ class Harness:
                 "held_copies": HELD_COPIES,
                 "device": self.settings.device,
                 "init_seed": seed,
-                "trial_seeds": trial_seeds(seed, self.settings.trials),
+                "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
                 "trials": self.settings.trials,
                 "atol": spec.atol,
                 "rtol": spec.rtol,
                 "gate": gate,
-                **self._off_distribution(spec, seed),
             }
             wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
             async with self._reference_slots:
                 server, how, stderr = await self._serve_reference(spec, job, wall_s)
             try:
                 out = Path(job["out_dir"])
+                **self._off_distribution(spec, seed),
                 if not (out / "meta.json").exists():
                     if how == "timeout":
                         raise ProblemRefused(
@@ -612,6 +606,12 @@ class Harness:
                     cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
             return target, None, False, log
 
+    # ------------------------------------------------------------------ evaluation
+    def _candidate_job(
+        self,
+        work: Path,
+        mode: str,
+        spec: ProblemSpec | None,
     def _off_distribution(self, spec: ProblemSpec, seed: int) -> dict[str, Any]:
         """What the reference worker draws off the problem's own distribution: the input
         variant of each trial and whether constant-initialised weights are re-drawn."""
@@ -623,12 +623,6 @@ class Harness:
             "redraw_constants": spec.off_distribution,
         }
 
-    # ------------------------------------------------------------------ evaluation
-    def _candidate_job(
-        self,
-        work: Path,
-        mode: str,
-        spec: ProblemSpec | None,
         seed: int | None,
         trials: int,
         ref_meta: dict[str, Any] | None = None,
@@ -657,21 +651,22 @@ class Harness:
                     "overrides": spec.sizes(s.size) if ref.get("sizes") is None else ref["sizes"],
                 },
                 init_seed=seed,
-                trial_seeds=trial_seeds(seed or 0, trials),
+                trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)),
                 trials=trials,
                 in_place=spec.in_place,
                 # A candidate may update buffers only where the reference's own forward does
                 # (training-mode BatchNorm's running statistics); parameters never.
                 buffers_mutate=spec.buffers_mutate or bool(ref.get("mutated_buffers")),
+                timing={
+                    "warmup": s.warmup,
+                    "reps": s.reps,
+                    "samples": s.timed_samples,
+                    "compile_baseline": s.compile_baseline,
+                }
                 # the variant each trial's inputs were drawn from, as the reference ran them,
                 # and those a timed call may draw from (input_plan)
                 input_variants=ref.get("input_variants"),
                 timed_variants=ref.get("timed_variants"),
-                timing={
-                    "warmup": s.warmup,
-                    "reps": s.reps,
-                    "compile_baseline": s.compile_baseline,
-                }
                 if s.reps > 0 and timed
                 else None,
             )
@@ -708,13 +703,13 @@ class Harness:
                 phases_s={"reference": loop.time() - started},
             )
         family = spec.family(self.settings.size)
-        if ref_meta.get("second_shape"):  # shrinking made a size 1: also checked at 2
-            family.append(ref_meta["second_shape"])
         try:
             family_refs = [await self.reference(spec, seed, sizes=sizes) for sizes in family]
         except ProblemRefused as exc:
             return Verdict(
                 "infra_error",
+        if ref_meta.get("second_shape"):  # shrinking made a size 1: also checked at 2
+            family.append(ref_meta["second_shape"])
                 f"a shape of the problem's family cannot run here: {exc}",
                 phases_s={"reference": loop.time() - started},
             )
@@ -785,116 +780,52 @@ class Harness:
         timed: bool = True,
     ) -> tuple[Verdict, bool]:
         """One candidate worker: load, correctness (and timing, when ``timed``), then the
-        judge. Timed, the baselines are timed first by a worker of their own, on the same
-        inputs (timed seeds drawn now), and its eager outputs are what every timed output of
-        the candidate is judged against. Returns the verdict and whether the worker was warm."""
+        judge. Returns the verdict and whether the worker was warm."""
         loop = asyncio.get_running_loop()
         s = self.settings
-        timed = timed and s.reps > 0
-        seeds = timed_seeds(s.reps) if timed else []
-        baseline_worker = None
+        compiled = None
+        if timed and s.compile_baseline and s.reps > 0:
+            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
+        worker = await self._take_worker(gpu)
+        warm = worker.ready
         try:
-            baseline: dict[str, Any] | None = None
-            if timed:
-                baseline_worker = await self._take_worker(gpu)
-                if s.warm_workers:  # the candidate's, started now: ready when the baseline ends
-                    self._standby[gpu] = self._start_worker(gpu)
-                baseline, failure = await self._time_baseline(
-                    baseline_worker, spec, seed, ref_dir, ref_meta, gpu, seeds, breakdown
-                )
-                if failure is not None:
-                    return failure, baseline_worker.ready
-            worker = await self._take_worker(gpu)
-            warm = worker.ready
-            try:
-                work = worker.work
-                (work / "candidate.py").write_text(code)
-                (work / "problem.py").write_text(spec.source)
-                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-                job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
-                if timed:
-                    job["timing"]["seeds"] = seeds
-                if prebuilt is not None:
-                    shutil.copytree(prebuilt, work / "prebuilt")
-                    job["prebuilt"] = str(work / "prebuilt")
-                triton_cache = self._triton_cache(code)
-                if triton_cache is not None:
-                    job["triton_cache"] = str(work / "triton-cache")
-                    if triton_cache.exists():
-                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
-                        _give_to_worker(work / "triton-cache", work)
-                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build)
-                handed_over = time.time()
-                result = await worker.run(job, self._eval_deadline_s())
-                t_worker = loop.time()
-                timed_refs = baseline_worker.work / "timed_refs" if baseline_worker else None
-                verdict = await self._judge(
-                    spec, work, result, ref_dir, ref_meta, gpu, breakdown, baseline, timed_refs
-                )
-                outcome = _read_json(work / "result.json") or {}
-                if outcome.get("job_received"):
-                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-                breakdown.update(
-                    {
-                        k: float(v) + breakdown.get(k, 0.0)
-                        for k, v in (outcome.get("phase_s") or {}).items()
-                        if v >= 0.0005
-                    }
-                )
-                breakdown["judge"] = loop.time() - t_worker
-                if timed:
-                    verdict.info["timed_seeds"] = seeds
-                if triton_cache is not None and verdict.status == "ok":
-                    _keep_tree(work / "triton-cache", triton_cache)
-            finally:
-                worker.discard()
+            work = worker.work
+            (work / "candidate.py").write_text(code)
+            (work / "problem.py").write_text(spec.source)
+            shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+            job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
+            if compiled is not None:  # a copy: what the candidate does to it ends with it
+                shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
+                _give_to_worker(work / "inductor-cache", work)
+                job["inductor_cache"] = str(work / "inductor-cache")
+            if prebuilt is not None:
+                shutil.copytree(prebuilt, work / "prebuilt")
+                job["prebuilt"] = str(work / "prebuilt")
+            triton_cache = self._triton_cache(code)
+            if triton_cache is not None:
+                job["triton_cache"] = str(work / "triton-cache")
+                if triton_cache.exists():
+                    shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                    _give_to_worker(work / "triton-cache", work)
+            self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
+            handed_over = time.time()
+            result = await worker.run(job, self._eval_deadline_s())
+            t_worker = loop.time()
+            verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
+            outcome = _read_json(work / "result.json") or {}
+            if outcome.get("job_received"):
+                breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+            breakdown.update(
+                {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
+            )
+            breakdown["judge"] = loop.time() - t_worker
+            if triton_cache is not None and verdict.status == "ok":
+                _keep_tree(work / "triton-cache", triton_cache)
         finally:
-            if baseline_worker is not None:
-                baseline_worker.discard()
+            worker.discard()
         if self.settings.warm_workers:  # started after timing, so it never competes with it
             self._standby[gpu] = self._start_worker(gpu)
         return verdict, warm
-
-    async def _time_baseline(
-        self,
-        worker: Worker,
-        spec: ProblemSpec,
-        seed: int,
-        ref_dir: Path,
-        ref_meta: dict[str, Any],
-        gpu: int | None,
-        seeds: list[int],
-        breakdown: dict[str, float],
-    ) -> tuple[dict[str, Any] | None, Verdict | None]:
-        """Time the eager baseline (and the compiled one, when that baseline is on) in a worker
-        that never holds a candidate, so no candidate can slow what it is compared with. The
-        worker leaves the eager outputs of every timed call in ``timed_refs/``. Returns its
-        timing, or the verdict of a baseline that could not be timed (not the candidate's
-        fault)."""
-        s = self.settings
-        compiled = None
-        if s.compile_baseline:
-            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
-        work = worker.work
-        (work / "problem.py").write_text(spec.source)
-        shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-        job = self._candidate_job(work, "baseline", spec, seed, s.trials, ref_meta)
-        job["timing"]["seeds"] = seeds
-        if compiled is not None:  # a copy: the cache kept stays as it was made
-            shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
-            _give_to_worker(work / "inductor-cache", work)
-            job["inductor_cache"] = str(work / "inductor-cache")
-        started = asyncio.get_running_loop().time()
-        result = await worker.run(job, self._eval_deadline_s())
-        breakdown["baseline"] = asyncio.get_running_loop().time() - started
-        outcome = _read_json(work / "result.json")
-        _take_ownership(work)
-        if result is None or outcome is None or outcome.get("status") != "ok":
-            why = (outcome or {}).get("message") or (
-                "it overran its deadline" if result is None else (result.stderr or "")[-2000:]
-            )
-            return None, Verdict("infra_error", f"timing the baseline failed: {why}")
-        return outcome.get("timing"), None
 
     async def _compiled_baseline(
         self,
@@ -972,12 +903,8 @@ class Harness:
         ref_meta: dict[str, Any],
         gpu: int | None,
         breakdown: dict[str, float],
-        baseline: dict[str, Any] | None = None,
-        timed_refs: Path | None = None,
     ) -> Verdict:
-        """``result`` None: the worker overran the harness's deadline and was killed.
-        ``baseline``: the baseline worker's timing; ``timed_refs``: its eager outputs, one per
-        timed call, against which every timed output is judged."""
+        """``result`` None: the worker overran the harness's deadline and was killed."""
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (
@@ -1012,11 +939,8 @@ class Harness:
             )
         verdict = Verdict("ok", info=info)
         timing = outcome.get("timing")
-        if timing and baseline:
-            timing = {**timing, **{k: v for k, v in baseline.items() if "candidate" not in k}}
-        # Every correctness trial against the float64 reference, and the output of every timed
-        # call against the baseline's on the same inputs (caching, stale or skipped work,
-        # correct-only-at-first): in the judge.
+        # Every correctness trial, and the outputs sampled from the timing loop (caching,
+        # correct-only-at-first), against the float64 reference: in the judge.
         request = {
             "ref_dir": str(ref_dir),
             "dtype": ref_meta["output"]["dtype"],
@@ -1025,8 +949,6 @@ class Harness:
             "rtol": spec.rtol,
             "correctness": str(work / "correctness.pt"),
             "samples": str(work / "timed_samples.pt") if timing else None,
-            "samples_ref_dir": str(timed_refs) if timed_refs else None,
-            "samples_tolerance_factor": TIMED_TOLERANCE_FACTOR,
         }
         try:
             answer = await self._judges[gpu].ask(request, self.settings.correctness_timeout_s)
@@ -1063,13 +985,6 @@ class Harness:
         if not timing:
             return verdict
         sampled = answer["samples"]
-        if sampled["checked"] != self.settings.reps:
-            return Verdict(
-                "hack_suspected",
-                f"the worker's output file holds {sampled['checked']} of the "
-                f"{self.settings.reps} timed calls' outputs",
-                info=info,
-            )
         if sampled["failure"]:
             return Verdict(
                 "hack_suspected",
@@ -1155,11 +1070,9 @@ class Harness:
         ]
         if s.reps > 0:
             checks.append(
-                f"timing: {s.reps} calls, each on fresh inputs drawn from OS randomness for this "
-                "evaluation; the eager baseline timed on the same inputs in a worker without the "
-                "candidate; EVERY timed output checked against the baseline's; after every call "
-                "no torch/time/threading attribute replaced, no thread left running, the same "
-                "thread count; the candidate's own kernels ran in every timed call"
+                f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
+                f"{s.timed_samples} random ones and the last checked against the reference; the "
+                "candidate's own kernels ran in every timed call"
             )
         for sizes in spec.family(s.size):
             checks.append(
@@ -1171,11 +1084,12 @@ class Harness:
             checks.append(
                 f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused"
             )
+        seeds = trial_seeds(seed, s.trials + held_sets(s))
         return {
             "seeds": {
                 "evaluation": seed,
-                "trials": trial_seeds(seed, s.trials),
-                "timed": verdict.info.get("timed_seeds", []),
+                "trials": seeds[: s.trials],
+                "timed_checked": seeds[s.trials :],
             },
             "shapes": verdict.shapes,
             "checks": checks,
