@@ -396,13 +396,13 @@ class Harness:
                 REFERENCE_FORMAT,
                 spec.tiny,
                 TINY_BUDGET if self._shrinks(spec) else None,
+                spec.off_distribution,
             ]
         )
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     async def reference(
         self,
-                spec.off_distribution,
         spec: ProblemSpec,
         seed: int,
         gate: bool = False,
@@ -445,13 +445,13 @@ class Harness:
                 "atol": spec.atol,
                 "rtol": spec.rtol,
                 "gate": gate,
+                **self._off_distribution(spec, seed),
             }
             wall_s = self.settings.correctness_timeout_s * (3 if gate else 2)
             async with self._reference_slots:
                 server, how, stderr = await self._serve_reference(spec, job, wall_s)
             try:
                 out = Path(job["out_dir"])
-                **self._off_distribution(spec, seed),
                 if not (out / "meta.json").exists():
                     if how == "timeout":
                         raise ProblemRefused(
@@ -606,12 +606,6 @@ class Harness:
                     cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
             return target, None, False, log
 
-    # ------------------------------------------------------------------ evaluation
-    def _candidate_job(
-        self,
-        work: Path,
-        mode: str,
-        spec: ProblemSpec | None,
     def _off_distribution(self, spec: ProblemSpec, seed: int) -> dict[str, Any]:
         """What the reference worker draws off the problem's own distribution: the input
         variant of each trial and whether constant-initialised weights are re-drawn."""
@@ -623,6 +617,12 @@ class Harness:
             "redraw_constants": spec.off_distribution,
         }
 
+    # ------------------------------------------------------------------ evaluation
+    def _candidate_job(
+        self,
+        work: Path,
+        mode: str,
+        spec: ProblemSpec | None,
         seed: int | None,
         trials: int,
         ref_meta: dict[str, Any] | None = None,
@@ -657,16 +657,16 @@ class Harness:
                 # A candidate may update buffers only where the reference's own forward does
                 # (training-mode BatchNorm's running statistics); parameters never.
                 buffers_mutate=spec.buffers_mutate or bool(ref.get("mutated_buffers")),
+                # the variant each trial's inputs were drawn from, as the reference ran them,
+                # and those a timed call may draw from (input_plan)
+                input_variants=ref.get("input_variants"),
+                timed_variants=ref.get("timed_variants"),
                 timing={
                     "warmup": s.warmup,
                     "reps": s.reps,
                     "samples": s.timed_samples,
                     "compile_baseline": s.compile_baseline,
                 }
-                # the variant each trial's inputs were drawn from, as the reference ran them,
-                # and those a timed call may draw from (input_plan)
-                input_variants=ref.get("input_variants"),
-                timed_variants=ref.get("timed_variants"),
                 if s.reps > 0 and timed
                 else None,
             )
@@ -703,13 +703,13 @@ class Harness:
                 phases_s={"reference": loop.time() - started},
             )
         family = spec.family(self.settings.size)
+        if ref_meta.get("second_shape"):  # shrinking made a size 1: also checked at 2
+            family.append(ref_meta["second_shape"])
         try:
             family_refs = [await self.reference(spec, seed, sizes=sizes) for sizes in family]
         except ProblemRefused as exc:
             return Verdict(
                 "infra_error",
-        if ref_meta.get("second_shape"):  # shrinking made a size 1: also checked at 2
-            family.append(ref_meta["second_shape"])
                 f"a shape of the problem's family cannot run here: {exc}",
                 phases_s={"reference": loop.time() - started},
             )

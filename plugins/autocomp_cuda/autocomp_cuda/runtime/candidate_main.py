@@ -367,6 +367,7 @@ class Worker:
                 self.reference,
                 int(s),
                 torch.device("cpu") if self.device.type == "cpu" else self.device,
+                common.trial_variant(self.job, k),
             )
             for k, s in enumerate(self.job["trial_seeds"])
         ]
@@ -451,7 +452,6 @@ class Worker:
                 else:
                     skipped.append(name)
         self.result["weights_copied"] = copied
-                common.trial_variant(self.job, k),
         self.result["weights_unmatched"] = skipped[:20]
 
     def call(self, inputs: list[Any]) -> torch.Tensor:
