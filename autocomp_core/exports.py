@@ -19,6 +19,7 @@ from typing import Any
 
 from .accounting import Ledger
 from .backend import Backend, Problem
+from .numbers import metric_text
 from .store import Candidate, RunStore
 
 
@@ -211,7 +212,7 @@ def render_report(
     unit = s["unit"]
 
     def fmt(v: float | None) -> str:
-        return f"{v:g} {unit}" if v is not None else "n/a"
+        return f"{metric_text(v)} {unit}" if v is not None else "n/a"
 
     lines = [
         f"# autocomp run: {s['backend']} / {s['problem']}",

@@ -28,6 +28,7 @@ from rich.text import Text
 from .accounting import Ledger
 from .config import BudgetConfig
 from .logs import json_lines_enabled
+from .numbers import metric_text
 from .store import Candidate
 
 Mode = Literal["live", "lines", "off"]
@@ -140,7 +141,7 @@ class Progress(LiveDisplay):
     def initial(self, beam: list[Candidate]) -> None:
         self.initial_score = min(c.score for c in beam)
         self.best_score = self.initial_score
-        self._line(f"initial program: {self.initial_score:g} {self.unit}")
+        self._line(f"initial program: {metric_text(self.initial_score)} {self.unit}")
 
     def iteration_start(self, i: int, translate: bool, exhaustive: bool) -> None:
         self.iteration = i
@@ -194,7 +195,7 @@ class Progress(LiveDisplay):
         if self.best_score is None or math.isinf(self.best_score):
             return "-"
         speed = f" ({self.speedup:.2f}x)" if self.speedup else ""
-        return f"{self.best_score:g} {self.unit}{speed}"
+        return f"{metric_text(self.best_score)} {self.unit}{speed}"
 
     def status(self) -> str:
         c = self.counters

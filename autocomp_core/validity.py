@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 
 from .backend import EvalResult, FailureKind
+from .numbers import metric_text
 
 #: A correct result may undercut the backend's lower bound by this fraction before it is
 #: refused. Bounds are rooflines computed from the same constants as the metric; the margin
@@ -36,8 +37,8 @@ def refuse_impossible(result: EvalResult, bound: float | None) -> EvalResult:
         return result
     assert bound is not None
     note = (
-        f"Refused: the measured {result.metric:g} {result.unit} is below the lower bound "
-        f"{bound:g} {result.unit} that no correct program can beat, so the measurement "
+        f"Refused: the measured {metric_text(result.metric)} {result.unit} is below the lower bound "
+        f"{metric_text(bound)} {result.unit} that no correct program can beat, so the measurement "
         "cannot be trusted (the harness was fooled, or the candidate skipped work where it "
         "was timed)."
     )

@@ -14,6 +14,7 @@ from ..backend import Backend, EvalResult, FailureKind, Problem
 from ..context import problem_block
 from ..journal import Evaluator
 from ..llm.parsing import extract_code
+from ..numbers import metric_text
 from .journal import BuildJournal, gather
 from .stages import failed, prompt
 
@@ -33,7 +34,7 @@ def failure_of(result: EvalResult) -> str:
 
 def outcome(result: EvalResult) -> str:
     if result.correct:
-        return f"builds and is correct ({result.metric:g} {result.unit})"
+        return f"builds and is correct ({metric_text(result.metric)} {result.unit})"
     return f"{'builds, then ' if builds(result) else ''}{failure_of(result)}"
 
 

@@ -20,6 +20,7 @@ from string import Template
 from typing import Any
 
 from .data import find_runs, is_run, run_data, run_row
+from .static import static_summary
 
 HERE = Path(__file__).parent
 #: the inline report may load nothing: no script, style, font, image or connection from
@@ -61,6 +62,11 @@ def render_page(title: str, payload: dict[str, Any] | None = None) -> str:
         "csp": CSP_REPORT if payload is not None else CSP_LIVE,
         "version": _package_version(),
         "title": _escape_html(title),
+        # the numbers in the HTML itself, for readers that run no script; the live page
+        # has none to show until it asks the server
+        "summary": static_summary(payload)
+        if payload is not None
+        else '<p class="muted">Loading&hellip;</p>',
         "css": _asset("assets/report.css"),
         "source": json.dumps(source).replace("<", "\\u003c"),
         "payload": compress(payload) if payload is not None else "",

@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..numbers import metric_text
 from ..report.data import run_data
 
 FAST_P = (1.0, 1.5, 2.0)
@@ -113,8 +114,8 @@ def summarize(rows: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
     }
 
 
-def _num(value: float | None, fmt: str = ".4g") -> str:
-    return "-" if value is None else f"{value:{fmt}}"
+def _num(value: float | None) -> str:
+    return metric_text(value, missing="-")
 
 
 def _speed(value: float | None) -> str:

@@ -11,6 +11,7 @@ import difflib
 import gzip
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -153,4 +154,47 @@ def test_text_from_the_run_is_shown_as_text(run_copy, open_page):
     assert view.page.locator("#detail-plan").inner_text() == HOSTILE
     assert view.page.evaluate("window.__pwned") is None
     assert [r.split("#")[0] for r in view.requests] == [url]
+    assert view.errors == []
+
+
+def best_and_baseline(run: Path, best: float) -> tuple[str, float]:
+    """Scores of ``run`` moved so that its best candidate measures ``best`` exactly and
+    every other one a million more than it did; returns the best's id and the baseline."""
+    cands = journal(run)
+    top = min((c for c in cands if c.correct), key=lambda c: (c.score, c.iteration, c.id))
+    root = next(c for c in cands if c.origin == "root")
+    with sqlite3.connect(run / "run.sqlite") as db:
+        db.execute("UPDATE candidates SET score = score + 1000000 WHERE score IS NOT NULL")
+        db.execute("UPDATE candidates SET score = ? WHERE id = ?", (best, top.id))
+    return top.id, root.score + 1_000_000
+
+
+def test_cycle_counts_are_shown_exactly(run_copy, open_page):
+    """461,425 cycles is shown as 461,425, not rounded to 461,430; in the page as a
+    browser draws it and in the HTML itself, for readers that run no script."""
+    best_id, baseline = best_and_baseline(run_copy, 461425.0)
+    assert report(str(run_copy)).returncode == 0
+    html = (run_copy / "report.html").read_text()
+    static = re.search(r'<main id="app">(.*?)</main>', html, re.S).group(1)
+    assert "Loading" not in static
+    assert "461425" in static and f"{int(baseline)}" in static
+    view = open_page((run_copy / "report.html").as_uri())
+    head = view.page.locator("#run-head").inner_text()
+    assert "461,425" in head and f"{int(baseline):,}" in head, head
+    view.page.click(f'#tree .node[data-id="{best_id}"]')
+    assert "461,425" in view.page.locator("#detail").inner_text()
+    assert view.errors == []
+
+
+def test_runs_of_the_same_problem_are_told_apart(suite_dir, tmp_path, open_page):
+    root = tmp_path / "two"
+    for name in ("monday", "tuesday"):
+        shutil.copytree(suite_dir / "sum_squares", root / name / "sum_squares")
+    target = tmp_path / "two.html"
+    assert report(str(root), "--output", str(target)).returncode == 0
+    static = re.search(r'<main id="app">(.*?)</main>', target.read_text(), re.S).group(1)
+    assert "monday/sum_squares" in static and "tuesday/sum_squares" in static
+    view = open_page(target.as_uri())
+    labels = view.page.evaluate('Chart.getChart("suite-chart").data.labels')
+    assert labels == ["monday/sum_squares", "tuesday/sum_squares"]
     assert view.errors == []

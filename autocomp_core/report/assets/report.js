@@ -39,8 +39,15 @@
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
     return node;
   }
-  const num = (v, digits = 3) => (v === null || v === undefined ? "–"
-    : Number(v).toLocaleString("en-US", { maximumSignificantDigits: digits + 2 }));
+  // the rule of autocomp_core/numbers.py: an integer (a cycle count) exactly; any other
+  // value with six significant digits, never fewer than its integer part needs
+  const num = (v) => {
+    if (v === null || v === undefined) return "–";
+    const x = Number(v);
+    if (Number.isSafeInteger(x)) return x.toLocaleString("en-US");
+    const whole = Math.abs(x) >= 1 ? String(Math.trunc(Math.abs(x))).length : 0;
+    return x.toLocaleString("en-US", { maximumSignificantDigits: Math.min(21, Math.max(6, whole + 3)) });
+  };
   const int = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1) + "%");
   const money = (v) => "$" + Number(v || 0).toFixed(4);
@@ -162,13 +169,20 @@
       root.append(card);
       chart(card.querySelector("canvas"), {
         type: "bar",
-        data: { labels: rows.map((r) => r.problem || r.name),
+        data: { labels: runLabels(rows),
                 datasets: [{ label: "speedup", data: rows.map((r) => r.speedup || 0), maxBarThickness: 70,
                              backgroundColor: PALETTE[0] }] },
         options: { plugins: { legend: { display: false } },
                    scales: { y: { type: scaleType(speedups), title: { display: true, text: "× over baseline" } } } },
       });
     }
+  }
+
+  // a bar per run: named by its problem, or by its run name where runs share a problem
+  function runLabels(rows) {
+    const seen = new Map();
+    rows.forEach((r) => seen.set(r.problem, (seen.get(r.problem) || 0) + 1));
+    return rows.map((r) => (r.problem && seen.get(r.problem) === 1 ? r.problem : r.name));
   }
 
   function stat(value, label) {
