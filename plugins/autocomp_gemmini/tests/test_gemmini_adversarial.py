@@ -177,13 +177,13 @@ CPU_GEMM = (
 
 
 def test_an_honest_candidate_keeps_everything_the_user_mode_allows():
-    """printf (an ecall the machine mode serves), its own static data, a stack array, its
-    constants, and an mvin from its read-only data: accepted, the line printed."""
+    """printf (an ecall the machine mode serves), read_cycles(), its own static data, a stack
+    array, its constants, and an mvin from its read-only data: accepted, the line printed."""
     result = evaluate(
         "gemm-64x64x64", (HERE / "candidates" / "gemm_user_mode_honest.c").read_text()
     )
     assert result.correct, result.feedback
-    assert "user mode: 64 x 64, scratch 1" in result.stdout
+    assert "user mode: 64 x 64, scratch 1, clock running 1" in result.stdout
 
 
 def test_a_command_not_issued_through_the_header_is_refused():

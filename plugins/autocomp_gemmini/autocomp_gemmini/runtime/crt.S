@@ -45,7 +45,12 @@ _start:
   csrw pmpcfg0, t0
   li t0, 7                  # the user mode may read cycle, time and instret (not write them)
   csrw mcounteren, t0
+  csrr t1, misa             # scounteren exists only with the supervisor mode (misa.S, bit 18)
+  srli t1, t1, 18
+  andi t1, t1, 1
+  beqz t1, 8f
   csrw scounteren, t0
+8:
   call main
   call rt_exit
   .globl rt_halt
