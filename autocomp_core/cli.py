@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import select
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -24,11 +26,36 @@ if TYPE_CHECKING:
     from .plugins import PluginRegistry
 
 EXIT_BAD_INPUT = 2
+#: a reader that closed our output early (``| head``): the status a tool killed by SIGPIPE
+#: reports in a shell, 128 + 13, with nothing printed
+EXIT_CLOSED_PIPE = 141
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe or socket whose reader has closed it. A BrokenPipeError
+    from anything else (a worker's socket) stays a bug, reported as one."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no descriptor behind stdout
+        return False
+
+
+def quit_on_closed_pipe() -> NoReturn:
+    """Exit quietly: the reader of stdout is gone, which is normal on a shell. Stdout is
+    pointed at /dev/null first, so that the interpreter's last flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real descriptor behind stdout: nothing to flush into
+        pass
+    sys.exit(EXIT_CLOSED_PIPE)
 
 
 def emit_json(data: Any) -> None:
@@ -89,6 +116,8 @@ class Group(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+                quit_on_closed_pipe()
             if ctx.params.get("verbose"):
                 raise
             fail(
@@ -192,10 +221,12 @@ def _print_summary(summary: Any, as_json: bool) -> None:
     if as_json:
         emit_json({"run_dir": str(summary.run_dir), **summary.data})
         return
+    from .numbers import metric_text
+
     d = summary.data
     speed = f" ({d['speedup']:.2f}x)" if d.get("speedup") else ""
     click.echo(
-        f"stop reason: {d['stop_reason']}; best {d['best_score']} {d['unit']}{speed}; "
+        f"stop reason: {d['stop_reason']}; best {metric_text(d['best_score'])} {d['unit']}{speed}; "
         f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
         f"sandbox isolation: {d.get('isolation')}"
     )
@@ -383,13 +414,37 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
 @click.option(
     "--token",
     envvar="AUTOCOMP_SERVE_TOKEN",
-    help="Required of every request (env AUTOCOMP_SERVE_TOKEN).",
+    help="Required of every request. Prefer the env AUTOCOMP_SERVE_TOKEN or --token-file: "
+    "a flag's value is visible to every user in the process list.",
 )
-def serve(runs_dir: str, host: str, port: int, token: str | None) -> None:
-    """A live dashboard of the runs in RUNS_DIR (default: runs); it never writes to a run."""
-    from .report.server import ServeError, serve as serve_runs
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the token from this file's first line (chmod 600).",
+)
+def serve(runs_dir: str, host: str, port: int, token: str | None, token_file: Path | None) -> None:
+    """A live dashboard of the runs in RUNS_DIR (default: runs); it never writes to a run.
+    Plain HTTP: beyond a trusted network, put a reverse proxy that terminates TLS in front."""
+    from click.core import ParameterSource
 
+    from .report.server import ServeError, read_token_file, serve as serve_runs
+
+    from_flag = (
+        click.get_current_context().get_parameter_source("token") is ParameterSource.COMMANDLINE
+    )
     try:
+        if token_file is not None:
+            if token is not None:
+                fail("serve: --token-file and --token (or AUTOCOMP_SERVE_TOKEN): give one")
+            token, warning = read_token_file(token_file)
+            if warning:
+                click.echo(f"warning: {warning}", err=True)
+        elif from_flag:
+            click.echo(
+                "warning: --token is visible to every user of this machine in the process "
+                "list; set AUTOCOMP_SERVE_TOKEN or use --token-file instead",
+                err=True,
+            )
         anyio.run(
             lambda: serve_runs(
                 Path(runs_dir), host, port, token, ready=lambda line: click.echo(line, err=True)
@@ -714,7 +769,13 @@ def main() -> None:
         click.echo(
             f"warning: plugin {failure.name} could not add commands: {failure.error}", err=True
         )
-    cli(prog_name="autocomp-core", obj=plugins)
+    try:
+        cli(prog_name="autocomp-core", obj=plugins)
+    finally:
+        try:  # what is still buffered goes out now, while a closed pipe can be told apart
+            sys.stdout.flush()
+        except BrokenPipeError:
+            quit_on_closed_pipe()
 
 
 if __name__ == "__main__":
