@@ -113,6 +113,40 @@ def test_every_readme_command_is_accounted_for():
     assert "autocomp-core optimize examples/demo.toml" in (ROOT / "scripts/setup.sh").read_text()
 
 
+def quick_start() -> list[tuple[str, str]]:
+    """(command, its comment) for every command of the README's quick start."""
+    section = README[README.index("## Quick start") :]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    found = []
+    for line in block.replace("\\\n", " ").splitlines():
+        command, _, comment = line.partition(" #")
+        if command.strip().startswith("autocomp-core"):
+            found.append((" ".join(command.split()), comment.strip()))
+    return found
+
+
+def test_the_quick_start_says_which_commands_need_a_key():
+    """Each quick-start command says whether it needs an API key; one that does names
+    the keys its models need and how to run it without one."""
+    commands = quick_start()
+    assert len(commands) >= 5
+    for command, comment in commands:
+        if HOW[command] != "needs a key":
+            assert "no key" in comment, command
+            continue
+        models = re.findall(r"--model (\S+)", command)
+        config = next((w for w in command.split() if w.endswith(".toml")), None)
+        if config:
+            models += tomllib.loads((ROOT / config).read_text())["models"]["plan"]
+        keys = {f"{m.split('::')[0].upper()}_API_KEY" for m in models}
+        assert keys and all(f"needs {k}" in comment or f"and {k}" in comment for k in keys), (
+            command,
+            keys,
+        )
+        if config:  # a config names its models: the flag runs it on the embedded one
+            assert "--model local::smollm2" in comment, command
+
+
 @pytest.fixture(scope="module")
 def readme_folder(tmp_path_factory):
     """A folder laid out as the README's commands assume: examples/, docs/, a finished run
@@ -184,6 +218,8 @@ def test_readme_command_runs(readme_folder, command, monkeypatch):
     code, output = invoke(readme_folder, command, monkeypatch)
     if HOW[command] == "needs a key":
         assert code == 2 and "_API_KEY" in output, output
+        # ... and the one line names the flag that runs the same config without a key
+        assert "--model local::smollm2" in output, output
     else:
         assert code == 0, output
 

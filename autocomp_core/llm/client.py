@@ -93,7 +93,8 @@ class LLMClient:
         if key is None and spec.key_required:
             raise LLMConfigError(
                 f"model {model!r} needs an API key: set {spec.key_env} in the "
-                f"environment or in {key_file_path(self.settings.key_file)}"
+                f"environment or in {key_file_path(self.settings.key_file)}; or, with no "
+                f"key, run the same config on the embedded model: --model {DEFAULT_LOCAL_MODEL}"
             )
         return key
 

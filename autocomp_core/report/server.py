@@ -11,9 +11,12 @@ at most once per ``REBUILD_S`` however many pages ask (one lock per run, one cac
 compressed answer; a change that arrived meanwhile is announced again once it can be
 served), so many viewers cost the run being watched almost nothing.
 
-Access: it binds 127.0.0.1 by default. Any other address needs a token (``--token`` or
-``AUTOCOMP_SERVE_TOKEN``); a request without it gets 401. A browser passes it once as
-``?token=...`` and keeps it in a cookie.
+Access: it binds 127.0.0.1 by default. Any other address needs a token
+(``AUTOCOMP_SERVE_TOKEN``, ``--token-file``, or ``--token``, which warns: a command line is
+visible to every user in the process list); a request without it gets 401. A browser
+passes it once as ``?token=...`` and keeps it in a cookie. The server speaks plain HTTP:
+beyond a trusted network, keep it on 127.0.0.1 with a token behind a reverse proxy that
+terminates TLS (README, "serve").
 """
 
 from __future__ import annotations
@@ -270,11 +273,30 @@ def _loopback_host_header(host: str) -> bool:
     return name.strip("[]") in LOOPBACK_HOSTS
 
 
+def read_token_file(path: Path) -> tuple[str, str | None]:
+    """The token in ``path`` (its first line) and a warning when others may read the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        mode = path.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ServeError(f"serve --token-file {path}: cannot read it ({exc})") from None
+    token = (text.splitlines() or [""])[0].strip()
+    if not token:
+        raise ServeError(f"serve --token-file {path}: its first line is empty")
+    warning = None
+    if mode & 0o077:
+        warning = (
+            f"--token-file {path} can be read by other users (mode {mode & 0o777:o}): "
+            f"chmod 600 {path}"
+        )
+    return token, warning
+
+
 def check_binding(host: str, token: str | None) -> None:
     if host not in LOOPBACK_HOSTS and not token:
         raise ServeError(
             f"serve --host {host}: binding an address other than 127.0.0.1 needs "
-            f"a token (--token or {TOKEN_ENV}); anyone who reaches it could read "
+            f"a token ({TOKEN_ENV} or --token-file); anyone who reaches it could read "
             "your runs"
         )
 

@@ -31,8 +31,9 @@ TOKEN = "s3cret-token"
 
 
 @contextlib.contextmanager
-def serving(root: Path, *args: str, env: dict | None = None):
-    """``autocomp-core serve`` in a subprocess; yields its base URL."""
+def serving(root: Path, *args: str, env: dict | None = None, before: list | None = None):
+    """``autocomp-core serve`` in a subprocess; yields its base URL. The lines it prints
+    before the address (warnings) go into ``before``."""
     proc = subprocess.Popen(
         [*CLI, "serve", str(root), "--port", "0", *args],
         stdout=subprocess.DEVNULL,
@@ -41,9 +42,15 @@ def serving(root: Path, *args: str, env: dict | None = None):
         env=env,
     )
     try:
-        line = proc.stderr.readline()
-        match = re.search(r"at (http://\S+/)", line)
-        assert match, line + proc.stderr.read()
+        seen, match = [], None
+        for line in proc.stderr:
+            match = re.search(r"at (http://\S+/)", line)
+            if match:
+                break
+            seen.append(line)
+        assert match, "".join(seen) + proc.stderr.read()
+        if before is not None:
+            before += seen
         yield match.group(1)
     finally:
         proc.terminate()
@@ -91,15 +98,27 @@ def test_missing_directory_fails_in_one_line(tmp_path):
     assert out.returncode == 2 and out.stderr.startswith("error: serve:")
 
 
-@pytest.mark.parametrize("via_env", [False, True])
-def test_every_request_needs_the_token(suite_dir, via_env):
+@pytest.mark.parametrize("via", ["flag", "env", "file"])
+def test_every_request_needs_the_token(suite_dir, via, tmp_path):
     env = env_without_token()
     args = ["--host", "127.0.0.2"]
-    if via_env:
+    if via == "env":
         env["AUTOCOMP_SERVE_TOKEN"] = TOKEN
+    elif via == "file":
+        token_file = tmp_path / "token"
+        token_file.write_text(TOKEN + "\n")
+        token_file.chmod(0o600)
+        args += ["--token-file", str(token_file)]
     else:
         args += ["--token", TOKEN]
-    with serving(suite_dir, *args, env=env) as base:
+    warnings: list[str] = []
+    with serving(suite_dir, *args, env=env, before=warnings) as base:
+        # only the flag puts the token where every user sees it (ps): it alone warns
+        if via == "flag":
+            assert len(warnings) == 1 and warnings[0].startswith("warning: --token is visible")
+            assert "AUTOCOMP_SERVE_TOKEN" in warnings[0] and "--token-file" in warnings[0]
+        else:
+            assert warnings == []
         assert base.startswith("http://127.0.0.2:")
         for path in ("", "api/runs", "api/runs/sum_squares", "api/events"):
             assert get(base + path)[0] == 401, path
@@ -112,6 +131,45 @@ def test_every_request_needs_the_token(suite_dir, via_env):
         cookie = headers["Set-Cookie"].split(";")[0]
         assert "HttpOnly" in headers["Set-Cookie"]
         assert get(base + "api/runs", {"Cookie": cookie})[0] == 200
+
+
+def test_token_file_checks(suite_dir, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o644)
+    warnings: list[str] = []
+    with serving(
+        suite_dir, "--token-file", str(token_file), env=env_without_token(), before=warnings
+    ) as base:
+        assert get(base + "api/runs", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    assert len(warnings) == 1 and "can be read by other users (mode 644)" in warnings[0]
+    for content, env_token, message in [
+        ("\n", None, "its first line is empty"),
+        (TOKEN, TOKEN, "--token-file and --token (or AUTOCOMP_SERVE_TOKEN): give one"),
+    ]:
+        token_file.write_text(content)
+        env = env_without_token()
+        if env_token:
+            env["AUTOCOMP_SERVE_TOKEN"] = env_token
+        out = subprocess.run(
+            [*CLI, "serve", str(suite_dir), "--port", "0", "--token-file", str(token_file)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert out.returncode == 2 and message in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_readme_says_how_to_serve_beyond_a_trusted_network():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    serve = readme[readme.index("`serve` lists the runs") :]
+    serve = serve[: serve.index("![The dashboard")]
+    assert "AUTOCOMP_SERVE_TOKEN" in serve and "--token-file" in serve
+    assert "process list" in serve
+    assert "reverse" in serve and "proxy that terminates TLS" in serve
 
 
 def test_api_serves_runs_and_never_writes_to_them(suite_dir, tmp_path):
