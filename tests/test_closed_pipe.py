@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -20,7 +21,7 @@ COMMANDS = [
     ["problems", "gemmini", "--json"],
     ["backends"],
     ["plugins"],
-    ["build-pack", "--inspect", "tests/toybackend/knowledge"],
+    ["build-pack", "--inspect", str(Path(__file__).parent / "toybackend" / "knowledge")],
 ]
 
 
