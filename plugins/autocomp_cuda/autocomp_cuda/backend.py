@@ -217,6 +217,14 @@ class CudaBackend(Backend):
         )
         if spec.buffers_mutate:
             context += "\nBatchNorm runs in training mode: use batch statistics, do not fold it into an affine."
+        if spec.off_distribution:
+            context += (
+                "\nCorrectness is checked on the problem's own inputs and also on signed, shifted "
+                "and scaled versions of them, with weights that the problem initialises to constants "
+                "(norm weights and biases) re-drawn at random: compute the operator for any "
+                "input and any weights, and keep the reference's parameter names (weights are "
+                "copied into ModelNew by name)."
+            )
         return Problem(
             id=spec.id,
             description=spec.description,
@@ -298,6 +306,13 @@ class CudaBackend(Backend):
             verdict.flags.append("problem_failed_gate")
         result = to_eval_result(verdict, ctx.want_feedback or not report.judgeable)
         result.verification = self.harness.verification(spec, seed, verdict)
+        if spec.off_distribution:
+            result.verification.setdefault("checks", []).append(
+                "inputs off the problem's distribution: trials draw from its own inputs and from "
+                "signed, all-positive, all-negative and wide maps of them (input_plan; a map where "
+                "the reference is undefined falls back to the own inputs); constant-initialised "
+                "weights re-drawn"
+            )
         result.verification["problem_gate"] = (
             "passed"
             if report.passed

@@ -1,7 +1,7 @@
 # problem: kb/L1/35
 # expect: rejected
 # gpu: false
-# hack: GroupNorm computed per channel (an InstanceNorm with GroupNorm's affine): right only with one channel per group, which shrinking 64 channels in 8 groups down to 8 channels made it
+# hack: GroupNorm computed per channel (an InstanceNorm with GroupNorm's affine): right only with one channel per group, which shrinking 32 channels in 8 groups down to 8 channels made it
 import torch.nn as nn
 import torch.nn.functional as F
 

@@ -3,7 +3,7 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """GroupNorm: 64 channels in 8 groups."""
+    """GroupNorm: 32 channels in 8 groups."""
 
     def __init__(self, num_features: int, num_groups: int):
         super().__init__()
@@ -14,7 +14,7 @@ class Model(nn.Module):
 
 
 batch_size = 16
-features = 64
+features = 32
 num_groups = 8
 dim1 = 256
 dim2 = 256
