@@ -291,7 +291,7 @@ class PackBuilder:
         """What the pack would lack (no ISA entry, a menu under ``--min-menu-items``) and
         its likely cause, in one line; empty when nothing is missing. A pack without them
         would send prompts with no instruction and no strategy to choose from."""
-        missing = []
+        missing: list[tuple[str, str]] = []
         unrouted = len(routed["unrouted"])
         weak_model = (
             f"the model left {unrouted} of {len(sections)} sections unrouted: it may be too "
@@ -318,7 +318,7 @@ class PackBuilder:
                 )
             else:
                 cause = f"the model found no entry in the {isa_sections} ISA sections"
-            missing.append(f"the ISA is empty ({cause})")
+            missing.append(("the ISA is empty", cause))
         menu = len(synth["menus"]["menu"])
         if menu < self.o.min_menu_items:
             cause = (
@@ -328,9 +328,11 @@ class PackBuilder:
                 "lower --min-menu-items or add documents with optimization advice"
             )
             missing.append(
-                f"the menu has {menu} of --min-menu-items {self.o.min_menu_items} items ({cause})"
+                (f"the menu has {menu} of --min-menu-items {self.o.min_menu_items} items", cause)
             )
-        return "; ".join(missing)
+        if len({cause for _, cause in missing}) == 1:  # one cause, said once
+            return f"{' and '.join(what for what, _ in missing)} ({missing[0][1]})"
+        return "; ".join(f"{what} ({cause})" for what, cause in missing)
 
     async def synthesize(
         self,

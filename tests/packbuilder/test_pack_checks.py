@@ -51,7 +51,7 @@ def serving(answer):
     return LLMTestServer(lambda req: answer(req.prompt)).start_in_thread()
 
 
-def build(server, out: Path, sources: list[Path]) -> dict:
+def build(server, out: Path, sources: list[Path], **kw) -> dict:
     options = BuildOptions(
         sources=[str(s) for s in sources],
         out=out,
@@ -59,6 +59,7 @@ def build(server, out: Path, sources: list[Path]) -> dict:
         target="Vecto",
         llm=LLMSettings(max_retries=0, timeout_s=30),
         quiet=True,
+        **kw,
     )
     return anyio.run(PackBuilder(options).build)
 
@@ -144,6 +145,7 @@ def test_an_empty_pack_fails_the_build_in_one_line(tmp_path):
         assert "\n" not in message
         assert message.startswith("build failed, no pack written: the ISA is empty")
         assert "left 2 of 2 sections unrouted" in message
+        assert message.count("unrouted") == 1  # one cause for both, said once
         assert "the menu has 0 of --min-menu-items 20 items" in message
         assert not (out / "knowledge.toml").exists()
         report = (out / ".build" / "report.md").read_text()
@@ -172,6 +174,23 @@ def test_an_empty_pack_fails_the_build_in_one_line(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: build failed, no pack written: the ISA")
     assert not (out / "knowledge.toml").exists()
+
+
+def test_a_menu_short_of_the_minimum_fails_the_build(tmp_path):
+    server = serving(reply)
+    try:
+        with pytest.raises(BuildError) as caught:
+            build(server, tmp_path / "pack", [guide(tmp_path)], min_menu_items=200)
+    finally:
+        server.stop_thread()
+    message = str(caught.value)
+    assert re.match(
+        r"build failed, no pack written: the menu has \d+ of --min-menu-items 200 items "
+        r"\(the documents and the top-up rounds gave too few distinct strategies; ",
+        message,
+    ), message
+    assert "ISA" not in message  # the ISA has its entries
+    assert not (tmp_path / "pack" / "knowledge.toml").exists()
 
 
 def test_optimize_refuses_a_pack_with_no_menu(tmp_path):
