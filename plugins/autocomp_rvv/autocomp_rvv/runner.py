@@ -117,6 +117,14 @@ async def spike_count(spike: str, program: Path, vlen: int, timeout_s: float) ->
         try:
             insns = parse_region(_read_plain(log))
         except TraceError as exc:
+            if "access_fault" in str(exc):  # PMP: the host interface's page, from user mode
+                raise RunFailure(
+                    FailureKind.REJECTED,
+                    f"the timed run on Spike: {exc}: an access outside its outputs and its own "
+                    "stack (the host interface, which the kernel's user mode cannot reach)",
+                    result.stdout,
+                    result.stderr,
+                ) from None
             stopped = "" if result.ok else f" (Spike exit code {result.returncode})"
             raise RunFailure(
                 FailureKind.CRASH, f"Spike run: {exc}{stopped}", result.stdout, result.stderr

@@ -53,6 +53,9 @@ def parse_region(log: str | Path) -> list[Insn]:
     current: Insn | None = None
     for line in text.splitlines():
         if line.startswith("core") and ": exception" in line:
+            if inside and "trap_user_ecall" in line and insns and insns[-1].mnemonic == "ecall":
+                insns.pop()  # crt.S: the user-mode call's way back; it does not retire
+                continue
             m = _EXCEPTION.match(line)
             cause = m.group(1) if m else line
             where = f" at pc 0x{m.group(2)}" if m else ""
