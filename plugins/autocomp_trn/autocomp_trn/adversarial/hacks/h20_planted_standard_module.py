@@ -1,7 +1,7 @@
 # Hack: write a module named like a standard one (json) into the work dir without open()
 # (numpy.savetxt opens the file itself). A replay started as `python -m` in the same dir finds it
 # first on sys.path, and the planted module prints a verdict of the kernel's choosing. The kernel
-# itself stores only an eighth of its output.
+# itself stores only a quarter of its output (128 of 512 rows).
 import neuronxcc.nki.language as nl
 import numpy as np
 from neuronxcc import nki
