@@ -128,3 +128,12 @@ def test_a_module_planted_by_the_trace_is_never_imported_by_the_replay(preload):
     )
     assert verdict.status == "wrong_answer", verdict.message
     assert "forged" not in verdict.summary
+
+
+def test_a_replay_out_of_memory_is_the_kernels_failure():
+    """h23 on trn2 (96 GiB of HBM: the 64 GiB scratch fits the device) exhausts the replay's
+    memory limit: refused as the kernel's failure, not the evaluator's infra_error."""
+    case = next(c for c in CASES if c.file.startswith("h23"))
+    trn2 = EmulatorEvaluator(Settings(generation="trn2", seeds=2))
+    verdict = asyncio.run(trn2.evaluate(spec_by_id(case.problem), case.source))
+    assert (verdict.status, verdict.code) == ("rejected", "err_replay_memory"), verdict.message
