@@ -228,12 +228,16 @@ def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, lis
 
 def _hidden_dirs(hidden: list[Path], needed: list[str]) -> list[str]:
     """The dirs to show empty to the program: existing ones, outside the scratch dirs (their
-    fresh tmpfs hides them already). One that holds what the program needs is an error."""
+    fresh tmpfs hides them already) unless inside what the program needs, which is bound back
+    over that tmpfs (a checkout under /tmp holding a cache). One that holds what the program
+    needs is an error."""
     scratch = [os.path.realpath(d) for d in SCRATCH_DIRS]
     found = []
     for path in hidden:
         real = os.path.realpath(path)
-        if not os.path.isdir(real) or any(real.startswith(d + os.sep) for d in scratch):
+        bound_back = any(real.startswith(p + os.sep) for p in needed)
+        in_scratch = any(real.startswith(d + os.sep) for d in scratch)
+        if not os.path.isdir(real) or (in_scratch and not bound_back):
             continue
         inside = [p for p in needed if p == real or p.startswith(real + os.sep)]
         if inside:
