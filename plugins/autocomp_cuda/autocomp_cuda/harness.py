@@ -22,6 +22,7 @@ import json
 import math
 import os
 import random
+import secrets
 import shutil
 import statistics
 import sys
@@ -63,8 +64,7 @@ class Settings:
     size: str = "tiny"  # "tiny" or "full"
     trials: int = 5
     warmup: int = 3
-    reps: int = 20
-    timed_samples: int = 3
+    reps: int = 20  # timed calls, every one checked against the baseline's output
     settle_s: float = 0.02
     compile_timeout_s: float = 600.0
     load_timeout_s: float = 120.0
@@ -190,10 +190,17 @@ def checksums_match(ours: Any, theirs: Any) -> bool:
     return ours == theirs
 
 
-def held_sets(settings: Settings) -> int:
-    """Input sets the reference computes beyond the correctness trials, for the checked timed
-    calls only: the candidate never sees them before it is timed on them."""
-    return settings.timed_samples + 1 if settings.reps > 0 else 0
+def timed_seeds(reps: int) -> list[int]:
+    """The timed calls' input seeds: drawn from OS randomness for each evaluation, so neither
+    the candidate (from the evaluation seed or ``torch.initial_seed()``) nor any cache kept by
+    an earlier evaluation can know them in advance."""
+    return [secrets.randbits(31) for _ in range(reps)]
+
+
+#: A timed call's output is compared with the eager baseline's float32 output on the same
+#: inputs, not with the float64 reference: the baseline's own rounding error (at most half the
+#: tolerance where the gate passed the problem) is allowed for on top of the candidate's.
+TIMED_TOLERANCE_FACTOR = 2.0
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -389,7 +396,6 @@ class Harness:
                 s.device,
                 seed,
                 s.trials,
-                held_sets(s),
                 spec.atol,
                 spec.rtol,
                 _torch_tag(),
@@ -440,7 +446,7 @@ class Harness:
                 "held_copies": HELD_COPIES,
                 "device": self.settings.device,
                 "init_seed": seed,
-                "trial_seeds": trial_seeds(seed, self.settings.trials + held_sets(self.settings)),
+                "trial_seeds": trial_seeds(seed, self.settings.trials),
                 "trials": self.settings.trials,
                 "atol": spec.atol,
                 "rtol": spec.rtol,
@@ -651,7 +657,7 @@ class Harness:
                     "overrides": spec.sizes(s.size) if ref.get("sizes") is None else ref["sizes"],
                 },
                 init_seed=seed,
-                trial_seeds=trial_seeds(seed or 0, trials + held_sets(s)),
+                trial_seeds=trial_seeds(seed or 0, trials),
                 trials=trials,
                 in_place=spec.in_place,
                 # A candidate may update buffers only where the reference's own forward does
@@ -664,7 +670,6 @@ class Harness:
                 timing={
                     "warmup": s.warmup,
                     "reps": s.reps,
-                    "samples": s.timed_samples,
                     "compile_baseline": s.compile_baseline,
                 }
                 if s.reps > 0 and timed
@@ -780,52 +785,120 @@ class Harness:
         timed: bool = True,
     ) -> tuple[Verdict, bool]:
         """One candidate worker: load, correctness (and timing, when ``timed``), then the
-        judge. Returns the verdict and whether the worker was warm."""
+        judge. Timed, the baselines are timed first by a worker of their own, on the same
+        inputs (timed seeds drawn now), and its eager outputs are what every timed output of
+        the candidate is judged against. Returns the verdict and whether the worker was warm."""
         loop = asyncio.get_running_loop()
         s = self.settings
-        compiled = None
-        if timed and s.compile_baseline and s.reps > 0:
-            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
-        worker = await self._take_worker(gpu)
-        warm = worker.ready
+        timed = timed and s.reps > 0
+        seeds = timed_seeds(s.reps) if timed else []
+        baseline_worker = None
         try:
-            work = worker.work
-            (work / "candidate.py").write_text(code)
-            (work / "problem.py").write_text(spec.source)
-            shutil.copy2(ref_dir / "init.pt", work / "init.pt")
-            job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
-            if compiled is not None:  # a copy: what the candidate does to it ends with it
-                shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
-                _give_to_worker(work / "inductor-cache", work)
-                job["inductor_cache"] = str(work / "inductor-cache")
-            if prebuilt is not None:
-                shutil.copytree(prebuilt, work / "prebuilt")
-                job["prebuilt"] = str(work / "prebuilt")
-            triton_cache = self._triton_cache(code)
-            if triton_cache is not None:
-                job["triton_cache"] = str(work / "triton-cache")
-                if triton_cache.exists():
-                    shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
-                    _give_to_worker(work / "triton-cache", work)
-            self._judges[gpu].start()  # (again: an idle judge leaves, during a long build say)
-            handed_over = time.time()
-            result = await worker.run(job, self._eval_deadline_s())
-            t_worker = loop.time()
-            verdict = await self._judge(spec, work, result, ref_dir, ref_meta, gpu, breakdown)
-            outcome = _read_json(work / "result.json") or {}
-            if outcome.get("job_received"):
-                breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-            breakdown.update(
-                {k: float(v) for k, v in (outcome.get("phase_s") or {}).items() if v >= 0.0005}
-            )
-            breakdown["judge"] = loop.time() - t_worker
-            if triton_cache is not None and verdict.status == "ok":
-                _keep_tree(work / "triton-cache", triton_cache)
+            baseline: dict[str, Any] | None = None
+            if timed:
+                baseline_worker = await self._take_worker(gpu)
+                if s.warm_workers:  # the candidate's, started now: ready when the baseline ends
+                    self._standby[gpu] = self._start_worker(gpu)
+                baseline_run, failure = await self._time_baseline(
+                    baseline_worker, spec, seed, ref_dir, ref_meta, gpu, seeds, breakdown
+                )
+                if failure is not None:
+                    return failure, baseline_worker.ready
+                baseline = baseline_run.get("timing")
+            worker = await self._take_worker(gpu)
+            warm = worker.ready
+            try:
+                work = worker.work
+                (work / "candidate.py").write_text(code)
+                (work / "problem.py").write_text(spec.source)
+                shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+                job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
+                if timed:
+                    job["timing"]["seeds"] = seeds
+                if prebuilt is not None:
+                    shutil.copytree(prebuilt, work / "prebuilt")
+                    job["prebuilt"] = str(work / "prebuilt")
+                triton_cache = self._triton_cache(code)
+                if triton_cache is not None:
+                    job["triton_cache"] = str(work / "triton-cache")
+                    if triton_cache.exists():
+                        shutil.copytree(triton_cache, work / "triton-cache", symlinks=True)
+                        _give_to_worker(work / "triton-cache", work)
+                self._judges[gpu].start()  # (again: an idle judge leaves, during a long build)
+                handed_over = time.time()
+                result = await worker.run(job, self._eval_deadline_s())
+                t_worker = loop.time()
+                timed_refs = baseline_worker.work / "timed_refs" if baseline_worker else None
+                verdict = await self._judge(
+                    spec, work, result, ref_dir, ref_meta, gpu, breakdown, baseline, timed_refs
+                )
+                outcome = _read_json(work / "result.json") or {}
+                if outcome.get("job_received"):
+                    breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
+                breakdown.update(
+                    {
+                        k: float(v) + breakdown.get(k, 0.0)
+                        for k, v in (outcome.get("phase_s") or {}).items()
+                        if v >= 0.0005
+                    }
+                )
+                breakdown["judge"] = loop.time() - t_worker
+                if timed:
+                    verdict.info["timed_seeds"] = seeds
+                    built = baseline_run.get("info", {}).get("compiled_baseline_binaries_built")
+                    if built is not None:  # 0 where the compiled baseline's copy had it all
+                        verdict.info["compiled_baseline_binaries_built"] = built
+                if triton_cache is not None and verdict.status == "ok":
+                    _keep_tree(work / "triton-cache", triton_cache)
+            finally:
+                worker.discard()
         finally:
-            worker.discard()
+            if baseline_worker is not None:
+                baseline_worker.discard()
         if self.settings.warm_workers:  # started after timing, so it never competes with it
             self._standby[gpu] = self._start_worker(gpu)
         return verdict, warm
+
+    async def _time_baseline(
+        self,
+        worker: Worker,
+        spec: ProblemSpec,
+        seed: int,
+        ref_dir: Path,
+        ref_meta: dict[str, Any],
+        gpu: int | None,
+        seeds: list[int],
+        breakdown: dict[str, float],
+    ) -> tuple[dict[str, Any], Verdict | None]:
+        """Time the eager baseline (and the compiled one, when that baseline is on) in a worker
+        that never holds a candidate, so no candidate can slow what it is compared with. The
+        worker leaves the eager outputs of every timed call in ``timed_refs/``. Returns the
+        worker's result (its timing and info), or the verdict of a baseline that could not be
+        timed (not the candidate's fault)."""
+        s = self.settings
+        compiled = None
+        if s.compile_baseline:
+            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
+        work = worker.work
+        (work / "problem.py").write_text(spec.source)
+        shutil.copy2(ref_dir / "init.pt", work / "init.pt")
+        job = self._candidate_job(work, "baseline", spec, seed, s.trials, ref_meta)
+        job["timing"]["seeds"] = seeds
+        if compiled is not None:  # a copy: the cache kept stays as it was made
+            shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
+            _give_to_worker(work / "inductor-cache", work)
+            job["inductor_cache"] = str(work / "inductor-cache")
+        started = asyncio.get_running_loop().time()
+        result = await worker.run(job, self._eval_deadline_s())
+        breakdown["baseline"] = asyncio.get_running_loop().time() - started
+        outcome = _read_json(work / "result.json")
+        _take_ownership(work)
+        if result is None or outcome is None or outcome.get("status") != "ok":
+            why = (outcome or {}).get("message") or (
+                "it overran its deadline" if result is None else (result.stderr or "")[-2000:]
+            )
+            return {}, Verdict("infra_error", f"timing the baseline failed: {why}")
+        return outcome, None
 
     async def _compiled_baseline(
         self,
@@ -903,8 +976,12 @@ class Harness:
         ref_meta: dict[str, Any],
         gpu: int | None,
         breakdown: dict[str, float],
+        baseline: dict[str, Any] | None = None,
+        timed_refs: Path | None = None,
     ) -> Verdict:
-        """``result`` None: the worker overran the harness's deadline and was killed."""
+        """``result`` None: the worker overran the harness's deadline and was killed.
+        ``baseline``: the baseline worker's timing; ``timed_refs``: its eager outputs, one per
+        timed call, against which every timed output is judged."""
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (
@@ -939,8 +1016,14 @@ class Harness:
             )
         verdict = Verdict("ok", info=info)
         timing = outcome.get("timing")
-        # Every correctness trial, and the outputs sampled from the timing loop (caching,
-        # correct-only-at-first), against the float64 reference: in the judge.
+        if timing and baseline:
+            timing = {
+                **timing,
+                **{k: v for k, v in baseline.items() if k.startswith(("baseline_", "compiled_"))},
+            }
+        # Every correctness trial against the float64 reference, and the output of every timed
+        # call against the baseline's on the same inputs (caching, stale or skipped work,
+        # correct-only-at-first): in the judge.
         request = {
             "ref_dir": str(ref_dir),
             "dtype": ref_meta["output"]["dtype"],
@@ -949,6 +1032,8 @@ class Harness:
             "rtol": spec.rtol,
             "correctness": str(work / "correctness.pt"),
             "samples": str(work / "timed_samples.pt") if timing else None,
+            "samples_ref_dir": str(timed_refs) if timed_refs else None,
+            "samples_tolerance_factor": TIMED_TOLERANCE_FACTOR,
         }
         try:
             answer = await self._judges[gpu].ask(request, self.settings.correctness_timeout_s)
@@ -985,6 +1070,13 @@ class Harness:
         if not timing:
             return verdict
         sampled = answer["samples"]
+        if sampled["checked"] != self.settings.reps:
+            return Verdict(
+                "hack_suspected",
+                f"the worker's output file holds {sampled['checked']} of the "
+                f"{self.settings.reps} timed calls' outputs",
+                info=info,
+            )
         if sampled["failure"]:
             return Verdict(
                 "hack_suspected",
@@ -1070,9 +1162,11 @@ class Harness:
         ]
         if s.reps > 0:
             checks.append(
-                f"timing: {s.reps} calls interleaved with eager PyTorch, each on fresh inputs; "
-                f"{s.timed_samples} random ones and the last checked against the reference; the "
-                "candidate's own kernels ran in every timed call"
+                f"timing: {s.reps} calls, each on fresh inputs drawn from OS randomness for this "
+                "evaluation; the eager baseline timed on the same inputs in a worker without the "
+                "candidate; EVERY timed output checked against the baseline's; after every call "
+                "no torch/time/threading attribute replaced, no thread left running, the same "
+                "thread count; the candidate's own kernels ran in every timed call"
             )
         for sizes in spec.family(s.size):
             checks.append(
@@ -1084,12 +1178,11 @@ class Harness:
             checks.append(
                 f"roofline: a time below {bound:.4g} ms ({s.roofline_slack:g} x speed of light) refused"
             )
-        seeds = trial_seeds(seed, s.trials + held_sets(s))
         return {
             "seeds": {
                 "evaluation": seed,
-                "trials": seeds[: s.trials],
-                "timed_checked": seeds[s.trials :],
+                "trials": trial_seeds(seed, s.trials),
+                "timed": verdict.info.get("timed_seeds", []),
             },
             "shapes": verdict.shapes,
             "checks": checks,

@@ -16,6 +16,7 @@ import pytest
 from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
 from autocomp_core.backend import EvalContext, FailureKind
 from autocomp_core.journal import evaluate_guarded
+from autocomp_core.sandbox import isolation_level
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.backend import CudaBackend
@@ -60,11 +61,13 @@ def test_eval_json_reports_the_seeds_shapes_and_checks_of_each_program(tmp_path,
         runs[name] = json.loads(out.stdout)
     v = runs["first"]["verification"]
     (seed,) = evaluation_seeds(5, "L1/relu", RELU, 1)
-    seeds = trial_seeds(
-        seed, 5 + 4
-    )  # 5 correctness trials, then 3 sampled timed calls and the last
-    assert v["seeds"] == {"evaluation": seed, "trials": seeds[:5], "timed_checked": seeds[5:]}
-    assert runs["other"]["verification"]["seeds"] != v["seeds"]  # the inputs follow the program
+    assert v["seeds"]["evaluation"] == seed and v["seeds"]["trials"] == trial_seeds(seed, 5)
+    # every timed call's inputs: drawn from OS randomness, recorded once the evaluation is over
+    timed = v["seeds"]["timed"]
+    assert len(timed) == 3 and not set(timed) & set(trial_seeds(seed, 5 + 3))
+    other = runs["other"]["verification"]["seeds"]
+    assert other["trials"] != v["seeds"]["trials"]  # the inputs follow the program
+    assert not set(other["timed"]) & set(timed)
     assert v["shapes"]["inputs"] == [[16, 96]] and v["shapes"]["output"]["stride"] == [96, 1]
     assert any("strides" in c for c in v["checks"]) and any(
         "timing: 3 calls" in c for c in v["checks"]
@@ -132,5 +135,10 @@ async def test_no_candidate_reads_another_cache_of_the_user(make_backend, monkey
         second = await backend.evaluate(backend.load_problem("L1/relu"), hack, EvalContext())
         await backend.aclose()
         assert not second.correct, second.feedback
+        if isolation_level() not in ("uid", "none"):
+            # the old cache is shown empty wherever the checkout lies (a clone under /tmp
+            # too): the candidate found no stored answer and fails the first trial, before
+            # the timed calls (on inputs no cache holds) would refuse it anyway
+            assert "trial 1/" in second.feedback, second.feedback
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -36,11 +36,24 @@ from typing import Any
 # Bound before any candidate code exists in this process.
 _perf = time.perf_counter
 _sleep = time.sleep
+_id, _vars, _callable, _sorted = id, vars, callable, sorted
+_enumerate_threads = threading.enumerate
 
 import torch  # noqa: E402
 from torch.utils import cpp_extension  # noqa: E402 - imported here: see triton below
 
-from . import common  # noqa: E402
+# The operations the harness itself runs between timed calls (the cache flush, loading the
+# next inputs, copying an output out), bound now: a candidate that replaces the class
+# attribute (``type.__setattr__(torch.Tensor, "add_", ...)``) does not change what these call,
+# so it cannot compute its next output inside the flush, outside the clock.
+_add_ = torch.Tensor.add_
+_copy_ = torch.Tensor.copy_
+_clone = torch.Tensor.clone
+_detach = torch.Tensor.detach
+_to_cpu = torch.Tensor.cpu
+_get_num_threads = torch.get_num_threads
+
+from . import common, cpu_caches  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
 
 try:  # at import, so a preload server (sandbox_preload) pays it once for every worker
@@ -98,13 +111,57 @@ def _resolve(module_name: str, dotted: str) -> Any:
     return obj
 
 
+#: Namespaces whose every callable attribute is compared, by identity, with what it was
+#: before the candidate was imported (after import, after every correctness trial and after
+#: every timed call): a candidate that replaces one (slowing what it is compared with,
+#: hiding work in what the harness calls between timed calls) is refused.
+WATCHED = [
+    ("torch", ""),
+    ("torch", "Tensor"),
+    ("torch", "_C.TensorBase"),
+    ("torch", "nn.functional"),
+    ("torch", "nn.Module"),
+    ("torch", "cuda"),
+    ("time", ""),
+    ("threading", ""),
+    ("builtins", ""),
+]
+
+
+def _watched_namespaces() -> list[tuple[str, Any]]:
+    found = []
+    for m, d in WATCHED:
+        obj = sys.modules.get(m) or __import__(m)
+        for part in d.split(".") if d else []:
+            obj = getattr(obj, part, None)
+        if obj is not None:
+            found.append((f"{m}.{d}" if d else m, obj))
+    return found
+
+
 def snapshot_functions() -> dict[str, int]:
     # Bound methods (classmethods) are created anew on each access: compare what they wrap.
-    return {
-        f"{m}.{d}": id(getattr(obj, "__func__", obj))
+    ids = {
+        f"{m}.{d}": _id(getattr(obj, "__func__", obj))
         for m, d in GUARDED
         for obj in [_resolve(m, d)]
     }
+    # Attributes added later (a lazily imported submodule) are not a change; callables
+    # replaced are. Plain values (version strings, flags) are left to snapshot_flags.
+    for name, namespace in _watched_namespaces():
+        if isinstance(namespace, type):
+            # what the class resolves, inherited attributes included: one set on the class
+            # (type.__setattr__) shadows the base's and changes what every call reaches
+            resolved: dict[str, Any] = {}
+            for klass in reversed(namespace.__mro__):
+                resolved.update(_vars(klass))
+            items = list(resolved.items())
+        else:
+            items = list(_vars(namespace).items())
+        for key, value in items:
+            if key != "_" and _callable(value):
+                ids[f"{name}:{key}"] = _id(getattr(value, "__func__", value))
+    return ids
 
 
 def snapshot_flags() -> dict[str, Any]:
@@ -120,12 +177,15 @@ def snapshot_flags() -> dict[str, Any]:
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
         "grad_enabled": torch.is_grad_enabled(),
+        # CPU timing runs on one intra-op thread (see Worker.setup): a candidate that takes
+        # more changes the conditions it is compared under
+        "num_threads": _get_num_threads(),
     }
     return flags
 
 
 def diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return sorted(k for k in before if before[k] != after.get(k))
+    return _sorted(k for k in before if before[k] != after.get(k))
 
 
 def state_checksums(model: torch.nn.Module) -> dict[str, list[float]]:
@@ -286,6 +346,8 @@ class Worker:
             "phase_s": {},
         }
         self.counter = KernelCounter(job.get("prebuilt") or "")
+        self.threads_before: set[int | None] = set()
+        self.native_threads: set[str] | None = None  # the process's tasks when timing began
         self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.phase_started = _perf()
         # The watchdog writes its 'Timeout (...)!' here, not to stderr: a candidate that
@@ -333,6 +395,23 @@ class Worker:
                 "(cached lines survive the harness's cache flush between timed calls)"
             )
 
+    def check_threads(self, when: str) -> None:
+        """No thread the candidate started may outlive its call: work done there is done
+        outside the clock (or, in correctness, after the output was taken)."""
+        new_threads = [
+            t.name
+            for t in _enumerate_threads()
+            if t.ident not in self.threads_before and t.is_alive()
+        ]
+        if new_threads:
+            raise Rejected(f"threads still running {when}: {', '.join(new_threads)}")
+        if self.native_threads is not None:  # threads started in C++ too (CPU device)
+            extra = _native_threads() - self.native_threads
+            if extra:
+                raise Rejected(
+                    f"{len(extra)} native thread(s) started by the candidate still running {when}"
+                )
+
     def check_guards(self, when: str) -> None:
         changed = diff(self.functions, snapshot_functions())
         if changed:
@@ -348,6 +427,11 @@ class Worker:
         self.result["info"] = common.device_info(self.device)
         if self.job["mode"] == "build":
             return
+        if self.device.type == "cpu":
+            # One intra-op thread for everything timed on the CPU device: a parallel region
+            # waits milliseconds for a second OpenMP thread on a busy small machine, noise
+            # that hides an honest 1.5x. The baseline's worker runs the same way.
+            torch.set_num_threads(1)
         if self.device.type == "cuda":
             torch.cuda.init()  # loads the CUDA runtime, so its library can be found
             self.persisting_l2 = PersistingL2()
@@ -372,11 +456,13 @@ class Worker:
             for k, s in enumerate(self.job["trial_seeds"])
         ]
         self.result["input_checksums"] = [common.input_checksums(t) for t in self.trials]
+        self.compiled = None
+        if self.job["mode"] == "eval":
+            return  # the candidate's worker holds no baseline: another worker times it
         common.seed_all(int(self.job["init_seed"]))
         self.baseline = self.reference.Model(*self.init_inputs)
         self.baseline.load_state_dict(self.state_dict)
         self.baseline = self.baseline.to(self.device)
-        self.compiled = None
         if (self.job.get("timing") or {}).get("compile_baseline"):
             # Compiled now, before any candidate code exists in this process. Its kernels (on
             # a GPU, their Triton kernels too) go to the compiled baseline's own cache, never
@@ -470,15 +556,7 @@ class Worker:
             )
         if out.device.type != self.device.type:
             raise Failed(common.MISMATCH, f"output is on {out.device}, expected {self.device.type}")
-        new_threads = [
-            t.name
-            for t in threading.enumerate()
-            if t.ident not in self.threads_before and t.is_alive()
-        ]
-        if new_threads:
-            raise Rejected(
-                f"threads still running after forward returned: {', '.join(new_threads)}"
-            )
+        self.check_threads("after forward returned")
         snapshot = out.detach().clone()
         _sleep(float(self.job.get("settle_s", 0.02)))
         self.sync()
@@ -535,7 +613,8 @@ class Worker:
         self.save(outputs, "correctness.pt")
 
     def flush(self) -> None:
-        self.flush_buf.add_(1)  # touches every byte of a buffer larger than the last-level cache
+        # touches every byte of a buffer larger than the cache (bound: see _add_)
+        _add_(self.flush_buf, 1)
 
     def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
         self.flush()
@@ -556,108 +635,99 @@ class Worker:
         return (_perf() - t0) * 1e3, None, out
 
     def timing(self) -> None:
+        """Time one contender: the candidate (``eval``) or the eager baseline and, when asked,
+        the compiled one (``baseline``: a worker that never holds a candidate). Each timed
+        call r runs on the inputs of the job's timed seed r, which the engine drew from OS
+        randomness for this evaluation only (no earlier evaluation, no cache holds answers for
+        them). The candidate's output of EVERY timed call is written for the judge, which
+        compares it with the baseline worker's output on the same inputs."""
         cfg = self.job["timing"]
-        rng = random.Random(int(self.job["init_seed"]) ^ 0x5EED)
-        flush_bytes = (
-            (self.result["info"].get("l2_bytes") or 0) * 2 if self.device.type == "cuda" else 0
-        )
-        flush_bytes = flush_bytes or 2 * common.cpu_cache_bytes()
+        rng = random.SystemRandom()
+        if self.device.type == "cuda":
+            flush_bytes = (
+                self.result["info"].get("l2_bytes") or 0
+            ) * 2 or 2 * common.cpu_cache_bytes()
+        else:  # one thread: the cache of one core (not the shared last level, ~1 GB a call)
+            flush_bytes = 2 * cpu_caches.core_cache_bytes()
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
-        sets = [[common.to_device(x, self.device) for x in trial] for trial in self.trials]
-        # Every timed call gets inputs no earlier call saw, so replaying a cached result gains
-        # nothing: the sampled (checked) calls get the held sets the reference computed beyond
-        # the correctness trials, the others inputs drawn now from fresh seeds. Both come from
-        # the same get_inputs, so the candidate cannot tell which calls are checked.
         trials = int(self.job["trials"])
-        sets, held = sets[:trials], sets[trials:]
+        warm_sets = [[common.to_device(x, self.device) for x in t] for t in self.trials[:trials]]
         # One set of input buffers: every timed call reads fresh values at the same addresses.
-        buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
+        buffers = [_clone(x) if isinstance(x, torch.Tensor) else x for x in warm_sets[0]]
 
         def load(values: list[Any]) -> None:
             for buf, src in zip(buffers, values):
                 if isinstance(buf, torch.Tensor):
-                    buf.copy_(src)
+                    _copy_(buf, src)
 
-        def load_set(i: int) -> None:
-            load(sets[i])
-
-        contenders = {"cand": self.model, "base": self.baseline}
-        if self.compiled is not None:
-            contenders["compiled"] = self.compiled
+        if self.job["mode"] == "baseline":
+            contenders = {"base": self.baseline}
+            if self.compiled is not None:
+                contenders["compiled"] = self.compiled
+        else:
+            contenders = {"cand": self.model}
         for i in range(int(cfg["warmup"])):
-            load_set(i % len(sets))
+            load(warm_sets[i % len(warm_sets)])
             for fn in contenders.values():
                 self.time_one(fn, buffers)
-        reps = int(cfg["reps"])
-        sample_at = set(rng.sample(range(reps), min(int(cfg["samples"]), reps)))
-        # Always validate the last timed call too: the most likely place for a "skip work later" hack.
-        sample_at.add(reps - 1)
-        held_for = {
-            r: trials + j for j, r in enumerate(sorted(sample_at))
-        }  # a trial index the judge knows
-        if len(held_for) > len(held):
-            raise RuntimeError(
-                f"the reference holds {len(held)} timed input sets, {len(held_for)} are needed"
-            )
-        cand_host, cand_dev, samples, calls_per = [], [], [], []
-        ref_host: dict[str, list] = {"base": [], "compiled": []}
-        ref_dev: dict[str, list] = {"base": [], "compiled": []}
-        state = state_checksums(self.model)
-        for r in range(reps):
+        seeds = [int(x) for x in cfg["seeds"]]
+        host: dict[str, list] = {who: [] for who in contenders}
+        dev: dict[str, list] = {who: [] for who in contenders}
+        outputs, calls_per = [], []
+        state = state_checksums(self.model) if "cand" in contenders else {}
+        if self.device.type == "cpu" and "cand" in contenders:
+            self.native_threads = _native_threads()
+        for r, seed in enumerate(seeds):
             order = list(contenders)
             rng.shuffle(order)
-            which = held_for.get(r)
-            # A checked call's set is a copy, as a fresh set is a new allocation: the memory
-            # held during either call is the same, so allocator statistics tell them not apart.
-            fresh = (
-                [x.clone() if isinstance(x, torch.Tensor) else x for x in held[which - trials]]
-                if which is not None
-                else common.make_inputs(self.reference, rng.getrandbits(31), self.device)
+            fresh = common.make_inputs(
+                self.reference, seed, self.device, common.timed_variant(self.job, seed)
             )
             for who in order:
                 load(fresh)
+                before = self.counter.calls
+                h, d, out = self.time_one(contenders[who], buffers)
+                host[who].append(h)
+                dev[who].append(d)
                 if who == "cand":
-                    before = self.counter.calls
-                    host, dev, out = self.time_one(self.model, buffers)
+                    # First, before the harness runs anything more: nothing replaced, no
+                    # thread left running, the same thread count.
+                    self.check_guards(f"timed call {r + 1}")
+                    self.check_threads(f"after timed call {r + 1}")
                     calls_per.append(self.counter.calls - before)
                     self.check_carve_out(f"timed call {r + 1}")
-                    cand_host.append(host)
-                    cand_dev.append(dev)
-                    if r in sample_at:
-                        if type(out) is not torch.Tensor:
-                            raise Rejected(
-                                "a timed call returned something other than a plain torch.Tensor"
-                            )
-                        samples.append(
-                            {
-                                "set": which,
-                                "rep": r,
-                                "out": out.detach().cpu().clone(),
-                                "stride": list(out.stride()),
-                            }
+                    if type(out) is not torch.Tensor:
+                        raise Rejected(
+                            "a timed call returned something other than a plain torch.Tensor"
                         )
-                else:
-                    host, dev, out = self.time_one(contenders[who], buffers)
-                    ref_host[who].append(host)
-                    ref_dev[who].append(dev)
-                    if isinstance(out, torch.Tensor) and out.is_floating_point():
-                        out.fill_(
-                            float("nan")
-                        )  # poison: a candidate must not find this in freed memory
+                    outputs.append(
+                        {
+                            "set": r,
+                            "rep": r,
+                            "out": _clone(_to_cpu(_detach(out))),
+                            "stride": list(out.stride()),
+                        }
+                    )
+                elif who == "base":  # the reference for this call's inputs
+                    torch.save(
+                        {"expected": _clone(_to_cpu(_detach(out)))},
+                        self.timed_refs / f"trial_{r}.pt",
+                    )
                 del out
-        after = state_checksums(self.model)
-        changed = [k for k, v in state.items() if after.get(k) != v]
-        if changed and not self.job.get("buffers_mutate"):
-            raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
-        self.check_guards("after timing")
-        self.save(samples, "timed_samples.pt")
+        if "cand" in contenders:
+            after = state_checksums(self.model)
+            changed = [k for k, v in state.items() if after.get(k) != v]
+            if changed and not self.job.get("buffers_mutate"):
+                raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
+            self.check_guards("after timing")
+            self.save(outputs, "timed_samples.pt")
         self.result["timing"] = {
-            "candidate_host_ms": cand_host,
-            "candidate_event_ms": cand_dev,
-            "baseline_host_ms": ref_host["base"],
-            "baseline_event_ms": ref_dev["base"],
-            "compiled_host_ms": ref_host["compiled"],
-            "compiled_event_ms": ref_dev["compiled"],
+            "candidate_host_ms": host.get("cand", []),
+            "candidate_event_ms": dev.get("cand", []),
+            "baseline_host_ms": host.get("base", []),
+            "baseline_event_ms": dev.get("base", []),
+            "compiled_host_ms": host.get("compiled", []),
+            "compiled_event_ms": dev.get("compiled", []),
             "kernel_calls_per_timed_call": calls_per,
         }
 
@@ -666,6 +736,13 @@ class Worker:
             self.phase("setup")
             self.setup()
             if self.job["mode"] == "compile":  # the compiled baseline's cache, and no candidate
+                return self.finish()
+            if self.job["mode"] == "baseline":  # the baselines timed, and no candidate
+                self.phase("timing")
+                self.timed_refs = self.work / "timed_refs"
+                self.timed_refs.mkdir(exist_ok=True)
+                self.model = self.baseline
+                self.timing()
                 return self.finish()
             self.phase("load")
             self.load_candidate()
@@ -702,6 +779,14 @@ class Worker:
         return 0
 
 
+def _native_threads() -> set[str]:
+    """The ids of this process's threads as the kernel lists them (C++ threads included)."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
 def warm_up() -> None:
     """Before the candidate arrives (its imports are done at the module's), create the CUDA
     context; none of this is the candidate's work. Never at import: a preload server must
@@ -727,6 +812,8 @@ def main(job_path: str, wait_s: float | None = None) -> int:
     if wait_s is not None and not wait_for_job(Path(job_path), wait_s):
         os._exit(0)  # nobody came: leave quietly, the engine starts a new worker when needed
     job = json.loads(Path(job_path).read_text())
+    # The job names the timed calls' seeds: gone from the disk before any candidate code runs.
+    Path(job_path).unlink(missing_ok=True)
     received = time.time()  # against the engine's clock: how long the job waited for this process
     if job.get("build_dir"):
         os.environ["TORCH_EXTENSIONS_DIR"] = job["build_dir"]

@@ -10,7 +10,11 @@ names the reference dir, the reference output's dtype and strides, the tolerance
 worker's output files (each output comes with the strides it had when forward returned)::
 
     {"ref_dir": ..., "dtype": "float32", "stride": [64, 1], "atol": null, "rtol": null,
-     "correctness": ".../correctness.pt", "samples": ".../timed_samples.pt" or null}
+     "correctness": ".../correctness.pt", "samples": ".../timed_samples.pt" or null,
+     "samples_ref_dir": ..., "samples_tolerance_factor": 2.0}
+
+(the timed calls' outputs are judged against the baseline worker's outputs on the same
+inputs, in ``samples_ref_dir``, with the tolerances times ``samples_tolerance_factor``)
 
 and the answer holds, for each list, the first failing output (or none) and the worst error::
 
@@ -38,10 +42,11 @@ from typing import Any
 
 import torch
 
-from .compare import check_output
+from .compare import check_output, tolerance_for
 
-#: Reference dirs whose outputs stay loaded (each holds one output per trial).
-KEEP_REFERENCES = 2
+#: Reference dirs whose outputs stay loaded (each holds one output per trial): a problem's,
+#: its family shape's, one evaluation's timed calls.
+KEEP_REFERENCES = 3
 
 
 class Unreadable(Exception):
@@ -100,16 +105,21 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
     answer: dict[str, Any] = {}
     for name, items in lists.items():
         worst, failure = 0.0, None
+        ref_dir, atol, rtol = request["ref_dir"], request.get("atol"), request.get("rtol")
+        if name == "samples" and request.get("samples_ref_dir"):
+            ref_dir = request["samples_ref_dir"]
+            factor = float(request.get("samples_tolerance_factor") or 1.0)
+            atol, rtol = (factor * t for t in tolerance_for(dtype, atol, rtol))
         for index, item in enumerate(items):
             k = item["trial"] if name == "correctness" else item["set"]
             out = item.get("out")
-            expected = refs.trial(request["ref_dir"], k).to(device)
+            expected = refs.trial(ref_dir, k).to(device)
             check = check_output(
                 out.to(device) if type(out) is torch.Tensor else out,
                 expected,
                 dtype,
-                request.get("atol"),
-                request.get("rtol"),
+                atol,
+                rtol,
                 item.get("stride"),
                 request.get("stride"),
             )
