@@ -797,8 +797,13 @@ class Harness:
             baseline: dict[str, Any] | None = None
             if timed:
                 baseline_worker = await self._take_worker(gpu)
-                if s.warm_workers:  # the candidate's, started now: ready when the baseline ends
-                    self._standby[gpu] = self._start_worker(gpu)
+                if s.warm_workers:
+                    # The candidate's worker, started and ready before the baseline is timed:
+                    # a process starting beside the baseline's timing slows the baseline alone
+                    # (on 2 cores it made every candidate look 2-7x faster).
+                    candidate_worker = self._start_worker(gpu)
+                    self._standby[gpu] = candidate_worker
+                    await candidate_worker.wait_ready(s.load_timeout_s)
                 baseline_run, failure = await self._time_baseline(
                     baseline_worker, spec, seed, ref_dir, ref_meta, gpu, seeds, breakdown
                 )
