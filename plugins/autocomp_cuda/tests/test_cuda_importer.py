@@ -179,3 +179,74 @@ async def test_buffers_may_change_only_where_the_reference_changes_them(make_bac
     assert result.correct, result.feedback
     result = await backend.evaluate(backend.load_problem(str(row_sum)), BUFFER_CACHE, EvalContext())
     assert not result.correct and "changed model state: buffer:seen" in result.feedback
+
+
+LOG_OF_INPUT = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.log(x + 1e-3) * 0.5
+
+
+def get_inputs():
+    return [torch.rand(64, 128)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+LAYER_NORM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(128)
+
+    def forward(self, x):
+        return self.ln(x)
+
+
+def get_inputs():
+    return [torch.rand(64, 128)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.asyncio
+async def test_imported_problems_are_tried_off_their_distribution_where_defined(
+    make_backend, tmp_path
+):
+    backend = make_backend("cpu")
+    (tmp_path / "log.py").write_text(LOG_OF_INPUT)
+    (tmp_path / "ln.py").write_text(LAYER_NORM)
+    log_spec, ln_spec = (
+        backend.spec(str(tmp_path / "log.py")),
+        backend.spec(str(tmp_path / "ln.py")),
+    )
+    # A log of the input: undefined on the signed, negative and wide maps, which fall back
+    # to the problem's own inputs (recorded); defined on the all-positive one.
+    _, meta = await backend.harness.reference(log_spec, 7)
+    assert meta["input_variants"] == ["native", "native", "positive", "native", "native"]
+    assert set(meta["input_fallbacks"]) == {"1", "3", "4"}
+    assert "not finite" in meta["input_fallbacks"]["1"]
+    assert meta["timed_variants"] == ["native", "positive"]
+    # LayerNorm: every map defined; its weight 1 and bias 0 re-drawn.
+    _, meta = await backend.harness.reference(ln_spec, 7)
+    assert meta["input_variants"] == ["native", "signed", "positive", "negative", "wide"]
+    assert meta["input_fallbacks"] == {} and meta["redrawn_weights"] == ["ln.weight", "ln.bias"]
+    # The problem's own program is still right on all of them (weights copied by name).
+    for spec in (log_spec, ln_spec):
+        problem = backend.load_problem(spec.id)
+        result = await backend.evaluate(problem, problem.baseline_code, EvalContext())
+        assert result.correct, result.feedback

@@ -219,3 +219,53 @@ def test_a_forward_that_needs_values_runs_for_real_only_once_it_is_small(tmp_pat
     assert (
         found.error is None and found.sizes == {"size": 2**20} and found.measure.flops is not None
     )
+
+
+GROUP_NORM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, num_features, num_groups):
+        super().__init__()
+        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+
+    def forward(self, x):
+        return self.gn(x)
+
+
+batch_size = 16
+features = 32
+num_groups = 8
+dim1 = 256
+dim2 = 256
+
+
+def get_inputs():
+    return [torch.rand(batch_size, features, dim1, dim2)]
+
+
+def get_init_inputs():
+    return [features, num_groups]
+"""
+
+
+def test_shrinking_keeps_channels_per_group(tmp_path):
+    # Halving 32 channels in 8 groups to 8 made the GroupNorm an InstanceNorm (one channel
+    # per group), and a program computing that one passed (adversarial h48).
+    path = tmp_path / "group_norm.py"
+    path.write_text(GROUP_NORM)
+    found = shrink.shrink(path)
+    assert found.error is None and found.measure.fits(shrink.Budget())
+    assert found.measure.structure == found.full.structure == {"gn: channels per group": 4}
+    assert "features" not in found.sizes and found.sizes  # the other sizes shrank instead
+
+
+def test_a_batch_shrunk_to_one_comes_with_a_second_shape_at_two():
+    # At batch 1, a program that computes the first image only is right (adversarial h47).
+    from autocomp_cuda.adversarial import KERNELBENCH
+
+    found = shrink.shrink(KERNELBENCH / "level1" / "55_Conv2d_asymmetric_input.py")
+    assert found.error is None and found.sizes["batch_size"] == 1
+    assert found.second == {**found.sizes, "batch_size": 2}
+    assert shrink.shrink(KERNELBENCH / "level1" / "40_LayerNorm.py").second is None
