@@ -83,6 +83,11 @@ class Model(nn.Module):
         return torch.selu(x)  # scale * x for every x >= 0: a line on these inputs
 
 
+# The gate's probes alone, on the file's own inputs (trials off the distribution would refuse
+# the line in correctness instead; see the last assertion of the test below).
+AUTOCOMP = {"off_distribution": False}
+
+
 def get_inputs():
     return [torch.rand(64, 300) * 4.0]
 
@@ -126,16 +131,19 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     (tmp_path / "own_tensor.py").write_text(MAKES_ITS_OWN_TENSOR)
     (tmp_path / "scalar.py").write_text(TIMES_A_SCALAR)
     (tmp_path / "hardtanh.py").write_text(HARDTANH_ON_UNIT)
+    (tmp_path / "selu_off.py").write_text(
+        SELU_ON_NON_NEGATIVE.replace('AUTOCOMP = {"off_distribution": False}', "")
+    )
 
     async def checks():
         return await asyncio.gather(
             *(
                 backend.check_problem(str(tmp_path / name))
-                for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py")
+                for name in ("selu.py", "own_tensor.py", "scalar.py", "hardtanh.py", "selu_off.py")
             )
         )
 
-    selu, own, scalar, hardtanh = asyncio.run(checks())
+    selu, own, scalar, hardtanh, selu_off = asyncio.run(checks())
     assert (
         not selu.passed and selu.category == "degenerate" and "affine_input0" in selu.reasons[0]
     ), selu.reasons
@@ -143,6 +151,8 @@ def test_an_operator_that_is_a_line_on_its_inputs_is_degenerate_and_float64_cove
     assert scalar.passed, scalar.reasons
     assert own.passed, own.reasons
     assert own.details["reference_error_ratio"] > 0  # a float64 run, not the float32 one again
+    # An imported file is also tried on signed inputs, where SELU is not a line: judgeable.
+    assert selu_off.passed, selu_off.reasons
 
 
 # State no attribute snapshot sees (a list): the output depends on how often forward ran.
