@@ -35,6 +35,8 @@ from .resources import Resources
 
 #: Bound applied to captured stdout/stderr kept in an EvalResult (characters).
 OUTPUT_LIMIT = 16_000
+#: feedback reaches the journal and the next prompt; part of it may be the candidate's own text
+FEEDBACK_LIMIT = 16_000
 
 
 class FailureKind(str, enum.Enum):
@@ -87,6 +89,7 @@ class EvalResult:
             self.failure = FailureKind.WRONG_ANSWER
         if self.failure is not None and not isinstance(self.failure, FailureKind):
             self.failure = FailureKind(self.failure)
+        self.feedback = bound_text(self.feedback, FEEDBACK_LIMIT)
         self.stdout = bound_text(self.stdout)
         self.stderr = bound_text(self.stderr)
 

@@ -9,7 +9,7 @@ from scripted_llm import VARIANTS
 from toy_plugin import ToyBackend
 
 from autocomp_core.api import optimize_async
-from autocomp_core.backend import EvalContext, EvalResult, FailureKind
+from autocomp_core.backend import FEEDBACK_LIMIT, EvalContext, EvalResult, FailureKind
 from autocomp_core.journal import evaluate_guarded
 from autocomp_core.store import RunStore
 from autocomp_core.validity import (
@@ -81,3 +81,16 @@ async def test_a_result_below_the_bound_never_enters_the_beam(llm_server, tmp_pa
     last = store.last_iteration()
     assert all(store.candidate(cid).score >= 100.0 for cid in store.beam(last))
     store.close()
+
+
+def test_a_candidates_text_in_the_feedback_is_bounded():
+    """Feedback reaches the journal and the next prompt, and a backend may quote the candidate's
+    own words in it (an assertion message, a status it wrote): however long, it is cut to a
+    bounded head and tail, like the captured output."""
+    flood = "x" * 5_000_000 + "THE END"
+    result = EvalResult(correct=False, failure=FailureKind.COMPILE_ERROR, feedback=flood)
+    assert len(result.feedback) < FEEDBACK_LIMIT + 100
+    assert result.feedback.endswith("THE END")
+    assert "characters cut" in result.feedback
+    short = EvalResult(correct=False, feedback="line 3: undefined name")
+    assert short.feedback == "line 3: undefined name"

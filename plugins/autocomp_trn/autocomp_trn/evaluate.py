@@ -307,7 +307,8 @@ class EmulatorEvaluator:
                 status = json.loads(status_bytes) if status_bytes is not None else None
                 ok = isinstance(status, dict) and status.get("status") == "ok"
                 trace_bytes = read_result(work, "trace.json") if ok else None
-            except (LeftBadly, ValueError) as exc:
+            # (RecursionError: nesting deep enough to exhaust the parser's stack)
+            except (LeftBadly, ValueError, RecursionError) as exc:
                 return Verdict(
                     "rejected",
                     f"the kernel's process left its result in a form the evaluator does not read: "

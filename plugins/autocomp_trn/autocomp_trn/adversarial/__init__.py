@@ -184,6 +184,21 @@ CASES = [
         "wrong_answer",
         "NaN",
     ),
+    Case(
+        "h25_status_nested_past_the_parser.py",
+        RMS,
+        "a status nested past the parser's stack",
+        "rejected",
+        "does not read",
+    ),
+    Case(
+        "h26: the attention baseline exponentiating the scores without subtracting the row max",
+        "tutorial/attention",
+        "attention without the max subtraction",
+        "wrong_answer",
+        "NaN",
+        patch=("nl.exp(nl.subtract(s_tile, m_tile))", "nl.exp(s_tile)"),
+    ),
 ]
 
 

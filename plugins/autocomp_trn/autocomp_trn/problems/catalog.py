@@ -225,7 +225,9 @@ def tutorial() -> list[ProblemSpec]:
                           "Checked and timed at seq 2048 (the original 4096 is kept for trace-only calibration)",
               inputs=att_eval, outputs=[((2048, 128), F32)], full_inputs=att_full,
               full_outputs=[((4096, 128), F32)], reference=ref_attention, atol=1e-2, rtol=1e-5,
-              work=_attention_work, baseline="attention.py", published_ms=(3.093, 0.293)),
+              work=_attention_work, baseline="attention.py", published_ms=(3.093, 0.293),
+              # scores of the last seed reach ~230: exp overflows fp32 unless the row max is subtracted
+              stress={"q_ref": 4.0}),
         _spec(id="tutorial/sd_attention", title="Stable Diffusion self-attention",
               description="out = softmax(q @ k.T * 0.125) @ v for q, k, v [seq, 64] fp32 (bf16 on TensorE allowed). "
                           "Checked and timed at seq 2048 (the original 4096 is kept for trace-only calibration)",
