@@ -55,8 +55,9 @@ def refuse_impossible(result: EvalResult, bound: float | None) -> EvalResult:
 
 def evaluation_seeds(base_seed: int, problem_id: str, code: str, count: int) -> list[int]:
     """``count`` 32-bit input seeds for evaluating ``code``: fixed by (run seed, problem,
-    program), so a run replays exactly, yet different for every program and not knowable
-    by it (it would have to contain its own hash). A candidate cannot key on its inputs."""
+    program), so a run replays exactly, yet different for every program: no program can carry
+    an answer made for its own inputs (the answer would change the hash). Not a secret: a
+    program that reads its own source can compute them, and learns no more than its inputs."""
     digest = hashlib.sha256(f"{base_seed}\0{problem_id}\0{code}".encode()).digest()
     while len(digest) < 4 * count:
         digest += hashlib.sha256(digest).digest()
