@@ -22,8 +22,16 @@ def admm_inputs(p: dict, seed: int) -> dict[str, np.ndarray]:
         "KT": (f32(0.1) * r(3, nx * nu)).reshape(nx, nu),
         "x0": r(4, nx),
         "d": (f32(0.1) * r(5, (n - 1) * nu)).reshape(n - 1, nu),
-        "y": (f32(0.1) * r(6, (n - 1) * nu)).reshape(n - 1, nu),
+        "y": (f32(0.1) * r(6, (n - 1) * nu) + dual_offsets((n - 1) * nu)).reshape(n - 1, nu),
     }
+
+
+def dual_offsets(count: int) -> np.ndarray:
+    """+1 on every 4th dual from the 2nd, -1 on every 4th from the 4th (|u + y| is about 0.14
+    without them): the clip to [umin, umax] = [-0.5, 0.5] binds on both sides at every seed.
+    Mirrors harness_admm.c."""
+    k = np.arange(count)
+    return np.where(k % 4 == 1, 1.0, np.where(k % 4 == 3, -1.0, 0.0)).astype(np.float32)
 
 
 def admm_gold(p: dict, seed: int) -> np.ndarray:

@@ -66,6 +66,8 @@ int main(void) {
   harness_fill_elem(out.x[0], NX, seed * 8 + 4);  /* x[0] is the initial state */
   scaled(&d[0][0], (NH - 1) * NU, seed * 8 + 5, 0.1f);
   scaled(&out.y[0][0], (NH - 1) * NU, seed * 8 + 6, 0.1f);  /* y holds the duals, updated in place */
+  /* admm.py dual_offsets: the clip binds on both sides at every seed */
+  for (int k = 0; k < (NH - 1) * NU; k++) (&out.y[0][0])[k] += k % 4 == 1 ? 1.0f : (k % 4 == 3 ? -1.0f : 0.0f);
   for (int t = 1; t < NH; t++) for (int i = 0; i < NX; i++) out.x[t][i] = 12345.0f;
   harness_add_output(&outputs, out.x, sizeof(out) - 2 * HARNESS_GUARD_BYTES);
   harness_add_guards(&outputs, out.pre, out.post);
