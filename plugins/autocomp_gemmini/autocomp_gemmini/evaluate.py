@@ -28,7 +28,7 @@ import numpy as np
 from autocomp_core.backend import EvalResult, FailureKind
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
-from . import feedback, toolchain, trusted
+from . import exposure, feedback, toolchain, trusted
 from .catalog import Spec, gold, specs
 from .config import GemminiConfig
 from .elf import symbols, undefined_symbols, write_symbol
@@ -55,8 +55,9 @@ FORBIDDEN = [
         "ending the program is not allowed",
     ),
     (
-        re.compile(r"^\s*#\s*include\b.*$", re.MULTILINE),
-        "#include lines are not allowed (gemmini.h is already included)",
+        # any spelling of a directive that reads a file: %: is the digraph of #
+        re.compile(r"^\s*(#|%:)\s*(include|include_next|import|embed)\b.*$", re.MULTILINE),
+        "#include, #embed and #import lines are not allowed (gemmini.h is already included)",
     ),
     (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
 ]
@@ -92,7 +93,9 @@ def check_source(code: str) -> tuple[str, str | None]:
     lines so compiler line numbers still match the candidate."""
     lines = [("" if ALLOWED_INCLUDES.match(line) else line) for line in code.splitlines()]
     code = "\n".join(lines) + "\n"
-    bare = COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), code)
+    # A courtesy screen (the compiler sees only its headers: exposure.py): lines joined by a
+    # backslash-newline first, as the preprocessor joins them before it reads a directive.
+    bare = COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), code.replace("\\\n", ""))
     for pattern, reason in FORBIDDEN:
         match = pattern.search(bare)
         if match:
@@ -134,12 +137,21 @@ async def build(
         return BuildOutcome(
             False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)"
         )
-    includes = toolchain.include_flags(work)
     limits = _limits(timeout_s, 2048)
+    # the compiler sees its copies of the headers, the toolchain and little else (exposure.py)
     compile_cand = await run_sandboxed(
-        [cc, *toolchain.CFLAGS, *includes, "-c", "solution.c", "-o", "solution.o"],
+        [
+            cc,
+            *toolchain.CFLAGS,
+            *exposure.copy_headers(work),
+            "-c",
+            "solution.c",
+            "-o",
+            "solution.o",
+        ],
         cwd=work,
         limits=limits,
+        hidden=exposure.hidden_dirs([work]),
     )
     if not compile_cand.ok:
         text = compile_cand.stderr or compile_cand.stdout
@@ -155,33 +167,31 @@ async def build(
             f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only",
             time.perf_counter() - start,
         )
+    reserved = _reserved_names(work / "solution.o")
+    if reserved:
+        return BuildOutcome(
+            False,
+            None,
+            FailureKind.REJECTED,
+            f"Rejected: solution.c defines {', '.join(reserved)}: names the harness uses to find "
+            "its own symbols in the program are off limits",
+            time.perf_counter() - start,
+        )
     trusted_objects = await trusted.objects(cc, spec, hw, model, work, limits)
     if isinstance(trusted_objects, str):
         return BuildOutcome(
             False, None, FailureKind.INFRA_ERROR, trusted_objects, time.perf_counter() - start
         )
-    link = await run_sandboxed(
-        [
-            cc,
-            *toolchain.CFLAGS,
-            "-T",
-            str(toolchain.RUNTIME_DIR / "link.ld"),
-            *map(str, trusted_objects),
-            "solution.o",
-            "-o",
-            "prog.elf",
-        ],
-        cwd=work,
-        limits=limits,
-    )
+    link = await _link(cc, trusted_objects, ["solution.o"], work, limits)
     if not link.ok:
         text = link.stderr or link.stdout
-        # An undefined or duplicate symbol is the candidate's doing; anything else is ours.
-        kind = (
-            FailureKind.COMPILE_ERROR
-            if ("undefined" in text or "duplicate" in text)
-            else FailureKind.INFRA_ERROR
-        )
+        # The candidate's failure unless the trusted objects alone fail to link too (with
+        # solution standing for main, in reach of the harness's call): only then is it ours.
+        if link.timed_out:
+            kind = FailureKind.TIMEOUT
+        else:
+            alone = await _link(cc, trusted_objects, ["-Wl,--defsym=solution=main"], work, limits)
+            kind = FailureKind.COMPILE_ERROR if alone.ok else FailureKind.INFRA_ERROR
         return BuildOutcome(
             False,
             None,
@@ -190,8 +200,45 @@ async def build(
             time.perf_counter() - start,
         )
     params = struct.pack("<QII", nonce, seed & 0xFFFFFFFF, 0)
-    write_symbol(work / "prog.elf", "harness_params", PARAMS_PLACEHOLDER, params)
+    try:
+        write_symbol(work / "prog.elf", "harness_params", PARAMS_PLACEHOLDER, params)
+    except ValueError as exc:  # the trusted objects alone define it once (see _reserved_names)
+        return BuildOutcome(
+            False,
+            None,
+            FailureKind.REJECTED,
+            f"Rejected: the harness's parameters could not be written into the program ({exc})",
+            time.perf_counter() - start,
+        )
     return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
+
+
+async def _link(cc: str, objects: list[Path], extra: list[str], work: Path, limits):
+    return await run_sandboxed(
+        [
+            cc,
+            *toolchain.CFLAGS,
+            "-T",
+            str(toolchain.RUNTIME_DIR / "link.ld"),
+            *map(str, objects),
+            *extra,
+            "-o",
+            "prog.elf",
+        ],
+        cwd=work,
+        limits=limits,
+    )
+
+
+#: Symbols the evaluator looks up by name in the linked program (elf.symbols keeps one per name).
+LOOKED_UP = {"__user_rodata_start", "__user_end"}
+
+
+def _reserved_names(obj: Path) -> list[str]:
+    """The names the candidate's object defines (local ones too, which no link would refuse)
+    among those the evaluator finds the harness's symbols by."""
+    defined = set(symbols(obj)) - undefined_symbols(obj)
+    return sorted(n for n in defined if n.startswith("harness_") or n in LOOKED_UP)
 
 
 def _compiler_errors(text: str, limit: int = 6000) -> str:

@@ -20,7 +20,8 @@ from autocomp_gemmini.elf import symbols
 
 from autocomp_core import EvalContext, FailureKind
 from autocomp_core.journal import evaluate_guarded
-from autocomp_core.sandbox import private_workdir
+from autocomp_core.sandbox import isolation_level, private_workdir
+from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NAMESPACES, USER_NAMESPACES
 from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 HERE = Path(__file__).parent
@@ -343,3 +344,120 @@ def test_the_engine_refuses_a_gemmini_result_below_the_bound(monkeypatch):
         evaluate_guarded(backend, problem, source("gemm-64x64x64", "vendor"), EvalContext())
     )
     assert result.status == IMPOSSIBLE_RESULT and result.extra["refused_metric"] < 1e6
+
+
+# ------------------------------------------ input distribution: every branch of the reference
+def test_the_admm_clip_binds_on_both_sides_at_every_seed():
+    """The duals were drawn at 0.1 (|u + y| about 0.14): the clip to [-0.5, 0.5] bound on about
+    one run in 2,000, and a candidate without it was accepted, faster (15,172 cycles; honest
+    15,852). Now a quarter of the duals sit at +1 and a quarter at -1."""
+    params = catalog.specs()["admm-tinympc-iteration"].params
+    nx, nu, n = params["admm_nx"], params["admm_nu"], params["admm_horizon"]
+    for seed in range(200):
+        gold = catalog.gold(catalog.specs()["admm-tinympc-iteration"], seed, True)
+        z = gold[n * nx + (n - 1) * nu : n * nx + 2 * (n - 1) * nu]
+        assert (z == np.float32(params["admm_umax"])).sum() >= 10, seed
+        assert (z == np.float32(params["admm_umin"])).sum() >= 10, seed
+
+
+def test_a_candidate_without_the_admm_clip_is_wrong():
+    result = evaluate("admm-tinympc-iteration", (ADVERSARIAL / "admm_drops_the_clip.c").read_text())
+    assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
+    assert "expected 0.5" in result.feedback or "expected -0.5" in result.feedback
+
+
+@pytest.mark.parametrize(
+    "problem_id", sorted(i for i in catalog.specs() if not i.startswith("admm"))
+)
+def test_every_int8_problem_saturates_at_every_seed(problem_id):
+    """The store unit's clamp to 127 (and ReLU's zero, or -128 without it) must be exercised by
+    the checked inputs at every seed; conv-small-3x3s2 never saturated (its largest output was
+    about 110), gemm-fc-32x1024x512 saturated on 0 to 6 elements of 32,768."""
+    spec = catalog.specs()[problem_id]
+    act = spec.params.get("gemm_act", spec.params.get("conv_act"))
+    big = catalog.gold(spec, 0, False).size > 100_000
+    for seed in range(2 if big else 6):
+        out = catalog.gold(spec, seed, False)
+        assert (out == 127).sum() >= 20, (seed, (out == 127).sum())
+        assert (out == (0 if act else -128)).sum() >= 20, seed
+
+
+# ------------------- a failure building or running the candidate's program is the candidate's
+def test_a_program_too_large_to_link_is_a_compile_error():
+    """An 8 GiB static array: the link fails (relocations out of range). It was an infra error
+    (a free retry); the trusted objects alone link, so it is the candidate's."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_huge_static_array.c").read_text())
+    assert result.failure is FailureKind.COMPILE_ERROR, (result.failure, result.feedback)
+    assert "out of range" in result.feedback
+
+
+def test_a_link_failure_of_the_trusted_objects_alone_stays_an_infra_error(monkeypatch):
+    """The other side of the rule: when the trusted objects cannot link without the candidate
+    (here a second copy of the harness among them), the failure is the evaluator's."""
+    real = gem_eval.trusted.objects
+
+    async def broken(*args, **kwargs):
+        objects = await real(*args, **kwargs)
+        return [*objects, objects[-1]]
+
+    monkeypatch.setattr(gem_eval.trusted, "objects", broken)
+    result = evaluate("gemm-64x64x64", source("gemm-64x64x64", "vendor"))
+    assert result.failure is FailureKind.INFRA_ERROR and "duplicate" in result.feedback
+
+
+def test_a_local_symbol_with_a_harness_name_is_refused():
+    """A file-local array named harness_params (pasted by a macro, so no source screen sees it,
+    and local, so no link refuses it): writing the seed found two symbols and raised, an infra
+    error. The object's defined names are checked before the link."""
+    code = (ADVERSARIAL / "gemm_local_harness_symbol.c").read_text()
+    assert "harness_params" not in code
+    result = evaluate("gemm-64x64x64", code)
+    assert result.failure is FailureKind.REJECTED and "defines harness_params" in result.feedback
+
+
+def test_a_command_the_model_cannot_expand_is_the_candidates_crash():
+    """LOOP_CONV_WS with row strides shorter than its rows: the loop expansion raised a numpy
+    error, reported as the model's failure (an infra error). It is now the candidate's crash,
+    naming the command."""
+    result = evaluate("gemm-64x64x64", (ADVERSARIAL / "gemm_conv_loop_short_strides.c").read_text())
+    assert result.failure is FailureKind.CRASH, (result.failure, result.feedback)
+    assert "loop_conv_ws could not be executed" in result.feedback
+
+
+# ----------------------------------------------------------- host files at compile time
+HIDES = isolation_level() in (NAMESPACES, USER_NAMESPACES, BUBBLEWRAP)
+
+
+def _reading_host_files(name: str) -> str:
+    host_file = toolchain.PACKAGE_DIR / "timing.toml"
+    return f'#define HOST_FILE "{host_file}"\n' + (ADVERSARIAL / name).read_text()
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "gemm_embeds_host_files.c",  # accepted, /etc/passwd and timing.toml printed
+        "gemm_includes_a_spliced_directive.c",  # timing.toml in the compile diagnostics
+        "gemm_includes_by_digraph.c",  # /etc/passwd in the compile diagnostics
+    ],
+)
+def test_directives_that_read_files_are_screened(fixture):
+    """The courtesy screen: every spelling of a directive that reads a file."""
+    result = evaluate("gemm-64x64x64", _reading_host_files(fixture))
+    assert result.failure is FailureKind.REJECTED and "#embed" in result.feedback, result.feedback
+
+
+@pytest.mark.skipif(not HIDES, reason="dirs are hidden at the namespace and bubblewrap levels only")
+@pytest.mark.parametrize(
+    "fixture", ["gemm_embeds_host_files.c", "gemm_includes_a_spliced_directive.c"]
+)
+def test_the_candidates_compiler_sees_no_host_file(fixture):
+    """The defense, past the screen (build() compiles what it is given): the compiler sees its
+    copies of the headers and the toolchain; /etc and the plugin's sources are empty to it."""
+    spec, hw = catalog.specs()["gemm-64x64x64"], GemminiConfig()
+    with private_workdir("test-gemmini-") as work:
+        built = asyncio.run(
+            gem_eval.build(work, spec, _reading_host_files(fixture), hw, 1, True, 60)
+        )
+    assert built.failure is FailureKind.COMPILE_ERROR and "file not found" in built.message
+    assert "root:" not in built.message and "timing model" not in built.message

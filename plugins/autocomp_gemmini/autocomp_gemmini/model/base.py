@@ -24,6 +24,13 @@ class GemminiError(Exception):
     """A command the hardware cannot execute as written (the candidate's fault)."""
 
 
+def _unsupported(what: str, exc: Exception) -> str:
+    return (
+        f"{what} could not be executed with these operands ({type(exc).__name__}: "
+        f"{str(exc)[:300]}): check its sizes and strides against the gemmini.h documentation"
+    )
+
+
 class BadAddress(Exception):
     """A DMA access outside the simulated main memory."""
 
@@ -92,12 +99,22 @@ class GemminiBase:
             self._execute(funct, rs1, rs2)
         except BadAddress as exc:
             raise GemminiError(str(exc)) from None
+        except GemminiError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            # Any failure executing a command the program issued is the program's (operands the
+            # model has no check for yet): a crash naming the command, never an infra error.
+            raise GemminiError(_unsupported(isa.NAMES.get(funct, f"funct {funct}"), exc)) from None
 
     def fence(self) -> None:
         try:
             self._fence()
         except BadAddress as exc:
             raise GemminiError(str(exc)) from None
+        except GemminiError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- as in execute: the queued commands' failure
+            raise GemminiError(_unsupported("the commands before a fence", exc)) from None
 
     def _execute(self, funct: int, rs1: int, rs2: int) -> None:
         raise NotImplementedError
