@@ -56,7 +56,9 @@ FORBIDDEN = [
     ),
     (
         # any spelling of a directive that reads a file: %: is the digraph of #
-        re.compile(r"^\s*(#|%:)\s*(include|include_next|import|embed)\b.*$", re.MULTILINE),
+        re.compile(
+            r"^[ \t\f\v]*(#|%:)[ \t\f\v]*(include|include_next|import|embed)\b.*$", re.MULTILINE
+        ),
         "#include, #embed and #import lines are not allowed (gemmini.h is already included)",
     ),
     (re.compile(r"\bmain\s*\("), "the candidate must not define main(); write solution() only"),
