@@ -40,7 +40,7 @@ from autocomp_core import (
 )
 from filelock import AsyncFileLock
 
-from . import cache, compiler_feedback, input_plan, static_check
+from . import cache, compiler_feedback, input_plan, lockstep, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
@@ -343,7 +343,9 @@ class Harness:
         return PreloadServer.shared([CANDIDATE_MAIN, REFERENCE_MAIN], self._env(gpu))
 
     def _eval_deadline_s(self) -> float:
-        return sum(self.settings.phase_timeouts().values()) + self.settings.worker_slack_s
+        # timing twice: a timed worker's calls alternate with the other worker's
+        s = self.settings
+        return sum(s.phase_timeouts().values()) + s.timing_timeout_s + s.worker_slack_s
 
     def _start_worker(self, gpu: int | None) -> Worker:
         return Worker(
@@ -785,31 +787,31 @@ class Harness:
         timed: bool = True,
     ) -> tuple[Verdict, bool]:
         """One candidate worker: load, correctness (and timing, when ``timed``), then the
-        judge. Timed, the baselines are timed first by a worker of their own, on the same
-        inputs (timed seeds drawn now), and its eager outputs are what every timed output of
-        the candidate is judged against. Returns the verdict and whether the worker was warm."""
+        judge. Timed, the baselines are timed by a worker of their own, alive beside the
+        candidate's and driven in lock-step with it (``lockstep``): call r of each on the same
+        inputs (seeds drawn now), one right after the other. The baseline worker's eager
+        outputs are what every timed output of the candidate is judged against. Returns the
+        verdict and whether the worker was warm."""
         loop = asyncio.get_running_loop()
         s = self.settings
         timed = timed and s.reps > 0
         seeds = timed_seeds(s.reps) if timed else []
-        baseline_worker = None
+        baseline_worker: Worker | None = None
         try:
-            baseline: dict[str, Any] | None = None
+            baseline_job: dict[str, Any] = {}
             if timed:
-                baseline_worker = await self._take_worker(gpu)
-                if s.warm_workers:
-                    # The candidate's worker, started and ready before the baseline is timed:
-                    # a process starting beside the baseline's timing slows the baseline alone
-                    # (on 2 cores it made every candidate look 2-7x faster).
-                    candidate_worker = self._start_worker(gpu)
-                    self._standby[gpu] = candidate_worker
-                    await candidate_worker.wait_ready(s.load_timeout_s)
-                baseline_run, failure = await self._time_baseline(
-                    baseline_worker, spec, seed, ref_dir, ref_meta, gpu, seeds, breakdown
-                )
-                if failure is not None:
-                    return failure, baseline_worker.ready
-                baseline = baseline_run.get("timing")
+                compiled = None
+                if s.compile_baseline:
+                    compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
+                # A fresh process (the standby one goes to the candidate): it starts while the
+                # candidate loads, long before anything is timed.
+                baseline_worker = self._start_worker(gpu)
+                baseline_job = self._baseline_job(baseline_worker, spec, seed, ref_dir, ref_meta)
+                if compiled is not None:  # a copy: the cache kept stays as it was made
+                    work = baseline_worker.work
+                    shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
+                    _give_to_worker(work / "inductor-cache", work)
+                    baseline_job["inductor_cache"] = str(work / "inductor-cache")
             worker = await self._take_worker(gpu)
             warm = worker.ready
             try:
@@ -818,8 +820,8 @@ class Harness:
                 (work / "problem.py").write_text(spec.source)
                 shutil.copy2(ref_dir / "init.pt", work / "init.pt")
                 job = self._candidate_job(work, "eval", spec, seed, s.trials, ref_meta, timed)
-                if timed:
-                    job["timing"]["seeds"] = seeds
+                if timed:  # its timed calls wait for the baseline's in between
+                    job["phase_timeouts"]["timing"] = 2 * s.timing_timeout_s
                 if prebuilt is not None:
                     shutil.copytree(prebuilt, work / "prebuilt")
                     job["prebuilt"] = str(work / "prebuilt")
@@ -831,11 +833,30 @@ class Harness:
                         _give_to_worker(work / "triton-cache", work)
                 self._judges[gpu].start()  # (again: an idle judge leaves, during a long build)
                 handed_over = time.time()
-                result = await worker.run(job, self._eval_deadline_s())
+                baseline: dict[str, Any] | None = None
+                seen_ms: list[float] | None = None
+                if baseline_worker is not None:
+                    result, baseline_run, seen_ms, failure = await self._time_in_lockstep(
+                        worker, job, baseline_worker, baseline_job, seeds
+                    )
+                    if failure is not None:
+                        return failure, warm
+                    baseline = baseline_run.get("timing")
+                else:
+                    result = await worker.run(job, self._eval_deadline_s())
                 t_worker = loop.time()
                 timed_refs = baseline_worker.work / "timed_refs" if baseline_worker else None
                 verdict = await self._judge(
-                    spec, work, result, ref_dir, ref_meta, gpu, breakdown, baseline, timed_refs
+                    spec,
+                    work,
+                    result,
+                    ref_dir,
+                    ref_meta,
+                    gpu,
+                    breakdown,
+                    baseline,
+                    timed_refs,
+                    seen_ms,
                 )
                 outcome = _read_json(work / "result.json") or {}
                 if outcome.get("job_received"):
@@ -859,51 +880,88 @@ class Harness:
                 worker.discard()
         finally:
             if baseline_worker is not None:
+                await baseline_worker.close()  # (gone already, unless the candidate failed first)
                 baseline_worker.discard()
         if self.settings.warm_workers:  # started after timing, so it never competes with it
             self._standby[gpu] = self._start_worker(gpu)
         return verdict, warm
 
-    async def _time_baseline(
+    def _baseline_job(
         self,
         worker: Worker,
         spec: ProblemSpec,
         seed: int,
         ref_dir: Path,
         ref_meta: dict[str, Any],
-        gpu: int | None,
-        seeds: list[int],
-        breakdown: dict[str, float],
-    ) -> tuple[dict[str, Any], Verdict | None]:
-        """Time the eager baseline (and the compiled one, when that baseline is on) in a worker
-        that never holds a candidate, so no candidate can slow what it is compared with. The
-        worker leaves the eager outputs of every timed call in ``timed_refs/``. Returns the
-        worker's result (its timing and info), or the verdict of a baseline that could not be
-        timed (not the candidate's fault)."""
+    ) -> dict[str, Any]:
+        """The job of the worker that times the eager baseline (and the compiled one, when
+        that baseline is on) and never holds a candidate, so no candidate can slow what it is
+        compared with. It leaves the eager output of every timed call in ``timed_refs/``."""
         s = self.settings
-        compiled = None
-        if s.compile_baseline:
-            compiled = await self._compiled_baseline(spec, seed, ref_dir, ref_meta, gpu)
         work = worker.work
         (work / "problem.py").write_text(spec.source)
         shutil.copy2(ref_dir / "init.pt", work / "init.pt")
         job = self._candidate_job(work, "baseline", spec, seed, s.trials, ref_meta)
-        job["timing"]["seeds"] = seeds
-        if compiled is not None:  # a copy: the cache kept stays as it was made
-            shutil.copytree(compiled, work / "inductor-cache", symlinks=True)
-            _give_to_worker(work / "inductor-cache", work)
-            job["inductor_cache"] = str(work / "inductor-cache")
-        started = asyncio.get_running_loop().time()
-        result = await worker.run(job, self._eval_deadline_s())
-        breakdown["baseline"] = asyncio.get_running_loop().time() - started
-        outcome = _read_json(work / "result.json")
-        _take_ownership(work)
-        if result is None or outcome is None or outcome.get("status") != "ok":
+        # It waits, warmed up, while the candidate loads and passes its trials, then its calls
+        # alternate with the candidate's.
+        job["phase_timeouts"]["timing"] = (
+            s.load_timeout_s + s.correctness_timeout_s + 2 * s.timing_timeout_s
+        )
+        return job
+
+    async def _time_in_lockstep(
+        self,
+        worker: Worker,
+        job: dict[str, Any],
+        baseline_worker: Worker,
+        baseline_job: dict[str, Any],
+        seeds: list[int],
+    ) -> tuple[SandboxResult | None, dict[str, Any], list[float] | None, Verdict | None]:
+        """Hand both jobs over and drive the timed calls in lock-step. Returns the candidate
+        worker's end (None: killed at the deadline), the baseline worker's result, the
+        engine's own clock of each of the candidate's timed calls, and a verdict where the
+        evaluation ends here (the baseline could not be timed: not the candidate's fault)."""
+        baseline_worker.hand_over(baseline_job)
+        worker.hand_over(job)
+        deadline = time.monotonic() + self._eval_deadline_s()
+        drive = await lockstep.drive(
+            {"baseline": baseline_worker, "candidate": worker}, seeds, deadline
+        )
+        if drive.outcome == "complete":
+            baseline_end = await baseline_worker.wait(deadline - time.monotonic())
+            result = await worker.wait(deadline - time.monotonic())
+        elif drive.worker == "candidate":  # it failed (a status of its own) or hung
+            await baseline_worker.close()
+            if drive.outcome == "overran":
+                await worker.close()
+                return None, {}, None, None
+            result = await worker.wait(deadline - time.monotonic())
+            ended = _read_json(worker.work / "result.json") or {}
+            if ended.get("status") == "ok":  # yet not all its timed calls done
+                return (
+                    result,
+                    {},
+                    None,
+                    Verdict(
+                        "runtime_error",
+                        f"the worker ended after {drive.calls_done} of {len(seeds)} timed calls",
+                    ),
+                )
+            return result, {}, None, None
+        else:  # the baseline's worker failed, or hung
+            await worker.close()
+            await baseline_worker.close()
+            baseline_end = None
+        outcome = _read_json(baseline_worker.work / "result.json")
+        _take_ownership(baseline_worker.work)
+        if baseline_end is None or outcome is None or outcome.get("status") != "ok":
             why = (outcome or {}).get("message") or (
-                "it overran its deadline" if result is None else (result.stderr or "")[-2000:]
+                "it overran its deadline"
+                if baseline_end is None
+                else (baseline_end.stderr or "")[-2000:]
             )
-            return {}, Verdict("infra_error", f"timing the baseline failed: {why}")
-        return outcome, None
+            return None, {}, None, Verdict("infra_error", f"timing the baseline failed: {why}")
+        return result, outcome, drive.seen_ms["candidate"], None
 
     async def _compiled_baseline(
         self,
@@ -983,10 +1041,12 @@ class Harness:
         breakdown: dict[str, float],
         baseline: dict[str, Any] | None = None,
         timed_refs: Path | None = None,
+        seen_ms: list[float] | None = None,
     ) -> Verdict:
         """``result`` None: the worker overran the harness's deadline and was killed.
         ``baseline``: the baseline worker's timing; ``timed_refs``: its eager outputs, one per
-        timed call, against which every timed output is judged."""
+        timed call, against which every timed output is judged; ``seen_ms``: the engine's
+        own clock of each timed call, from handing it over to its ``done`` file."""
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (
@@ -1089,6 +1149,16 @@ class Harness:
                 f"is wrong although the correctness trials passed: {sampled['failure']['reason']}",
                 info=info,
             )
+        if seen_ms is not None:
+            overstated = lockstep.overstated_calls(timing["candidate_host_ms"], seen_ms)
+            if overstated or len(seen_ms) != len(timing["candidate_host_ms"]):
+                return Verdict(
+                    "hack_suspected",
+                    f"timed call {(overstated or [len(seen_ms)])[0] + 1} took longer than the "
+                    "engine saw pass between handing it over and its done signal: the worker "
+                    "signalled it done early (the baseline's next call ran beside it)",
+                    info=info,
+                )
         use_events = self.settings.device == "cuda" and all(
             v is not None for v in timing["candidate_event_ms"]
         )

@@ -112,12 +112,21 @@ class Worker:
     async def run(self, job: dict[str, Any], deadline_s: float) -> SandboxResult | None:
         """Hand over the job and wait for the worker to end; None if it overran ``deadline_s``
         (it is killed then: cancelling the sandboxed run kills its process group)."""
+        self.hand_over(job)
+        return await self.wait(deadline_s)
+
+    def hand_over(self, job: dict[str, Any]) -> None:
+        """Give the worker its job and return at once (``wait`` for its end)."""
         self.dispatched = True
         tmp = self.work / "job.json.tmp"
         tmp.write_text(json.dumps(job))
         os.replace(tmp, self.job_path)  # the worker polls for the final name: never half a file
+
+    async def wait(self, deadline_s: float) -> SandboxResult | None:
+        """Wait for the worker to end; None if it overran ``deadline_s`` (it is killed then:
+        cancelling the sandboxed run kills its process group)."""
         try:
-            return await asyncio.wait_for(self.task, deadline_s)
+            return await asyncio.wait_for(self.task, max(deadline_s, 0.0))
         except TimeoutError:  # wait_for has cancelled the run, which killed the worker
             return None
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import faulthandler
+import gc
 import json
 import os
 import random
@@ -38,6 +39,7 @@ _perf = time.perf_counter
 _sleep = time.sleep
 _id, _vars, _callable, _sorted = id, vars, callable, sorted
 _enumerate_threads = threading.enumerate
+_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 
 import torch  # noqa: E402
 from torch.utils import cpp_extension  # noqa: E402 - imported here: see triton below
@@ -53,7 +55,7 @@ _detach = torch.Tensor.detach
 _to_cpu = torch.Tensor.cpu
 _get_num_threads = torch.get_num_threads
 
-from . import common, cpu_caches  # noqa: E402
+from . import common, cpu_caches, lockstep  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
 
 try:  # at import, so a preload server (sandbox_preload) pays it once for every worker
@@ -617,6 +619,18 @@ class Worker:
         _add_(self.flush_buf, 1)
 
     def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
+        # No garbage collection inside the clock: the two workers allocate differently
+        # between calls (the candidate's guards build large snapshots), and a collection that
+        # lands in one worker's timed call charges it for the harness's own garbage.
+        collecting = _gc_isenabled()
+        _gc_disable()
+        try:
+            return self._time_one(fn, inputs)
+        finally:
+            if collecting:
+                _gc_enable()
+
+    def _time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
         self.flush()
         self.sync()
         if self.device.type == "cuda":
@@ -637,9 +651,9 @@ class Worker:
     def timing(self) -> None:
         """Time one contender: the candidate (``eval``) or the eager baseline and, when asked,
         the compiled one (``baseline``: a worker that never holds a candidate). Each timed
-        call r runs on the inputs of the job's timed seed r, which the engine drew from OS
-        randomness for this evaluation only (no earlier evaluation, no cache holds answers for
-        them). The candidate's output of EVERY timed call is written for the judge, which
+        call r runs on the inputs of seed r, which the engine drew from OS randomness for this
+        evaluation only and hands over when call r is due (no earlier evaluation, no cache, and
+        no search of this process's memory at import finds it in advance). The candidate's output of EVERY timed call is written for the judge, which
         compares it with the baseline worker's output on the same inputs."""
         cfg = self.job["timing"]
         rng = random.SystemRandom()
@@ -670,14 +684,23 @@ class Worker:
             load(warm_sets[i % len(warm_sets)])
             for fn in contenders.values():
                 self.time_one(fn, buffers)
-        seeds = [int(x) for x in cfg["seeds"]]
         host: dict[str, list] = {who: [] for who in contenders}
         dev: dict[str, list] = {who: [] for who in contenders}
         outputs, calls_per = [], []
         state = state_checksums(self.model) if "cand" in contenders else {}
         if self.device.type == "cpu" and "cand" in contenders:
             self.native_threads = _native_threads()
-        for r, seed in enumerate(seeds):
+        # Lock-step with the other worker (see autocomp_cuda/lockstep.py): the engine hands
+        # over call r's seed only when call r is due, and the other worker's call r runs
+        # right before or after this one, so machine load falls on both alike.
+        if "cand" not in contenders:
+            # The baseline's worker runs the candidate's checks after each timed call too
+            # (they find nothing here): both spend the same CPU between calls, so the
+            # scheduler treats the two alike when the machine is busy.
+            self.functions, self.flags = snapshot_functions(), snapshot_flags()
+        lockstep.announce_ready(self.work)
+        for r in range(int(cfg["reps"])):
+            seed = lockstep.await_call(self.work, r, _sleep)
             order = list(contenders)
             rng.shuffle(order)
             fresh = common.make_inputs(
@@ -709,11 +732,13 @@ class Worker:
                         }
                     )
                 elif who == "base":  # the reference for this call's inputs
+                    self.check_guards(f"timed call {r + 1}")
                     torch.save(
                         {"expected": _clone(_to_cpu(_detach(out)))},
                         self.timed_refs / f"trial_{r}.pt",
                     )
                 del out
+            lockstep.report_done(self.work, r)
         if "cand" in contenders:
             after = state_checksums(self.model)
             changed = [k for k, v in state.items() if after.get(k) != v]
@@ -812,7 +837,8 @@ def main(job_path: str, wait_s: float | None = None) -> int:
     if wait_s is not None and not wait_for_job(Path(job_path), wait_s):
         os._exit(0)  # nobody came: leave quietly, the engine starts a new worker when needed
     job = json.loads(Path(job_path).read_text())
-    # The job names the timed calls' seeds: gone from the disk before any candidate code runs.
+    # Gone from the disk before any candidate code runs (the timed calls' seeds are not in it:
+    # the engine hands each over when its call is due).
     Path(job_path).unlink(missing_ok=True)
     received = time.time()  # against the engine's clock: how long the job waited for this process
     if job.get("build_dir"):
