@@ -153,7 +153,7 @@ async def build(
         ],
         cwd=work,
         limits=limits,
-        hidden=exposure.hidden_dirs([work]),
+        hidden=exposure.hidden_dirs([work, toolchain.install_root(cc)]),
     )
     if not compile_cand.ok:
         text = compile_cand.stderr or compile_cand.stdout

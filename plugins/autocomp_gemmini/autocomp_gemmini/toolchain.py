@@ -50,6 +50,11 @@ def clang() -> str | None:
     return shutil.which("clang-19")
 
 
+def install_root(tool: str) -> Path:
+    """The prefix a tool is installed under (its bin dir's parent: its libraries and headers)."""
+    return Path(os.path.realpath(shutil.which(tool) or tool)).parent.parent
+
+
 def tool_path(name: str) -> str | None:
     return shutil.which(name)
 
