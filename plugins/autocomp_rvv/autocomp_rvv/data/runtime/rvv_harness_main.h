@@ -175,7 +175,13 @@ int main(int argc, char **argv) {
         printf("HARNESS ERROR: %s holds too few bytes for `%s`\n", argv[4], h_outs[o].name);
         return 70;
       }
-      for (size_t i = 0; i < h_outs[o].bytes; i++) if (mask[i]) dst[i] = got[i];
+      for (size_t i = 0; i < h_outs[o].bytes; i++) {
+        if (mask[i]) dst[i] = got[i];
+        else if (h_outs[o].scalar) {
+          h_fail("the returned value `%s` was never written by the timed call", h_outs[o].name);
+          return 1;
+        }
+      }
       free(got);
       free(mask);
     }

@@ -3,7 +3,7 @@
 
 #define H_DIMS 3
 static const char *h_dim_names[H_DIMS] = {"C", "H", "W"};
-static const size_t h_cases[][H_DIMS] = {{1, 3, 3}, {2, 5, 9}, {3, 7, 20}, {2, 4, 67}, {4, 8, 50}};
+static const size_t h_cases[][H_DIMS] = {{1, 3, 3}, {2, 5, 9}, {3, 7, 20}, {2, 4, 67}, {4, 8, 50}, {1, 3, 3}, {2, 4, 20}, {3, 5, 5}, {1, 6, 22}, {2, 7, 7}, {3, 8, 24}, {1, 9, 9}, {2, 10, 26}, {3, 3, 11}, {1, 4, 28}, {2, 5, 13}, {3, 6, 30}, {1, 7, 15}, {2, 8, 32}, {3, 9, 17}, {1, 10, 34}};
 static const size_t h_bench[H_DIMS] = {4, 8, 50};
 
 static size_t C, H, W, OH, OW;

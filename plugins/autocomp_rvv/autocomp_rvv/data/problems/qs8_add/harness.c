@@ -3,7 +3,7 @@
 
 #define H_DIMS 1
 static const char *h_dim_names[H_DIMS] = {"n"};
-static const size_t h_cases[][H_DIMS] = {{0}, {1}, {7}, {33}, {100}, {257}, {1000}, {3001}};
+static const size_t h_cases[][H_DIMS] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {64}, {65}, {100}, {127}, {257}, {513}, {1000}, {3001}};
 static const size_t h_bench[H_DIMS] = {3001};
 
 static size_t n;
@@ -21,13 +21,33 @@ static void h_setup(const size_t *shape, uint64_t seed) {
   p->a_zero_point = h_rand_int(-128, 127);
   p->b_zero_point = h_rand_int(-128, 127);
   p->shift = (uint32_t)h_rand_int(10, 20);
-  /* multipliers of a few units of 2^shift / 256 keep most outputs inside the int8 range */
-  int32_t unit = (1 << p->shift) / 256;
-  p->a_multiplier = h_rand_int(-unit, 3 * unit);
-  p->b_multiplier = h_rand_int(unit / 2, 3 * unit);
+  /* The spec allows |multiplier| < 2^19 and any bounds in [-128, 127]; consecutive cases
+   * (seeds) cycle through: multipliers of a few units of 2^shift / 256 (most outputs inside
+   * the int8 range), multipliers over the whole range with a shift that keeps outputs
+   * varied, and the edges (+-(2^19 - 1), shift 10 or 20, any bounds). */
+  const int32_t mmax = (1 << 19) - 1;
+  int kind = (int)(seed % 3);
+  if (kind == 0) {
+    int32_t unit = (1 << p->shift) / 256;
+    p->a_multiplier = h_rand_int(-unit, 3 * unit);
+    p->b_multiplier = h_rand_int(unit / 2, 3 * unit);
+  } else if (kind == 1) {
+    p->shift = (uint32_t)h_rand_int(18, 20);
+    p->a_multiplier = h_rand_int(-mmax, mmax);
+    p->b_multiplier = h_rand_int(-mmax, mmax);
+  } else {
+    p->shift = h_rand_u32() % 2 ? 10 : 20;
+    p->a_multiplier = h_rand_u32() % 2 ? mmax : -mmax;
+    p->b_multiplier = h_rand_u32() % 2 ? h_rand_int(-mmax, mmax) : -mmax;
+  }
   p->output_zero_point = h_rand_int(-128, 127);
   p->output_min = h_rand_int(-128, -60);
   p->output_max = h_rand_int(60, 127);
+  if (kind == 2) {  /* any bounds, min <= max */
+    int32_t lo = h_rand_int(-128, 127), hi = h_rand_int(-128, 127);
+    p->output_min = lo < hi ? lo : hi;
+    p->output_max = lo < hi ? hi : lo;
+  }
   h_fill_unwritten_i8(out, n);
   h_seal(a);
   h_seal(b);

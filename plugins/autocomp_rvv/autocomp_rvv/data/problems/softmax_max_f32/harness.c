@@ -3,23 +3,34 @@
 
 #define H_DIMS 1
 static const char *h_dim_names[H_DIMS] = {"n"};
-static const size_t h_cases[][H_DIMS] = {{1}, {2}, {7}, {33}, {100}, {257}, {1000}, {3001}};
+static const size_t h_cases[][H_DIMS] = {{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {64}, {65}, {100}, {127}, {257}, {513}, {1000}, {3001}};
 static const size_t h_bench[H_DIMS] = {3001};
 
 static size_t n;
 static float *x;
 static float result;
 
+/* Every finite input is allowed: consecutive cases (seeds) cycle through all-negative inputs,
+ * mixed signs, signed zeros around the maximum, and large magnitudes of both signs. */
 static void h_setup(const size_t *shape, uint64_t seed) {
-  (void)seed;
   n = shape[0];
   x = h_alloc("x", n, 4);
-  for (size_t i = 0; i < n; i++) x[i] = h_rand_f32(-20, 20);
+  int kind = (int)(seed % 4);
+  for (size_t i = 0; i < n; i++) {
+    float v = h_rand_f32(-20, 20);
+    if (kind == 1) v = h_rand_f32(-40, -0.5f);
+    if (kind == 2) v = h_rand_u32() % 4 == 0 ? (h_rand_u32() % 2 ? 0.0f : -0.0f) : h_rand_f32(-1, -1e-6f);
+    if (kind == 3) v = 2.0f * h_rand_f32(-1.5e38f, 1.5e38f); /* (hi - lo) stays finite */
+    x[i] = v;
+  }
   /* put the maximum at a random place, often in the tail */
   size_t near_end = n - 1 - h_rand_u32() % (n < 5 ? n : 5);
-  x[h_rand_u32() % 2 ? near_end : h_rand_u32() % n] = 25.0f + h_rand_f32(0, 1);
+  size_t at = h_rand_u32() % 2 ? near_end : h_rand_u32() % n;
+  if (kind == 0) x[at] = 25.0f + h_rand_f32(0, 1);
+  if (kind == 1) x[at] = h_rand_f32(-0.5f, -0.25f);
+  if (kind == 2) x[at] = h_rand_u32() % 2 ? 0.0f : -0.0f;
   h_seal(x);
-  h_output("result", &result, sizeof result);  /* the returned value */
+  h_output_scalar("result", &result, sizeof result);  /* the returned value */
 }
 
 static void h_call(void) { result = softmax_max_f32(x, n); }

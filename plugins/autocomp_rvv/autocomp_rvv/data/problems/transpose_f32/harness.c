@@ -3,7 +3,7 @@
 
 #define H_DIMS 2
 static const char *h_dim_names[H_DIMS] = {"rows", "cols"};
-static const size_t h_cases[][H_DIMS] = {{1, 1}, {1, 7}, {7, 1}, {5, 9}, {16, 16}, {33, 17}, {64, 60}};
+static const size_t h_cases[][H_DIMS] = {{1, 1}, {1, 7}, {7, 1}, {5, 9}, {16, 16}, {33, 17}, {64, 60}, {1, 17}, {18, 6}, {3, 27}, {20, 16}, {5, 21}, {22, 10}, {7, 31}, {24, 4}, {9, 25}, {26, 14}, {11, 19}, {28, 8}, {13, 29}, {30, 2}, {15, 23}, {32, 12}};
 static const size_t h_bench[H_DIMS] = {64, 60};
 
 static size_t rows, cols;
