@@ -10,8 +10,15 @@ one ``mem 0x...`` entry per element accessed; a store's entry also holds the val
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+#: The most instructions, and memory accesses (one per element a vector access touches), the
+#: timed call may execute: the parsed region is held in the evaluator's memory, so a kernel
+#: past either is refused before it costs more (honest kernels stay far below: about 10^5).
+MAX_REGION_INSTRUCTIONS = 1_000_000
+MAX_REGION_ACCESSES = 1_000_000
 
 _DISASM = re.compile(r"^core\s+\d+: 0x([0-9a-f]+) \(0x[0-9a-f]+\) (\S+)\s*(.*)$")
 _COMMIT = re.compile(r"^core\s+\d+: \d 0x[0-9a-f]+ \(0x[0-9a-f]+\)(.*)$")
@@ -23,6 +30,10 @@ _EXCEPTION = re.compile(r"^core\s+\d+: exception (\S+), epc 0x([0-9a-f]+)")
 
 class TraceError(RuntimeError):
     """The log does not hold a well-formed kernel region."""
+
+
+class RegionTooLarge(TraceError):
+    """The timed call executed more than the evaluator holds (the candidate's failure)."""
 
 
 @dataclass(slots=True)
@@ -41,17 +52,26 @@ class Insn:
         return self.mnemonic.startswith("v")
 
 
-def parse_region(log: str | Path) -> list[Insn]:
-    """The instructions strictly between the two minstret reads of the harness."""
-    text = Path(log).read_text(errors="replace") if isinstance(log, Path) else log
-    first = text.find("minstret")  # skip the harness set-up quickly
-    if first > 0:
-        text = text[text.rfind("\n", 0, first) + 1 :]
+def parse_region(log: str | Path | Iterable[str]) -> list[Insn]:
+    """The instructions strictly between the two minstret reads of the harness. ``log`` is the
+    log's text, its path, or its lines (read one at a time: memory stays bounded by the caps
+    whatever the log's size)."""
+    if isinstance(log, Path):
+        with log.open(errors="replace") as f:
+            return parse_region(f)
+    lines: Iterable[str] = log.splitlines() if isinstance(log, str) else log
     insns: list[Insn] = []
     inside = False
     reads = 0
+    accesses = 0
     current: Insn | None = None
-    for line in text.splitlines():
+    seen_minstret = False  # the harness's set-up before the first minstret read is skipped
+    for line in lines:
+        if not seen_minstret:
+            if "minstret" not in line:
+                continue
+            seen_minstret = True
+        line = line.rstrip("\n")
         if line.startswith("core") and ": exception" in line:
             if inside and "trap_user_ecall" in line and insns and insns[-1].mnemonic == "ecall":
                 insns.pop()  # crt.S: the user-mode call's way back; it does not retire
@@ -71,6 +91,10 @@ def parse_region(log: str | Path) -> list[Insn]:
                 if reads == 2:
                     break
             if inside:
+                if len(insns) == MAX_REGION_INSTRUCTIONS:
+                    raise RegionTooLarge(
+                        f"the timed call executed more than {MAX_REGION_INSTRUCTIONS} instructions"
+                    )
                 current = Insn(int(m.group(1), 16), mnemonic, operands)
                 insns.append(current)
             continue
@@ -78,6 +102,12 @@ def parse_region(log: str | Path) -> list[Insn]:
             c = _COMMIT.match(line)
             if c:
                 rest = c.group(1)
+                accesses += rest.count("mem ")
+                if accesses > MAX_REGION_ACCESSES:
+                    raise RegionTooLarge(
+                        f"the timed call made more than {MAX_REGION_ACCESSES} memory accesses "
+                        "(elements loaded or stored)"
+                    )
                 if "mem " in rest and (written := _STORE.findall(rest)):
                     current.stores = tuple(
                         (int(a, 16), int(v, 16).to_bytes(len(v) // 2, "little")) for a, v in written

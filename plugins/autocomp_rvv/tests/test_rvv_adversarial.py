@@ -88,6 +88,59 @@ async def test_the_candidates_process_holds_no_verdict(backend, name, kind, word
     assert words in result.feedback
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "problem_id, name, words",
+    [
+        # each was accepted when the checked shapes and inputs were fixed and narrower than the
+        # spec: the cases now cover every unroll remainder and draw every input over the
+        # spec's whole domain, edges included, at every seed
+        ("gemm_f32", "gemm_f32_forgets_two_row_tail.c", "was never written"),
+        ("softmax_max_f32", "softmax_max_f32_compares_bits_as_int.c", "expected the maximum -"),
+        ("qs8_add", "qs8_add_int16_multipliers.c", "elements of `out` wrong"),
+        ("softmax_expsum_f32", "softmax_expsum_f32_assumes_max_8.c", "elements of `y` wrong"),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_inputs_cover_the_spec_at_every_seed(backend, problem_id, name, words, seed):
+    result = await evaluate(backend, (ADVERSARIAL / name).read_text(), problem_id, seed=seed)
+    assert not result.correct
+    assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
+    assert words in result.feedback
+
+
+@pytest.mark.asyncio
+async def test_a_returned_value_the_timed_call_never_stored_is_refused(backend):
+    """The kernel leaves through the harness's way back, so its value is never stored: before,
+    the verifier judged what the variable held from the last correctness case."""
+    code = (ADVERSARIAL / "softmax_max_f32_skips_result_store.c").read_text()
+    result = await evaluate(backend, code, "softmax_max_f32")
+    assert result.failure is FailureKind.WRONG_ANSWER, result.feedback
+    assert "the returned value `result` was never written by the timed call" in result.feedback
+
+
+@pytest.mark.asyncio
+async def test_a_timed_call_past_the_trace_caps_is_the_candidates_failure(backend):
+    """10^5 vector stores to its own stack: refused by the cap on the timed call's memory
+    accesses, the log read line by line (before, the evaluator held the log whole: 3 GB)."""
+    code = (ADVERSARIAL / "vadd_f32_floods_the_trace.c").read_text()
+    result = await evaluate(backend, code)
+    assert result.failure is FailureKind.REJECTED, result.feedback
+    assert "more than 1000000 memory accesses" in result.feedback
+
+
+@pytest.mark.asyncio
+async def test_scalar_core_work_beside_the_vector_unit_stays_above_the_bound(backend):
+    """Honest: the scalar core adds four elements per strip through its own memory port. The
+    bound counts that port, so the result is not refused as impossible."""
+    problem = backend.load_problem("vadd_f32")
+    code = (HERE / "candidates" / "vadd_f32_scalar_vector_split.c").read_text()
+    result = await evaluate_guarded(backend, problem, code, EvalContext())
+    assert result.correct, result.feedback
+    assert result.status != IMPOSSIBLE_RESULT
+    assert backend.metric_lower_bound(problem) <= result.metric
+
+
 def _vadd_inputs(seed: int, n: int) -> np.ndarray:
     """c = a + b as the harness computes it for `seed` (xorshift64*, rvv_harness.h)."""
     mask = (1 << 64) - 1
