@@ -133,6 +133,7 @@ _VSET = {"vsetvli", "vsetivli", "vsetvl"}
 _SCALAR_MUL = {"mul", "mulh", "mulhu", "mulhsu", "mulw"}
 _SCALAR_DIV = {"div", "divu", "rem", "remu", "divw", "divuw", "remw", "remuw"}
 _SCALAR_FDIV = {"fdiv.s", "fdiv.d", "fsqrt.s", "fsqrt.d"}
+_NARROWING = ("vnsrl", "vnsra", "vnclip", "vncvt", "vfncvt")
 _VREG = re.compile(r"\bv(\d+)\b")
 
 
@@ -259,7 +260,9 @@ class _Machine:
             if mm:
                 return pipe, self._mem_cycles(insn, mm), p.lat_load if pipe == "load" else 1, False
         root = m.split(".")[0]
-        widen = root.startswith(("vw", "vfw", "vn", "vfn")) and root not in (
+        # widening (vw*, vfw*) and narrowing (vnsrl, vnsra, vnclip[u], vncvt, vfncvt) ops
+        # handle 2*SEW-wide elements; vnmsac/vfnmacc & co. are plain-width multiply-adds
+        widen = (root.startswith(("vw", "vfw")) or root.startswith(_NARROWING)) and root not in (
             "vwredsum",
             "vwredsumu",
         )
@@ -287,11 +290,12 @@ class _Machine:
 
     def _mem_cycles(self, insn: Insn, mm: re.Match) -> int:
         p = self.p
+        elems = len(insn.mem_addrs)  # Spike logs one entry per element accessed
         if mm.group("mask"):
-            return 1
-        elems = len(insn.mem_addrs)
-        if mm.group("whole"):
-            width = int(mm.groupdict().get("weew") or insn.sew or 8)
+            width = 8  # vlm.v / vsm.v move ceil(vl / 8) bytes, logged byte by byte
+        elif mm.group("whole"):
+            # vl<nr>re<eew>.v: elements of EEW; vs<nr>r.v stores bytes (Spike logs each byte)
+            width = int(mm.groupdict().get("weew") or 8)
         elif mm.group("x"):
             width = insn.sew
         else:

@@ -146,3 +146,74 @@ def test_log_reader_reports_traps_and_missing_regions():
         parse_region(trap)
     with pytest.raises(TraceError, match="kernel region"):
         parse_region(LOG.split("csrr    a0, minstret")[0])
+
+
+@pytest.mark.parametrize(
+    "negated, plain",
+    [
+        ("vfnmacc.vv", "vfmacc.vv"),
+        ("vfnmsac.vf", "vfmsac.vf"),
+        ("vfnmadd.vv", "vfmadd.vv"),
+        ("vfnmsub.vv", "vfmsub.vv"),
+        ("vnmsac.vv", "vmacc.vv"),
+        ("vnmsub.vx", "vmadd.vx"),
+    ],
+)
+def test_negated_multiply_adds_are_plain_width(negated, plain):
+    """Only narrowing ops among the vn*/vfn* mnemonics handle double-width elements."""
+    cost = {
+        m: model_cycles([vec(m, "v8, v16, v24", vl=32, lmul=4)], SATURN).pipe_busy["arith"]
+        for m in (negated, plain)
+    }
+    assert cost[negated] == cost[plain] == 8  # 32 elements x 32 bits / 128
+
+
+@pytest.mark.parametrize(
+    "narrowing", ["vnsrl.wi", "vnsra.wx", "vnclip.wi", "vnclipu.wi", "vfncvt.f.f.w"]
+)
+def test_narrowing_ops_handle_double_width(narrowing):
+    busy = model_cycles([vec(narrowing, "v8, v16, 0", vl=32, sew=16, lmul=2)], SATURN).pipe_busy
+    assert busy["arith"] == 8  # 32 source elements of 32 bits through 128 bits
+
+
+def test_whole_register_stores_are_charged_by_the_bytes_they_move():
+    """Spike logs vs<nr>r.v byte by byte: 8 registers of VLEN 256 are 256 bytes, 16 cycles at
+    128 bits a cycle, the same as the vse32.v of the same 64 elements."""
+    whole = vec("vs8r.v", "v8, (a0)", vl=64, lmul=8, sew=32, addrs=unit(0x1000, 256, 1))
+    unit_store = vec("vse32.v", "v8, (a0)", vl=64, lmul=8, sew=32, addrs=unit(0x1000, 64))
+    assert model_cycles([whole], SATURN).pipe_busy["store"] == 16
+    assert model_cycles([unit_store], SATURN).pipe_busy["store"] == 16
+
+
+def test_mask_loads_and_stores_are_charged_by_the_bytes_they_move():
+    # vl = 2048 mask bits are 256 bytes: 16 cycles at 128 bits a cycle, not a flat 1
+    load = vec("vlm.v", "v0, (a0)", vl=2048, sew=8, lmul=8, addrs=unit(0x1000, 256, 1))
+    store = vec("vsm.v", "v0, (a0)", vl=2048, sew=8, lmul=8, addrs=unit(0x2000, 256, 1))
+    assert model_cycles([load], SATURN).pipe_busy["load"] == 16
+    assert model_cycles([store], SATURN).pipe_busy["store"] == 16
+
+
+def test_log_reader_streams_lines_and_caps_the_region(monkeypatch):
+    """The log is read line by line (any iterable), and a region past the caps is refused
+    before it is held: the evaluator's memory stays bounded whatever the log's size."""
+    from autocomp_rvv import trace
+
+    def lines(stores: int):
+        yield "core   0: 0x0000000080000100 (0xb0202573) csrr    a0, minstret\n"
+        for _ in range(stores):
+            yield "core   0: 0x0000000080000104 (0x0205e427) vse32.v v8, (a1)\n"
+            yield (
+                "core   0: 3 0x0000000080000104 (0x0205e427) e32 m1 l4"
+                + "".join(f" mem 0x{0x1000 + 4 * i:x} 0x00000000" for i in range(4))
+                + "\n"
+            )
+        yield "core   0: 0x0000000080000108 (0xb02025f3) csrr    a1, minstret\n"
+
+    assert len(parse_region(lines(10))) == 10
+    monkeypatch.setattr(trace, "MAX_REGION_ACCESSES", 40)
+    assert len(parse_region(lines(10))) == 10
+    with pytest.raises(trace.RegionTooLarge, match="more than 40 memory accesses"):
+        parse_region(lines(11))
+    monkeypatch.setattr(trace, "MAX_REGION_INSTRUCTIONS", 5)
+    with pytest.raises(trace.RegionTooLarge, match="more than 5 instructions"):
+        parse_region(lines(6))
