@@ -298,8 +298,9 @@ class CudaBackend(Backend):
         if not report.judgeable and self.options.problem_gate == "refuse":
             return gate_refusal(report)
         # Inputs (and weights) no candidate can know in advance, yet fixed by (run seed,
-        # problem, program): a verdict replays exactly.
-        (seed,) = evaluation_seeds(ctx.seed, problem.id, code, 1)
+        # problem, program, cache): a verdict replays exactly on the same cache, and no other
+        # cache holds references for these inputs (cache.salt).
+        (seed,) = evaluation_seeds(ctx.seed, f"{problem.id}\0{self.harness.salt}", code, 1)
         verdict = await self.harness.evaluate(spec, code, seed=seed)
         if not report.judgeable:
             verdict.notes.insert(0, gate_warning(report))

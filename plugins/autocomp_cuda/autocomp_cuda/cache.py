@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -36,6 +37,21 @@ def usual_roots() -> list[Path]:
     if os.environ.get("AUTOCOMP_CUDA_CACHE"):
         roots.insert(0, Path(os.environ["AUTOCOMP_CUDA_CACHE"]).expanduser())
     return roots
+
+
+def salt(root: Path) -> str:
+    """This cache's own random salt (made once, mode 0600), mixed into the seeds of the inputs
+    its references are computed on. Two caches never hold references for the same inputs, so
+    a cache the candidate finds elsewhere on disk (one of another run, readable by the user's
+    uid where the sandbox keeps it) answers none of its trials; its own cache is hidden."""
+    path = root / "salt"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(16))
+    return path.read_text().strip()
 
 
 def publish(source: Path, target: Path) -> None:

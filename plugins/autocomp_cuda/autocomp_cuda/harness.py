@@ -264,6 +264,7 @@ class Harness:
         # the cache as an empty dir where the sandbox has namespaces; this keeps a per-run
         # uid out where it has not.
         (self.cache / "refs").chmod(0o700)
+        self.salt = cache.salt(self.cache)
         self._hidden = [self.cache, *cache.usual_roots()]
         self._ref_locks: dict[str, asyncio.Lock] = {}
         self._build_locks: dict[str, asyncio.Lock] = {}

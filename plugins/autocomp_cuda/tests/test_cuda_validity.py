@@ -60,7 +60,12 @@ def test_eval_json_reports_the_seeds_shapes_and_checks_of_each_program(tmp_path,
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
         runs[name] = json.loads(out.stdout)
     v = runs["first"]["verification"]
-    (seed,) = evaluation_seeds(5, "L1/relu", RELU, 1)
+    # fixed by (run seed, problem, program, the cache's own salt): no other cache holds
+    # references for these inputs
+    salt = (Path(cuda_cache) / "salt").read_text().strip()
+    assert (Path(cuda_cache) / "salt").stat().st_mode & 0o077 == 0
+    (seed,) = evaluation_seeds(5, f"L1/relu\0{salt}", RELU, 1)
+    assert seed != evaluation_seeds(5, "L1/relu\0another cache", RELU, 1)[0]
     assert v["seeds"]["evaluation"] == seed and v["seeds"]["trials"] == trial_seeds(seed, 5)
     # every timed call's inputs: drawn from OS randomness, recorded once the evaluation is over
     timed = v["seeds"]["timed"]
