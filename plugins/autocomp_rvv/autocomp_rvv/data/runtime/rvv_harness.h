@@ -27,6 +27,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(RVV_BAREMETAL) || defined(RVV_RUNNER)
+/* No libc (bare metal, or the runner): the compiler may still emit calls to these, and the
+ * kernel may call them; nothing else of a libc is here. */
+void *memset(void *d, int c, size_t n) { unsigned char *p = d; while (n--) *p++ = (unsigned char)c; return d; }
+void *memcpy(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s; while (n--) *p++ = *q++; return d;
+}
+void *memmove(void *d, const void *s, size_t n) {
+  unsigned char *p = d; const unsigned char *q = s;
+  if (p < q) { while (n--) *p++ = *q++; } else { while (n--) p[n] = q[n]; }
+  return d;
+}
+#endif
+
 /* ---------------------------------------------------------------- random inputs */
 static uint64_t h_rng_state = 1;
 
@@ -121,16 +135,6 @@ static void h_flush(void) {
   h_text_len = 0;
 }
 
-/* -nostdlib: the compiler may still emit calls to these. */
-void *memset(void *d, int c, size_t n) { unsigned char *p = d; while (n--) *p++ = (unsigned char)c; return d; }
-void *memcpy(void *d, const void *s, size_t n) {
-  unsigned char *p = d; const unsigned char *q = s; while (n--) *p++ = *q++; return d;
-}
-void *memmove(void *d, const void *s, size_t n) {
-  unsigned char *p = d; const unsigned char *q = s;
-  if (p < q) { while (n--) *p++ = *q++; } else { while (n--) p[n] = q[n]; }
-  return d;
-}
 
 static void h_puthex(uint64_t v) {
   char buf[19]; int i = 18; buf[i] = 0;
@@ -215,16 +219,6 @@ static int munmap(void *a, size_t len) { return (int)h_syscall(215, (long)a, (lo
 static long h_write(int fd, const void *p, size_t n) { return h_syscall(64, fd, (long)p, (long)n, 0, 0, 0); }
 static __attribute__((noreturn)) void exit(int code) {
   for (;;) h_syscall(94, code, 0, 0, 0, 0, 0);
-}
-/* The kernel may call these; nothing else of a libc is here. */
-void *memset(void *d, int c, size_t n) { unsigned char *p = d; while (n--) *p++ = (unsigned char)c; return d; }
-void *memcpy(void *d, const void *s, size_t n) {
-  unsigned char *p = d; const unsigned char *q = s; while (n--) *p++ = *q++; return d;
-}
-void *memmove(void *d, const void *s, size_t n) {
-  unsigned char *p = d; const unsigned char *q = s;
-  if (p < q) { while (n--) *p++ = *q++; } else { while (n--) p[n] = q[n]; }
-  return d;
 }
 #define printf(...) ((void)0) /* a runner prints only its layout, with h_write */
 #else
