@@ -660,7 +660,7 @@ class Worker:
         if self.device.type == "cuda":
             flush_bytes = (
                 self.result["info"].get("l2_bytes") or 0
-            ) * 2 or 2 * common.cpu_cache_bytes()
+            ) * 2 or 2 * cpu_caches.largest_cache_bytes()
         else:  # one thread: the cache of one core (not the shared last level, ~1 GB a call)
             flush_bytes = 2 * cpu_caches.core_cache_bytes()
         self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)

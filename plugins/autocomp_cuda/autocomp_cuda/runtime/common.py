@@ -194,22 +194,6 @@ def driver_versions() -> dict[str, str | None]:
     return found
 
 
-def cpu_cache_bytes() -> int:
-    """Size of the largest CPU cache, for the cache flush between timed calls."""
-    best = 0
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    for index in base.glob("index*"):
-        try:
-            text = (index / "size").read_text().strip()
-        except OSError:
-            continue
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        digits = text[:-1] if text[-1:] in "KMG" else text
-        if digits.isdigit():
-            best = max(best, int(digits) * scale)
-    return best or 32 * 2**20
-
-
 def make_inputs(
     module: types.ModuleType, seed: int, device: torch.device, variant: str = "native"
 ) -> list[Any]:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+CPU0 = Path("/sys/devices/system/cpu/cpu0")
+
+
+def largest_cache_bytes() -> int:
+    """Size of CPU 0's largest cache, shared or not (the flush on a GPU machine's host)."""
+    return max((size for size, _ in _caches()), default=0) or 32 * 2**20
 
 
 def core_cache_bytes() -> int:
@@ -10,22 +18,22 @@ def core_cache_bytes() -> int:
     its SMT sibling): what a timed call on one thread can keep between calls. Flushing the
     shared last level instead costs ~1 GB of writes a call on a large server CPU, noise
     larger than the work timed."""
-    best = 0
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    siblings = cpu_list(Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"))
-    for index in base.glob("index*"):
+    siblings = cpu_list(CPU0 / "topology" / "thread_siblings_list") or {0}
+    private = [size for size, shared in _caches() if shared is not None and shared <= siblings]
+    return max(private, default=0) or 2 * 2**20
+
+
+def _caches() -> Iterator[tuple[int, set[int] | None]]:
+    """CPU 0's caches: (size in bytes, the CPUs sharing it or None where unknown)."""
+    for index in (CPU0 / "cache").glob("index*"):
         try:
             text = (index / "size").read_text().strip()
         except OSError:
             continue
-        shared = cpu_list(index / "shared_cpu_list")
-        if shared is None or not shared <= (siblings or {0}):
-            continue
         scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
         digits = text[:-1] if text[-1:] in "KMG" else text
         if digits.isdigit():
-            best = max(best, int(digits) * scale)
-    return best or 2 * 2**20
+            yield int(digits) * scale, cpu_list(index / "shared_cpu_list")
 
 
 def cpu_list(path: Path) -> set[int] | None:
