@@ -26,12 +26,16 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 
+from .errors import FidelityUnsupported
 from .resources import Resources
+
+if TYPE_CHECKING:
+    from .fidelity import MeasuredProgram
 
 #: Bound applied to captured stdout/stderr kept in an EvalResult (characters).
 OUTPUT_LIMIT = 16_000
@@ -373,3 +377,11 @@ class Backend(abc.ABC):
     def doctor(self) -> list[DoctorCheck]:
         """Every tool ``evaluate`` needs: present or not, and the command that installs it."""
         return []
+
+    # -- fidelity -----------------------------------------------------------------------
+    def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
+        """Programs someone measured on the real target, read from a local checkout of
+        their public source, to compare the metric ``evaluate`` gives with the measured one
+        (``autocomp-core fidelity``). Raise ``FidelityUnsupported`` with one line naming the
+        file looked for when ``source`` is not the checkout this reader expects."""
+        raise FidelityUnsupported(f"backend {self.name} has no reader of measured programs")

@@ -648,6 +648,67 @@ def eval_(
 
 
 @cli.command()
+@click.argument("backend")
+@click.option(
+    "--source",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Local checkout of the public source of measured programs.",
+)
+@click.option("--chain", "chain_glob", default="*", show_default=True, help="Chains to run (glob).")
+@click.option(
+    "--json", "json_file", type=click.Path(dir_okay=False, path_type=Path), help="Write all of it."
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--hw", "hardware", multiple=True, metavar="KEY=VALUE", help="Hardware config.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Backend option.")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Per program (s).")
+def fidelity(
+    backend: str,
+    source: Path,
+    chain_glob: str,
+    json_file: Path | None,
+    jobs: int,
+    hardware: tuple[str, ...],
+    options: tuple[str, ...],
+    timeout: float,
+) -> None:
+    """Compare the backend's metric with published measurements of real programs: per
+    program measured, modelled, ratio or why it was refused; per chain Spearman and every
+    inversion; overall the pooled Spearman and the ratio distribution. Exit 0 when it ran."""
+    from fnmatch import fnmatchcase
+
+    from .fidelity import Outcome, evaluate_programs, format_report, summarize
+    from .runner import make_backend
+
+    b = make_backend(
+        backend, parse_assignments(hardware), parse_assignments(options), loaded_plugins()
+    )
+    programs = [p for p in b.fidelity_programs(source) if fnmatchcase(p.chain, chain_glob)]
+    if not programs:
+        fail(f"--chain {chain_glob!r}: no measured program in {source} is in such a chain")
+    total = len(programs)
+
+    def progress(done: int, outcome: Outcome) -> None:
+        p = outcome.program
+        result = (
+            f"{outcome.modelled:.4g} {b.metric_unit} (measured {p.measured:.4g})"
+            if outcome.modelled is not None
+            else f"refused: {outcome.refused}"
+        )
+        click.echo(f"[{done}/{total}] {p.chain} step {p.step} {p.name}: {result}", err=True)
+
+    outcomes = anyio.run(
+        lambda: evaluate_programs(b, programs, jobs=jobs, timeout_s=timeout, progress=progress)
+    )
+    report = summarize(outcomes)
+    if json_file is not None:
+        report_json = {"backend": backend, "source": str(source), "unit": b.metric_unit, **report}
+        json_file.write_text(json.dumps(report_json, indent=2) + "\n")
+    click.echo(format_report(report, b.metric_unit))
+
+
+@cli.command()
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--model", "models", multiple=True, help="Model string to check (repeatable).")
 @click.option("--json", "as_json", is_flag=True)

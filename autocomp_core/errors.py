@@ -5,7 +5,9 @@
 
     AutocompError
     ├── ConfigError     bad input: a config key, a model string, a key file (exit 2)
-    │   └── PluginError     a backend no installed plugin provides, or a plugin that broke
+    │   ├── PluginError     a backend no installed plugin provides, or a plugin that broke
+    │   └── FidelityUnsupported  a backend without a reader of measured programs, or a
+    │                            source that is not the checkout its reader expects
     ├── BackendError    a backend cannot do its work (the sandbox cannot start, ...)
     └── RunError        a run cannot start or go on (an incorrect initial program, ...)
 
@@ -35,3 +37,9 @@ class BackendError(AutocompError, RuntimeError):
 
 class RunError(AutocompError, RuntimeError):
     """The run cannot start or go on (e.g. the initial program is incorrect)."""
+
+
+class FidelityUnsupported(ConfigError):
+    """``autocomp-core fidelity`` cannot read measured programs for this backend from this
+    source: the backend has no reader, or the source is not the checkout the reader expects
+    (the message names the file it looked for)."""

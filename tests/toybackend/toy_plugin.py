@@ -34,6 +34,7 @@ from autocomp_core import (
     hookimpl,
     run_sandboxed,
 )
+from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
 
 HERE = Path(__file__).parent
 HARNESS = (HERE / "toy_harness.py").read_text()
@@ -44,6 +45,8 @@ PROBLEMS = {
     "count_pairs": ("Return the number of pairs i < j with xs[i] + xs[j] == 0.", "an int"),
     "count_negatives": ("Return how many values are negative.", "an int"),
 }
+#: the file listing a toy source's measured programs (``fidelity_programs``)
+MEASURED_INDEX = "toy-measured.json"
 #: Solution calls in the harness's fixed workload (``toy_harness.WORKLOAD_SIZES``).
 WORKLOAD_RUNS = 3
 
@@ -123,6 +126,27 @@ class ToyBackend(Backend):
             DoctorCheck(
                 "python", ok, detail=version or sys.executable, fix="apt-get install -y python3"
             )
+        ]
+
+    def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
+        """Programs listed in ``MEASURED_INDEX`` of ``source``: a JSON list of ``{chain, step,
+        name, measured, problem, file, held_out}`` (the fidelity command's test source)."""
+        index = Path(source) / MEASURED_INDEX
+        if not index.is_file():
+            raise FidelityUnsupported(f"{source} is not a toy measurements folder: no {index}")
+        problems = {p.id: p for p in self.problems()}
+        return [
+            MeasuredProgram(
+                chain=entry["chain"],
+                step=int(entry["step"]),
+                name=entry["name"],
+                measured=float(entry["measured"]),
+                problem=problems[entry["problem"]],
+                code=(Path(source) / entry["file"]).read_text(),
+                held_out=bool(entry.get("held_out", False)),
+                source=entry["file"],
+            )
+            for entry in json.loads(index.read_text())
         ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
