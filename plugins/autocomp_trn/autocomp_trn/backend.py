@@ -27,6 +27,7 @@ from autocomp_core import (
     Problem,
     Resources,
 )
+from autocomp_core.fidelity import MeasuredProgram
 from pydantic import Field
 
 from . import neuron
@@ -177,6 +178,17 @@ class TrnBackend(Backend):
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         return KnowledgePack.from_dir(HERE / "knowledge")
+
+    def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
+        """The original system's published optimization traces with their P99 on trn1, each
+        program as our problem at the measured shapes (``fidelity.CHAINS``)."""
+        from .fidelity import measured_programs
+
+        def problem_for(problem_id: str) -> tuple[Problem, str]:
+            spec = spec_by_id(problem_id)
+            return self._problem(spec), spec.entry
+
+        return measured_programs(source, problem_for)
 
     def rules(self, problem: Problem) -> list[str]:
         gen = self.generation

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .spec import Input, ProblemSpec, Work, io_bytes
+from .spec import FULL_SUFFIX, Input, ProblemSpec, Work, io_bytes
 
 F32, BF16 = "float32", "bfloat16"
 
@@ -356,8 +356,10 @@ def all_specs() -> list[ProblemSpec]:
 
 
 def spec_by_id(problem_id: str) -> ProblemSpec:
+    """A problem by id; ``<id>@full`` is the problem at its original benchmark's shapes."""
+    base = problem_id.removesuffix(FULL_SUFFIX)
     for spec in all_specs():
-        if spec.id == problem_id:
-            return spec
+        if spec.id == base:
+            return spec if base == problem_id else spec.at_full_shape()
     known = ", ".join(s.id for s in all_specs())
     raise KeyError(f"unknown problem {problem_id!r} for backend 'trn' (known: {known})")

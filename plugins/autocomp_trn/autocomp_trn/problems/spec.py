@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,8 @@ from ..emulator import dtypes
 from ..emulator.hardware import Generation
 
 HERE = Path(__file__).parent
+#: the suffix of a problem id naming the problem at its original benchmark's shapes
+FULL_SUFFIX = "@full"
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,22 @@ class ProblemSpec:
 
     def baseline_code(self) -> str:
         return self.baseline_path.read_text()
+
+    def at_full_shape(self) -> ProblemSpec:
+        """This problem checked and timed at the original benchmark's shapes (the id
+        ``<id>@full``): where published measurements were taken, to compare the model with them."""
+        if self.full_inputs is None:
+            raise KeyError(f"problem {self.id!r} has no other original shape")
+        return replace(
+            self,
+            id=self.id + FULL_SUFFIX,
+            description=f"{self.description}. Here at the original shapes, "
+            f"{self.describe_shapes(full=True)}",
+            inputs=self.full_inputs,
+            outputs=self.full_outputs or self.outputs,
+            full_inputs=None,
+            full_outputs=None,
+        )
 
     def shapes(self, full: bool = False) -> tuple[list[Input], list[tuple[tuple[int, ...], str]]]:
         if full and self.full_inputs is not None:
