@@ -83,6 +83,16 @@ def test_every_chain_is_read_onto_our_problem_at_the_measured_shape(tmp_path):
     assert programs[1].source.endswith("2_gemm_trace.py#1") and programs[1].step == 1
 
 
+def test_the_last_program_is_the_published_final_file_where_there_is_one(tmp_path):
+    root = checkout(tmp_path, [(TRIPLE, 2.0), (TRIPLE, 0.5)])
+    final = TRIPLE.replace("3.0", "3.0 + 0.0")
+    (root / "examples/trn-tutorial/3_mamba_opt.py").write_text(final)
+    mamba = [p for p in BACKEND.fidelity_programs(root) if p.chain == "trn-tutorial/mamba"]
+    assert "3.0 + 0.0" not in mamba[0].code and "3.0 + 0.0" in mamba[1].code
+    assert mamba[1].adapted.startswith("the program of 3_mamba_opt.py; renamed test")
+    assert mamba[1].measured == 500.0  # the score is the trace's
+
+
 def test_a_folder_that_is_not_the_checkout_is_named_in_one_line(tmp_path):
     with pytest.raises(FidelityUnsupported, match=r"no examples/trn-tutorial/2_gemm_trace\.py$"):
         BACKEND.fidelity_programs(tmp_path)
