@@ -52,6 +52,22 @@ def _numpy_aliases(tree: ast.AST) -> set[str]:
     }
 
 
+def _stored_attributes(target: ast.AST):
+    """The attributes an assignment target writes through: ``a.b = ``, ``a.b[i] = `` and the
+    elements of a tuple target. A subscript's index is only read (``x[:, nl.ds(0, 8)] = ``
+    stores into ``x``), so it is not walked."""
+    if isinstance(target, ast.Attribute):
+        yield target
+        yield from _stored_attributes(target.value)
+    elif isinstance(target, ast.Subscript):
+        yield from _stored_attributes(target.value)
+    elif isinstance(target, ast.Starred):
+        yield from _stored_attributes(target.value)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _stored_attributes(element)
+
+
 def check(source: str) -> list[Finding]:
     """Every finding; an empty list lets the kernel run. Syntax errors are left to the tracer."""
     try:
@@ -121,11 +137,8 @@ def check(source: str) -> list[Finding]:
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
-                for sub in ast.walk(target):
-                    if (
-                        isinstance(sub, ast.Attribute)
-                        and attribute_root(sub) in nki_names | np_names
-                    ):
+                for sub in _stored_attributes(target):
+                    if attribute_root(sub) in nki_names | np_names:
                         findings.append(
                             Finding(
                                 "monkeypatch",

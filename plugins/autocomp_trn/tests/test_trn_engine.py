@@ -27,7 +27,7 @@ PROPOSALS = {
     .read_text()
     .replace("solution(a_tensor, g_tensor)", "solution(lhsT, rhs)")
     .replace(
-        "a_tensor.shape, dtype=a_tensor.dtype", "(lhsT.shape[1], rhs.shape[1]), dtype=nl.float32"
+        "a_tensor.shape, dtype=a_tensor.dtype", "(lhsT.shape[1], rhs.shape[1]), dtype=lhsT.dtype"
     )
     .replace("a_tensor.shape[0]", "lhsT.shape[1]"),
     "rewrite with a typo": "import neuronxcc.nki as nki\n@nki.jit\ndef solution(lhsT, rhs)\n    pass\n",

@@ -14,7 +14,7 @@ def solution(q_ref, k_ref, v_ref):
     seq_k = k_ref.shape[1]
     KB = 512
     nkb = seq_k // KB
-    out_ref = nl.ndarray((seq_q, d), dtype=nl.float32, buffer=nl.shared_hbm)
+    out_ref = nl.ndarray((seq_q, d), dtype=q_ref.dtype, buffer=nl.shared_hbm)
     k_sb = nl.load(k_ref)
     v_sb = nl.load(v_ref)
     v_t = nl.ndarray((seq_k // 128, nl.par_dim(128), d), dtype=nl.bfloat16)

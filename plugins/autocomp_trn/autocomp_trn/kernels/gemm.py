@@ -11,7 +11,7 @@ def solution(lhsT, rhs):
     _, N = rhs.shape
     TK, TM, TN, BM = 128, 128, 512, 4
     KT = K // TK
-    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     for mb in nl.affine_range(M // (TM * BM)):
         m0 = mb * TM * BM
         lhs_blk = nl.ndarray((KT, nl.par_dim(TK), TM * BM), dtype=lhsT.dtype)
@@ -25,7 +25,7 @@ def solution(lhsT, rhs):
                     acc[mi] += nisa.nc_matmul(lhs_blk[k, :, mi * TM : (mi + 1) * TM], rhs_tile)
             for mi in nl.affine_range(BM):
                 engine = nisa.scalar_engine if mi % 2 else nisa.vector_engine
-                out_tile = nisa.tensor_copy(acc[mi], dtype=nl.float32, engine=engine)
+                out_tile = nisa.tensor_copy(acc[mi], dtype=result.dtype, engine=engine)
                 nl.store(
                     result[m0 + mi * TM : m0 + (mi + 1) * TM, n * TN : (n + 1) * TN], value=out_tile
                 )

@@ -7,16 +7,17 @@ from neuronxcc import nki
 
 
 @nki.jit
-def solution(img, filt):
+def solution(img, filt, padding):
     N, C, _, W = img.shape
     K = filt.shape[3]
+    left, right = padding[1]
     out = nl.ndarray((N, C, 1, W), dtype=img.dtype, buffer=nl.shared_hbm)
     ip = nl.arange(128)[:, None]
     iw = nl.arange(W)[None, :]
     for t in nl.affine_range(N * C // 128):
         flat = t * 128 + ip  # flat (batch, channel) row
-        padded = nl.zeros((nl.par_dim(128), W + 2), dtype=img.dtype)
-        padded[:, 1:W + 1] = nl.load(img[flat // C, flat % C, 0, iw])
+        padded = nl.zeros((nl.par_dim(128), left + W + right), dtype=img.dtype)
+        padded[:, left:left + W] = nl.load(img[flat // C, flat % C, 0, iw])
         f = nl.load(filt[(t * 128) % C + ip, 0, 0, nl.arange(K)[None, :]])
         result = nl.ndarray((nl.par_dim(128), W), dtype=img.dtype)
         for w in nl.affine_range(W):

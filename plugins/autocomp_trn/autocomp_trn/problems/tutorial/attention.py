@@ -8,7 +8,7 @@ def solution(q_ref, k_ref, v_ref):
     # softmax(q.T @ k) @ v.T, unfused: every stage is its own pass, intermediates go through HBM in fp32
     d_head, seq_q = q_ref.shape
     seq_k = k_ref.shape[1]
-    out_ref = nl.ndarray((seq_q, d_head), dtype=nl.float32, buffer=nl.shared_hbm)
+    out_ref = nl.ndarray((seq_q, d_head), dtype=q_ref.dtype, buffer=nl.shared_hbm)
     scores = nl.ndarray((seq_q, seq_k), dtype=nl.float32, buffer=nl.hbm)
     probs = nl.ndarray((seq_q, seq_k), dtype=nl.float32, buffer=nl.hbm)
     probs_t = nl.ndarray((seq_k, seq_q), dtype=nl.float32, buffer=nl.hbm)

@@ -8,7 +8,7 @@ def solution(lhsT, rhs):
     K, M = lhsT.shape
     K_, N = rhs.shape
     assert K == K_
-    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     TILE_M = 128
     TILE_K = 128
     TILE_N = 512
