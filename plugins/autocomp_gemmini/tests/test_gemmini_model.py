@@ -464,8 +464,80 @@ def gemm_cycles(reuse: bool) -> float:
     return r.g.timing.cpu_now()
 
 
-def test_weight_reuse_is_cheaper_than_reloading():
-    assert gemm_cycles(reuse=True) < gemm_cycles(reuse=False)
+def test_reloading_weights_costs_nothing_when_each_preload_streams_alongside_a_compute():
+    """Gemmini's ExecuteController runs a COMPUTE and the PRELOAD queued behind it together
+    (perform_mul_pre): the new weight rows stream in while A's rows do. Preloading new weights
+    before every compute is then as fast as keeping them (B = GARBAGE)."""
+    assert gemm_cycles(reuse=True) == gemm_cycles(reuse=False)
+
+
+def ex_busy_of_preload_compute_chain(n: int, preload_rows_ready_late: bool = False) -> float:
+    """Execute-unit cycles of n (preload new weights, compute 16 rows) pairs, every operand in
+    the scratchpad before the first (or, with preload_rows_ready_late, each preload's weights
+    moved in just before it, so they land after the compute before it started)."""
+    r = Rig(16)
+    r.config_ex()
+    r.config_ld(16)
+    r.cmd(isa.MVIN, BASE, op(0, 16, 16))  # A
+    for i in range(n):
+        if not preload_rows_ready_late:
+            r.cmd(isa.MVIN, BASE, op(2048 + 16 * i, 16, 16))  # B_i, in another bank than A
+    r.g.fence()
+    busy = r.g.timing.stats.busy["ex"]
+    for i in range(n):
+        if preload_rows_ready_late:
+            r.cmd(isa.MVIN, BASE, op(2048 + 16 * i, 16, 16))
+        r.cmd(isa.PRELOAD, op(2048 + 16 * i, 16, 16), op(isa.ACC_BIT | (16 * i), 16, 16))
+        r.cmd(isa.COMPUTE_PRELOADED, op(0, 16, 16), op(isa.GARBAGE_ADDR, 16, 16))
+    r.g.fence()
+    return r.g.timing.stats.busy["ex"] - busy
+
+
+def test_preload_before_every_compute_runs_near_peak():
+    """The first preload runs alone (DIM cycles); every later one pairs with the compute before
+    it, so n pairs take (n + 1) * DIM cycles, not 2 n DIM (8 pairs: 144 cycles, 89% of peak)."""
+    assert ex_busy_of_preload_compute_chain(8) == 9 * 16
+
+
+def test_a_preload_whose_weights_are_still_loading_does_not_pair():
+    """A preload enters the execute queue only when its weights have landed; if they land after
+    the compute before it started, that compute runs alone and the preload follows on its own."""
+    late = ex_busy_of_preload_compute_chain(8, preload_rows_ready_late=True)
+    # the load unit runs ahead of the execute unit for a while, so some preloads still pair
+    assert ex_busy_of_preload_compute_chain(8) < late <= 16 * 16
+
+
+def test_mvin_from_address_zero_fills_zeros_without_reading_memory():
+    """Gemmini's load controller treats DRAM address 0 as "fill with zeros" (LoadController:
+    all_zeros = vaddr === 0): no memory request, the rows become zero, in the scratchpad and
+    in the accumulator (acc_t rows), block moves included; nothing at address 0 is read (this
+    memory starts at 0x80000000, so a read there would fail)."""
+    r = Rig(16)
+    r.config_ld(16)
+    r.config_ld(64, state=1)
+    r.config_ld(64, state=2)
+    sevens = r.put(np.full((16, 64), 7, np.int8))
+    r.cmd(isa.MVIN2, sevens, op(0, 64, 16))  # 4 blocks of 7s
+    r.cmd(isa.MVIN3, r.put(np.full((16, 16), -5, np.int32)), op(isa.ACC_BIT | 32, 16, 16))
+    r.cmd(isa.MVIN, 0, op(16, 48, 16))  # zero the second to fourth block (48 columns)
+    r.cmd(isa.MVIN, 0, op(isa.ACC_BIT | 32, 16, 16))
+    r.g.fence()
+    assert (r.g.spad[0:16] == 7).all() and (r.g.spad[16:64] == 0).all()
+    assert (r.g.acc[32:48] == 0).all()
+    assert r.g.counters.bytes_in == 16 * 64 + 16 * 64  # only the real mvins read memory
+
+
+def test_mvin_from_address_zero_takes_no_memory_latency():
+    r = Rig(16)
+    r.config_ld(16)
+    r.cmd(isa.MVIN, 0, op(0, 16, 16))
+    r.g.fence()
+    zero = r.g.timing.cpu_now()
+    r2 = Rig(16)
+    r2.config_ld(16)
+    r2.cmd(isa.MVIN, BASE, op(0, 16, 16))
+    r2.g.fence()
+    assert zero + r2.g.timing.p.dma_latency <= r2.g.timing.cpu_now()
 
 
 def test_reusing_one_scratchpad_row_serializes_loads_and_computes():
@@ -510,7 +582,8 @@ def test_timing_parameters_come_from_the_toml_file():
     custom = TimingParams.from_toml(
         "[cpu]\ncpi=2.0\nrocc_issue=1\n[queues]\nload_depth=1\nex_depth=1\nstore_depth=1\n"
         "[dma]\nlatency=5\nbus_bytes_per_cycle=8\noverhead=0\nacc_read_latency=0\n"
-        "[execute]\npreload_per_row=1.0\npreload_reuse=1\nfill_drain_dims=2\ncompute_overhead=0\nconfig=1\n"
+        "[execute]\npreload_per_row=1.0\npreload_reuse=1\nfill_drain_dims=2\ncompute_overhead=0\nmin_rows=4\n"
+        "config=1\n"
         "flush_dims=1\n[loop]\nissue=1\n"
     )
     assert custom.cpi == 2.0 and custom.dma_latency == 5

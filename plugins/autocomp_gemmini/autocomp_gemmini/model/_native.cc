@@ -129,7 +129,7 @@ bool get_double(PyObject* obj, const char* name, double* out) {
 // timing.TimingModel, in C++.
 struct TimingState {
   double cpi, rocc_issue, dma_latency, bus_bytes_per_cycle, dma_overhead, acc_read_latency, preload_per_row,
-      preload_reuse, fill_drain_dims, compute_overhead, config, flush_dims, loop_issue;
+      preload_reuse, fill_drain_dims, compute_overhead, min_rows, config, flush_dims, loop_issue;
   long long depth[3];
   double unit_free[3] = {0, 0, 0};
   std::deque<double> pending[3];
@@ -140,6 +140,10 @@ struct TimingState {
   long long commands[3] = {0, 0, 0};
   double stall_queue_full = 0, stall_fence = 0;
   long long fences = 0;
+  // the compute just scheduled on the execute unit, while the next execute command may still be a
+  // preload that runs alongside it (timing.TimingModel._compute_tail)
+  bool tail = false;
+  double tail_start = 0, tail_occ = 0;
 
   double cpu_now() const { return (double)instret * cpi + stall; }
 
@@ -175,6 +179,7 @@ struct TimingState {
 
   bool run(int unit, double issued, double occupancy, double latency, const Rows* reads, int nreads, const Rows* writes,
            int nwrites, double* done_out) {
+    if (unit == EX) tail = false;
     double free_ = unit_free[unit];
     double ready = issued >= free_ ? issued : free_;
     double dep = ready;
@@ -225,17 +230,73 @@ struct TimingState {
     return true;
   }
 
+  bool run_compute(double issued, double occupancy, double latency, const Rows* reads, int nreads, const Rows* writes,
+                   int nwrites, double* done_out) {
+    if (!run(EX, issued, occupancy, latency, reads, nreads, writes, nwrites, done_out)) return false;
+    tail = true;
+    tail_start = unit_free[EX] - occupancy;
+    tail_occ = occupancy;
+    return true;
+  }
+
+  // timing.TimingModel.run_preload
+  bool run_preload(double issued, double occupancy, double overlapped, const Rows* reads, int nreads,
+                   double* done_out) {
+    bool paired = tail;
+    tail = false;
+    if (paired) {
+      double ready = issued;
+      for (int i = 0; i < nreads; i++) {
+        const Rows& r = reads[i];
+        if (r.n <= 0) continue;
+        const std::vector<double>& w = written[r.space];
+        if (r.row >= (long long)w.size()) {
+          PyErr_SetString(PyExc_ValueError, "max() arg is an empty sequence");
+          return false;
+        }
+        long long hi = std::min<long long>(r.row + r.n, (long long)w.size());
+        double m = *std::max_element(w.begin() + r.row, w.begin() + hi);
+        if (m > ready) ready = m;
+      }
+      if (ready <= tail_start) {
+        double end = std::max(unit_free[EX], tail_start + std::max(tail_occ, overlapped));
+        double extra = end - unit_free[EX];
+        unit_free[EX] = end;
+        pending[EX].push_back(tail_start);
+        for (int i = 0; i < nreads; i++) {
+          const Rows& r = reads[i];
+          if (r.n <= 0) continue;
+          std::vector<double>& rd = read_done[r.space];
+          long long hi = std::min<long long>(r.row + r.n, (long long)rd.size());
+          for (long long k = r.row; k < hi; k++)
+            if (!(rd[k] > end)) rd[k] = end;
+        }
+        if (end > last_end) last_end = end;
+        busy[EX] += extra;
+        commands[EX] += 1;
+        *done_out = end;
+        return true;
+      }
+    }
+    return run(EX, issued, occupancy, 0, reads, nreads, nullptr, 0, done_out);
+  }
+
   void dma_cost(long long rows, long long row_bytes, double* occ, double* lat) const {
     double beats = std::ceil((double)(rows * row_bytes) / bus_bytes_per_cycle);
     *occ = dma_overhead + std::max<double>((double)rows, beats);
     *lat = dma_latency;
   }
   void compute_cost(long long rows, long long dim, double* occ, double* lat) const {
-    *occ = compute_overhead + (double)rows;
+    *occ = compute_overhead + std::max((double)rows, min_rows);
     *lat = fill_drain_dims * (double)dim;
   }
   double preload_cost(long long rows, bool reuse) const {
     return reuse ? preload_reuse : std::max(1.0, (double)rows * preload_per_row);
+  }
+  double preload_overlapped(long long rows, bool reuse) const { return reuse ? 0.0 : (double)rows * preload_per_row; }
+  void zero_fill_cost(long long rows, long long blocks, double* occ, double* lat) const {
+    *occ = dma_overhead + (double)(rows * blocks);
+    *lat = 0;
   }
   void reset_stats() {
     for (int u = 0; u < 3; u++) busy[u] = dep_wait[u] = 0, commands[u] = 0;
@@ -312,6 +373,7 @@ int Timing_init(TimingObject* self, PyObject* args, PyObject* kwds) {
                 {"preload_reuse", &s.preload_reuse},
                 {"fill_drain_dims", &s.fill_drain_dims},
                 {"compute_overhead", &s.compute_overhead},
+                {"min_rows", &s.min_rows},
                 {"config", &s.config},
                 {"flush_dims", &s.flush_dims},
                 {"loop_issue", &s.loop_issue}};
@@ -390,6 +452,36 @@ PyObject* Timing_run(TimingObject* self, PyObject* args, PyObject* kwds) {
   return PyFloat_FromDouble(done);
 }
 
+PyObject* Timing_run_compute(TimingObject* self, PyObject* args, PyObject* kwds) {
+  if (!timing_ready(self)) return nullptr;
+  PyObject *reads = nullptr, *writes = nullptr;
+  double issued, occupancy, latency;
+  static const char* kwlist[] = {"issued", "occupancy", "latency", "reads", "writes", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "ddd|OO", (char**)kwlist, &issued, &occupancy, &latency, &reads,
+                                   &writes))
+    return nullptr;
+  std::vector<Rows> r, w;
+  if ((reads && !parse_rows(reads, &r)) || (writes && !parse_rows(writes, &w))) return nullptr;
+  double done;
+  if (!self->s->run_compute(issued, occupancy, latency, r.data(), (int)r.size(), w.data(), (int)w.size(), &done))
+    return nullptr;
+  return PyFloat_FromDouble(done);
+}
+
+PyObject* Timing_run_preload(TimingObject* self, PyObject* args, PyObject* kwds) {
+  if (!timing_ready(self)) return nullptr;
+  PyObject* reads = nullptr;
+  double issued, occupancy, overlapped;
+  static const char* kwlist[] = {"issued", "occupancy", "overlapped", "reads", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "ddd|O", (char**)kwlist, &issued, &occupancy, &overlapped, &reads))
+    return nullptr;
+  std::vector<Rows> r;
+  if (reads && !parse_rows(reads, &r)) return nullptr;
+  double done;
+  if (!self->s->run_preload(issued, occupancy, overlapped, r.data(), (int)r.size(), &done)) return nullptr;
+  return PyFloat_FromDouble(done);
+}
+
 PyObject* Timing_fence(TimingObject* self, PyObject*) {
   if (!timing_ready(self)) return nullptr;
   self->s->fence();
@@ -432,6 +524,23 @@ PyObject* Timing_preload_cost(TimingObject* self, PyObject* args, PyObject* kwds
   if (!timing_ready(self) || !PyArg_ParseTupleAndKeywords(args, kwds, "Lp", (char**)kwlist, &rows, &reuse))
     return nullptr;
   return PyFloat_FromDouble(self->s->preload_cost(rows, reuse));
+}
+
+PyObject* Timing_preload_overlapped(TimingObject* self, PyObject* args, PyObject* kwds) {
+  long long rows;
+  int reuse;
+  static const char* kwlist[] = {"rows", "reuse", nullptr};
+  if (!timing_ready(self) || !PyArg_ParseTupleAndKeywords(args, kwds, "Lp", (char**)kwlist, &rows, &reuse))
+    return nullptr;
+  return PyFloat_FromDouble(self->s->preload_overlapped(rows, reuse));
+}
+
+PyObject* Timing_zero_fill_cost(TimingObject* self, PyObject* args) {
+  long long rows, blocks;
+  if (!timing_ready(self) || !PyArg_ParseTuple(args, "LL", &rows, &blocks)) return nullptr;
+  double occ, lat;
+  self->s->zero_fill_cost(rows, blocks, &occ, &lat);
+  return Py_BuildValue("(dd)", occ, lat);
 }
 
 PyObject* Timing_reset_stats(TimingObject* self, PyObject*) {
@@ -504,6 +613,10 @@ PyMethodDef Timing_methods[] = {
     {"issue", (PyCFunction)Timing_issue, METH_O, "The CPU issues one command to `unit`: returns the issue time."},
     {"run", (PyCFunction)(void (*)(void))Timing_run, METH_VARARGS | METH_KEYWORDS,
      "Schedule one command; returns when its results land."},
+    {"run_compute", (PyCFunction)(void (*)(void))Timing_run_compute, METH_VARARGS | METH_KEYWORDS,
+     "Schedule a compute on the execute unit (the next preload may pair with it)."},
+    {"run_preload", (PyCFunction)(void (*)(void))Timing_run_preload, METH_VARARGS | METH_KEYWORDS,
+     "Schedule a preload, alongside the compute before it when it was queued behind it."},
     {"fence", (PyCFunction)Timing_fence, METH_NOARGS, "The CPU waits until every unit has drained."},
     {"cpu_now", (PyCFunction)Timing_cpu_now, METH_NOARGS, "CPU time: minstret * cpi + stalls."},
     {"set_instret", (PyCFunction)Timing_set_instret, METH_O, "Advance the CPU's retired-instruction count."},
@@ -511,6 +624,10 @@ PyMethodDef Timing_methods[] = {
     {"compute_cost", (PyCFunction)Timing_compute_cost, METH_VARARGS, "(occupancy, latency) of a compute."},
     {"preload_cost", (PyCFunction)(void (*)(void))Timing_preload_cost, METH_VARARGS | METH_KEYWORDS,
      "Occupancy of a preload."},
+    {"preload_overlapped", (PyCFunction)(void (*)(void))Timing_preload_overlapped, METH_VARARGS | METH_KEYWORDS,
+     "Cycles of a preload streamed alongside a compute."},
+    {"zero_fill_cost", (PyCFunction)Timing_zero_fill_cost, METH_VARARGS,
+     "(occupancy, latency) of an mvin from DRAM address 0."},
     {"reset_stats", (PyCFunction)Timing_reset_stats, METH_NOARGS, "Start the statistics afresh."},
     {"_stats", (PyCFunction)Timing_stats_tuple, METH_NOARGS, "The statistics as a tuple."},
     {"_state", (PyCFunction)Timing_state, METH_NOARGS, "The whole state, for tests."},
@@ -1000,9 +1117,16 @@ bool mvin(CoreObject* self, uint64_t dram, uint64_t rs2, int state, double issue
   bool src_acc = to_acc && !cfg.shrunk;
   long long itemsize = src_acc ? 4 : 1;
   long long row_bytes = cols * itemsize;
-  std::vector<uint8_t> raw((size_t)(rows * row_bytes));
-  if (!read_rows(self, dram, rows, row_bytes, cfg.stride, raw.data())) return false;
-  if (!add_counter(self, S_bytes_in, rows * row_bytes)) return false;
+  std::vector<uint8_t> raw((size_t)(rows * row_bytes));  // zeros
+  double occ, lat, done;
+  if (dram == 0) {
+    // "fill with zeros": no memory request (LoadController.scala: all_zeros = vaddr === 0)
+    self->tm->zero_fill_cost(rows, blocks, &occ, &lat);
+  } else {
+    if (!read_rows(self, dram, rows, row_bytes, cfg.stride, raw.data())) return false;
+    if (!add_counter(self, S_bytes_in, rows * row_bytes)) return false;
+    self->tm->dma_cost(rows, row_bytes, &occ, &lat);
+  }
   // the values, widened (and scaled when the load scale is not 1)
   std::vector<int64_t> data((size_t)(rows * cols));
   for (long long i = 0; i < rows * cols; i++) {
@@ -1043,8 +1167,6 @@ bool mvin(CoreObject* self, uint64_t dram, uint64_t rs2, int state, double issue
     }
     writes.push_back({addr.space(), row0, rows});
   }
-  double occ, lat, done;
-  self->tm->dma_cost(rows, row_bytes, &occ, &lat);
   return self->tm->run(LOAD, issued, occ, lat, nullptr, 0, writes.data(), (int)writes.size(), &done);
 }
 
@@ -1099,8 +1221,10 @@ bool preload(CoreObject* self, uint64_t rs1, uint64_t rs2, double issued) {
   self->pre = {b.addr, b.cols, b.rows, c.addr, c.cols, c.rows};
   Rows reads[1] = {{b.addr.space(), (long long)b.addr.row, b.rows}};
   double done;
-  return self->tm->run(EX, issued, self->tm->preload_cost(b.rows, b.addr.garbage), 0, reads, b.addr.garbage ? 0 : 1,
-                       nullptr, 0, &done);
+  // the controller feeds all DIM rows of the weight block, zero-padded past b.rows
+  bool reuse = b.addr.garbage;
+  return self->tm->run_preload(issued, self->tm->preload_cost(dim, reuse), self->tm->preload_overlapped(dim, reuse),
+                               reads, reuse ? 0 : 1, &done);
 }
 
 // a dim x dim block of local memory, zero outside rows x cols (read_local + pad)
@@ -1262,7 +1386,7 @@ bool compute(CoreObject* self, uint64_t rs1, uint64_t rs2, bool preloaded, doubl
   }
   double occ, lat, done;
   self->tm->compute_cost(std::max<long long>(a.rows, 1), dim, &occ, &lat);
-  return self->tm->run(EX, issued, occ, lat, reads, nreads, writes, nwrites, &done);
+  return self->tm->run_compute(issued, occ, lat, reads, nreads, writes, nwrites, &done);
 }
 
 bool flush(CoreObject* self) {

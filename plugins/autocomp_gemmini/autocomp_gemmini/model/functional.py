@@ -265,9 +265,17 @@ class Gemmini(GemminiBase):
         src_acc = to_acc and not cfg.shrunk
         src_dtype = self.acc_dtype if src_acc else self.elem_dtype
         row_bytes = cols * src_dtype.itemsize
-        raw = read_rows(self.mem, dram, rows, row_bytes, cfg.stride)
+        if dram == 0:
+            # DRAM address 0 means "fill with zeros": Gemmini's load controller sends no memory
+            # request (LoadController.scala: all_zeros = vaddr === 0) and its ZeroWriter writes
+            # the rows. Nothing is read, so no address is reached through it.
+            raw = np.zeros((rows, row_bytes), np.uint8)
+            occ, lat = self.timing.zero_fill_cost(rows, blocks)
+        else:
+            raw = read_rows(self.mem, dram, rows, row_bytes, cfg.stride)
+            self.counters.bytes_in += rows * row_bytes
+            occ, lat = self.timing.dma_cost(rows, row_bytes)
         data = raw.view(src_dtype).reshape(rows, cols)
-        self.counters.bytes_in += rows * row_bytes
         target = self.acc if to_acc else self.spad
         used = self.acc_used if to_acc else self.spad_used
         plain = cfg.scale == 1.0 and not (to_acc and addr.accumulate) and data.dtype == target.dtype
@@ -292,7 +300,6 @@ class Gemmini(GemminiBase):
                 dest[:, width:] = 0
             used[row0 : row0 + rows] = True
             writes.append((self._space(addr), row0, rows))
-        occ, lat = self.timing.dma_cost(rows, row_bytes)
         return self.timing.run("load", issued, occ, lat, writes=tuple(writes))
 
     def _mvin_values(self, data: np.ndarray, scale: float, to_acc: bool) -> np.ndarray:
@@ -362,8 +369,14 @@ class Gemmini(GemminiBase):
             self._spad_range(c, c_rows, "preload output", self.c_stride)
         self.preload = Preload(bd, bd_cols, bd_rows, c, c_cols, c_rows)
         reads = () if bd.garbage else ((self._space(bd), bd.row, bd_rows),)
-        occ = self.timing.preload_cost(bd_rows, reuse=bd.garbage)
-        return self.timing.run("ex", issued, occ, 0, reads=reads)
+        # the controller feeds all DIM rows of the weight block, zero-padded past bd_rows
+        tm, reuse = self.timing, bd.garbage
+        return tm.run_preload(
+            issued,
+            tm.preload_cost(self.dim, reuse),
+            tm.preload_overlapped(self.dim, reuse),
+            reads=reads,
+        )
 
     def compute(self, rs1: int, rs2: int, preloaded: bool, issued: float) -> float:
         a, a_cols, a_rows = isa.operand(rs1)
@@ -431,7 +444,7 @@ class Gemmini(GemminiBase):
             self._write_output(pre.c, out)
             writes.append((self._space(pre.c), pre.c.row, (pre.c_rows - 1) * self.c_stride + 1))
         occ, lat = self.timing.compute_cost(max(a_rows, 1), dim)
-        return self.timing.run("ex", issued, occ, lat, reads=tuple(reads), writes=tuple(writes))
+        return self.timing.run_compute(issued, occ, lat, reads=tuple(reads), writes=tuple(writes))
 
     def _check_read(self, addr: isa.LocalAddr, rows: int, cols: int, what: str) -> np.ndarray:
         self._spad_range(addr, rows, what)

@@ -190,15 +190,16 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
                     t += p.loop_issue
                     tm.run("load", t, *mvin_d, writes=(("acc", c_row, dim),))
                 t += p.loop_issue
-                tm.run(
-                    "ex",
+                tm.run_preload(
                     t,
                     tm.preload_cost(dim, reuse=i > 0),
-                    0,
+                    tm.preload_overlapped(dim, reuse=i > 0),
                     reads=(("spad", b_row, dim),) if i == 0 else (),
                 )
                 t += p.loop_issue
-                tm.run("ex", t, *comp, reads=(("spad", a_row, dim),), writes=(("acc", c_row, dim),))
+                tm.run_compute(
+                    t, *comp, reads=(("spad", a_row, dim),), writes=(("acc", c_row, dim),)
+                )
                 if k == K - 1 and C:
                     t += p.loop_issue
                     done = tm.run(
@@ -372,12 +373,16 @@ def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
         for n in range(krows * kcols * ich_blocks):
             t += p.loop_issue
             w_row = half + (n * dim) % max(half - dim, 1)
-            tm.run("ex", t, tm.preload_cost(dim, reuse=False), 0, reads=(("spad", w_row, dim),))
+            tm.run_preload(
+                t,
+                tm.preload_cost(dim, reuse=False),
+                tm.preload_overlapped(dim, reuse=False),
+                reads=(("spad", w_row, dim),),
+            )
             for pb in range(pix_blocks):
                 acc_row = ob * pix_blocks * dim + pb * dim
                 t += p.loop_issue
-                tm.run(
-                    "ex",
+                tm.run_compute(
                     t,
                     *comp,
                     reads=(("spad", (pb * dim) % max(half - dim, 1), dim),),

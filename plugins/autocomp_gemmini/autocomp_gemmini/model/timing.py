@@ -7,6 +7,13 @@ by earlier commands (WAR, WAW). It occupies its unit for `occupancy` cycles and 
 results land `latency` cycles after that. The CPU stalls when a unit's reservation
 station is full, and on a fence until every unit has drained. CPU time is
 `minstret * cpi + stalls`. All costs come from `timing.toml`.
+
+A preload that follows a compute in the execute queue runs alongside it, as Gemmini's
+ExecuteController does (its `perform_mul_pre` state): the compute's A rows and the next
+preload's weight rows stream into the array in the same cycles, so the pair occupies the unit
+for the longer of the two. It pairs only if it was waiting in the queue, its operands landed,
+when the compute started (otherwise the compute starts alone, as the controller's
+`perform_single_mul` does, and the preload follows on its own).
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ class TimingParams:
     dma_overhead: int = 2
     acc_read_latency: int = 4
     preload_per_row: float = 1.0
-    preload_reuse: int = 1
+    preload_reuse: int = 4
     fill_drain_dims: int = 2
-    compute_overhead: int = 1
+    compute_overhead: int = 0
+    min_rows: int = 4
     config: int = 2
     flush_dims: int = 1
     loop_issue: int = 1
@@ -59,6 +67,7 @@ class TimingParams:
             preload_reuse=data["execute"]["preload_reuse"],
             fill_drain_dims=data["execute"]["fill_drain_dims"],
             compute_overhead=data["execute"]["compute_overhead"],
+            min_rows=data["execute"]["min_rows"],
             config=data["execute"]["config"],
             flush_dims=data["execute"]["flush_dims"],
             loop_issue=data["loop"]["issue"],
@@ -90,6 +99,9 @@ class TimingModel:
         self.instret = 0
         self.stats = TimingStats()
         self._dma_costs: dict[tuple[int, int], tuple[float, float]] = {}
+        # (start, occupancy) of the compute just scheduled on the execute unit, while the next
+        # execute command may still be a preload that runs alongside it
+        self._compute_tail: tuple[float, float] | None = None
 
     # --- CPU side -----------------------------------------------------------------
     def cpu_now(self) -> float:
@@ -133,6 +145,8 @@ class TimingModel:
     ) -> float:
         """Schedule one command. `reads`/`writes` are (space, first_row, nrows) triples.
         Returns when its results land."""
+        if unit == "ex":
+            self._compute_tail = None
         free = self.unit_free[unit]
         ready = max(issued, free)
         dep = ready
@@ -166,6 +180,42 @@ class TimingModel:
         s.commands[unit] += 1
         return done
 
+    def run_compute(
+        self, issued: float, occupancy: float, latency: float, reads: tuple = (), writes: tuple = ()
+    ) -> float:
+        """A COMPUTE on the execute unit (`run`), which the next preload may pair with."""
+        done = self.run("ex", issued, occupancy, latency, reads, writes)
+        self._compute_tail = (self.unit_free["ex"] - occupancy, occupancy)
+        return done
+
+    def run_preload(
+        self, issued: float, occupancy: float, overlapped: float, reads: tuple = ()
+    ) -> float:
+        """A PRELOAD: `occupancy` cycles on its own, or, right after a compute it was queued
+        behind, `overlapped` cycles streamed alongside that compute (the pair lasts the longer
+        of the two). Returns when it is done."""
+        tail, self._compute_tail = self._compute_tail, None
+        if tail is not None:
+            start, compute_occ = tail
+            ready = issued
+            for space, row, n in reads:
+                if n > 0:
+                    ready = max(ready, *self.written[space][row : row + n])
+            if ready <= start:
+                end = max(self.unit_free["ex"], start + max(compute_occ, overlapped))
+                extra = end - self.unit_free["ex"]
+                self.unit_free["ex"] = end
+                self.pending["ex"].append(start)
+                for space, row, n in reads:
+                    if n > 0:
+                        times = self.read_done[space]
+                        times[row : row + n] = [max(end, x) for x in times[row : row + n]]
+                self.last_end = max(self.last_end, end)
+                self.stats.busy["ex"] += extra
+                self.stats.commands["ex"] += 1
+                return end
+        return self.run("ex", issued, occupancy, 0, reads=reads)
+
     # --- costs --------------------------------------------------------------------
     def dma_cost(self, rows: int, row_bytes: int) -> tuple[float, float]:
         cost = self._dma_costs.get((rows, row_bytes))
@@ -178,10 +228,22 @@ class TimingModel:
         return cost
 
     def compute_cost(self, rows: int, dim: int) -> tuple[float, float]:
-        return self.p.compute_overhead + rows, self.p.fill_drain_dims * dim
+        return self.p.compute_overhead + max(rows, self.p.min_rows), self.p.fill_drain_dims * dim
 
     def preload_cost(self, rows: int, reuse: bool) -> float:
+        """Cycles of a preload on its own: `rows` weight rows fed (the controller feeds all DIM
+        rows of the block, padding with zeros), or a preload keeping the weights."""
         return self.p.preload_reuse if reuse else max(1.0, rows * self.p.preload_per_row)
+
+    def preload_overlapped(self, rows: int, reuse: bool) -> float:
+        """Cycles a preload needs when it streams alongside the compute before it: its weight
+        rows, or nothing when it keeps the weights."""
+        return 0.0 if reuse else rows * self.p.preload_per_row
+
+    def zero_fill_cost(self, rows: int, blocks: int) -> tuple[float, float]:
+        """(occupancy, latency) of an mvin from DRAM address 0: no memory request, one
+        DIM-wide block of zeros written per cycle (Gemmini's ZeroWriter)."""
+        return self.p.dma_overhead + rows * blocks, 0.0
 
     def reset_stats(self) -> None:
         self.stats = TimingStats()
