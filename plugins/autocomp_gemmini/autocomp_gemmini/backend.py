@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 from autocomp_core import (
     Backend,
@@ -18,6 +19,9 @@ from autocomp_core import (
 
 from . import catalog, evaluate, feedback, toolchain
 from .config import GemminiConfig, GemminiOptions
+
+if TYPE_CHECKING:
+    from autocomp_core.fidelity import MeasuredProgram
 
 KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
 #: families whose gold results, harnesses and store path are int8 only
@@ -56,7 +60,7 @@ class GemminiBackend(Backend):
         raise KeyError(f"unknown problem {ref!r} for backend 'gemmini' ({hint})")
 
     def _spec(self, problem: Problem) -> catalog.Spec:
-        spec = catalog.specs().get(problem.id)
+        spec = catalog.specs().get(problem.id) or catalog.spec_of(problem)
         if spec is None:
             raise KeyError(f"unknown Gemmini problem {problem.id!r}")
         return spec
@@ -135,3 +139,9 @@ class GemminiBackend(Backend):
 
     def doctor(self) -> list[DoctorCheck]:
         return toolchain.doctor()
+
+    def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
+        """The original system's published GEMM and convolution programs (fidelity.py)."""
+        from . import fidelity
+
+        return fidelity.measured_programs(source)
