@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from trn_testkit import HEADER, run
+from trn_testkit import HEADER, problem, run
 
 from autocomp_trn.judge import emulate
 from autocomp_trn.problems.catalog import spec_by_id
+from autocomp_trn.problems.spec import Input
 from autocomp_trn.screen import check
 
 
@@ -129,3 +130,142 @@ def test_the_conv1d_reference_honours_the_padding():
     filt = np.array([1.0, 10.0, 100.0]).reshape(1, 1, 1, 3)
     (same,) = spec_by_id("advanced/conv1d").reference(img, filt, padding=((0, 0), (1, 1)))
     assert same[0, 0, 0, :2].tolist() == [10.0 * 0 + 100.0 * 1, 1.0 * 0 + 10.0 * 1 + 100.0 * 2]
+
+
+# ---------------------------------------------------------------- ScalarE reduce registers
+
+ROW_EXP_SUM = problem(
+    [Input("x", (128, 2048), "float32", "uniform")],
+    [((128, 1), "float32")],
+    lambda x: (np.exp(x).sum(axis=1, keepdims=True),),
+    atol=1e-3,
+    rtol=1e-4,
+)
+
+EXP_SUM_IN_REGISTERS = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    total = nl.ndarray((nl.par_dim(128), 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(op=nl.exp, data=nl.load(x[:, 0:512]), reduce_op=nl.add, FIRST)
+    for j in nl.sequential_range(2):
+        block = nl.load(x[:, nl.ds((j + 1) * 512, 512)])
+        nisa.activation(op=nl.exp, data=block, reduce_op=nl.add, MIDDLE)
+    last = nl.load(x[:, 1536:2048])
+    nisa.activation(op=nl.exp, data=last, reduce_op=nl.add, LAST, reduce_res=total)
+    nl.store(out, value=total)
+    return out
+"""
+RESET_REDUCE, REDUCE = (
+    "reduce_cmd=nisa.reduce_cmd.reset_reduce",
+    "reduce_cmd=nisa.reduce_cmd.reduce",
+)
+
+
+def _exp_sum(first: str = RESET_REDUCE, middle: str = REDUCE, last: str = REDUCE) -> dict:
+    body = EXP_SUM_IN_REGISTERS.replace("FIRST", first).replace("MIDDLE", middle)
+    return run(body.replace("LAST", last), ROW_EXP_SUM)
+
+
+def test_reduce_cmd_accumulates_across_activations_in_the_scalar_engines_registers():
+    assert _exp_sum()["status"] == "ok"
+
+
+def test_a_reset_then_reductions_is_the_same_sum():
+    reset_then_reduce = EXP_SUM_IN_REGISTERS.replace(
+        "    nisa.activation(op=nl.exp, data=nl.load(x[:, 0:512]), reduce_op=nl.add, FIRST)",
+        "    nisa.activation(op=nl.exp, data=nl.load(x[:, 0:8]), reduce_cmd=nisa.reduce_cmd.reset)\n"
+        "    nisa.activation(op=nl.exp, data=nl.load(x[:, 0:512]), reduce_op=nl.add, FIRST)",
+    )
+    body = reset_then_reduce.replace("FIRST", REDUCE).replace("MIDDLE", REDUCE)
+    assert run(body.replace("LAST", REDUCE), ROW_EXP_SUM)["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "first, middle, last, why",
+    [
+        (REDUCE, REDUCE, REDUCE, "NaN"),  # registers never reset: their state is unknown
+        (RESET_REDUCE, "reduce_cmd=nisa.reduce_cmd.idle", REDUCE, "differs"),  # blocks skipped
+        (RESET_REDUCE, REDUCE, "reduce_cmd=nisa.reduce_cmd.reset_reduce", "differs"),
+        (RESET_REDUCE, REDUCE, "reduce_cmd=nisa.reduce_cmd.reset", "constant"),
+    ],
+)
+def test_a_register_sum_that_misses_blocks_or_starts_unreset_is_a_wrong_answer(
+    first, middle, last, why
+):
+    result = _exp_sum(first, middle, last)
+    assert result["status"] == "wrong_answer" and why in result["message"], result
+
+
+def test_reduce_cmd_must_be_an_nisa_reduce_cmd():
+    result = _exp_sum(last="reduce_cmd=2")
+    assert result["status"] == "compile_error" and "nisa.reduce_cmd" in result["message"]
+
+
+# ---------------------------------------------------------------- TensorE operands and transposes
+
+X_AT_W = problem(
+    [Input("x", (128, 128), "bfloat16", "uniform"), Input("w", (128, 512), "bfloat16", "uniform")],
+    [((128, 512), "float32")],
+    lambda x, w: (x @ w,),
+    atol=1e-3,
+    rtol=1e-3,
+)
+
+TRANSPOSE_FED_TO_MATMUL = """
+@nki.jit
+def solution(x, w):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    xT = nisa.nc_transpose(nl.load(x), dtype=nl.bfloat16)
+    acc = nisa.nc_matmul(stationary=STATIONARY, moving=nl.load(w))
+    nl.store(out, value=nl.copy(acc))
+    return out
+"""
+
+
+def test_a_v1_matmul_operand_in_psum_is_staged_through_sbuf():
+    assert run(TRANSPOSE_FED_TO_MATMUL.replace("STATIONARY", "xT"), X_AT_W)["status"] == "ok"
+
+
+def test_the_untransposed_operand_is_a_wrong_answer():
+    body = TRANSPOSE_FED_TO_MATMUL.replace("STATIONARY", "nl.load(x)")
+    assert run(body, X_AT_W)["status"] == "wrong_answer"
+
+
+TRANSPOSE = problem(
+    [Input("x", (128, 64))], [((64, 128), "float32")], lambda x: (x.T,), atol=1e-6, rtol=1e-6
+)
+
+
+def test_a_v1_vector_engine_transpose_larger_than_32x32_runs_on_tensor_engine():
+    body = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nisa.nc_transpose(nl.load(x), engine=nisa.vector_engine)
+    nl.store(out, value=nl.copy(t))
+    return out
+"""
+    result = run(body, TRANSPOSE)
+    assert result["status"] == "ok" and result["busy_us"]["pe"] > 0, result
+
+
+def test_a_v2_vector_engine_transpose_larger_than_32x32_is_refused():
+    code = """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def solution(x):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    t = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(a, x)
+    nisa.nc_transpose(t, a, engine=nisa.vector_engine)
+    nisa.dma_copy(out, t)
+    return out
+"""
+    result = emulate(TRANSPOSE, code)
+    assert result["status"] == "compile_error" and "limited to 32x32" in result["message"]

@@ -102,14 +102,28 @@ def solution(x):
         "compile_error",
         "exceeds the 16 KiB per partition of PSUM",
     ),
+    # v2 (explicit destinations): v1 stages a PSUM operand through SBUF as the compiler does
     "TensorE reads SBUF only": (
         """
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
 @nki.jit
 def solution(xT, w):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-    p = nisa.nc_matmul(nl.load(xT), nl.load(w))
-    q = nisa.nc_matmul(nl.load(xT), p)
-    nl.store(out, value=nl.copy(q))
+    a = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    b = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(a, xT)
+    nisa.dma_copy(b, w)
+    p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    q = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(p, a, b)
+    nisa.nc_matmul(q, a, p)
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(res, q)
+    nisa.dma_copy(out, res)
     return out
 """,
         "compile_error",

@@ -29,6 +29,9 @@ class reduce_cmd(enum.Enum):
     reset_reduce = 3
 
 
+_ReduceCmd = reduce_cmd  # (``activation``'s parameter of the same name hides the class)
+
+
 class dge_mode(enum.Enum):
     none = 0
     swdge = 1
@@ -97,6 +100,11 @@ def nc_matmul(
     s, m = _tile(stationary, "stationary"), _tile(moving, "moving")
     if s.ndim != 2 or m.ndim != 2:
         raise NkiError("nc_matmul operands are 2-D tiles [K, M] and [K, N]")
+    if dst is None:
+        # v1: TensorE reads SBUF only, and the compiler stages an operand a kernel holds in PSUM
+        # (a TensorE transpose's result, say) through SBUF, as it does for nl.store; with v2's
+        # explicit destinations nothing is inserted and the replay refuses a PSUM operand
+        s, m = (nl.copy(x) if x.buffer == PSUM else x for x in (s, m))
     if (
         dst is None and s.shape[1] > 128
     ):  # the result tile could not even exist (the replay re-checks)
@@ -123,6 +131,10 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     if x.ndim != 2:
         raise NkiError("nc_transpose takes a 2-D tile", "err_exceed_max_supported_dimension")
     eng = _engine(engine, "tensor" if max(x.shape) > 32 else "vector")
+    if dst is None and eng == "vector" and max(x.shape) > 32:
+        # v1: the engine is a choice only where both fit (VectorE holds 32x32); hardware-verified
+        # programs ask VectorE for 128x64 and get the transpose, which only TensorE can do
+        eng = "tensor"
     buffer = PSUM if eng == "tensor" else SBUF
     out, new = _out(
         dst,
@@ -270,21 +282,28 @@ def activation(
     dst=None,
     **_kw,
 ):
-    """``op(data * scale + bias)`` on ScalarE; with ``reduce_res`` also the add-reduction of the
-    result along the free axis into that [P, 1] tile."""
+    """``op(data * scale + bias)`` on ScalarE. The add-reduction of the result along the free axis
+    goes into ScalarE's 128 per-partition registers as ``reduce_cmd`` says (reset: zero them;
+    reduce: add to them; reset_reduce: replace them); ``reduce_res`` ([P, 1]) receives the
+    registers after the instruction. Without ``reduce_cmd``, ``reduce_res`` means reset_reduce
+    (``activation_reduce``)."""
     x = _tile(data, "data")
     func = nl.op_name(op, nl.ACT_FUNCS, "activation function")
     srcs, attrs = [x], {"func": func, "scale": 1.0}
     _act_operand(bias, "bias", srcs, attrs, "bias")
     _act_operand(scale, "scale", srcs, attrs, "scale")
     extra = []
+    if reduce_cmd is not None:
+        if not isinstance(reduce_cmd, _ReduceCmd):
+            raise NkiError(f"reduce_cmd= takes an nisa.reduce_cmd, got {reduce_cmd!r}")
+        attrs["reduce_cmd"] = reduce_cmd.name
+    if reduce_op is not None and nl.op_name(reduce_op, nl.ALU_OPS, "reduce_op") != "add":
+        raise NkiError(
+            "activation reduces with add only on this NeuronCore", "err_unsupported_reduce_op"
+        )
     if reduce_res is not None:
         if not isinstance(reduce_res, Tile):
             raise NkiError("reduce_res must be a [P, 1] tile")
-        if reduce_op is not None and nl.op_name(reduce_op, nl.ALU_OPS, "reduce_op") != "add":
-            raise NkiError(
-                "activation reduces with add only on this NeuronCore", "err_unsupported_reduce_op"
-            )
         attrs["reduce"] = "add"
         extra = [reduce_res]
     out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))

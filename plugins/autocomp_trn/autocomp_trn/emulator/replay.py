@@ -104,6 +104,8 @@ ALU = {
     "bitwise_xor": lambda a, b: (a.astype(np.int64) ^ b.astype(np.int64)).astype(np.float32),
 }
 REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod, "mean": np.mean}
+#: what an activation does to ScalarE's per-partition reduce registers (nisa.reduce_cmd)
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
 BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
@@ -180,6 +182,9 @@ class Replayer:
         self.line = 0
         self.live_bytes = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.cost_s = 0.0
+        # ScalarE's 128 reduce registers, one per partition (per seed); NaN until an activation
+        # resets them, so a kernel reading them first computes NaN as from unwritten memory
+        self.act_regs = np.full((seeds, hw.PMAX), np.nan, dtype=np.float32)
 
     # ================================================================== driver
     def run(self) -> ReplayResult:
@@ -954,6 +959,9 @@ class Replayer:
         if k != len(srcs):
             raise ValueError("operand count")
         red = None
+        cmd = attrs.get("reduce_cmd", "reset_reduce" if attrs.get("reduce") else "idle")
+        if cmd not in REDUCE_CMDS:
+            raise ValueError("reduce_cmd")
         if attrs.get("reduce"):
             red = dsts[1]
             self._onchip(red, "activation reduce_res")
@@ -978,12 +986,27 @@ class Replayer:
             with np.errstate(all="ignore"):
                 y = ACT[func](x).astype(np.float32)
             self._write(d, y)
-            if red is not None:
-                r = y.reshape(self.seeds, y.shape[1], -1).sum(axis=2, dtype=np.float32)
-                self._write(red, r.reshape((self.seeds, *red.shape)))
+            if cmd != "idle" or red is not None:
+                self._reduce_registers(data, y, cmd, red)
         self._compute(
             "act", "activation", _free(d), dsts, srcs, extra_cycles=64 if red is not None else 0
         )
+
+    def _reduce_registers(self, data: AP, y: np.ndarray, cmd: str, red: AP | None) -> None:
+        """Apply ``cmd`` to the reduce registers of ``data``'s partitions with the free-axis sum
+        of the activation's result ``y``; ``red`` receives the registers afterwards."""
+        t = data.t
+        p0 = (data.offset % (t.parts * t.free)) // t.free if t.buffer != "hbm" else 0
+        lanes = slice(p0, p0 + data.dims[0][0])
+        if cmd == "reset":
+            self.act_regs[:, lanes] = 0.0
+        elif cmd in ("reduce", "reset_reduce"):
+            total = y.reshape(self.seeds, y.shape[1], -1).sum(axis=2, dtype=np.float32)
+            if cmd == "reduce":
+                total += self.act_regs[:, lanes]
+            self.act_regs[:, lanes] = total
+        if red is not None:
+            self._write(red, self.act_regs[:, lanes].reshape((self.seeds, *red.shape)))
 
     def _op_tensor_reduce(self, dsts, srcs, attrs) -> None:
         (d,), (s,) = dsts, srcs
