@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 
 class RunStopped(Exception):
     """Raised at a door (an LLM call, an evaluation) when the run must spend no more;
-    ``reason`` is the run's stop reason. Work already under way finishes."""
+    ``reason`` is the run's stop reason (a config key or a word), ``detail`` one line for a
+    person when the reason alone does not say enough. Work already under way finishes."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.detail = detail
 
 
 class BudgetReached(RunStopped):
@@ -63,7 +65,7 @@ class Ledger:
                 LLMResponse.from_dict(call["response"]),
                 replayed=False,
             )
-        ledger.evaluations = store.count("evaluations")
+        ledger.evaluations = store.evaluations_ended()
         return ledger
 
     def add_llm(self, phase: str, model: str, resp: LLMResponse, replayed: bool) -> None:

@@ -230,6 +230,10 @@ def _print_summary(summary: Any, as_json: bool) -> None:
         f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
         f"sandbox isolation: {d.get('isolation')}"
     )
+    if d.get("stop_detail"):
+        click.echo(
+            f"stopped: {d['stop_detail']}; continue with: autocomp-core resume {summary.run_dir}"
+        )
     click.echo(f"run directory: {summary.run_dir} (report.md, summary.json, best program)")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from .accounting import Ledger
 from .backend import Backend, Problem
 from .numbers import metric_text
-from .store import Candidate, RunStore
+from .store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore
 
 
 def _num(x: float | None) -> float | None:
@@ -71,8 +71,10 @@ def write_exports(
     stop_reason: str | None,
     drop_root: bool = False,
     iterations: Iterable[int] | None = None,
+    stop_detail: str = "",
 ) -> dict[str, Any]:
-    """Write the exports; ``stop_reason`` None means the run is still going.
+    """Write the exports; ``stop_reason`` None means the run is still going
+    (``stop_detail``: the reason in one line for a person, when it needs one).
 
     ``iterations`` limits the rewritten ``candidates/iter-<i>/`` folders to those (the
     engine passes the iteration that just finished); None rewrites them all."""
@@ -88,8 +90,9 @@ def write_exports(
     for c in cands:
         by_iter[c.iteration].append(c)
     wanted = set(by_iter) if iterations is None else set(iterations) & set(by_iter)
+    infra = store.infra_errors()
     for i in sorted(wanted):
-        _write_iteration(run_dir / "candidates" / f"iter-{i}", by_iter[i], store, ext)
+        _write_iteration(run_dir / "candidates" / f"iter-{i}", by_iter[i], store, ext, infra)
     bound = backend.metric_lower_bound(problem)
     best_score = best.score if best else math.inf
     last = store.last_iteration()
@@ -100,6 +103,7 @@ def write_exports(
         "hardware": backend.hardware_for(problem).model_dump(mode="json"),
         "status": "running" if stop_reason is None else "stopped",
         "stop_reason": stop_reason,
+        "stop_detail": stop_detail or None,
         "iterations_completed": last or 0,
         "initial_score": _num(initial),
         "best_score": _num(best_score),
@@ -122,6 +126,10 @@ def write_exports(
         "prompt_context": prompt_context(store),
         "generated_menus": len(store.events("generated_menu")),
         **ledger.to_dict(),
+        # of ``evaluations``: those that ended in an infra error (lost with their node on
+        # every attempt, or the evaluator failed), each evaluated again on resume
+        "evaluations_infra_error": len(store.events(INFRA_ERROR)),
+        "evaluation_attempts_lost": len(store.events(ATTEMPT_LOST)),
     }
     atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     atomic_write(run_dir / "report.md", render_report(summary, best, root, backend))
@@ -178,7 +186,13 @@ def _context_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _write_iteration(folder: Path, group: list[Candidate], store: RunStore, ext: str) -> None:
+def _write_iteration(
+    folder: Path,
+    group: list[Candidate],
+    store: RunStore,
+    ext: str,
+    infra: dict[str, dict[str, Any]],
+) -> None:
     """One iteration's programs and an index of them (lineage, plan, score, outcome)."""
     folder.mkdir(parents=True, exist_ok=True)
     beam = set(store.beam(group[0].iteration) or [])  # selected when the iteration ended
@@ -186,7 +200,7 @@ def _write_iteration(folder: Path, group: list[Candidate], store: RunStore, ext:
     for c in sorted(group, key=lambda c: c.id):
         if c.code is not None:
             atomic_write(folder / f"{c.id}{ext}", c.code)
-        result = store.evaluation(c.eval_key) if c.eval_key else None
+        result = (store.evaluation(c.eval_key) or infra.get(c.eval_key)) if c.eval_key else None
         failure = (result or {}).get("failure") or (None if c.code is not None else "no_program")
         index.append(
             {
@@ -218,13 +232,24 @@ def render_report(
         f"# autocomp run: {s['backend']} / {s['problem']}",
         "",
         (f"- stop reason: **{s['stop_reason']}**" if s["stop_reason"] else "- **still running**")
-        + f" after {s['iterations_completed']} iterations",
+        + f" after {s['iterations_completed']} iterations"
+        + (f" ({s['stop_detail']})" if s.get("stop_detail") else ""),
         f"- initial: {fmt(s['initial_score'])}; best: {fmt(s['best_score'])}"
         + (f" (**{s['speedup']:.2f}x**)" if s["speedup"] else ""),
         f"- candidates: {s['candidates']} ({s['correct_candidates']} correct)",
         f"- LLM: {s['llm_calls']} calls, {s['tokens']} tokens "
         f"({s['cached_tokens']} cached), ${s['cost_usd']:.4f}",
-        f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s",
+        f"- evaluations: {s['evaluations']} ({s['evaluation_s']:.1f} s); wall {s['wall_s']:.1f} s"
+        + (
+            f"; {s['evaluations_infra_error']} ended in an infra error"
+            if s.get("evaluations_infra_error")
+            else ""
+        )
+        + (
+            f"; {s['evaluation_attempts_lost']} attempts lost with their worker or node"
+            if s.get("evaluation_attempts_lost")
+            else ""
+        ),
         f"- sandbox isolation: {s['isolation']}",
     ]
     if s["metric_lower_bound"]:

@@ -23,7 +23,7 @@ from .errors import RunError
 from .executors import EvalRequest, Executor
 from .executors.local import LocalExecutor
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
-from .store import RunStore
+from .store import ATTEMPT_LOST, INFRA_ERROR, RunStore
 from .validity import refuse_impossible
 
 log = structlog.get_logger("autocomp")
@@ -211,7 +211,13 @@ async def evaluate_guarded(
 class Evaluator:
     """Evaluates programs once each: cached in the store, de-duplicated while in flight,
     bounded by evaluation slots (``limiter``: slots shared with other runs), run by the
-    ``executor`` (default: this machine)."""
+    ``executor`` (default: this machine).
+
+    Each evaluation that ends is journaled and counted once: its result, or (an
+    ``INFRA_ERROR``, the machine's failure, not the program's) an ``INFRA_ERROR`` event,
+    evaluated again on resume. Each attempt lost with its node is journaled as it happens
+    (``ATTEMPT_LOST``). An evaluation that never ended (the executor stopped the run, or
+    it was cancelled) is not counted: it runs again on resume."""
 
     def __init__(
         self,
@@ -251,6 +257,12 @@ class Evaluator:
     def queued(self) -> int:
         return self.limiter.statistics().tasks_waiting
 
+    @property
+    def stalled(self) -> str | None:
+        """Why evaluations cannot run now, when the executor says so."""
+        stalled = getattr(self.executor, "stalled", None)  # a plugin's executor may not say
+        return stalled() if stalled is not None else None
+
     def context(self) -> EvalContext:
         return EvalContext(
             seed=self.seed, timeout_s=self.timeout_s, want_feedback=self.want_feedback
@@ -272,17 +284,28 @@ class Evaluator:
             return key, EvalResult.from_dict(cached)
         self.budget.check_evaluation()
         done = self._in_flight[key] = anyio.Event()
+
+        def attempt_lost(loss: dict[str, Any]) -> None:
+            self.store.event(ATTEMPT_LOST, key=key, **loss)
+
         try:
-            self.ledger.evaluations += 1
-            async with self.limiter:
-                started = time.monotonic()
-                result = await self.executor.evaluate(
-                    EvalRequest(self.backend, self.problem, code, self.context())
-                )
-                # the whole evaluation as the engine waited for it, whatever the backend counts
-                result.duration_s = time.monotonic() - started
-                self.ledger.eval_seconds += result.duration_s
-            if result.failure != FailureKind.INFRA_ERROR:
+            self.ledger.evaluations += 1  # in flight counts against budget.evaluations
+            try:
+                async with self.limiter:
+                    started = time.monotonic()
+                    result = await self.executor.evaluate(
+                        EvalRequest(self.backend, self.problem, code, self.context(), attempt_lost)
+                    )
+                    # the whole evaluation as the engine waited for it, whatever the backend
+                    # counts
+                    result.duration_s = time.monotonic() - started
+                    self.ledger.eval_seconds += result.duration_s
+            except BaseException:  # never ended (stopped, cancelled): not an evaluation
+                self.ledger.evaluations -= 1
+                raise
+            if result.failure == FailureKind.INFRA_ERROR:
+                self.store.event(INFRA_ERROR, key=key, result=result.to_dict())
+            else:
                 self.store.save_evaluation(key, result.to_dict())
             return key, result
         finally:

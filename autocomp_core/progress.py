@@ -75,6 +75,8 @@ class EvaluationWork(Protocol):
     def running(self) -> int: ...
     @property
     def queued(self) -> int: ...
+    @property
+    def stalled(self) -> str | None: ...  # why evaluations cannot run now (no live node)
 
 
 @dataclass
@@ -191,6 +193,10 @@ class Progress(LiveDisplay):
             "queued": ev.queued if ev else 0,
         }
 
+    def stalled(self) -> str | None:
+        """Why evaluations cannot run at the moment (and for how long), if they cannot."""
+        return self._evaluations.stalled if self._evaluations else None
+
     def best_text(self) -> str:
         if self.best_score is None or math.isinf(self.best_score):
             return "-"
@@ -248,6 +254,9 @@ class Progress(LiveDisplay):
             f"{c.evaluations} done ({c.correct} correct), "
             f"{flight['evaluations']} running, {flight['queued']} queued",
         )
+        stalled = self.stalled()
+        if stalled:
+            grid.add_row(Text("waiting", style="bold red"), Text(stalled, style="red"))
         grid.add_row("best", self.best_text())
         grid.add_row("LLM", f"{led.tokens:,} tokens, ${led.cost_usd:.4f}, {led.llm_calls} calls")
         grid.add_row("elapsed", f"{led.wall_s:.0f} s")

@@ -364,6 +364,7 @@ def finish(
         drop_root=(
             prep.config.translation.iterations > 0 and prep.config.translation.drop_original
         ),
+        stop_detail=search.stop_detail if stop_reason == search.stop_reason else "",
     )
     return RunSummary(run_dir, data)
 

@@ -120,6 +120,7 @@ class Scheduler:
 
     pipelined: bool
     stop_reason: str | None = None
+    stop_detail: str = ""
     _group: anyio.abc.TaskGroup | None = None
     _queues: dict[Stage, list] = field(default_factory=lambda: defaultdict(list))
 
@@ -136,7 +137,8 @@ class Scheduler:
         try:
             await job(*args)
         except RunStopped as stop:
-            self.stop_reason = self.stop_reason or stop.reason
+            if self.stop_reason is None:
+                self.stop_reason, self.stop_detail = stop.reason, stop.detail
 
     async def run(self, seed_jobs: Callable[[], None]) -> None:
         try:
@@ -232,6 +234,7 @@ class Search:
         self.menu_locks: dict[str, anyio.Lock] = {}
         self.losses: list[float] = []
         self.stop_reason: str | None = None
+        self.stop_detail = ""  # the stop reason in one line for a person, when it needs one
 
     # -- the run ------------------------------------------------------------------------
     async def run(self) -> list[Candidate]:
@@ -240,7 +243,7 @@ class Search:
             beam = await self.initial_beam()
             await self.select_context()
         except RunStopped as stop:
-            return self.stopped(stop.reason, 0, self.saved_beam(0) or [])
+            return self.stopped(stop.reason, 0, self.saved_beam(0) or [], stop.detail)
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
@@ -264,15 +267,21 @@ class Search:
             else:
                 it = await self.iteration(i, beam)
                 if it.jobs.stop_reason is not None:
-                    return self.stopped(it.jobs.stop_reason, i, beam)
+                    return self.stopped(it.jobs.stop_reason, i, beam, it.jobs.stop_detail)
                 beam = self.select(it)
             self.losses.append(min(c.score for c in beam))
         self.stop_reason = "completed"
         return beam
 
-    def stopped(self, reason: str, iteration: int, beam: list[Candidate]) -> list[Candidate]:
-        self.stop_reason = reason
-        self.store.event("stopped", iteration=iteration, reason=reason)
+    def stopped(
+        self, reason: str, iteration: int, beam: list[Candidate], detail: str = ""
+    ) -> list[Candidate]:
+        self.stop_reason, self.stop_detail = reason, detail
+        self.store.event(
+            "stopped", iteration=iteration, reason=reason, **({"detail": detail} if detail else {})
+        )
+        if detail:
+            log.warning("run stopped", reason=reason, detail=detail)
         return beam
 
     def saved_beam(self, i: int) -> list[Candidate] | None:

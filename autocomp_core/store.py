@@ -60,6 +60,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 DB_NAME = "run.sqlite"
 
+#: the event journaled for each attempt of an evaluation lost with its worker or node
+#: (``key``, ``attempt``, ``node_id``, ``node_ip``, ``reason``)
+ATTEMPT_LOST = "evaluation_lost"
+#: the event journaled for an evaluation that ended in an ``infra_error`` (lost on every
+#: attempt, or its evaluator failed: the machine's failure, not the program's) with its
+#: result (``key``, ``result``); never reused: a resumed run evaluates the program again
+INFRA_ERROR = "evaluation_infra_error"
+
 
 class Origin(str, enum.Enum):
     """How a candidate came to be."""
@@ -285,6 +293,16 @@ class RunStore:
             key: (json.loads(result), created)
             for key, result, created in self._exec("SELECT * FROM evaluations")
         }
+
+    def infra_errors(self) -> dict[str, dict[str, Any]]:
+        """The latest ``infra_error`` result journaled for each evaluation key."""
+        return {e["key"]: e["result"] for e in self.events(INFRA_ERROR) if "key" in e}
+
+    def evaluations_ended(self) -> int:
+        """Evaluations that ran to an end: those with a result and those that ended in an
+        infra error (the summary and the report count these)."""
+        rows = self._exec("SELECT COUNT(*) FROM events WHERE kind = ?", (INFRA_ERROR,))
+        return self.count("evaluations") + rows[0][0]
 
     def count(self, table: str) -> int:
         assert table in {"llm_calls", "candidates", "evaluations", "events", "iterations"}

@@ -14,7 +14,7 @@ of ``[executor]``) and a function that builds it from them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -32,12 +32,15 @@ if TYPE_CHECKING:
 class EvalRequest:
     """One evaluation: this program of this problem on this backend (with its hardware
     config and options), in this context. An executor that evaluates elsewhere rebuilds
-    the backend there from ``backend.name``, ``backend.hardware`` and ``backend.options``."""
+    the backend there from ``backend.name``, ``backend.hardware`` and ``backend.options``.
+    ``on_lost``, when given, is called at once with each attempt lost with its worker or
+    node (``attempt``, ``node_id``, ``node_ip``, ``reason``): the engine journals it."""
 
     backend: Backend
     problem: Problem
     code: str
     ctx: EvalContext
+    on_lost: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
 
 
 @runtime_checkable
@@ -64,7 +67,14 @@ class Executor(Protocol):
     async def evaluate(self, request: EvalRequest) -> EvalResult:
         """Evaluate one program; never raises for a failure of the program or of the
         machine it ran on (those are failed ``EvalResult`` values, ``INFRA_ERROR`` for the
-        latter)."""
+        latter). Raises ``RunStopped`` when it can evaluate nothing more for now (the
+        ``ray`` executor: no live node has held a slot for ``no_nodes_timeout_s``): the
+        run stops cleanly and resumes later."""
+        ...
+
+    def stalled(self) -> str | None:
+        """Why evaluations cannot run at the moment, and for how long they have waited
+        (shown by the progress display); None while they can."""
         ...
 
     async def describe(self) -> dict[str, Any]:

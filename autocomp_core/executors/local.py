@@ -37,5 +37,8 @@ class LocalExecutor:
         result.placement = {"executor": "local", "host": socket.gethostname()}
         return result
 
+    def stalled(self) -> str | None:
+        return None  # this machine is always there
+
     async def describe(self) -> dict[str, Any]:
         return {"kind": "local", "host": socket.gethostname(), "capacity": machine_capacity()}

@@ -10,7 +10,14 @@ Only evaluations leave this process: LLM calls, budgets and the journal stay her
 evaluation lost with its slot (its worker process or node died) is run again on another
 slot (``max_retries`` times; a new slot replaces the dead one wherever Ray can place it),
 then becomes an ``INFRA_ERROR`` result, which the search does not hold against the
-program.
+program. Each attempt lost is reported (``EvalRequest.on_lost``) with its node, its
+number and the reason, for the journal.
+
+Waiting for a node is not an attempt: while no live node can hold a slot (every node
+that could has died), evaluations wait, ``stalled`` says so (for the progress display)
+and the log says so at once and every ``NO_NODES_REPEAT_S``; when that lasts
+``no_nodes_timeout_s`` the evaluations raise ``NoNodes``, which stops the run cleanly
+(``RunStopped``): ``resume`` continues it once nodes are back.
 
 Ray is imported only when the executor connects: ``pip install 'autocomp-core[ray]'``.
 """
@@ -20,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self
 
@@ -27,6 +35,7 @@ import anyio
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..accounting import RunStopped
 from ..backend import EvalResult, FailureKind
 from ..config import ConfigError
 
@@ -49,6 +58,17 @@ CLIENT_CONNECT_ATTEMPTS = 3
 TASK_SLACK_S = 300.0
 #: how long leaving waits for the slots to close their backends
 CLOSE_TIMEOUT_S = 15.0
+#: how often an evaluation waiting for a slot asks whether a live node can hold one (the
+#: answer is shared for as long by every evaluation waiting)
+NODE_CHECK_S = 1.0
+#: how long slots may keep failing to start where live nodes could hold them before an
+#: evaluation counts it as an attempt lost: a node that has just died is still counted
+#: live until it misses its health checks, and slots started there fail meanwhile
+NO_SLOT_GRACE_S = 30.0
+#: while no live node can hold a slot, the log says so again this often
+NO_NODES_REPEAT_S = 30.0
+#: the stop reason of a run that waited ``no_nodes_timeout_s`` for a node
+NO_NODES_REASON = "executor.no_nodes_timeout_s"
 
 
 class RayOptions(BaseModel):
@@ -62,6 +82,9 @@ class RayOptions(BaseModel):
     address: str = "auto"
     #: times an evaluation lost with its worker or node is run again
     max_retries: int = Field(2, ge=0, le=20)
+    #: how long evaluations wait while no live node can hold an evaluation slot (every node
+    #: that could has died) before the run stops (then ``resume`` it once nodes are back)
+    no_nodes_timeout_s: float = Field(600.0, ge=0, le=7 * 24 * 3600)
 
     @field_validator("address")
     @classmethod
@@ -140,6 +163,14 @@ class NoSlot(Exception):
     """Every evaluation slot of a backend configuration failed to start."""
 
 
+class NoNodes(RunStopped):
+    """No live node could hold an evaluation slot for ``no_nodes_timeout_s``: the run
+    stops (``detail`` says why in one line) and can be resumed once nodes are back."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(NO_NODES_REASON, detail)
+
+
 class SlotPool:
     """The evaluation slots (``EvaluationSlot`` actors) of one backend configuration: kept
     at ``size``, each started at once and handed to one evaluation at a time once it has
@@ -153,6 +184,7 @@ class SlotPool:
         self.busy: list[Any] = []
         self.starting: list[Any] = []
         self.last_error = ""  # why the last slot that died while starting died
+        self._where: dict[int, dict[str, Any]] = {}  # an open slot's node, by id(actor)
         self._changed = anyio.Event()
         self._openings: set[anyio.CancelScope] = set()
 
@@ -169,13 +201,14 @@ class SlotPool:
         with anyio.CancelScope() as opening:  # cancelled when the pool closes
             self._openings.add(opening)
             try:
-                await actor.open.remote()
+                where = await actor.open.remote()
             except RayError as exc:  # its node died, or it could not be created there
                 self.last_error = _first_line(exc)
                 self.starting.remove(actor)
                 _kill(actor)
             else:
                 self.starting.remove(actor)
+                self._where[id(actor)] = where
                 self.idle.append(actor)
             finally:
                 self._openings.discard(opening)
@@ -192,6 +225,10 @@ class SlotPool:
         self.busy.append(actor)
         return actor
 
+    def where(self, actor: Any) -> dict[str, Any]:
+        """The node an open slot is on (``node_id``, ``node_ip``, ``pid``)."""
+        return self._where.get(id(actor), {})
+
     def give_back(self, actor: Any) -> None:
         self.busy.remove(actor)
         self.idle.append(actor)
@@ -201,6 +238,7 @@ class SlotPool:
         """A slot lost (its process or node died, or it stopped answering): end it and
         start another."""
         self.busy.remove(actor)
+        self._where.pop(id(actor), None)
         _kill(actor)
         self.fill()
         self._notify()
@@ -218,6 +256,7 @@ class SlotPool:
         for actor in self.idle + self.busy + self.starting:
             _kill(actor)
         self.idle, self.busy, self.starting = [], [], []
+        self._where.clear()
 
     def _notify(self) -> None:
         self._changed.set()
@@ -243,6 +282,9 @@ class RayExecutor:
         self._slot_class: Any = None
         self._pools: dict[str, SlotPool] = {}  # by backend configuration
         self._tasks: TaskGroup | None = None  # the slots' openings, while entered
+        self._live: tuple[float, list[dict[str, Any]]] | None = None  # (asked at, nodes)
+        self._no_nodes_since: float | None = None  # since when no live node can hold a slot
+        self._no_nodes_said = 0.0  # when the log last said so
 
     # -- connection ---------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -354,26 +396,39 @@ class RayExecutor:
         from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 
         pool = self._pool(request.backend)
-        lost: list[str] = []
+        resources = request.backend.resources()
+        lost: list[dict[str, Any]] = []
         for attempt in range(1, self.options.max_retries + 2):
             slot = ref = None
             try:
+                slot = await self._take(pool, resources)
                 with anyio.fail_after(request.ctx.timeout_s * 3 + TASK_SLACK_S):
-                    slot = await pool.take()
                     ref = slot.evaluate.remote(request.problem, request.code, request.ctx)
                     answer = await ref
             except (RayTaskError, TaskCancelledError) as exc:  # the slot's own code failed
                 pool.give_back(slot)
-                return self._lost(lost + [_first_line(exc)], attempt, retried=False)
+                lost.append(self._loss(attempt, pool.where(slot), _first_line(exc)))
+                return self._lost(lost, attempt, retried=False)
             except (RayError, TimeoutError, NoSlot) as exc:  # the slot went away, or none came
+                where = pool.where(slot) if slot is not None else {}
                 if slot is not None:
                     pool.discard(slot)
-                lost.append(_first_line(exc) if str(exc) else "no answer in time")
-                log.warning(
-                    "evaluation lost with its worker; running it again",
-                    attempt=attempt,
-                    error=lost[-1],
+                self._live = None  # its node may have died: ask again before the next try
+                lost.append(
+                    self._loss(
+                        attempt, where, _first_line(exc) if str(exc) else "no answer in time"
+                    )
                 )
+                log.warning(
+                    "evaluation lost with its worker or node; running it again"
+                    if attempt <= self.options.max_retries
+                    else "evaluation lost with its worker or node, for the last time",
+                    attempt=attempt,
+                    node=where.get("node_ip"),
+                    error=lost[-1]["reason"],
+                )
+                if request.on_lost is not None:
+                    request.on_lost(lost[-1])
                 continue
             except BaseException:  # cancelled here: stop it there (the slot goes on serving)
                 if ref is not None:
@@ -393,6 +448,122 @@ class RayExecutor:
         return self._lost(lost, self.options.max_retries + 1, retried=True)
 
     @staticmethod
+    def _loss(attempt: int, where: dict[str, Any], reason: str) -> dict[str, Any]:
+        """One attempt lost: its number, the node it was on (when a slot was taken) and why."""
+        return {
+            "attempt": attempt,
+            "node_id": where.get("node_id"),
+            "node_ip": where.get("node_ip"),
+            "reason": reason,
+        }
+
+    # -- waiting for a node -------------------------------------------------------------
+    async def _take(self, pool: SlotPool, resources: Resources) -> Any:
+        """An open slot of ``pool`` on a live node. While no live node can hold one, wait
+        for a node without counting it as an attempt (``NoNodes`` once that has lasted
+        ``no_nodes_timeout_s``). Where nodes can hold one: slots that keep failing to
+        start for ``NO_SLOT_GRACE_S`` are ``NoSlot``, and none opening within
+        ``TASK_SLACK_S`` a ``TimeoutError`` (attempts lost)."""
+        waiting_since: float | None = None  # for a slot to start, where nodes can hold one
+        while True:
+            failed: NoSlot | None = None
+            slot = None
+            try:
+                with anyio.move_on_after(NODE_CHECK_S):
+                    slot = await pool.take()
+            except NoSlot as exc:
+                failed = exc
+            if slot is not None:
+                try:
+                    live = {n["NodeID"] for n in await self.live_nodes()}
+                except BaseException:  # cancelled: the slot goes on serving
+                    pool.give_back(slot)
+                    raise
+                if pool.where(slot).get("node_id") in live:
+                    self.note_nodes_back()
+                    return slot
+                pool.discard(slot)  # an idle slot whose node died: not an attempt lost
+                continue
+            if await self.live_slots(resources) == 0:
+                waiting_since = None
+                self.note_no_nodes(resources)
+            elif failed is not None or not pool.busy:  # not waiting for others to finish
+                self.note_nodes_back()
+                now = time.monotonic()
+                waiting_since = waiting_since or now
+                if failed is not None and now - waiting_since >= NO_SLOT_GRACE_S:
+                    raise failed
+                if now - waiting_since >= TASK_SLACK_S:
+                    raise TimeoutError(f"no evaluation slot opened in {TASK_SLACK_S:.0f} s")
+            if failed is not None:  # slots that cannot start: start others in a while
+                await anyio.sleep(NODE_CHECK_S)
+
+    async def live_nodes(self) -> list[dict[str, Any]]:
+        """The live nodes, asked of the cluster (in a thread: the event loop goes on) at
+        most once per ``NODE_CHECK_S``, every evaluation waiting sharing the answer; a
+        cluster that does not answer has none."""
+        now = time.monotonic()
+        if self._live is None or now - self._live[0] >= NODE_CHECK_S:
+            try:
+                nodes = await anyio.to_thread.run_sync(self.nodes)
+            except Exception as exc:
+                log.warning("the Ray cluster does not answer", error=_first_line(exc))
+                nodes = []
+            self._live = (time.monotonic(), nodes)
+        return self._live[1]
+
+    async def live_slots(self, resources: Resources) -> int:
+        """Evaluations with these needs the live nodes hold at once."""
+        return sum(fits(n.get("Resources", {}), resources) for n in await self.live_nodes())
+
+    def note_no_nodes(self, resources: Resources) -> None:
+        """An evaluation found no live node able to hold a slot: say so (at once, then
+        every ``NO_NODES_REPEAT_S``); ``NoNodes`` once ``no_nodes_timeout_s`` has passed."""
+        now = time.monotonic()
+        limit = self.options.no_nodes_timeout_s
+        if self._no_nodes_since is None:
+            self._no_nodes_since = self._no_nodes_said = now
+            needs = ", ".join(f"{v:g} {k}" for k, v in resources.needs().items() if v)
+            log.warning(
+                "no live node of the Ray cluster can hold an evaluation slot; waiting for one",
+                needs=needs,
+                stops_after_s=limit,
+            )
+        waited = now - self._no_nodes_since
+        if waited >= limit:
+            raise NoNodes(
+                f"no live node of the Ray cluster could hold an evaluation slot for "
+                f"{waited:.0f} s (executor.no_nodes_timeout_s = {limit:g})"
+            )
+        if now - self._no_nodes_said >= NO_NODES_REPEAT_S:
+            self._no_nodes_said = now
+            log.warning(
+                "still no live node of the Ray cluster can hold an evaluation slot",
+                waited_s=round(waited),
+                stops_after_s=limit,
+            )
+
+    def note_nodes_back(self) -> None:
+        """A live node can hold a slot (again): the wait, if there was one, is over."""
+        if self._no_nodes_since is not None:
+            waited = time.monotonic() - self._no_nodes_since
+            self._no_nodes_since = None
+            log.warning(
+                "a node of the Ray cluster can hold evaluation slots again", waited_s=round(waited)
+            )
+
+    def stalled(self) -> str | None:
+        """Why evaluations cannot run now, with how long they have waited; None while
+        they can."""
+        if self._no_nodes_since is None:
+            return None
+        waited = time.monotonic() - self._no_nodes_since
+        return (
+            f"no live node can hold an evaluation slot: waiting {waited:.0f} s "
+            f"(the run stops at {self.options.no_nodes_timeout_s:g} s)"
+        )
+
+    @staticmethod
     def _cancel(ref: Any, force: bool = False) -> None:
         import ray
 
@@ -402,10 +573,15 @@ class RayExecutor:
             pass
 
     @staticmethod
-    def _lost(errors: list[str], attempts: int, retried: bool) -> EvalResult:
-        why = "; ".join(errors[-3:])
+    def _lost(lost: list[dict[str, Any]], attempts: int, retried: bool) -> EvalResult:
+        why = "; ".join(
+            f"attempt {x['attempt']}"
+            + (f" on {x['node_ip']}" if x["node_ip"] else "")
+            + f": {x['reason']}"
+            for x in lost[-3:]
+        )
         text = (
-            f"the evaluation was lost {attempts} times with its worker or node: {why}"
+            f"the evaluation was lost with its worker or node on every attempt ({attempts}): {why}"
             if retried
             else f"the evaluation task failed on its node: {why}"
         )
@@ -413,7 +589,7 @@ class RayExecutor:
             False,
             failure=FailureKind.INFRA_ERROR,
             feedback=text,
-            placement={"executor": "ray", "attempts": attempts, "lost": errors},
+            placement={"executor": "ray", "attempts": attempts, "lost": lost},
         )
 
     # -- description --------------------------------------------------------------------

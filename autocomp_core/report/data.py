@@ -84,6 +84,10 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     recorded = store.evaluations()
     evals = {c.eval_key: recorded[c.eval_key][0] for c in cands if c.eval_key in recorded}
     finished = {key: recorded[key][1] for key in evals}
+    # an evaluation that ended in an infra error has no result row: its journaled result
+    # says why (the nodes it was lost with, or the evaluator's failure)
+    infra = store.infra_errors()
+    shown = {**{c.eval_key: infra[c.eval_key] for c in cands if c.eval_key in infra}, **evals}
     beams: dict[int, list[str]] = {}
     stats = store.iteration_stats()
     for i in sorted({0, *stats}):
@@ -98,7 +102,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     }
     settings = _settings(config)
     status = _status(events, settings.search.iterations, beams)
-    nodes, codes = _candidates(cands, evals, beams, rejected, status["iterations_done"])
+    nodes, codes = _candidates(cands, shown, beams, rejected, status["iterations_done"])
     by_id = {c.id: c for c in cands}
     initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
     drop_root = settings.translation.iterations > 0 and settings.translation.drop_original
@@ -109,6 +113,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     if status["state"] == "running":
         wall += time.time() - status["session_started"]
     best_score = best.score if best else math.inf
+    ended = store.evaluations_ended()
     return {
         "name": name,
         "target": target,
@@ -125,7 +130,8 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
             "impossible": bool(bound and best and best_score < bound),
             "candidates": len(cands),
             "correct": sum(c.correct for c in cands),
-            "evaluations": len(evals),
+            "evaluations": ended,  # as summary.json counts them
+            "infra_errors": ended - len(recorded),
             "llm_calls": usage["total"]["calls"],
             "tokens": usage["total"]["input_tokens"] + usage["total"]["output_tokens"],
             "cost_usd": usage["total"]["cost_usd"],

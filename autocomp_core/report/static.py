@@ -37,7 +37,11 @@ def _run(data: dict[str, Any]) -> str:
         ("speedup", _speedup(s["speedup"])),
         ("lower bound", _value(s["lower_bound"], unit)),
         ("candidates", f"{s['candidates']} ({s['correct']} correct)"),
-        ("evaluations", str(s["evaluations"])),
+        (
+            "evaluations",
+            str(s["evaluations"])
+            + (f" ({s['infra_errors']} infra errors)" if s.get("infra_errors") else ""),
+        ),
         ("LLM calls", str(s["llm_calls"])),
         ("tokens", str(s["tokens"])),
         ("LLM cost", f"${s['cost_usd']:.4f}"),

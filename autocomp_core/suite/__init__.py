@@ -280,7 +280,8 @@ async def _run(
                     async with anyio.create_task_group() as tg:
                         for prep in preps:
                             tg.start_soon(one, prep, at_once, share)
-        budgets = [reason for reason in stops if reason.startswith("budget.")]
+        # a budget, or the cluster (no node for executor.no_nodes_timeout_s), stopped runs
+        budgets = [reason for reason in stops if reason.startswith(("budget.", "executor."))]
         stop_reason = (
             "budget.wall_s" if scope.cancelled_caught else budgets[0] if budgets else "completed"
         )

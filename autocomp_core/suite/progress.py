@@ -90,8 +90,13 @@ class SuiteProgress(LiveDisplay):
                 run.best_text() if run else "",
             )
         top = ", ".join(f"{p} {s:.2f}x" for p, s in self.best_speedups()[:5]) or "-"
+        lines = [Text(self.counts()), Text(f"best speedups: {top}")]
+        # the runs share one executor: one of them waiting for a node says it for all
+        stalled = next((w for r in self.runs.values() if (w := r.stalled())), None)
+        if stalled:
+            lines.append(Text(f"waiting: {stalled}", style="bold red"))
         return Panel(
-            Group(Text(self.counts()), Text(f"best speedups: {top}"), table),
+            Group(*lines, table),
             title=f"autocomp suite {self.title}".strip(),
             title_align="left",
             expand=False,

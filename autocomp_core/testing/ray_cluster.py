@@ -221,6 +221,19 @@ class LocalRayCluster:
         _kill_all(self.processes(name))
         node.process.wait()
 
+    def kill_raylet(self, name: str) -> int:
+        """``kill -9`` of a node's raylet, as a user kills a node: its workers die with it
+        and the cluster marks the node dead after its missed health checks. The pid killed."""
+        for pid in self.processes(name):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if Path(argv[0].decode(errors="replace")).name == "raylet":
+                os.kill(pid, signal.SIGKILL)
+                return pid
+        raise RuntimeError(f"ray node {name} has no raylet")
+
     # -- the end ------------------------------------------------------------------------
     def processes(self, node: str | None = None) -> list[int]:
         """Every live process this cluster (or one node of it) started: they carry its

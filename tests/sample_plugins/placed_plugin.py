@@ -23,6 +23,8 @@ class PlacedOptions(ToyOptions):
     #: a node (its ``AUTOCOMP_TEST_NODE``) where evaluations stall until the node dies, so
     #: a test kills it mid-evaluation however loaded the machine is
     stall_on: str | None = None
+    #: whether the problem's baseline stalls there too (false: a run always starts)
+    stall_baseline: bool = True
 
 
 class PlacedToyBackend(ToyBackend):
@@ -49,6 +51,7 @@ class PlacedToyBackend(ToyBackend):
             if (
                 self.options.stall_on
                 and os.environ.get("AUTOCOMP_TEST_NODE") == self.options.stall_on
+                and (self.options.stall_baseline or code != problem.baseline_code)
             ):
                 await anyio.sleep_forever()
             return await super().evaluate(problem, code, ctx)
