@@ -252,7 +252,15 @@ def outcome_of(program: MeasuredProgram, result: EvalResult) -> Outcome:
     if result.correct and result.metric is not None:
         return Outcome(program, float(result.metric))
     status = result.status or (result.failure.value if result.failure else "failed")
-    first = next((line.strip() for line in result.feedback.splitlines() if line.strip()), "")
+    # the first line that says more than the status (a backend may open with the status itself)
+    first = next(
+        (
+            line.strip()
+            for line in result.feedback.splitlines()
+            if line.strip() and line.strip().lower() not in (status.lower(), f"status: {status}")
+        ),
+        "",
+    )
     return Outcome(program, None, f"{status}: {first}" if first else status)
 
 

@@ -109,6 +109,8 @@ def test_refusal_reason_is_status_and_first_feedback_line():
         False, failure=FailureKind.REJECTED, status="hack_suspected", feedback="\nwhy\nmore"
     )
     assert outcome_of(program, result).refused == "hack_suspected: why"
+    opening = EvalResult(False, status="compile_error", feedback="status: compile_error\nline 3: x")
+    assert outcome_of(program, opening).refused == "compile_error: line 3: x"
     assert outcome_of(program, EvalResult(False, failure=FailureKind.CRASH)).refused == "crash"
     assert outcome_of(program, EvalResult(True, metric=3.0)).modelled == 3.0
 
