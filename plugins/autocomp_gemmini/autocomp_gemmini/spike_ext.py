@@ -56,14 +56,16 @@ class Session:
         self.state = proc.state  # live views: fetching them costs microseconds per command
         self.get_csr = proc.get_csr
         if self.compiled is not None and cfg.dtype == "int8":
-            self.timing = self.compiled.NativeTiming(params, cfg.spad_rows, cfg.acc_rows)
+            self.timing = self.compiled.NativeTiming(
+                params, cfg.spad_rows, cfg.acc_rows, cfg.spad_banks
+            )
             self.g = self.compiled.NativeGemmini(
                 cfg, self.mem, self.timing, delay_stores=path is not None
             )
         else:
             from autocomp_gemmini.model.functional import Gemmini
 
-            self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows)
+            self.timing = TimingModel(params, cfg.spad_rows, cfg.acc_rows, cfg.spad_banks)
             self.g = Gemmini(cfg, self.mem, self.timing, delay_stores=path is not None)
         self.roi_begin: float | None = None
         self.roi_instret = 0

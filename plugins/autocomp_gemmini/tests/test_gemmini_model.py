@@ -451,9 +451,9 @@ def gemm_cycles(reuse: bool) -> float:
     r.config_ld(16)
     for i in range(8):
         r.cmd(isa.MVIN, BASE, op(16 * i, 16, 16))
-    r.cmd(isa.MVIN, BASE, op(1000, 16, 16))
+    r.cmd(isa.MVIN, BASE, op(2048, 16, 16))  # the weights, in another bank than A
     for i in range(8):
-        w = isa.GARBAGE_ADDR if (reuse and i) else 1000
+        w = isa.GARBAGE_ADDR if (reuse and i) else 2048
         r.cmd(isa.PRELOAD, op(w, 16, 16), op(isa.ACC_BIT | (16 * i), 16, 16))
         r.cmd(
             isa.COMPUTE_ACCUMULATED if (reuse and i) else isa.COMPUTE_PRELOADED,
@@ -471,23 +471,26 @@ def test_reloading_weights_costs_nothing_when_each_preload_streams_alongside_a_c
     assert gemm_cycles(reuse=True) == gemm_cycles(reuse=False)
 
 
-def ex_busy_of_preload_compute_chain(n: int, preload_rows_ready_late: bool = False) -> float:
+def ex_busy_of_preload_compute_chain(
+    n: int, preload_rows_ready_late: bool = False, weights_row: int = 2048
+) -> float:
     """Execute-unit cycles of n (preload new weights, compute 16 rows) pairs, every operand in
     the scratchpad before the first (or, with preload_rows_ready_late, each preload's weights
-    moved in just before it, so they land after the compute before it started)."""
+    moved in just before it, so they land after the compute before it started). A is at row 0
+    (bank 0 of 4, 1024 rows each); the weights from `weights_row` on."""
     r = Rig(16)
     r.config_ex()
     r.config_ld(16)
     r.cmd(isa.MVIN, BASE, op(0, 16, 16))  # A
     for i in range(n):
         if not preload_rows_ready_late:
-            r.cmd(isa.MVIN, BASE, op(2048 + 16 * i, 16, 16))  # B_i, in another bank than A
+            r.cmd(isa.MVIN, BASE, op(weights_row + 16 * i, 16, 16))  # B_i
     r.g.fence()
     busy = r.g.timing.stats.busy["ex"]
     for i in range(n):
         if preload_rows_ready_late:
-            r.cmd(isa.MVIN, BASE, op(2048 + 16 * i, 16, 16))
-        r.cmd(isa.PRELOAD, op(2048 + 16 * i, 16, 16), op(isa.ACC_BIT | (16 * i), 16, 16))
+            r.cmd(isa.MVIN, BASE, op(weights_row + 16 * i, 16, 16))
+        r.cmd(isa.PRELOAD, op(weights_row + 16 * i, 16, 16), op(isa.ACC_BIT | (16 * i), 16, 16))
         r.cmd(isa.COMPUTE_PRELOADED, op(0, 16, 16), op(isa.GARBAGE_ADDR, 16, 16))
     r.g.fence()
     return r.g.timing.stats.busy["ex"] - busy
@@ -497,6 +500,14 @@ def test_preload_before_every_compute_runs_near_peak():
     """The first preload runs alone (DIM cycles); every later one pairs with the compute before
     it, so n pairs take (n + 1) * DIM cycles, not 2 n DIM (8 pairs: 144 cycles, 89% of peak)."""
     assert ex_busy_of_preload_compute_chain(8) == 9 * 16
+
+
+def test_weights_in_the_bank_of_a_take_turns_with_a():
+    """ExecuteController's same_bank check: when the preload's weight rows and the compute's A
+    rows are in one scratchpad bank, the two streams take turns reading it, so the pair lasts
+    the sum of the two: n pairs cost as much as n preloads and n computes one after another."""
+    assert ex_busy_of_preload_compute_chain(8, weights_row=16) == 16 * 16
+    assert ex_busy_of_preload_compute_chain(8, weights_row=1024) == 9 * 16  # the next bank
 
 
 def test_a_preload_whose_weights_are_still_loading_does_not_pair():

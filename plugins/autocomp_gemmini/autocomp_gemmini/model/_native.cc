@@ -144,6 +144,10 @@ struct TimingState {
   // preload that runs alongside it (timing.TimingModel._compute_tail)
   bool tail = false;
   double tail_start = 0, tail_occ = 0;
+  std::vector<long long> tail_banks;  // the banks its reads start in (-1: the accumulator)
+  long long bank_rows = 1;
+
+  long long bank_of(const Rows& r) const { return r.space == ACC ? -1 : r.row / bank_rows; }
 
   double cpu_now() const { return (double)instret * cpi + stall; }
 
@@ -236,6 +240,9 @@ struct TimingState {
     tail = true;
     tail_start = unit_free[EX] - occupancy;
     tail_occ = occupancy;
+    tail_banks.clear();
+    for (int i = 0; i < nreads; i++)
+      if (reads[i].n > 0) tail_banks.push_back(bank_of(reads[i]));
     return true;
   }
 
@@ -259,7 +266,13 @@ struct TimingState {
         if (m > ready) ready = m;
       }
       if (ready <= tail_start) {
-        double end = std::max(unit_free[EX], tail_start + std::max(tail_occ, overlapped));
+        // operands in one bank take turns: the pair lasts the sum of the two
+        bool shared = false;
+        for (int i = 0; i < nreads; i++)
+          if (reads[i].n > 0)
+            for (long long b : tail_banks) shared = shared || b == bank_of(reads[i]);
+        double pair = shared ? tail_occ + overlapped : std::max(tail_occ, overlapped);
+        double end = std::max(unit_free[EX], tail_start + pair);
         double extra = end - unit_free[EX];
         unit_free[EX] = end;
         pending[EX].push_back(tail_start);
@@ -354,9 +367,11 @@ bool parse_rows(PyObject* seq, std::vector<Rows>* out) {
 
 int Timing_init(TimingObject* self, PyObject* args, PyObject* kwds) {
   PyObject* params;
-  long long spad_rows, acc_rows;
-  static const char* kwlist[] = {"params", "spad_rows", "acc_rows", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLL", (char**)kwlist, &params, &spad_rows, &acc_rows)) return -1;
+  long long spad_rows, acc_rows, spad_banks = 4;
+  static const char* kwlist[] = {"params", "spad_rows", "acc_rows", "spad_banks", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLL|L", (char**)kwlist, &params, &spad_rows, &acc_rows,
+                                   &spad_banks))
+    return -1;
   delete self->s;
   self->s = new TimingState();
   TimingState& s = *self->s;
@@ -387,6 +402,7 @@ int Timing_init(TimingObject* self, PyObject* args, PyObject* kwds) {
     Py_DECREF(v);
     if (PyErr_Occurred()) return -1;
   }
+  s.bank_rows = std::max(1LL, spad_rows / std::max(1LL, spad_banks));
   s.written[SPAD].assign(spad_rows, 0.0);
   s.read_done[SPAD].assign(spad_rows, 0.0);
   s.written[ACC].assign(acc_rows, 0.0);

@@ -50,6 +50,7 @@ class ArrayConfig:
     acc_rows: int
     max_block_len: int
     max_block_len_acc: int
+    spad_banks: int = 4
 
     @classmethod
     def of(cls, cfg: GemminiConfig | ArrayConfig) -> ArrayConfig:

@@ -83,7 +83,9 @@ class Gemmini(GemminiBase):
         self.wide_dtype = np.dtype(np.float32 if self.is_float else np.float64)
         self.spad = np.zeros((self.spad_rows, self.dim), self.elem_dtype)
         self.acc = np.zeros((self.acc_rows, self.dim), self.acc_dtype)
-        self.timing = timing or TimingModel(TimingParams(), self.spad_rows, self.acc_rows)
+        self.timing = timing or TimingModel(
+            TimingParams(), self.spad_rows, self.acc_rows, getattr(cfg, "spad_banks", 4)
+        )
         self.spad_used = np.zeros(self.spad_rows, bool)
         self.acc_used = np.zeros(self.acc_rows, bool)
         self.counters = Counters()

@@ -28,8 +28,10 @@ from .timing import UNITS, TimingParams, TimingStats, summarize
 class NativeTiming(Timing):
     """`TimingModel` in C++."""
 
-    def __init__(self, params: TimingParams, spad_rows: int, acc_rows: int) -> None:
-        super().__init__(params, spad_rows, acc_rows)
+    def __init__(
+        self, params: TimingParams, spad_rows: int, acc_rows: int, spad_banks: int = 4
+    ) -> None:
+        super().__init__(params, spad_rows, acc_rows, spad_banks)
 
     @property
     def stats(self) -> TimingStats:

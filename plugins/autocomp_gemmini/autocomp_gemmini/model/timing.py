@@ -13,7 +13,10 @@ ExecuteController does (its `perform_mul_pre` state): the compute's A rows and t
 preload's weight rows stream into the array in the same cycles, so the pair occupies the unit
 for the longer of the two. It pairs only if it was waiting in the queue, its operands landed,
 when the compute started (otherwise the compute starts alone, as the controller's
-`perform_single_mul` does, and the preload follows on its own).
+`perform_single_mul` does, and the preload follows on its own). The two streams read the
+scratchpad in the same cycles, so when the preload's weights and a row the compute reads are in
+the same bank (or both in the accumulator) they take turns (the controller's `same_bank` check)
+and the pair lasts the sum of the two.
 """
 
 from __future__ import annotations
@@ -85,8 +88,11 @@ class TimingStats:
 
 
 class TimingModel:
-    def __init__(self, params: TimingParams, spad_rows: int, acc_rows: int) -> None:
+    def __init__(
+        self, params: TimingParams, spad_rows: int, acc_rows: int, spad_banks: int = 4
+    ) -> None:
         self.p = params
+        self.bank_rows = max(1, spad_rows // max(1, spad_banks))
         self.unit_free = dict.fromkeys(UNITS, 0.0)
         self.pending = {u: collections.deque() for u in UNITS}  # start times not yet reached
         self.depth = {"load": params.load_depth, "ex": params.ex_depth, "store": params.store_depth}
@@ -101,7 +107,7 @@ class TimingModel:
         self._dma_costs: dict[tuple[int, int], tuple[float, float]] = {}
         # (start, occupancy) of the compute just scheduled on the execute unit, while the next
         # execute command may still be a preload that runs alongside it
-        self._compute_tail: tuple[float, float] | None = None
+        self._compute_tail: tuple[float, float, frozenset] | None = None
 
     # --- CPU side -----------------------------------------------------------------
     def cpu_now(self) -> float:
@@ -185,8 +191,14 @@ class TimingModel:
     ) -> float:
         """A COMPUTE on the execute unit (`run`), which the next preload may pair with."""
         done = self.run("ex", issued, occupancy, latency, reads, writes)
-        self._compute_tail = (self.unit_free["ex"] - occupancy, occupancy)
+        self._compute_tail = (self.unit_free["ex"] - occupancy, occupancy, self._banks(reads))
         return done
+
+    def _banks(self, reads: tuple) -> frozenset:
+        """The banks a command's reads start in: a scratchpad bank, or the accumulator."""
+        return frozenset(
+            -1 if space == "acc" else row // self.bank_rows for space, row, n in reads if n > 0
+        )
 
     def run_preload(
         self, issued: float, occupancy: float, overlapped: float, reads: tuple = ()
@@ -196,13 +208,16 @@ class TimingModel:
         of the two). Returns when it is done."""
         tail, self._compute_tail = self._compute_tail, None
         if tail is not None:
-            start, compute_occ = tail
+            start, compute_occ, compute_banks = tail
             ready = issued
             for space, row, n in reads:
                 if n > 0:
                     ready = max(ready, *self.written[space][row : row + n])
             if ready <= start:
-                end = max(self.unit_free["ex"], start + max(compute_occ, overlapped))
+                # operands in one bank take turns: the pair lasts the sum of the two
+                shared = bool(compute_banks & self._banks(reads))
+                pair = compute_occ + overlapped if shared else max(compute_occ, overlapped)
+                end = max(self.unit_free["ex"], start + pair)
                 extra = end - self.unit_free["ex"]
                 self.unit_free["ex"] = end
                 self.pending["ex"].append(start)
