@@ -219,4 +219,6 @@ HONEST = [
     Honest("transpose_into_sbuf.py", "advanced/transpose", "a TensorE transpose assigned to SBUF"),
     Honest("mamba_tutorial_v1.py", "tutorial/mamba", "a 1-D [128] tile from an integer index"),
     Honest("index_floordiv_mod.py", "advanced/conv1d", "// and % in index expressions"),
+    Honest("rmsnorm_store_through_ds.py", RMS, "a store through x[:, nl.ds(...)] = ..."),
+    Honest("softmax_reduce_cmd.py", "pytorch/softmax", "a sum across ScalarE's reduce registers"),
 ]
