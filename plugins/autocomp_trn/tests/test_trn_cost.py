@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from trn_testkit import DOUBLE, MATMUL, problem, run
 
@@ -79,7 +80,10 @@ def solution(x):
     return out
 """
     transposing = contiguous.replace("nl.load(x[:, 0:128])", "nl.load_transpose2d(x[:, 0:128])")
-    assert busy(transposing, "dma") > 5 * busy(contiguous, "dma")
+    neither = contiguous.replace("    t = nl.load(x[:, 0:128])\n", "")
+    base = busy(neither, "dma")
+    # the one [128, 128] fp32 load: an element per DMA beat against 4 KiB rows
+    assert busy(transposing, "dma") - base > 5 * (busy(contiguous, "dma") - base)
 
 
 PIPELINE = """
@@ -179,3 +183,143 @@ def test_a_true_onezero_hint_halves_fp32_matmul_cost_and_a_false_one_is_refused(
     assert busy(identity_transpose(True), "pe", TRANSPOSE_FP32) == busy(
         identity_transpose(False), "pe", TRANSPOSE_FP32
     )
+
+
+# -- what the compiler and the engines do that the instruction list alone does not show -------
+ACCUMULATE = """
+@nki.jit
+def solution(xT, w):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.load(xT)
+    b = nl.load(w)
+    INIT
+    acc += nisa.nc_matmul(a, b)
+    acc += nisa.nc_matmul(a, b)
+    nl.store(out, value=nl.multiply(acc, 0.5))
+    return out
+"""
+
+
+def test_zeroing_a_psum_tile_that_matmuls_accumulate_into_costs_nothing():
+    # the first matmul of an accumulation group overwrites its PSUM bank (nki.md 2.7): the zeros
+    # are never written, while zeros that an engine add accumulates into are
+    psum = ACCUMULATE.replace("INIT", "acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)")
+    none = ACCUMULATE.replace("INIT", "acc = nisa.nc_matmul(a, b)").replace(
+        "    acc += nisa.nc_matmul(a, b)\n", "", 1
+    )
+    assert run(psum, MATMUL)["status"] == "ok"  # and the sum is still right
+    assert busy(psum, "dve", MATMUL) == busy(none, "dve", MATMUL)
+    sbuf = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.sbuf)
+    acc += t
+    acc += t
+    nl.store(out, value=acc)
+    return out
+"""
+    assert busy(sbuf, "dve") > busy(sbuf.replace("    acc += t\n", "", 1), "dve")
+
+
+EXP_SUM = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    BODY
+    nl.store(out, value=s)
+    return out
+"""
+SUM_SPEC = problem(
+    [Input("x", (128, 512), "float32", "uniform")],
+    [((128, 1), "float32")],
+    lambda x: (np.exp(x).sum(1, keepdims=True),),
+    1e-4,
+    1e-4,
+)
+
+
+def test_an_exp_followed_by_its_add_reduce_is_one_scalar_engine_instruction():
+    # the compiler merges them into ScalarE's activation-with-reduce (nki.md 5.5; the published
+    # sd_attention kernel relies on it): no VectorE pass over the exp's output
+    split = EXP_SUM.replace(
+        "BODY",
+        "e = nisa.activation(nl.exp, data=t)\n    s = nisa.tensor_reduce(np.add, data=e, axis=(1,))",
+    )
+    fused = EXP_SUM.replace(
+        "BODY",
+        "s = nl.ndarray((128, 1), dtype=nl.float32)\n"
+        "    e = nisa.activation_reduce(nl.exp, data=t, reduce_op=np.add, reduce_res=s)",
+    )
+    assert run(split, SUM_SPEC)["status"] == "ok"
+    assert busy(split, "dve", SUM_SPEC) == busy(fused, "dve", SUM_SPEC)
+    assert latency(split, SUM_SPEC) == latency(fused, SUM_SPEC)
+    # a max-reduce is not merged: it stays a VectorE pass
+    kept = split.replace("np.add, data=e", "np.max, data=e")
+    assert busy(kept, "dve", SUM_SPEC) > busy(split, "dve", SUM_SPEC)
+
+
+TT = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.load(x)
+    b = SECOND
+    for k in nl.affine_range(8):
+        c = nisa.tensor_tensor(a, b, op=np.add)
+    nl.store(out, value=nl.multiply(a, 2.0))
+    return out
+"""
+
+
+def test_a_tensor_tensor_with_one_psum_input_streams_one_operand_from_sbuf():
+    # nisa docs: a tensor_tensor costs N cycles when one input is in PSUM, 2N from SBUF only
+    in_psum = TT.replace(
+        "SECOND",
+        "nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)\n"
+        "    b[...] = nisa.tensor_copy(a[:, 0:512])",
+    ).replace("c = nisa.tensor_tensor(a, b", "c = nisa.tensor_tensor(a[:, 0:512], b")
+    in_sbuf = in_psum.replace("buffer=nl.psum", "buffer=nl.sbuf")
+    assert busy(in_psum, "dve", WIDE) < busy(in_sbuf, "dve", WIDE)
+
+
+def test_bf16_adds_run_at_one_cycle_per_element():
+    fp32 = TT.replace("SECOND", "nl.copy(a)")
+    bf16 = fp32.replace("a = nl.load(x)", "a = nl.load(x, dtype=nl.bfloat16)")
+    bf16 = bf16.replace("nl.multiply(a, 2.0)", "nl.multiply(a, 2.0, dtype=nl.float32)")
+
+    def loop(body: str) -> float:
+        return busy(body, "dve", WIDE) - busy(body.replace("range(8)", "range(0)"), "dve", WIDE)
+
+    assert loop(bf16) < 0.6 * loop(fp32)
+
+
+CHAIN = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    BODY
+    nl.store(out, value=nl.multiply(t, 2.0))
+    return out
+"""
+
+
+def test_an_engine_hides_operand_access_behind_independent_work_not_dependent_work():
+    # nki.md 5.1: the fixed overhead shows when instructions are back-to-back dependent
+    independent = CHAIN.replace(
+        "BODY",
+        "\n    ".join(f"u{i} = nisa.tensor_scalar(t, np.multiply, 1.0)" for i in range(8)),
+    )
+    dependent = CHAIN.replace(
+        "BODY",
+        "u0 = nisa.tensor_scalar(t, np.multiply, 1.0)\n    "
+        + "\n    ".join(
+            f"u{i} = nisa.tensor_scalar(u{i - 1}, np.multiply, 1.0)" for i in range(1, 8)
+        ),
+    )
+    assert busy(independent, "dve") < busy(dependent, "dve")
+    per_op = (busy(dependent, "dve") - busy(independent, "dve")) / 7 * 1000  # ns
+    assert abs(per_op - TRN1.access_cycles / TRN1.dve_ghz) < 1.0

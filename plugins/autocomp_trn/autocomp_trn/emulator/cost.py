@@ -30,6 +30,7 @@ ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "Gp
 ENGINE_ID = {"pe": 0, "act": 1, "dve": 2, "pool": 3, "dma": 4}
 GRID = 64  # dependency buckets per axis of a tensor
 REORDER_WINDOW = 64  # how many idle gaps back in an engine's schedule an instruction may be placed
+ELEMENT_BYTES = 4  # the widest element a DMA moves one at a time (fp32)
 
 
 class Timeline:
@@ -165,6 +166,7 @@ class Scheduler:
         self.dma_lines = [Timeline() for _ in range(gen.dma_engines)]
         self.hbm_line = Timeline()
         self.end = 0.0
+        self.last_end: dict[str, float] = {}  # when each engine's latest instruction ends
         self.report = CostReport()
         self.clock = {
             "pe": gen.pe_ghz,
@@ -194,6 +196,16 @@ class Scheduler:
                 t = max(t, m + sem)
         return t
 
+    def _reads_last_result(self, engine: str, reads) -> bool:
+        last, eid = self.last_end.get(engine), ENGINE_ID[engine]
+        if last is None:
+            return False
+        for regs, r0, r1, c0, c1 in reads:
+            b = regs.box(r0, r1, c0, c1)
+            if ((regs.w_eng[b] == eid) & (regs.w_end[b] == last)).any():
+                return True
+        return False
+
     @staticmethod
     def _commit(end: float, eid: int, reads, writes) -> None:
         for regs, r0, r1, c0, c1 in reads:
@@ -205,14 +217,29 @@ class Scheduler:
             regs.w_eng[b] = eid
 
     # ------------------------------------------------------------------ issue
-    def compute(self, engine: str, cycles: float, reads, writes, kind: str) -> None:
+    def compute(
+        self, engine: str, cycles: float, reads, writes, kind: str, exposed: float = 0.0
+    ) -> float:
+        """Place one instruction on its engine; returns when it ends. ``exposed``: cycles added
+        when it reads what the engine's previous instruction wrote (a latency the engine's
+        pipeline hides behind independent work)."""
+        if exposed and self._reads_last_result(engine, reads):
+            cycles += exposed
         dur = cycles / self.clock[engine]
         start = self.lines[engine].place(self._ready(engine, reads, writes), dur)
         end = start + dur
+        self.last_end[engine] = end
         self._commit(end, ENGINE_ID[engine], reads, writes)
         self.report.busy_ns[engine] += dur
         self._count(kind)
         self.end = max(self.end, end)
+        return end
+
+    def commit(self, end: float, engine: str, writes, kind: str) -> None:
+        """What another instruction wrote as part of its own work (a fused instruction): ready at
+        ``end``, written by ``engine``, taking no time of its own."""
+        self._commit(end, ENGINE_ID[engine], [], writes)
+        self.report.counts[kind] = self.report.counts.get(kind, 0) + 1
 
     def dma(
         self,
@@ -238,7 +265,11 @@ class Scheduler:
             n_eng, first = g.dma_engines, 0
         per_bytes = nbytes / n_eng
         per_desc = math.ceil(descriptors / n_eng)
-        occupancy = g.dma_issue_ns + per_desc * g.dma_desc_ns + per_bytes / g.dma_engine_gbs
+        # an element-granular transfer (a transposing load, a gather) walks one strided pattern an
+        # element per DMA beat: its elements are not descriptors of their own
+        element_granular = descriptors > 0 and nbytes / descriptors <= ELEMENT_BYTES
+        desc_ns = g.dma_elem_ns if element_granular else g.dma_desc_ns
+        occupancy = g.dma_issue_ns + per_desc * desc_ns + per_bytes / g.dma_engine_gbs
         done = 0.0
         for k in range(n_eng):
             line = self.dma_lines[(first + k) % g.dma_engines]

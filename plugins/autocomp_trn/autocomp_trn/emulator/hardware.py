@@ -42,6 +42,10 @@ class Generation:
     dma_engine_gbs: float = 27.2
     dma_issue_ns: float = 64.0  # per DMA instruction occupancy on its queue (calibrated)
     dma_desc_ns: float = 16.0  # per contiguous descriptor (calibrated)
+    # per element of an element-granular transfer (load_transpose2d, gathers): fitted on the
+    # tutorial sd_attention chain's transposing loads (nki.md 2.6: "significantly lower DMA
+    # bandwidth"; ~30 GB/s for fp32 over the 16 engines)
+    dma_elem_ns: float = 2.0
     dma_latency_ns: float = 1600.0  # issue-to-completion latency, overlappable (calibrated)
     dma_efficiency: float = 0.7  # sustained fraction of HBM bandwidth
     sem_ns: float = 64.0  # cross-engine semaphore hop (calibrated)

@@ -182,6 +182,9 @@ class Replayer:
         self.line = 0
         self.live_bytes = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.cost_s = 0.0
+        self.index = 0  # of the event being replayed
+        self.fusions = Fusions()
+        self.fused_end: dict[int, float] = {}  # fused activation event -> when it ends
         # ScalarE's 128 reduce registers, one per partition (per seed); NaN until an activation
         # resets them, so a kernel reading them first computes NaN as from unwritten memory
         self.act_regs = np.full((seeds, hw.PMAX), np.nan, dtype=np.float32)
@@ -191,7 +194,9 @@ class Replayer:
         try:
             events, in_ids, out_ids = self._header()
             last_use = self._last_uses(events)
+            self.fusions = compiler_fusions(events)
             for index, event in enumerate(events):
+                self.index = index
                 self._event(event)
                 for tid in last_use.get(index, ()):
                     self._release(tid, out_ids)
@@ -585,14 +590,28 @@ class Replayer:
         return t.regions, b * t.parts + p0, b * t.parts + p0 + n0, f0, f0 + extent + 1
 
     def _compute(
-        self, engine: str, kind: str, elems: float, dsts, srcs, extra_cycles: int = 0
-    ) -> None:
+        self,
+        engine: str,
+        kind: str,
+        elems: float,
+        dsts,
+        srcs,
+        extra_cycles: int = 0,
+        k: float | None = None,
+    ) -> float:
+        """Cost one instruction and schedule it; returns when it ends. ``k``: cycles per element
+        where the instruction's own rate differs from its kind's (``DVE_K``)."""
         g = self.gen
+        exposed = 0.0  # cycles paid only when the instruction waits for its engine's last one
         if engine == "pe":
             cycles = elems
         else:
-            k = DVE_K.get(kind, 1.0) if engine in ("dve", "pool") else 1.0
-            cycles = max(g.min_ii, k * elems + g.access_cycles) + extra_cycles
+            if k is None:
+                k = DVE_K.get(kind, 1.0) if engine in ("dve", "pool") else 1.0
+            # the operands' access latency overlaps the engine's previous instruction, unless
+            # this one reads what that one wrote (back-to-back dependent)
+            cycles = max(g.min_ii, k * elems) + extra_cycles
+            exposed = max(g.min_ii, k * elems + g.access_cycles) - max(g.min_ii, k * elems)
             if engine == "act":
                 cycles += g.act_fixed_cycles
             if any(
@@ -600,10 +619,16 @@ class Replayer:
             ):
                 cycles += k * elems  # strided minor access runs at half bandwidth
         t = time.perf_counter()
-        self.sched.compute(
-            engine, cycles, [self._box(a) for a in srcs], [self._box(a) for a in dsts], kind
+        end = self.sched.compute(
+            engine,
+            cycles,
+            [self._box(a) for a in srcs],
+            [self._box(a) for a in dsts],
+            kind,
+            exposed,
         )
         self.cost_s += time.perf_counter() - t
+        return end
 
     # ================================================================== data helpers
     def _read(self, ap: AP) -> np.ndarray:
@@ -862,7 +887,8 @@ class Replayer:
         if self.numeric:
             with np.errstate(all="ignore"):
                 self._write(d, ALU[op](self._read(a), self._read(b)))
-        self._compute(engine, "tensor_tensor", _free(d), dsts, srcs)
+        k = _tensor_tensor_k(op, a, b, d) if engine == "dve" else None
+        self._compute(engine, "tensor_tensor", _free(d), dsts, srcs, k=k)
 
     def _scalar_operand(self, attrs: dict, key: str, srcs: list, k: int, data: AP):
         v = attrs.get(key)
@@ -988,9 +1014,17 @@ class Replayer:
             self._write(d, y)
             if cmd != "idle" or red is not None:
                 self._reduce_registers(data, y, cmd, red)
-        self._compute(
-            "act", "activation", _free(d), dsts, srcs, extra_cycles=64 if red is not None else 0
+        fused = self.index in self.fusions.act_reduce  # the add-reduce that follows merges in
+        end = self._compute(
+            "act",
+            "activation",
+            _free(d),
+            dsts,
+            srcs,
+            extra_cycles=64 if red is not None or fused else 0,
         )
+        if fused:
+            self.fused_end[self.index] = end
 
     def _reduce_registers(self, data: AP, y: np.ndarray, cmd: str, red: AP | None) -> None:
         """Apply ``cmd`` to the reduce registers of ``data``'s partitions with the free-axis sum
@@ -1042,7 +1076,12 @@ class Replayer:
             if attrs.get("negate"):
                 r = -r
             self._write(d, r.reshape((self.seeds, *d.shape)))
-        self._compute("dve", "tensor_reduce", _free(s), dsts, srcs)
+        act = self.fusions.reduce_into_act.get(self.index)
+        if act is not None and act in self.fused_end:  # ScalarE's activation computed it
+            self.sched.commit(self.fused_end[act], "act", [self._box(d)], "tensor_reduce (fused)")
+            return
+        bf16_fast = s.t.dtype == "bfloat16" and op in ("add", "max")  # nisa docs: N/2
+        self._compute("dve", "tensor_reduce", _free(s), dsts, srcs, k=0.5 if bf16_fast else None)
 
     def _op_tensor_copy(self, dsts, srcs, attrs) -> None:
         (d,), (s,) = dsts, srcs
@@ -1062,7 +1101,10 @@ class Replayer:
             raise ValueError("memset")
         if self.numeric:
             self._write(d, np.float32(value))
-        self._compute(engine, "memset", _free(d), dsts, [])
+        if self.index in self.fusions.zeroing_matmul:  # the first matmul overwrites instead
+            return
+        bf16_zero = d.t.dtype == "bfloat16" and value == 0  # nisa docs: N/2
+        self._compute(engine, "memset", _free(d), dsts, [], k=0.5 if bf16_zero else None)
 
     def _op_iota(self, dsts, srcs, attrs) -> None:
         (d,) = dsts
@@ -1331,6 +1373,73 @@ def _affine_values(shape, coeffs, const) -> np.ndarray:
             idx = np.arange(shape[a]).reshape([-1 if b == a else 1 for b in range(len(shape))])
             v = v + c * idx
     return v.astype(np.float32)
+
+
+def _tensor_tensor_k(op: str, a: AP, b: AP, d: AP) -> float:
+    """VectorE cycles per element of a tensor_tensor (nisa docs): N when one input is in PSUM
+    (only one operand streams from SBUF), or when every operand is bf16 and the op is an add,
+    multiply or subtract over contiguous elements; 2N otherwise."""
+    if a.t.buffer == "psum" or b.t.buffer == "psum":
+        return 1.0
+    if op in ("add", "multiply", "subtract") and all(
+        ap.t.dtype == "bfloat16" and ap.dims[-1][1] == 1 for ap in (a, b, d)
+    ):
+        return 1.0
+    return DVE_K["tensor_tensor"]
+
+
+@dataclass
+class Fusions:
+    """Instructions the compiler merges, found from the trace's order before it is replayed."""
+
+    #: memsets of a tile whose next use is a matmul accumulating into it: the first matmul of an
+    #: accumulation group overwrites its PSUM bank, so the zeroing is never issued
+    zeroing_matmul: set[int] = field(default_factory=set)
+    #: activations whose output is next read by an add-reduce over all of its free axes: one
+    #: ScalarE activation-with-reduce does both (the reduce costs ~64 cycles more on ScalarE)
+    act_reduce: set[int] = field(default_factory=set)
+    reduce_into_act: dict[int, int] = field(default_factory=dict)  # reduce event -> activation
+
+
+def compiler_fusions(events: list) -> Fusions:
+    """The merges of ``Fusions`` in a trace (malformed events are left to the replay to refuse)."""
+    fusions = Fusions()
+    pending_memset: dict[object, int] = {}  # tensor id -> its memset, not yet used since
+    pending_act: dict[object, tuple[int, list]] = {}  # tensor id -> (activation, its output)
+    for index, e in enumerate(events):
+        if not (isinstance(e, list) and len(e) == 6 and e[0] == "op"):
+            continue
+        _, name, dsts, srcs, attrs, _line = e
+        if not (isinstance(dsts, list) and isinstance(srcs, list) and isinstance(attrs, dict)):
+            continue
+        aps = [ap for ap in (*dsts, *srcs) if isinstance(ap, list) and len(ap) == 3]
+        for tid in {repr(ap[0]) for ap in aps}:
+            memset = pending_memset.pop(tid, None)
+            if (
+                memset is not None
+                and name == "matmul"
+                and attrs.get("acc")
+                and aps
+                and repr(aps[0][0]) == tid
+            ):
+                fusions.zeroing_matmul.add(memset)
+            act = pending_act.pop(tid, None)
+            if (
+                act is not None
+                and name == "tensor_reduce"
+                and attrs.get("op") == "add"
+                and not attrs.get("negate")
+                and srcs == [act[1]]
+                and isinstance(act[1][2], list)
+                and attrs.get("axes") == list(range(1, len(act[1][2])))
+            ):
+                fusions.act_reduce.add(act[0])
+                fusions.reduce_into_act[index] = act[0]
+        if name == "memset" and len(dsts) == 1 and dsts[0] in aps:
+            pending_memset[repr(dsts[0][0])] = index
+        if name == "activation" and len(dsts) == 1 and not attrs.get("reduce") and dsts[0] in aps:
+            pending_act[repr(dsts[0][0])] = (index, dsts[0])
+    return fusions
 
 
 def replay(
