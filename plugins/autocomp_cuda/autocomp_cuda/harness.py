@@ -40,14 +40,18 @@ from autocomp_core import (
 )
 from filelock import AsyncFileLock
 
-from . import cache, compiler_feedback, input_plan, lockstep, static_check
+from . import cache, compiler_feedback, input_plan, lockstep, proc_clock, static_check
 from .judge import Judge, JudgeError
 from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
 from .workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 
+#: The share of the baseline's timed windows during which the candidate's sandbox may use a
+#: CPU: a waiting worker uses next to none (about 0.001 here); a process kept spinning beside
+#: them about 1 on an idle machine, and still 0.1 at load 9 on two cores.
+BUSY_BESIDE_BASELINE = 0.03
 #: Bumped when the reference files change layout (older cached references are not read).
-REFERENCE_FORMAT = 5  # 5: trials off the problem's own distribution (input_plan)
+REFERENCE_FORMAT = 6  # 6: the buffers a forward updates, after trial 0 (buffers_0.pt)
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
 #: How every worker runs Inductor (the compiled baseline's compiler). It precompiles its C++
@@ -227,6 +231,13 @@ def _take_ownership(root: Path) -> None:
     """Files a sandboxed child wrote belong to a throw-away uid; make them ours again."""
     if os.geteuid() == 0:
         _chown_tree(root, 0, 0)
+
+
+def _clock_socket(work: Path) -> lockstep.EngineEnds:
+    """The timing socket of a started worker, owned as its dir is (the sandbox's uid)."""
+    owner = work.stat()
+    mine = (owner.st_uid, owner.st_gid) == (os.geteuid(), os.getegid())
+    return lockstep.EngineEnds(work, None if mine else (owner.st_uid, owner.st_gid))
 
 
 def _give_to_worker(root: Path, work: Path) -> None:
@@ -666,6 +677,7 @@ class Harness:
                 # A candidate may update buffers only where the reference's own forward does
                 # (training-mode BatchNorm's running statistics); parameters never.
                 buffers_mutate=spec.buffers_mutate or bool(ref.get("mutated_buffers")),
+                mutated_buffers=ref.get("mutated_buffers") or [],
                 # the variant each trial's inputs were drawn from, as the reference ran them,
                 # and those a timed call may draw from (input_plan)
                 input_variants=ref.get("input_variants"),
@@ -835,9 +847,9 @@ class Harness:
                 self._judges[gpu].start()  # (again: an idle judge leaves, during a long build)
                 handed_over = time.time()
                 baseline: dict[str, Any] | None = None
-                seen_ms: list[float] | None = None
+                drive: lockstep.Drive | None = None
                 if baseline_worker is not None:
-                    result, baseline_run, seen_ms, failure = await self._time_in_lockstep(
+                    result, baseline_run, drive, failure = await self._time_in_lockstep(
                         worker, job, baseline_worker, baseline_job, seeds
                     )
                     if failure is not None:
@@ -857,7 +869,7 @@ class Harness:
                     breakdown,
                     baseline,
                     timed_refs,
-                    seen_ms,
+                    drive,
                 )
                 outcome = _read_json(work / "result.json") or {}
                 if outcome.get("job_received"):
@@ -917,17 +929,40 @@ class Harness:
         baseline_worker: Worker,
         baseline_job: dict[str, Any],
         seeds: list[int],
-    ) -> tuple[SandboxResult | None, dict[str, Any], list[float] | None, Verdict | None]:
+    ) -> tuple[SandboxResult | None, dict[str, Any], lockstep.Drive | None, Verdict | None]:
         """Hand both jobs over and drive the timed calls in lock-step. Returns the candidate
-        worker's end (None: killed at the deadline), the baseline worker's result, the
-        engine's own clock of each of the candidate's timed calls, and a verdict where the
-        evaluation ends here (the baseline could not be timed: not the candidate's fault)."""
-        baseline_worker.hand_over(baseline_job)
-        worker.hand_over(job)
-        deadline = time.monotonic() + self._eval_deadline_s()
-        drive = await lockstep.drive(
-            {"baseline": baseline_worker, "candidate": worker}, seeds, deadline
-        )
+        worker's end (None: killed at the deadline), the baseline worker's result, the drive
+        (the engine's own clock of every timed call, and the digests of their outputs), and a
+        verdict where the evaluation ends here (a protocol broken by the candidate, or a
+        baseline that could not be timed: not the candidate's fault)."""
+        workers = {"baseline": baseline_worker, "candidate": worker}
+        ends = {name: _clock_socket(w.work) for name, w in workers.items()}
+        contenders = {
+            "baseline": ["base"] + ["compiled"] * bool(baseline_job["timing"]["compile_baseline"]),
+            "candidate": ["cand"],
+        }
+        try:
+            baseline_worker.hand_over(baseline_job)
+            worker.hand_over(job)
+            deadline = time.monotonic() + self._eval_deadline_s()
+            cpu_clock = self.settings.device == "cpu" and proc_clock.available()
+            drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock)
+        finally:
+            for end in ends.values():
+                end.close()
+        if drive.outcome == "garbled" and drive.worker == "candidate":
+            await worker.close()
+            await baseline_worker.close()
+            return (
+                None,
+                {},
+                None,
+                Verdict(
+                    "hack_suspected",
+                    "the candidate's worker broke the timing protocol (an answer out of turn: "
+                    f"{drive.detail})",
+                ),
+            )
         if drive.outcome == "complete":
             baseline_end = await baseline_worker.wait(deadline - time.monotonic())
             result = await worker.wait(deadline - time.monotonic())
@@ -962,7 +997,7 @@ class Harness:
                 else (baseline_end.stderr or "")[-2000:]
             )
             return None, {}, None, Verdict("infra_error", f"timing the baseline failed: {why}")
-        return result, outcome, drive.seen_ms["candidate"], None
+        return result, outcome, drive, None
 
     async def _compiled_baseline(
         self,
@@ -1042,12 +1077,13 @@ class Harness:
         breakdown: dict[str, float],
         baseline: dict[str, Any] | None = None,
         timed_refs: Path | None = None,
-        seen_ms: list[float] | None = None,
+        drive: lockstep.Drive | None = None,
     ) -> Verdict:
         """``result`` None: the worker overran the harness's deadline and was killed.
         ``baseline``: the baseline worker's timing; ``timed_refs``: its eager outputs, one per
-        timed call, against which every timed output is judged; ``seen_ms``: the engine's
-        own clock of each timed call, from handing it over to its ``done`` file."""
+        timed call, against which every timed output is judged; ``drive``: the engine's own
+        clock of every timed call, from its order to its answer, and the digest of each
+        output the candidate committed to then."""
         outcome = _read_json(work / "result.json")
         if outcome is None:
             phase = (
@@ -1099,6 +1135,9 @@ class Harness:
             "correctness": str(work / "correctness.pt"),
             "samples": str(work / "timed_samples.pt") if timing else None,
             "samples_ref_dir": str(timed_refs) if timed_refs else None,
+            "samples_digests": drive.digests.get("cand") if drive else None,
+            # the running statistics (or any buffer) the reference's forward updates
+            "buffers": str(work / "buffers.pt") if ref_meta.get("mutated_buffers") else None,
             "samples_tolerance_factor": TIMED_TOLERANCE_FACTOR,
         }
         try:
@@ -1133,6 +1172,22 @@ class Harness:
                 info=info,
             )
         verdict.error_ratio = checked["worst"]
+        buffers = answer.get("buffers")
+        if buffers and buffers["failure"]:
+            failure = buffers["failure"]
+            return Verdict(
+                "mismatch",
+                f"buffer {failure['name']} after trial 1 differs from the reference's "
+                f"({failure['error_ratio']:.3g}x the tolerance): the forward must update what the "
+                "reference's forward updates (e.g. training-mode BatchNorm's running statistics)",
+                error_ratio=failure["error_ratio"],
+                info=info,
+            )
+        if buffers and buffers["missing"]:
+            verdict.notes.append(
+                "buffers the reference's forward updates with no same-named ModelNew buffer "
+                "(not checked): " + ", ".join(buffers["missing"][:8])
+            )
         if not timing:
             return verdict
         sampled = answer["samples"]
@@ -1150,24 +1205,46 @@ class Harness:
                 f"is wrong although the correctness trials passed: {sampled['failure']['reason']}",
                 info=info,
             )
-        if seen_ms is not None:
-            overstated = lockstep.overstated_calls(timing["candidate_host_ms"], seen_ms)
-            if overstated or len(seen_ms) != len(timing["candidate_host_ms"]):
-                return Verdict(
-                    "hack_suspected",
-                    f"timed call {(overstated or [len(seen_ms)])[0] + 1} took longer than the "
-                    "engine saw pass between handing it over and its done signal: the worker "
-                    "signalled it done early (the baseline's next call ran beside it)",
-                    info=info,
-                )
         use_events = self.settings.device == "cuda" and all(
             v is not None for v in timing["candidate_event_ms"]
         )
-        cand = timing["candidate_event_ms"] if use_events else timing["candidate_host_ms"]
-        base = timing["baseline_event_ms"] if use_events else timing["baseline_host_ms"]
+        cpu_clock = drive is not None and bool(drive.cpu_ms.get("cand"))
+        kind = "event" if use_events else "cpu" if cpu_clock else "host"
+        base = timing[f"baseline_{kind}_ms"]
+        cand = timing[f"candidate_{kind}_ms"]
+        compiled = timing.get(f"compiled_{kind}_ms") or []
+        if drive is not None:
+            seen = drive.seen_ms
+            overstated = lockstep.overstated_calls(timing["candidate_host_ms"], seen["cand"])
+            if overstated or len(seen["cand"]) != len(timing["candidate_host_ms"]):
+                return Verdict(
+                    "hack_suspected",
+                    f"timed call {(overstated or [len(seen['cand'])])[0] + 1} took longer than "
+                    "the engine saw pass between ordering it and its answer: the worker "
+                    "answered before the call was done",
+                    info=info,
+                )
+            busy = lockstep.busy_while_others_timed(drive, "candidate")
+            if busy > BUSY_BESIDE_BASELINE:
+                return Verdict(
+                    "hack_suspected",
+                    f"the candidate's sandbox kept a CPU busy for {busy:.0%} of the time the "
+                    "baseline's calls were timed (a thread or process working beside them "
+                    "slows what the candidate is compared with)",
+                    info=info,
+                )
+            # The measure is the engine's: the CPU time the kernel charged the candidate's
+            # sandbox (CPU device) or the wall clock from order to answer (GPU), less the
+            # harness's share measured in the baseline's worker. The worker's own clock is
+            # the candidate's to forge: kept as a report only.
+            verdict.info["candidate_reported_ms"] = statistics.median(cand)
+            windows = drive.cpu_ms if cpu_clock else seen
+            verdict.info["engine_window_ms"] = {
+                who: statistics.median(ms) for who, ms in windows.items() if ms
+            }
+            cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
         verdict.candidate_ms, verdict.candidate_iqr_ms = _median_iqr(cand)
         verdict.baseline_ms, _ = _median_iqr(base)
-        compiled = timing.get("compiled_event_ms" if use_events else "compiled_host_ms") or []
         if compiled:
             verdict.compiled_baseline_ms, _ = _median_iqr(compiled)
         if use_events:

@@ -1,83 +1,213 @@
-"""Driving the baseline's and the candidate's timing workers in lock-step (the engine's side
-of ``runtime/lockstep.py``).
+"""Driving the baseline's and the candidate's timing workers in lock-step, and timing every
+call on the engine's own clock (the engine's side of ``runtime/lockstep.py``).
 
 Both workers are alive through the timing phase, each in its own sandboxed process (no
-candidate can touch the baseline it is compared with). For every timed call the engine draws
-nothing new (the seeds are its own, drawn from OS randomness), hands call r to one worker,
-waits for it to finish, then hands call r to the other; which one goes first alternates from
-call to call, so an order effect (a warm cache, a CPU that has just clocked up) cancels out.
-Machine load that comes and goes now slows the baseline's and the candidate's calls alike,
-as it did when both were timed in one process.
+candidate can touch the baseline it is compared with). For timed call r the engine orders
+each contender in turn (the candidate; the eager baseline and, when on, the compiled one) to
+run once on the inputs of seed r, drawn from OS randomness by the engine and told to no one
+before; the order of the contenders is shuffled per call, so an order effect cancels out, and
+machine load that comes and goes falls on all of them alike.
 
-A worker that ends (a crash, its own watchdog) or overruns the deadline stops the drive;
-what the engine does with each worker then is the caller's decision.
+The clock runs in a thread of the engine, from writing an order to reading its answer: on
+the CPU device the CPU time the kernel charged the worker's whole sandbox over that window
+(``proc_clock``: every thread and child process counted, no wait for a busy core), on a GPU
+the wall clock. The worker's own timer, which a candidate in that process can rewrite,
+measures nothing the verdict uses. What the window holds beyond the call (drawing the inputs,
+the cache flush, copying and hashing the output, the socket) is the same code in both workers
+and measured in the baseline's, where no candidate runs (``candidate_ms``).
+
+A worker that ends (a crash, its own watchdog), answers out of turn, or overruns the deadline
+stops the drive; what the engine does with each worker then is the caller's decision.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import re
+import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .runtime import lockstep
+from . import proc_clock
+from .runtime import lockstep as protocol
 from .workers import Worker
 
-#: How often the engine looks for a worker's files (the workers poll at the same rate).
-POLL_S = lockstep.POLL_S
+EngineEnds = protocol.EngineEnds
+
+#: How long the driving thread waits on a worker before it looks at the worker's process.
+LOOK_S = 0.05
+_ANSWER = re.compile(r"(\d+) (\w+) ([0-9a-f]{64}|none)")
 
 
 @dataclass
 class Drive:
     """How a lock-step drive ended: ``complete``, or the name of the worker that ``ended``
-    (its process exited) or ``overran`` the deadline, and the calls done by then."""
+    (its process exited), ``overran`` the deadline or answered ``garbled``, and the calls
+    done by then."""
 
     outcome: str
     worker: str | None = None
     calls_done: int = 0
-    #: per worker, the engine's clock from handing over call r to seeing it done (ms)
+    detail: str = ""
+    #: per contender, the engine's wall clock of each timed call, from order to answer (ms)
     seen_ms: dict[str, list[float]] = field(default_factory=dict)
+    #: per contender, the CPU time its worker's sandbox used over the same window (ms); empty
+    #: where the kernel's accounting cannot be read
+    cpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    #: per contender, the digest of each timed call's output, as the worker committed to it
+    digests: dict[str, list[str]] = field(default_factory=dict)
+    #: per worker, the CPU time its sandbox used while ANOTHER worker's call was timed (ms),
+    #: and how long those windows were (ms): a worker waiting for its order uses none
+    idle_cpu_ms: dict[str, float] = field(default_factory=dict)
+    others_ms: dict[str, float] = field(default_factory=dict)
 
 
-async def _wait_for(path: Path, worker: Worker, deadline: float) -> str:
-    """ "seen" once ``path`` exists, "ended" if the worker's process is gone first, else
-    "overran" at the deadline."""
-    while not path.exists():
-        if worker.task.done():
-            # (its last file may have landed just before it exited)
-            return "seen" if path.exists() else "ended"
+class _Stop(Exception):
+    def __init__(self, outcome: str, detail: str = "") -> None:
+        self.outcome, self.detail = outcome, detail
+
+
+def _receive(ends: protocol.EngineEnds, alive: Callable[[], bool], deadline: float) -> str:
+    assert ends.lines is not None
+    while True:
         if time.monotonic() > deadline:
-            return "overran"
-        await asyncio.sleep(POLL_S)
-    return "seen"
+            raise _Stop("overran")
+        ends.lines.sock.settimeout(LOOK_S)
+        try:
+            return ends.lines.receive()
+        except TimeoutError:
+            if not alive():
+                raise _Stop("ended") from None
+        except EOFError:
+            raise _Stop("ended") from None
+        except ValueError as exc:
+            raise _Stop("garbled", str(exc)) from None
 
 
-async def drive(workers: dict[str, Worker], seeds: list[int], deadline: float) -> Drive:
-    """Run the timed calls of ``workers`` (name -> a worker whose timing job was handed over)
-    in lock-step on ``seeds``, by ``deadline`` (``time.monotonic``)."""
-    names = list(workers)
-    result = Drive("complete", seen_ms={name: [] for name in names})
-    for name in names:  # every worker done with its warm-up before the first timed call
-        how = await _wait_for(workers[name].work / lockstep.READY, workers[name], deadline)
-        if how != "seen":
-            result.outcome, result.worker = how, name
-            return result
-    for r, seed in enumerate(seeds):
-        for name in names:
-            worker = workers[name]
-            handed = time.monotonic()  # read before the file exists: the call starts after
-            lockstep.hand_over(worker.work, r, seed)
-            how = await _wait_for(lockstep.done_path(worker.work, r), worker, deadline)
-            if how != "seen":
-                result.outcome, result.worker = how, name
-                return result
-            result.seen_ms[name].append((time.monotonic() - handed) * 1e3)
-        result.calls_done = r + 1
+def _accept(ends: protocol.EngineEnds, alive: Callable[[], bool], deadline: float) -> None:
+    while True:
+        if time.monotonic() > deadline:
+            raise _Stop("overran")
+        try:
+            return ends.accept(LOOK_S)
+        except TimeoutError:
+            if not alive():
+                raise _Stop("ended") from None
+
+
+def drive_blocking(
+    ends: dict[str, protocol.EngineEnds],
+    contenders: dict[str, list[str]],
+    alive: dict[str, Callable[[], bool]],
+    seeds: list[int],
+    deadline: float,
+    cpu_clock: bool = False,
+) -> Drive:
+    """The drive itself, in the calling thread: ``ends`` per worker name, ``contenders`` each
+    worker times (``{"baseline": ["base", "compiled"], "candidate": ["cand"]}``), ``alive``
+    per worker (its process still runs), ``deadline`` on ``time.monotonic``; ``cpu_clock``:
+    read each worker's sandbox CPU time around every call too (``proc_clock``)."""
+    steps = [(name, who) for name, whos in contenders.items() for who in whos]
+    result = Drive(
+        "complete",
+        seen_ms={who: [] for _, who in steps},
+        cpu_ms={who: [] for _, who in steps},
+        digests={who: [] for _, who in steps},
+    )
+    rng = random.SystemRandom()
+    roots: dict[str, int] = {}
+    current = ""
+    try:
+        for name in ends:  # connected while setting up, before its candidate was imported
+            current = name
+            _accept(ends[name], alive[name], deadline)
+            if cpu_clock:
+                roots[name] = proc_clock.sandbox_root(ends[name].pid)
+        for name in ends:  # every worker done with its warm-up before the first timed call
+            current = name
+            line = _receive(ends[name], alive[name], deadline)
+            if line != protocol.READY:
+                raise _Stop("garbled", f"{line[:80]!r} where 'ready' was due")
+        for r, seed in enumerate(seeds):
+            rng.shuffle(steps)
+            for name, who in steps:
+                current = name
+                before = {n: proc_clock.tree_cpu_ns(root) for n, root in roots.items()}
+                started = time.perf_counter()
+                ends[name].order(r, who, seed)
+                line = _receive(ends[name], alive[name], deadline)
+                took = (time.perf_counter() - started) * 1e3
+                # (the worker waits for 'settle' now: its CPU time stands still)
+                spent = {n: (proc_clock.tree_cpu_ns(roots[n]) - before[n]) / 1e6 for n in roots}
+                cpu = spent.get(name, 0.0)
+                for other in roots:
+                    if other != name:
+                        result.idle_cpu_ms[other] = (
+                            result.idle_cpu_ms.get(other, 0.0) + spent[other]
+                        )
+                        result.others_ms[other] = result.others_ms.get(other, 0.0) + took
+                match = _ANSWER.fullmatch(line)
+                if match is None or (int(match[1]), match[2]) != (r, who):
+                    raise _Stop("garbled", f"{line[:80]!r} where the answer to '{r} {who}' was due")
+                if match[3] != "none":  # (a contender the worker could not make: no time)
+                    result.seen_ms[who].append(took)
+                    result.digests[who].append(match[3])
+                    if cpu_clock:
+                        result.cpu_ms[who].append(cpu)
+                ends[name].tell(protocol.SETTLE)
+                line = _receive(ends[name], alive[name], deadline)  # its checks, untimed
+                if line != protocol.SETTLED:
+                    raise _Stop("garbled", f"{line[:80]!r} where 'settled' was due")
+            result.calls_done = r + 1
+    except _Stop as stop:
+        result.outcome, result.worker, result.detail = stop.outcome, current, stop.detail
+    except OSError as exc:  # the worker's end went away mid-message
+        result.outcome, result.worker, result.detail = "ended", current, str(exc)
     return result
 
 
+async def drive(
+    workers: dict[str, Worker],
+    contenders: dict[str, list[str]],
+    ends: dict[str, protocol.EngineEnds],
+    seeds: list[int],
+    deadline: float,
+    cpu_clock: bool = False,
+) -> Drive:
+    """``drive_blocking`` in a thread of its own: the clock is not the event loop's (which
+    serves LLM calls and other evaluations), and the loop stays free meanwhile."""
+    alive = {name: _alive(worker) for name, worker in workers.items()}
+    return await asyncio.to_thread(
+        drive_blocking, ends, contenders, alive, seeds, deadline, cpu_clock
+    )
+
+
+def _alive(worker: Worker) -> Callable[[], bool]:
+    return lambda: not worker.task.done()
+
+
+def busy_while_others_timed(drive: Drive, name: str) -> float:
+    """The share of the other workers' timed windows during which ``name``'s sandbox used a
+    CPU (0: it waited for its order, as a worker does; near 1: a core of its own kept busy
+    beside the others' calls, which slows what it is compared with)."""
+    others = drive.others_ms.get(name, 0.0)
+    return drive.idle_cpu_ms.get(name, 0.0) / others if others > 0 else 0.0
+
+
+def candidate_ms(
+    seen_cand: list[float], seen_base: list[float], base_ms: list[float]
+) -> list[float]:
+    """The candidate's timed calls on the engine's clock, less the harness's own share of the
+    window: the median, over the baseline's calls, of its window minus the call itself as
+    the baseline's worker timed it (a worker with no candidate in it). An honest candidate's
+    value estimates what its own timer would say; a forged timer changes nothing here."""
+    overhead = statistics.median(s - b for s, b in zip(seen_base, base_ms))
+    return [max(s - overhead, 0.0) for s in seen_cand]
+
+
 def overstated_calls(reported_ms: list[float], seen_ms: list[float]) -> list[int]:
-    """The calls a worker says took longer than the engine saw pass between handing them over
-    and their ``done`` file: it signalled a call done before it was (so the other worker's
-    next call ran beside it). An honest worker's timed call lies inside that interval."""
+    """The calls a worker says took longer than the engine saw pass between ordering them and
+    their answer: impossible for an honest worker, whose call lies inside that window."""
     return [r for r, (took, seen) in enumerate(zip(reported_ms, seen_ms)) if took > seen]

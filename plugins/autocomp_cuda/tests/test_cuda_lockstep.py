@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -32,23 +33,20 @@ async def test_each_seed_reaches_each_worker_only_when_its_call_is_due(make_back
     backend = make_backend("cpu")
     harness, spec = backend.harness, backend.spec("L1/relu")
     jobs: list[dict] = []
-    handed: list[tuple[Path, int, int]] = []
+    ordered: list[tuple[Path, int, str, int]] = []
     hand_over_job = lockstep.Worker.hand_over
-    hand_over_call = protocol.hand_over
+    order = protocol.EngineEnds.order
 
     def record_job(self, job):
         jobs.append(json.loads(json.dumps(job)))
         return hand_over_job(self, job)
 
-    def record_call(work: Path, r: int, seed: int) -> None:
-        # the worker's previous call is done, and nothing of a later call exists yet
-        assert r == 0 or protocol.done_path(work, r - 1).exists()
-        assert not list(work.glob("call-*.json"))
-        handed.append((work, r, seed))
-        hand_over_call(work, r, seed)
+    def record_order(self, r: int, who: str, seed: int) -> None:
+        ordered.append((self.work, r, who, seed))
+        order(self, r, who, seed)
 
     monkeypatch.setattr(lockstep.Worker, "hand_over", record_job)
-    monkeypatch.setattr(protocol, "hand_over", record_call)
+    monkeypatch.setattr(protocol.EngineEnds, "order", record_order)
     try:
         verdict = await harness.evaluate(spec, RELU)
     finally:
@@ -61,10 +59,14 @@ async def test_each_seed_reaches_each_worker_only_when_its_call_is_due(make_back
     assert all(set(j["timing"]) == {"warmup", "reps", "compile_baseline"} for j in timed_jobs)
     assert not any(str(s) in json.dumps(j) for j in timed_jobs for s in seeds)
     workers = {job["mode"]: Path(job["work_dir"]) for job in timed_jobs}
-    # call r to the baseline, then to the candidate, with the same seed, for every r
-    assert handed == [
-        (workers[mode], r, seed) for r, seed in enumerate(seeds) for mode in ("baseline", "eval")
-    ]
+    # call r of the baseline and of the candidate, on the same seed, before any call r + 1
+    assert [r for _, r, _, _ in ordered] == sorted(r for _, r, _, _ in ordered)
+    assert sorted(ordered) == sorted(
+        [(workers["baseline"], r, "base", seed) for r, seed in enumerate(seeds)]
+        + [(workers["eval"], r, "cand", seed) for r, seed in enumerate(seeds)]
+    )
+    # the metric is the engine's clock; the worker's own report is kept beside it
+    assert verdict.candidate_ms > 0 and verdict.info["candidate_reported_ms"] > 0
 
 
 @pytest.mark.asyncio
@@ -79,6 +81,33 @@ async def test_a_candidate_stuck_in_a_timed_call_is_a_timeout_not_a_hang(make_ba
     assert "timing" in verdict.message
 
 
+def test_the_candidate_is_charged_its_window_less_the_baselines_harness_share():
+    # baseline windows 5, 6, 7 ms around calls of 3, 3.5, 4 ms: the harness's share is 2.5
+    assert lockstep.candidate_ms([4.0, 12.5, 1.0], [5.0, 6.0, 7.0], [3.0, 3.5, 4.0]) == [
+        1.5,
+        10.0,
+        0.0,
+    ]
+
+
 def test_a_call_reported_longer_than_the_engine_saw_is_overstated():
     assert lockstep.overstated_calls([1.0, 5.0, 2.0], [3.0, 0.2, 2.5]) == [1]
     assert lockstep.overstated_calls([1.0, 2.0], [1.5, 2.5]) == []
+
+
+def test_the_engine_takes_one_connection_and_knows_its_process(tmp_path, monkeypatch):
+    # a work dir whose socket path is longer than a socket address may be (107 bytes)
+    work = tmp_path / ("w" * 120)
+    work.mkdir()
+    engine = protocol.EngineEnds(work)
+    monkeypatch.chdir(work)
+    worker = protocol.WorkerEnds(work)
+    engine.accept(5.0)
+    assert engine.pid == os.getpid()
+    with pytest.raises(OSError):  # the listener is gone: no one else connects later
+        protocol.WorkerEnds(work)
+    engine.order(0, "cand", 7)
+    assert worker.next_order() == (0, "cand", 7)
+    worker.report_done(0, "cand", "ab" * 32)
+    assert engine.lines.receive() == f"0 cand {'ab' * 32}"
+    engine.close()

@@ -1,7 +1,9 @@
 """The adversarial suite: one candidate per known harness hack, plus honest-but-unusual kernels.
 
 Each file starts with ``# key: value`` lines: ``problem`` (suite id), ``expect`` (``rejected``,
-``flagged`` — correct but excluded from fast_p — or ``ok``), ``gpu`` (needs a CUDA device),
+``flagged`` — correct but excluded from fast_p — ``not_faster`` — a program that does more
+work than its baseline while it tries to look faster: refused, or measured slower — or
+``ok``), ``gpu`` (needs a CUDA device),
 optionally ``static: off`` (run with the static rules disabled, so a runtime check must
 catch it) and ``settings`` (JSON overrides of harness settings).
 """

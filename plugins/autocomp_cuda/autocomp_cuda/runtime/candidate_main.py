@@ -12,12 +12,14 @@ never exists in this process: correctness is judged by the parent from the files
 arms a watchdog that ends the process (exit code 1 after writing ``Timeout (...)!`` and a
 traceback to ``watchdog.txt``) if the phase overruns; ``phase.txt`` names the phase.
 
-What the candidate could tamper with here is checked from the outside or re-checked:
-harness clocks are bound before the candidate is imported, the identity of guarded torch
-and time functions and the global numeric flags are compared before and after, outputs
-must be exact ``torch.Tensor`` objects that do not change after the call returns, inputs,
-parameters and buffers are checksummed around every call, and outputs sampled from the
-timing loop are saved for the parent to validate.
+Nothing this process says is believed as it stands. The timed calls are measured by the
+engine (``runtime/lockstep.py``: the CPU time the kernel charged this sandbox, or the wall
+clock, from each order to its answer), the answer commits to the digest of the call's output,
+and every output is judged in another process. What is checked in here is a courtesy that
+names an attack early: the identity of guarded torch and time functions and the global
+numeric flags are compared before and after, outputs must be exact ``torch.Tensor`` objects
+that do not change after the call returns, inputs, parameters and buffers are checksummed
+around every call, and no thread may outlive a call.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import faulthandler
 import gc
 import json
 import os
-import random
 import sys
 import threading
 import time
@@ -36,6 +37,7 @@ from typing import Any
 
 # Bound before any candidate code exists in this process.
 _perf = time.perf_counter
+_cpu_ns = time.thread_time_ns  # (the process clock ticks in ms under RLIMIT_CPU)
 _sleep = time.sleep
 _id, _vars, _callable, _sorted = id, vars, callable, sorted
 _enumerate_threads = threading.enumerate
@@ -57,6 +59,8 @@ _get_num_threads = torch.get_num_threads
 
 from . import common, cpu_caches, lockstep  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
+
+_digest = lockstep.output_digest
 
 try:  # at import, so a preload server (sandbox_preload) pays it once for every worker
     import triton  # noqa: F401
@@ -351,6 +355,7 @@ class Worker:
         self.threads_before: set[int | None] = set()
         self.native_threads: set[str] | None = None  # the process's tasks when timing began
         self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
+        self.last_cpu_ms: float | None = None  # CPU device: the process's CPU time in the last call
         self.phase_started = _perf()
         # The watchdog writes its 'Timeout (...)!' here, not to stderr: a candidate that
         # floods stderr past what the engine keeps cannot bury it.
@@ -429,6 +434,9 @@ class Worker:
         self.result["info"] = common.device_info(self.device)
         if self.job["mode"] == "build":
             return
+        if self.job.get("timing") and self.job["mode"] in ("eval", "baseline"):
+            # the line to the engine's clock, made before any candidate code exists here
+            self.ends = lockstep.WorkerEnds(self.work)
         if self.device.type == "cpu":
             # One intra-op thread for everything timed on the CPU device: a parallel region
             # waits milliseconds for a second OpenMP thread on a busy small machine, noise
@@ -612,6 +620,18 @@ class Worker:
                 }
             )
             self.check_guards(f"correctness trial {k}")
+            if k == 0 and self.job.get("mutated_buffers"):
+                # what the forward left in the buffers the reference's forward updates (the
+                # judge compares them with the reference's after its first trial)
+                own = dict(self.model.named_buffers())
+                self.save(
+                    {
+                        name: _clone(_to_cpu(_detach(own[name])))
+                        for name in self.job["mutated_buffers"]
+                        if name in own
+                    },
+                    "buffers.pt",
+                )
         self.save(outputs, "correctness.pt")
 
     def flush(self) -> None:
@@ -643,20 +663,24 @@ class Worker:
             torch.cuda.synchronize()  # device-wide: work on side streams is included in host time
             host = (_perf() - t0) * 1e3
             return host, start.elapsed_time(end), out
-        t0 = _perf()
+        c0, t0 = _cpu_ns(), _perf()
         with torch.no_grad():
             out = fn(*inputs)
-        return (_perf() - t0) * 1e3, None, out
+        took = (_perf() - t0) * 1e3
+        self.last_cpu_ms = (_cpu_ns() - c0) / 1e6
+        return took, None, out
 
     def timing(self) -> None:
         """Time one contender: the candidate (``eval``) or the eager baseline and, when asked,
         the compiled one (``baseline``: a worker that never holds a candidate). Each timed
         call r runs on the inputs of seed r, which the engine drew from OS randomness for this
         evaluation only and hands over when call r is due (no earlier evaluation, no cache, and
-        no search of this process's memory at import finds it in advance). The candidate's output of EVERY timed call is written for the judge, which
-        compares it with the baseline worker's output on the same inputs."""
+        no search of this process's memory at import finds it in advance). The engine times
+        each call on its own clock; the times taken here are reports, checked against it. The
+        candidate's output of EVERY timed call is written for the judge, which compares it
+        with the baseline worker's output on the same inputs, and its digest with the one
+        this worker committed to when the call ended."""
         cfg = self.job["timing"]
-        rng = random.SystemRandom()
         if self.device.type == "cuda":
             flush_bytes = (
                 self.result["info"].get("l2_bytes") or 0
@@ -685,71 +709,69 @@ class Worker:
             load(warm_sets[i % len(warm_sets)])
             for fn in contenders.values():
                 warm_out = self.time_one(fn, buffers)[2]
-        # Every timed output is copied into room made now, in both workers, before the first
-        # timed call: with a fresh copy allocated after each call, the later calls of the
-        # same program ran ~2x slower in the candidate's worker than in the baseline's (CPU
-        # device, 1 MB outputs); this way the allocations between calls are alike in both.
-        store = None
-        if type(warm_out) is torch.Tensor:
-            store = torch.empty(
-                (int(cfg["reps"]), *warm_out.shape), dtype=warm_out.dtype, device="cpu"
-            )
+        # Every timed output is copied into room made before the first timed call, in both
+        # workers (with a fresh copy allocated after each call, the later calls of the same
+        # program ran ~2x slower in the candidate's worker than in the baseline's).
+        stores = {who: _room(warm_out, int(cfg["reps"])) for who in contenders}
         del warm_out
+        # The contenders the engine orders here: what a baseline's worker could not make (a
+        # compiled baseline that failed) is answered "none".
+        ordered = (
+            ["cand"]
+            if "cand" in contenders
+            else ["base"] + ["compiled"] * bool(cfg.get("compile_baseline"))
+        )
         host: dict[str, list] = {who: [] for who in contenders}
         dev: dict[str, list] = {who: [] for who in contenders}
+        cpu: dict[str, list] = {who: [] for who in contenders}
         outputs, calls_per = [], []
         state = state_checksums(self.model) if "cand" in contenders else {}
-        if self.device.type == "cpu" and "cand" in contenders:
+        if self.device.type == "cpu":
             self.native_threads = _native_threads()
-        # Lock-step with the other worker (see autocomp_cuda/lockstep.py): the engine hands
-        # over call r's seed only when call r is due, and the other worker's call r runs
-        # right before or after this one, so machine load falls on both alike.
         if "cand" not in contenders:
             # The baseline's worker runs the candidate's checks after each timed call too
             # (they find nothing here): both spend the same CPU between calls, so the
             # scheduler treats the two alike when the machine is busy.
             self.functions, self.flags = snapshot_functions(), snapshot_flags()
-        lockstep.announce_ready(self.work)
-        for r in range(int(cfg["reps"])):
-            seed = lockstep.await_call(self.work, r, _sleep)
-            order = list(contenders)
-            rng.shuffle(order)
+            self.threads_before = {t.ident for t in _enumerate_threads()}
+        # Lock-step with the other worker (see autocomp_cuda/lockstep.py): the engine orders
+        # each call when it is due, with its seed, and times it from the order to the answer.
+        # Everything from drawing the inputs to committing to the output's digest lies in
+        # that window, and is the same code in both workers; the checks come after it.
+        self.ends.send(lockstep.READY)
+        for _ in range(int(cfg["reps"]) * len(ordered)):
+            r, who, seed = self.ends.next_order()
+            if who not in contenders:  # (a compiled baseline that could not be made)
+                self.ends.report_done(r, who, "none")
+                self.ends.await_settle()
+                self.ends.send(lockstep.SETTLED)
+                continue
             fresh = common.make_inputs(
                 self.reference, seed, self.device, common.timed_variant(self.job, seed)
             )
-            for who in order:
-                load(fresh)
-                before = self.counter.calls
-                h, d, out = self.time_one(contenders[who], buffers)
-                host[who].append(h)
-                dev[who].append(d)
-                if who == "cand":
-                    # First, before the harness runs anything more: nothing replaced, no
-                    # thread left running, the same thread count.
-                    self.check_guards(f"timed call {r + 1}")
-                    self.check_threads(f"after timed call {r + 1}")
-                    calls_per.append(self.counter.calls - before)
-                    self.check_carve_out(f"timed call {r + 1}")
-                    if type(out) is not torch.Tensor:
-                        raise Rejected(
-                            "a timed call returned something other than a plain torch.Tensor"
-                        )
-                    outputs.append(
-                        {
-                            "set": r,
-                            "rep": r,
-                            "out": _keep(store, r, out),
-                            "stride": list(out.stride()),
-                        }
-                    )
-                elif who == "base":  # the reference for this call's inputs
-                    self.check_guards(f"timed call {r + 1}")
-                    torch.save(
-                        {"expected": _clone(_to_cpu(_detach(out)))},
-                        self.timed_refs / f"trial_{r}.pt",
-                    )
-                del out
-            lockstep.report_done(self.work, r)
+            load(fresh)
+            before = self.counter.calls
+            h, d, out = self.time_one(contenders[who], buffers)
+            if type(out) is not torch.Tensor:
+                raise Rejected("a timed call returned something other than a plain torch.Tensor")
+            kept = _keep(stores[who], r, out)
+            self.ends.report_done(r, who, _digest(kept))
+            self.ends.await_settle()
+            # Out of the window: nothing replaced, no thread left running, the same thread
+            # count (in the baseline's worker too, so both spend alike between calls).
+            self.check_guards(f"timed call {r + 1}")
+            self.check_threads(f"after timed call {r + 1}")
+            self.check_carve_out(f"timed call {r + 1}")
+            host[who].append(h)
+            dev[who].append(d)
+            cpu[who].append(self.last_cpu_ms)
+            if who == "cand":
+                calls_per.append(self.counter.calls - before)
+                outputs.append({"set": r, "rep": r, "out": kept, "stride": list(out.stride())})
+            elif who == "base":  # the reference for this call's inputs
+                torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
+            del out
+            self.ends.send(lockstep.SETTLED)
         if "cand" in contenders:
             after = state_checksums(self.model)
             changed = [k for k, v in state.items() if after.get(k) != v]
@@ -764,6 +786,11 @@ class Worker:
             "baseline_event_ms": dev.get("base", []),
             "compiled_host_ms": host.get("compiled", []),
             "compiled_event_ms": dev.get("compiled", []),
+            # CPU device: the process's CPU time over each call (the engine's measure, less
+            # what the baseline's worker spends around its calls, is the candidate's)
+            "candidate_cpu_ms": cpu.get("cand", []),
+            "baseline_cpu_ms": cpu.get("base", []),
+            "compiled_cpu_ms": cpu.get("compiled", []),
             "kernel_calls_per_timed_call": calls_per,
         }
 
@@ -813,6 +840,13 @@ class Worker:
         self.end_phase()
         common.write_json(self.work / "result.json", self.result)
         return 0
+
+
+def _room(example: Any, reps: int) -> torch.Tensor | None:
+    """Room on the host for ``reps`` outputs shaped like ``example`` (None: not a tensor)."""
+    if type(example) is not torch.Tensor:
+        return None
+    return torch.empty((reps, *example.shape), dtype=example.dtype, device="cpu")
 
 
 def _keep(store: torch.Tensor | None, r: int, out: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,9 @@ from ..statuses import (  # noqa: F401 - the children's names for them
 )
 from .off_distribution import transform_inputs
 
+#: In a reference's dir: the buffers its forward updates, as its first trial left them.
+BUFFERS_FILE = "buffers_0.pt"
+
 
 def classify_exception(exc: BaseException, default: str = RUNTIME_ERROR) -> str:
     text = f"{type(exc).__name__}: {exc}".lower()

@@ -11,10 +11,11 @@ worker's output files (each output comes with the strides it had when forward re
 
     {"ref_dir": ..., "dtype": "float32", "stride": [64, 1], "atol": null, "rtol": null,
      "correctness": ".../correctness.pt", "samples": ".../timed_samples.pt" or null,
-     "samples_ref_dir": ..., "samples_tolerance_factor": 2.0}
+     "samples_ref_dir": ..., "samples_tolerance_factor": 2.0, "samples_digests": [...] or null}
 
 (the timed calls' outputs are judged against the baseline worker's outputs on the same
-inputs, in ``samples_ref_dir``, with the tolerances times ``samples_tolerance_factor``)
+inputs, in ``samples_ref_dir``, with the tolerances times ``samples_tolerance_factor``; each
+must hash to the digest its worker committed to when the call ended, ``runtime/lockstep.py``)
 
 and the answer holds, for each list, the first failing output (or none) and the worst error::
 
@@ -42,7 +43,8 @@ from typing import Any
 
 import torch
 
-from .compare import check_output, tolerance_for
+from . import common, lockstep
+from .compare import check_output, error_ratio, tolerance_for
 
 #: Reference dirs whose outputs stay loaded (each holds one output per trial): a problem's,
 #: its family shape's, one evaluation's timed calls.
@@ -94,6 +96,34 @@ def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
     return items
 
 
+def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str, Any]:
+    """The buffers the reference's forward updates (training-mode BatchNorm's running
+    statistics), as the candidate's first trial left them, against the reference's after its
+    first trial: values within tolerance (integers exact). A reference buffer the candidate
+    has no same-named one for is listed, not failed (a candidate may restructure its modules)."""
+    expected = torch.load(ref_path, weights_only=True) if ref_path.exists() else {}
+    try:
+        own = (
+            torch.load(path, weights_only=True, map_location="cpu") if os.path.exists(path) else {}
+        )
+    except Exception as exc:
+        raise Unreadable(f"buffers.pt: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(own, dict):
+        raise Unreadable("buffers.pt does not hold the worker's buffers")
+    missing, failure = [], None
+    for name, value in expected.items():
+        mine = own.get(name)
+        if type(mine) is not torch.Tensor or mine.shape != value.shape:
+            missing.append(name)
+            continue
+        atol, rtol = tolerance_for(torch.float32, None, None)
+        ratio = error_ratio(mine.to(device), value.to(device), 2 * atol, 2 * rtol)
+        if ratio > 1.0:
+            failure = {"name": name, "error_ratio": ratio}
+            break
+    return {"checked": len(expected) - len(missing), "missing": missing, "failure": failure}
+
+
 def judge(request: dict[str, Any], refs: References, device: torch.device) -> dict[str, Any]:
     started = time.perf_counter()
     dtype = getattr(torch, request["dtype"])
@@ -110,9 +140,19 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
             ref_dir = request["samples_ref_dir"]
             factor = float(request.get("samples_tolerance_factor") or 1.0)
             atol, rtol = (factor * t for t in tolerance_for(dtype, atol, rtol))
+        digests = request.get("samples_digests") if name == "samples" else None
+        if digests is not None and len(digests) != len(items):
+            raise Unreadable(
+                f"{len(items)} timed outputs where the worker committed to {len(digests)}"
+            )
         for index, item in enumerate(items):
             k = item["trial"] if name == "correctness" else item["set"]
             out = item.get("out")
+            if digests is not None and (
+                type(out) is not torch.Tensor or lockstep.output_digest(out) != digests[index]
+            ):
+                # changed after the call ended: what the engine's clock timed is not this
+                raise Unreadable(f"timed output {index + 1} is not the one its call ended with")
             expected = refs.trial(ref_dir, k).to(device)
             check = check_output(
                 out.to(device) if type(out) is torch.Tensor else out,
@@ -133,6 +173,10 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
                 }
                 break
         answer[name] = {"checked": len(items), "worst": worst, "failure": failure}
+    if request.get("buffers"):
+        answer["buffers"] = _judge_buffers(
+            request["buffers"], Path(request["ref_dir"]) / common.BUFFERS_FILE, device
+        )
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the next candidate on this GPU gets all of its memory
     answer["seconds"] = {"load": loaded - started, "compare": time.perf_counter() - loaded}

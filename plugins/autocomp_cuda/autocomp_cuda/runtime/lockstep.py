@@ -1,67 +1,156 @@
 """The lock-step protocol between the engine and the two timing workers (the baseline's and
-the candidate's), file by file in each worker's work dir.
+the candidate's): one Unix socket per worker, ``clock.sock`` in its work dir, on which the
+engine listens before the job is handed over and which the worker connects to while it sets
+up, before any candidate code exists in its process. The engine takes that one connection
+and no other, and learns from it the worker's process (its peer credentials).
 
-A worker that has finished its warm-up writes ``timing-ready``. For timed call r the engine
-writes ``call-<r>.json`` (atomically: a temporary name, then a rename) holding that call's
-seed, and the worker, which polls for it, times its call r on those inputs and then writes
-``done-<r>``. The engine hands call r to one worker, waits for its ``done-<r>``, then hands
-it to the other: the two workers' calls alternate, so machine load lands on both alike,
-and no worker learns a seed before its call is due.
+One line per message. The worker says ``ready`` once its warm-up is done. Then for every
+timed call the engine orders ``<r> <who> <seed>`` ("time call r of contender ``who``:
+``cand``, ``base`` or ``compiled``, on the inputs of ``seed``"); the worker draws the inputs,
+makes the call, copies its output out and answers ``<r> <who> <digest>``, the SHA-256 of that
+output (``output_digest``), and waits. The engine then says ``settle``: the worker runs its
+checks of the call and says ``settled``. Nothing is ordered to anyone in between, so no
+worker's checks run beside another's timed call.
 
-Nothing here is trusted by the engine beyond the timing it drives: a candidate that writes
-these files itself changes only when its own calls start, and the engine checks each timed
-call's reported duration against the time it saw pass between ``call-<r>.json`` and
-``done-<r>`` (``autocomp_cuda.lockstep``). Standard library only: the engine imports it too.
+The engine's measure is the timing (``autocomp_cuda.lockstep``), from the order to the answer:
+whatever a worker does in between is charged to that call, whatever it does elsewhere cannot
+produce that call's output, and the output it later hands to the judge must hash to the
+digest it sent. A candidate that rewrites its process's clock, does its work inside the
+harness's own operations, or answers first and computes after, gains nothing.
+
+Standard library only (the engine imports it too); ``output_digest`` imports torch lazily.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
-from collections.abc import Callable
+import socket
+import struct
 from pathlib import Path
+from typing import Any
 
-READY = "timing-ready"
-#: How often a waiting worker looks for its next call: short next to any timed call's
-#: set-up (drawing its inputs), and about 20 us of CPU a look.
-POLL_S = 0.001
+SOCKET = "clock.sock"
+READY = "ready"
+SETTLE = "settle"
+SETTLED = "settled"
+#: The longest line either side ever sends.
+MAX_LINE = 256
 
 
-def call_path(work: Path, r: int) -> Path:
-    return work / f"call-{r}.json"
+def socket_path(work: Path) -> Path:
+    return work / SOCKET
 
 
-def done_path(work: Path, r: int) -> Path:
-    return work / f"done-{r}"
+def output_digest(tensor: Any) -> str:
+    """SHA-256 of a CPU tensor's dtype, shape and bytes: what the worker commits to when a
+    timed call ends, and what the judge recomputes from the output it is handed."""
+    import torch
+
+    flat = tensor.detach().contiguous().reshape(-1)
+    digest = hashlib.sha256(f"{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+    if flat.numel():
+        digest.update(memoryview(flat.view(torch.uint8).numpy()))
+    return digest.hexdigest()
+
+
+class Lines:
+    """Lines over a connected socket (blocking, or with a timeout the caller sets)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = b""
+
+    def send(self, line: str) -> None:
+        self.sock.sendall((line + "\n").encode())
+
+    def receive(self) -> str:
+        """The next line; EOFError if the other side closed, ValueError if it runs too long."""
+        while b"\n" not in self.pending:
+            if len(self.pending) > MAX_LINE:
+                raise ValueError("a line longer than any the protocol has")
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise EOFError("the other side closed the connection")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode(errors="replace")
 
 
 # --------------------------------------------------------------------------- worker side
 
 
-def announce_ready(work: Path) -> None:
-    """Warm-up done: the engine may start handing over timed calls."""
-    (work / READY).write_text("")
+class WorkerEnds(Lines):
+    """The worker's end: connected while it sets up, before any candidate code is imported."""
 
+    def __init__(self, work: Path) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # (relative where it can: a socket's path is limited to 107 bytes)
+        sock.connect(SOCKET if Path.cwd() == work else str(socket_path(work)))
+        super().__init__(sock)
 
-def await_call(work: Path, r: int, sleep: Callable[[float], None]) -> int:
-    """Wait for call r's seed (the phase's watchdog ends a worker the engine never calls)."""
-    path = call_path(work, r)
-    while not path.exists():
-        sleep(POLL_S)
-    seed = int(json.loads(path.read_text())["seed"])
-    path.unlink(missing_ok=True)
-    return seed
+    def next_order(self) -> tuple[int, str, int]:
+        """Block until the engine's next order: (call r, contender, seed). The phase's watchdog
+        ends a worker that is never ordered again."""
+        r, who, seed = self.receive().split()
+        return int(r), who, int(seed)
 
+    def report_done(self, r: int, who: str, digest: str) -> None:
+        self.send(f"{r} {who} {digest}")
 
-def report_done(work: Path, r: int) -> None:
-    done_path(work, r).write_text("")
+    def await_settle(self) -> None:
+        line = self.receive()
+        if line != SETTLE:
+            raise ValueError(f"{line!r} from the engine where 'settle' was due")
 
 
 # --------------------------------------------------------------------------- engine side
 
 
-def hand_over(work: Path, r: int, seed: int) -> None:
-    """Call r is due in the worker at ``work``: its seed, never half a file."""
-    tmp = work / f"call-{r}.json.tmp"
-    tmp.write_text(json.dumps({"seed": seed}))
-    os.replace(tmp, call_path(work, r))
+class EngineEnds:
+    """The engine's end: listening before the worker is handed its job; ``accept`` takes the
+    worker's connection (the first, made before its candidate exists) and no other."""
+
+    def __init__(self, work: Path, owner: tuple[int, int] | None = None) -> None:
+        self.work = work
+        path = socket_path(work)
+        path.unlink(missing_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # bound through the dir's descriptor: a socket's path is limited to 107 bytes, and a
+        # work dir under a long TMPDIR is not
+        folder = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.listener.bind(f"/proc/self/fd/{folder}/{SOCKET}")
+        finally:
+            os.close(folder)
+        os.chmod(path, 0o600)
+        if owner is not None:  # (the sandbox's uid must be able to connect)
+            os.chown(path, *owner)
+        self.listener.listen(1)
+        self.lines: Lines | None = None
+        self.pid = 0
+
+    def accept(self, timeout_s: float) -> None:
+        """The worker's connection, and its process id as this process sees it."""
+        self.listener.settimeout(max(timeout_s, 0.001))
+        conn, _ = self.listener.accept()
+        self.listener.close()  # nobody else, ever
+        ucred = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        self.pid = struct.unpack("3i", ucred)[0]
+        self.lines = Lines(conn)
+
+    def order(self, r: int, who: str, seed: int) -> None:
+        self.tell(f"{r} {who} {seed}")
+
+    def tell(self, line: str) -> None:
+        if self.lines is None:
+            raise RuntimeError("the worker has not connected")
+        self.lines.send(line)
+
+    def close(self) -> None:
+        for sock in (self.listener, self.lines.sock if self.lines else None):
+            if sock is not None:
+                try:
+                    sock.close()
+                except OSError:
+                    pass

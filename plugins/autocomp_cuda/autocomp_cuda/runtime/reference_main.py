@@ -185,6 +185,12 @@ def changed_buffers(model: torch.nn.Module, initial: dict[str, torch.Tensor]) ->
     )
 
 
+def buffers_after(model: torch.nn.Module, names: list[str]) -> dict[str, torch.Tensor]:
+    """The named buffers of ``model`` as one forward left them."""
+    own = dict(model.named_buffers())
+    return {name: own[name].detach().cpu().clone() for name in names if name in own}
+
+
 def plain_state(model: torch.nn.Module) -> dict[str, Any]:
     """What a model keeps in plain attributes (not parameters or buffers), by dotted name:
     tensors (cloned) and numbers. ``load_state_dict`` never resets these, so a forward that
@@ -294,6 +300,12 @@ def main(job_path: str) -> int:
             variants.append(variant)
             if k == 0:  # buffers the forward itself updates (training-mode BatchNorm's stats)
                 meta["mutated_buffers"] = changed_buffers(model, state)
+                if meta["mutated_buffers"]:  # what they hold after that one forward (the
+                    # float64 model's running statistics are the exact ones, where it ran)
+                    exact = model if meta.get("reference_precision") else model64
+                    torch.save(
+                        buffers_after(exact, meta["mutated_buffers"]), out_dir / common.BUFFERS_FILE
+                    )
             atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
             ratios.append(ratio)
             checks.append(common.input_checksums(inputs))

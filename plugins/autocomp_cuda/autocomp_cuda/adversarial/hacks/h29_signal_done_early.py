@@ -2,19 +2,33 @@
 # expect: rejected
 # gpu: false
 # static: off
-# hack: H29 signals its timed calls done before they are: the engine drives the baseline's and the candidate's workers in lock-step through files in each worker's dir (call-<r>.json in, done-<r> out), so the candidate writes every done-<r> into its own dir at import; the engine then hands the baseline its next call while the candidate's is still running, and the two share the machine (here the candidate's call holds on for 5 ms after computing, standing in for any work that would slow the baseline beside it)
-import time
-from pathlib import Path
+# hack: H29 answers its timed calls before they are done: the worker tells the engine a call is over on a socket the candidate's process holds too, so the candidate finds that connection (the garbage collector lists every object) and, at the start of each timed call, sends the answer itself with a digest of its choosing, then computes; the engine's clock stops early (the baseline's next call would run beside the rest). The digest commits to an output the candidate does not have yet, and the worker's own answer then arrives out of turn.
+import gc
+import socket
 
 import torch
 import torch.nn as nn
 
-for r in range(1000):  # the worker's cwd is its work dir
-    Path(f"done-{r}").write_text("")
+_state = {"order": None}
+
+
+def _connection():
+    for obj in gc.get_objects():
+        if isinstance(obj, socket.socket) and obj.fileno() >= 0:
+            if obj.family == socket.AF_UNIX and obj.getpeername().endswith("clock.sock"):
+                return obj
+    return None
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
     def forward(self, a, b):
-        out = torch.matmul(a, b)
-        time.sleep(0.005)
-        return out
+        self.calls += 1
+        conn = _connection()
+        if conn is not None and self.calls > 8:  # past the trials and the warm-up: timed
+            r = self.calls - 9
+            conn.sendall(f"{r} cand {'0' * 64}\n".encode())
+        return torch.matmul(a, b)

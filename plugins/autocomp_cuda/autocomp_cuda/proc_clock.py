@@ -1,0 +1,95 @@
+"""The CPU time a sandboxed worker spends, read by the engine from the kernel's accounting.
+
+On the CPU device the engine times each call by the CPU time the worker's whole sandbox
+consumed between its order and its answer (``lockstep``): the kernel counts it, no process in
+the sandbox can change it, every thread and child process the candidate starts is charged to
+it, and the time a worker spends waiting for a core on a busy machine is not (which wall-clock
+windows on a shared two-core machine are full of).
+
+What is summed, for every process in the subtree of the worker's sandbox: its CPU clock (the
+kernel's nanoseconds for all its threads, those that have ended included; any process may read
+another's, ``clock_getcpuclockid``), plus what its reaped children ran (``cutime``/``cstime``,
+in clock ticks), so a thread or child that computes and ends inside a window is charged too.
+The subtree's root is the init of the worker's PID namespace in the namespace isolation
+levels (orphans are reparented to it), else the worker itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+PROC = Path("/proc")
+
+
+def available() -> bool:
+    """The kernel exposes what this needs (process CPU clocks and the children lists)."""
+    try:
+        _process_clock_ns(os.getpid())
+    except OSError:
+        return False
+    return (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
+
+
+def _process_clock_ns(pid: int) -> int:
+    # clock_getcpuclockid(pid): the kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    return time.clock_gettime_ns(((~pid) << 3) | 2)
+
+
+def _ns_pids(pid: int) -> list[str]:
+    for line in (PROC / str(pid) / "status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return line.split()[1:]
+    return [str(pid)]
+
+
+def _parent(pid: int) -> int:
+    stat = (PROC / str(pid) / "stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def sandbox_root(pid: int) -> int:
+    """The init of ``pid``'s PID namespace when ``pid`` lives in a namespace of its own (the
+    whole sandbox hangs below it), else ``pid``."""
+    current = pid
+    for _ in range(8):  # (supervisor -> init -> program: a couple of steps at most)
+        ns = _ns_pids(current)
+        if len(ns) < 2:
+            return pid  # not namespaced
+        if ns[-1] == "1":
+            return current
+        current = _parent(current)
+    return pid
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in (PROC / str(pid) / "task").iterdir():
+        try:
+            found.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return found
+
+
+def _process_ns(pid: int) -> int:
+    stat = (PROC / str(pid) / "stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    reaped = (int(fields[13]) + int(fields[14])) * _TICK_NS  # cutime, cstime
+    return _process_clock_ns(pid) + reaped
+
+
+def tree_cpu_ns(root: int) -> int:
+    """Nanoseconds of CPU the processes below (and at) ``root`` have used so far (exact for
+    processes asleep when it is read: the worker waits on its socket then)."""
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += _process_ns(pid)
+            todo.extend(_children(pid))
+        except (OSError, ValueError):
+            pass  # (a process that ended while the tree was read)
+    return total
