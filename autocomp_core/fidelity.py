@@ -53,6 +53,9 @@ class MeasuredProgram:
     held_out: bool = False  # not used to fit the model (reported separately)
     source: str = ""  # path inside the source checkout
     adapted: str = ""  # what the reader changed (renames, imports); "" if nothing
+    #: the number of the evaluation compared with ``measured``: "" for its metric, else a key
+    #: of ``EvalResult.extra`` (e.g. a baseline the backend times beside the program)
+    metric: str = ""
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,11 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 # -- evaluation ---------------------------------------------------------------------------
 def outcome_of(program: MeasuredProgram, result: EvalResult) -> Outcome:
+    if result.correct and program.metric:
+        value = result.extra.get(program.metric)
+        if value is None:
+            return Outcome(program, None, f"{result.status or 'ok'}: no {program.metric} reported")
+        return Outcome(program, float(value))
     if result.correct and result.metric is not None:
         return Outcome(program, float(result.metric))
     status = result.status or (result.failure.value if result.failure else "failed")
@@ -273,27 +281,34 @@ async def evaluate_programs(
     progress: Callable[[int, Outcome], None] | None = None,
 ) -> list[Outcome]:
     """Each program through ``evaluate`` as the engine calls it (``evaluate_guarded``), at
-    most ``jobs`` at once; outcomes in the order of ``programs``."""
+    most ``jobs`` at once; outcomes in the order of ``programs``. Programs with the same
+    problem and code (compared on different numbers of one result, ``metric``) share one
+    evaluation."""
     from .journal import evaluate_guarded
 
     outcomes: list[Outcome | None] = [None] * len(programs)
     limiter = anyio.CapacityLimiter(max(1, jobs))
     done = 0
+    same: dict[tuple[str, str], list[int]] = {}
+    for index, program in enumerate(programs):
+        same.setdefault((program.problem.id, program.code), []).append(index)
 
-    async def one(index: int, program: MeasuredProgram) -> None:
+    async def one(indices: list[int]) -> None:
         nonlocal done
+        first = programs[indices[0]]
         async with limiter:
             result = await evaluate_guarded(
-                backend, program.problem, program.code, EvalContext(seed=0, timeout_s=timeout_s)
+                backend, first.problem, first.code, EvalContext(seed=0, timeout_s=timeout_s)
             )
-        outcomes[index] = finished = outcome_of(program, result)
-        done += 1
-        if progress is not None:
-            progress(done, finished)
+        for index in indices:
+            outcomes[index] = finished = outcome_of(programs[index], result)
+            done += 1
+            if progress is not None:
+                progress(done, finished)
 
     async with backend, anyio.create_task_group() as group:
-        for index, program in enumerate(programs):
-            group.start_soon(one, index, program)
+        for indices in same.values():
+            group.start_soon(one, indices)
     return [o for o in outcomes if o is not None]
 
 

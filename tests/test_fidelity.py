@@ -217,3 +217,40 @@ def test_fidelity_bad_input_exits_2_with_one_line(source, tmp_path, extra, needl
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], run.stderr
     if not extra:
         assert "toy-measured.json" in lines[0]
+
+
+def test_a_program_may_be_compared_on_another_number_of_its_result():
+    program = MeasuredProgram("c", 0, "s", 1.0, PROBLEM, "", metric="compiled_ms")
+    both = EvalResult(True, metric=3.0, extra={"compiled_ms": 2.0})
+    assert outcome_of(program, both).modelled == 2.0
+    missing = outcome_of(program, EvalResult(True, metric=3.0, status="ok"))
+    assert missing.modelled is None and missing.refused == "ok: no compiled_ms reported"
+
+
+@pytest.mark.asyncio
+async def test_programs_with_the_same_problem_and_code_share_one_evaluation():
+    from autocomp_core.fidelity import evaluate_programs
+
+    calls = []
+
+    class Counting(Backend):
+        name = "counting"
+
+        def problems(self):
+            return [PROBLEM]
+
+        def knowledge(self, problem):
+            raise NotImplementedError
+
+        async def evaluate(self, problem, code, ctx):
+            calls.append(code)
+            return EvalResult(True, metric=float(len(code)), extra={"other": 7.0})
+
+    programs = [
+        MeasuredProgram("eager", 0, "a", 1.0, PROBLEM, "aa"),
+        MeasuredProgram("other", 0, "a", 1.0, PROBLEM, "aa", metric="other"),
+        MeasuredProgram("eager", 1, "b", 1.0, PROBLEM, "bbb"),
+    ]
+    outcomes = await evaluate_programs(Counting(), programs, jobs=2)
+    assert sorted(calls) == ["aa", "bbb"]
+    assert [o.modelled for o in outcomes] == [2.0, 7.0, 3.0]
