@@ -26,9 +26,10 @@ from autocomp_core import (
     Resources,
     evaluation_seeds,
 )
+from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
 from pydantic import Field, create_model
 
-from . import cache, gate, importer
+from . import cache, fidelity, gate, importer
 from .harness import Harness, Settings, Verdict
 from .problemset import ProblemSpec, baseline_source, describe_tolerance, suite
 
@@ -95,6 +96,18 @@ class _CudaOptions(BackendOptions):
     kernelbench_levels: tuple[int, ...] = (1, 2, 3, 4)
     size_overrides: dict[str, dict[str, Any]] | None = None
     include_controls: bool = Field(False, description="list the gate's control problems too")
+    fidelity_gpu_class: str = Field(
+        "",
+        description=(
+            "autocomp-core fidelity: the published KernelBench timing folder or GPU class to "
+            "compare with (e.g. H100_Modal, H100); default the nearest to our GPU by name"
+        ),
+    )
+    fidelity_levels: tuple[int, ...] = Field((1, 2), description="autocomp-core fidelity: levels")
+    fidelity_sample: int = Field(
+        0, ge=0, description="autocomp-core fidelity: problems drawn per level (0: all)"
+    )
+    fidelity_seed: int = Field(0, description="autocomp-core fidelity: the sample's seed")
     problem_gate: Literal["refuse", "warn"] = Field(
         "refuse",
         description=(
@@ -320,6 +333,31 @@ class CudaBackend(Backend):
             else f"FAILED ({report.category}): {'; '.join(report.reasons)}"
         )
         return result
+
+    # ------------------------------------------------------------------ fidelity
+    def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
+        """KernelBench's published baseline times of a level sample, each problem's own Model
+        as the program (``fidelity.py``); refused on the CPU device."""
+        if self.hardware.device != "cuda":
+            raise FidelityUnsupported(fidelity.CPU_REFUSAL)
+        o = self.options
+        sets = fidelity.read_timing_sets(source)
+        name = "" if o.fidelity_gpu_class else fidelity.device_name(self.hardware.gpus[0])
+        timings = fidelity.choose_timing_set(sets, name, o.fidelity_gpu_class)
+
+        def to_problem(spec: ProblemSpec) -> Problem:
+            self._specs[spec.id] = spec  # evaluate finds it by id, as an imported problem
+            return self._problem(spec)
+
+        return fidelity.measured_programs(
+            source,
+            timings,
+            to_problem,
+            levels=o.fidelity_levels,
+            per_level=o.fidelity_sample,
+            seed=o.fidelity_seed,
+            compiled=self.settings.compile_baseline,
+        )
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         try:
