@@ -127,7 +127,11 @@ class GemminiBackend(Backend):
             result = await evaluate.evaluate_model(
                 spec, code, hw, seed, ctx.timeout_s, opts.memory_mb, ctx.want_feedback, timing_toml
             )
-        result.verification = evaluate.verification(spec, seed, opts.mode)
+        # the evaluation's own records (the model limits that applied) beside what it rests on
+        result.verification = {
+            **evaluate.verification(spec, seed, opts.mode),
+            **result.verification,
+        }
         return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:

@@ -28,12 +28,13 @@ import numpy as np
 from autocomp_core.backend import EvalResult, FailureKind
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
-from . import exposure, feedback, toolchain, trusted
+from . import exposure, feedback, model_limits, toolchain, trusted
 from .catalog import Spec, gold
 from .config import GemminiConfig
 from .elf import symbols, undefined_symbols, write_symbol
 from .model import native
 from .model.base import ArrayConfig
+from .model.timing import TimingParams
 
 # Headers the candidate may name (already included, or harmless): the line is dropped.
 ALLOWED_INCLUDES = re.compile(
@@ -371,13 +372,22 @@ async def evaluate_model(
                 extra=extra,
                 **common,
             )
-        text = feedback.describe(results, spec, hw) if want_feedback else ""
+        # what the model does not model, where it matters for this program (model_limits.py)
+        limits = model_limits.applying(results, TimingParams.from_toml(timing_toml))
+        text = ""
+        if want_feedback:
+            text = "\n".join(
+                part
+                for part in (feedback.describe(results, spec, hw), model_limits.section(limits))
+                if part
+            )
         return EvalResult(
             correct=True,
             metric=float(results["cycles"]),
             unit="cycles",
             feedback=text,
             extra=extra,
+            verification={"model_limits": limits},
             **common,
         )
 

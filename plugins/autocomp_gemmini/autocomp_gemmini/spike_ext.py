@@ -263,6 +263,7 @@ class Session:
                 "macs": c.macs,
                 "bytes_in": c.bytes_in,
                 "bytes_out": c.bytes_out,
+                "dma_rows": {str(n): rows for n, rows in sorted(c.dma_rows.items())},
                 "timing": self.timing.summary(),
                 "utilization": self.g.utilization(),
                 "memory_words": self.mem.words,

@@ -79,9 +79,15 @@ class Counters:
     macs: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    #: rows the DMA moved (mvin from memory, mvout), by the bytes in a row: each row is at least
+    #: one memory request, which is what the feedback's model limits look at (model_limits.py)
+    dma_rows: dict[int, int] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
         self.commands[name] = self.commands.get(name, 0) + n
+
+    def count_dma(self, row_bytes: int, rows: int) -> None:
+        self.dma_rows[row_bytes] = self.dma_rows.get(row_bytes, 0) + rows
 
 
 class GemminiBase:
@@ -94,10 +100,14 @@ class GemminiBase:
     counters: Counters
     loop_ws_regs: dict[int, tuple[int, int]]
     loop_conv_regs: dict[int, tuple[int, int]]
+    ld: list[LoadConfig]
 
     def execute(self, funct: int, rs1: int, rs2: int) -> None:
         try:
+            moved = self._dma_row_bytes(funct, rs1, rs2)
             self._execute(funct, rs1, rs2)
+            if moved is not None:
+                self.counters.count_dma(*moved)
         except BadAddress as exc:
             raise GemminiError(str(exc)) from None
         except GemminiError:
@@ -119,6 +129,22 @@ class GemminiBase:
 
     def _execute(self, funct: int, rs1: int, rs2: int) -> None:
         raise NotImplementedError
+
+    def _dma_row_bytes(self, funct: int, rs1: int, rs2: int) -> tuple[int, int] | None:
+        """(bytes per row, rows) a primitive mvin or mvout moves through the DMA, or None: other
+        commands, a zero fill (an mvin from address 0 reads nothing) and empty moves."""
+        if funct not in (isa.MVIN, isa.MVIN2, isa.MVIN3, isa.MVOUT):
+            return None
+        addr, cols, rows = isa.operand(rs2)
+        if addr.garbage or rows == 0 or cols == 0 or (funct != isa.MVOUT and rs1 == 0):
+            return None
+        elem = 1 if self.cfg.dtype == "int8" else 4
+        if funct == isa.MVOUT:
+            wide = addr.is_acc and addr.full  # the accumulator's own 4-byte values
+        else:
+            state = {isa.MVIN: 0, isa.MVIN2: 1, isa.MVIN3: 2}[funct]
+            wide = addr.is_acc and not self.ld[state].shrunk
+        return cols * (4 if wide else elem), rows
 
     def _fence(self) -> None:
         raise NotImplementedError
