@@ -243,3 +243,27 @@ def test_the_command_on_the_cpu_device_exits_2_with_one_line(checkout):
     assert run.returncode == 2, run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0] == f"error: {fidelity.CPU_REFUSAL}", run.stderr
+
+
+def test_the_gpu_script_dry_run_lists_the_sample_it_would_run(checkout, tmp_path):
+    """gpu_fidelity.sh with DRY_RUN=1: its command line and the programs the reader draws,
+    nothing evaluated (so its flags and options are checked here, without a GPU)."""
+    import os
+    import sys
+
+    script = Path(fidelity.__file__).parent.parent / "gpu_fidelity.sh"
+    env = {**os.environ, "PYTHON": sys.executable, "DRY_RUN": "1", "SAMPLE": "1"}
+    env["GPU_CLASS"] = "H100_PCIe_Fake"
+    run = subprocess.run(
+        ["bash", str(script), str(checkout), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "would run: autocomp-core fidelity cuda --source" in run.stdout
+    assert "--option fidelity_sample=1" in run.stdout
+    assert "published timings: H100_PCIe_Fake (NVIDIA H100 PCIe)" in run.stdout
+    listed = [line.split()[:4] for line in run.stdout.splitlines() if line.startswith("kb/L")]
+    assert [(c, k) for c, k, *_ in listed] == [("kb/L1", "eager"), ("kb/L2", "eager")]
+    assert (tmp_path / "out" / "cuda_fidelity.txt").read_text() == run.stdout
