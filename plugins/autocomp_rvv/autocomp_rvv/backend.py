@@ -29,7 +29,7 @@ from autocomp_core import (
     private_workdir,
 )
 
-from . import board as board_mode
+from . import board as board_mode, model_limits
 from .build import Builder, BuildFailure
 from .checks import check_at_vlen, reference_syscalls
 from .config import RvvHardware
@@ -218,6 +218,11 @@ class RvvBackend(Backend):
                 )
                 metric = float(report.cycles)
                 feedback = f"{report.summary()}\nExact instruction count (Spike): {run.instret}."
+                if hw.board is None:  # the metric is the model's: say where it is weakest
+                    limits = model_limits.applying(run.insns, report, self.params_for(hw))
+                    verification["model_limits"] = limits
+                    if limits:
+                        feedback += "\n" + model_limits.section(limits)
 
                 if hw.board is not None:
                     t = time.perf_counter()
