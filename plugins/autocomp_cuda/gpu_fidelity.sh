@@ -7,7 +7,8 @@
 #
 # Writes to OUT_DIR (default $OUT, else the checkout root of this project): cuda_fidelity.txt
 # (everything printed), cuda_fidelity.json (the fidelity command's --json) and
-# cuda_fidelity_summary.txt (median ratio and spread per chain). About 4 minutes with the
+# cuda_fidelity_summary.txt (median ratio and spread per chain; read from the progress lines
+# when LIMIT cut the run before the JSON was written). About 4 minutes with the
 # defaults on an H200 (an estimate: not run on a GPU yet). Environment:
 #   SAMPLE=2      problems drawn per level          SEED=0      the draw's seed
 #   LEVELS=[1,2]  KernelBench levels                GPU_CLASS=  a published folder or class
@@ -88,32 +89,46 @@ echo "== autocomp-core ${args[*]} (limit $LIMIT s)"
 start=$SECONDS
 timeout --kill-after=10 "$LIMIT" "$PY" -c "from autocomp_core.cli import main; main()" "${args[@]}"
 rc=$?
-[ $rc -eq 124 ] && echo "== CUT at its limit of $LIMIT s (no JSON; the lines above are what finished)"
+[ $rc -eq 124 ] && echo "== CUT at its limit of $LIMIT s (no JSON: the summary is read from the lines above)"
 echo "== fidelity exit $rc, took $((SECONDS - start)) s"
-[ -f "$DEST/cuda_fidelity.json" ] || exit "$rc"
+sleep 1  # tee has written every line to cuda_fidelity.txt by now
 
-"$PY" - "$DEST/cuda_fidelity.json" <<'PY' | tee "$DEST/cuda_fidelity_summary.txt"
-# median modelled/measured and its spread per chain (each level, eager and torch.compile)
-import json, math, statistics, sys
-report = json.load(open(sys.argv[1]))
-folders = sorted({p["source"].rsplit("(", 1)[-1].rstrip(")") for p in report["programs"]})
-print("published timings:", ", ".join(folders))
+"$PY" - "$DEST/cuda_fidelity.json" "$DEST/cuda_fidelity.txt" <<'PY' | tee "$DEST/cuda_fidelity_summary.txt"
+# median modelled/measured and its spread per chain (each level, eager and torch.compile):
+# from the command's JSON, or, when the run was cut before writing it, from its progress lines
+import json, math, os, re, statistics, sys
+json_path, text_path = sys.argv[1:]
+if os.path.exists(json_path):
+    report = json.load(open(json_path))
+    programs = report["programs"]
+    folders = sorted({p["source"].rsplit("(", 1)[-1].rstrip(")") for p in programs})
+    print("published timings:", ", ".join(folders))
+else:
+    report, programs = None, []
+    done = re.compile(r"^\[\d+/\d+\] (.+?) step (\d+) (\S+): (?:([-+.\de]+) ms \(measured "
+                      r"([-+.\de]+)\)|refused: (.*))$")
+    for line in open(text_path):
+        if m := done.match(line.strip()):
+            chain, _, name, ours, theirs, why = m.groups()
+            programs.append({"chain": chain, "problem": name, "refused": why or "",
+                             "ratio": float(ours) / float(theirs) if ours else None})
+    print(f"from the progress lines of {text_path}: {len(programs)} programs finished")
 chains = {}
-for p in report["programs"]:
+for p in programs:
     chains.setdefault(p["chain"], []).append(p)
-for chain, members in [*chains.items(), ("all", report["programs"])]:
+for chain, members in [*chains.items(), ("all", programs)]:
     ratios = sorted(p["ratio"] for p in members if p["ratio"] is not None)
     refused = [f"{p['problem']} ({p['refused'][:80]})" for p in members if p["ratio"] is None]
     line = f"{chain}: {len(ratios)} of {len(members)} timed"
     if ratios:
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else ratios * 3
         geo = math.exp(statistics.fmean(math.log(r) for r in ratios))
         line += (f"; ours/published median {statistics.median(ratios):.3g}, geomean {geo:.3g}, "
                  f"IQR {q[0]:.3g}-{q[2]:.3g}, range {ratios[0]:.3g}-{ratios[-1]:.3g}")
-    group = report["overall"]["all"] if chain == "all" else report["chains"][chain]
-    spearman = group.get("spearman")  # pooled on log time for "all"
-    if spearman is not None:
-        line += f"; Spearman {spearman:.3g}"
+    if report is not None:
+        group = report["overall"]["all"] if chain == "all" else report["chains"][chain]
+        if group.get("spearman") is not None:  # pooled on log time for "all"
+            line += f"; Spearman {group['spearman']:.3g}"
     print(line)
     for r in refused:
         print("   refused:", r)
