@@ -16,6 +16,9 @@
 #   PER_PROGRAM=150  seconds per evaluation (the fidelity command's --timeout)
 # DRY_RUN=1 prints the command and the sample the reader draws, evaluates nothing (runs on
 # any machine with the project: the reader is asked for a GPU class explicitly there).
+# The checkout needs only its KernelBench/ and results/timing/ folders (1.5 MB): on a machine
+# without network, carry an export of them (`git -C KB archive HEAD KernelBench results/timing
+# | tar -x -C build/kb`; build/ is ignored) and name its commit with KB_COMMIT=sha.
 #
 # With the project installed, it uses that. Otherwise it runs from this checkout on the
 # machine's own python3 and torch, as gpu_check.sh does (.whl made by gpu_wheels.sh).
@@ -50,7 +53,7 @@ exec > >(tee "$DEST/cuda_fidelity.txt") 2>&1
 cd "$ROOT" || exit 1
 
 echo "== autocomp-cuda fidelity $(date -u +%FT%TZ) on ${GPU_NAME:-no GPU seen by nvidia-smi}"
-echo "KernelBench: $KB, commit $(git -C "$KB" rev-parse HEAD 2>/dev/null || echo 'unknown (not a git checkout)')"
+echo "KernelBench: $KB, commit $(git -C "$KB" rev-parse HEAD 2>/dev/null || echo "${KB_COMMIT:-unknown (not a git checkout; KB_COMMIT=sha names it)}")"
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
 
 args=(fidelity cuda --source "$KB" --json "$DEST/cuda_fidelity.json" --timeout "$PER_PROGRAM"
