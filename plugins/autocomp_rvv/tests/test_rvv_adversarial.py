@@ -225,7 +225,10 @@ def test_eval_json_reports_seeds_shapes_and_checks(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["seed"] == 5 and set(data["verification"]) == {"seeds", "shapes", "checks"}
+    assert data["seed"] == 5
+    assert set(data["verification"]) == {"seeds", "shapes", "checks", "model_limits"}
+    # the model's limits that apply to this memory-bound kernel (model_limits.py)
+    assert [item["limit"] for item in data["verification"]["model_limits"]] == ["memory_hits_only"]
 
 
 @pytest.mark.asyncio
