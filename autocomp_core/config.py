@@ -121,8 +121,8 @@ class EvaluationConfig(_Section):
 
 class ExecutorConfig(_Section):
     """Where evaluations run: ``kind`` names an executor (``local``, ``ray`` or one a plugin
-    registers); the other keys are its options (``ray``: ``address``, ``max_retries``),
-    validated by the executor."""
+    registers); the other keys are its options (``ray``: ``address``, ``max_retries``,
+    ``no_nodes_timeout_s``), validated by the executor."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
