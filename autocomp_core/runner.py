@@ -38,8 +38,8 @@ from .plugins import PluginRegistry, build_registry
 from .progress import Progress
 from .prompting import prompt_pack
 from .sandbox import isolation_level
-from .search import RunSetup, Search, first_error
-from .store import Candidate, RunStore
+from .search import RunSetup, Search
+from .store import RunStore
 
 if TYPE_CHECKING:
     from .suite import SuiteShare
@@ -332,9 +332,8 @@ async def execute(
             async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
                 await resources.enter_async_context(prep.backend)
                 if prep.client is not None and suite is None:
-                    beam = await search_while_entering(search, prep.client, resources)
-                else:
-                    beam = await search.run()
+                    await resources.enter_async_context(prep.client)
+                beam = await search.run()
         stop_reason = (
             "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
         )
@@ -347,23 +346,6 @@ async def execute(
             except Exception:  # the journal is intact; exports can be redone with `report`
                 log.warning("could not write exports", run_dir=str(run_dir))
         store.close()
-
-
-async def search_while_entering(
-    search: Search, client: LLMClient, resources: AsyncExitStack
-) -> list[Candidate]:
-    """``search.run()`` while ``client`` is entered beside it: an embedded model server
-    takes seconds to start, and the search's first steps (evaluating the initial program)
-    need no LLM; its first call waits for the server (the client starts each server
-    once). A client that fails to enter ends the run with its error, as before it."""
-    resources.push_async_callback(client.aclose)
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(client.__aenter__)
-            return await search.run()
-    except BaseExceptionGroup as group:  # the error itself, not a group of one
-        raise first_error(group) from None
-    raise AssertionError("unreachable")  # mypy: the task group returns or raises
 
 
 def finish(

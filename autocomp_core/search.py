@@ -154,14 +154,14 @@ class Scheduler:
                     for job, args in jobs:
                         group.start_soon(self._run_job, job, args)
         except BaseExceptionGroup as group:  # a job failed: the error itself, not a group
-            raise first_error(group) from None
+            raise _first_error(group) from None
 
 
-def first_error(group: BaseExceptionGroup) -> BaseException:
+def _first_error(group: BaseExceptionGroup) -> BaseException:
     cancelled = anyio.get_cancelled_exc_class()
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
-            exc = first_error(exc)
+            exc = _first_error(exc)
         if not isinstance(exc, cancelled):
             return exc
     return group.exceptions[0]
