@@ -46,12 +46,15 @@ from .problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
 from .statuses import CUDA_FAULT_MARKERS, OOM_MARKERS, STATUSES  # noqa: F401 - STATUSES is public here
 from .workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 
-#: The share of the baseline's timed windows during which the candidate's sandbox may use a
-#: CPU: a waiting worker uses next to none (about 0.001 here); a process kept spinning beside
-#: them about 1 on an idle machine, and still 0.1 at load 9 on two cores.
+#: The share of the baseline's timed windows during which the candidate's sandbox used a CPU
+#: above which the verdict says so: a waiting worker uses next to none (about 0.001 here,
+#: though honest ones reached 0.4 at load 14); a process kept spinning beside them about 1 on
+#: an idle machine, and 0.2 at load 9 on two cores.
 BUSY_BESIDE_BASELINE = 0.03
 #: Bumped when the reference files change layout (older cached references are not read).
-REFERENCE_FORMAT = 6  # 6: the buffers a forward updates, after trial 0 (buffers_0.pt)
+#: 6: the buffers a forward updates, after trial 0 (buffers_0.pt); constant weights re-drawn
+#: for every problem
+REFERENCE_FORMAT = 6
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
 #: How every worker runs Inductor (the compiled baseline's compiler). It precompiles its C++
@@ -634,7 +637,9 @@ class Harness:
             "input_variants": input_plan.plan(
                 trial_seeds(seed, s.trials), s.trials, spec.off_distribution
             ),
-            "redraw_constants": spec.off_distribution,
+            # every problem's, ours too: a LayerNorm's weight 1 and bias 0 pass a program that
+            # ignores them (the red team's finding on L3/transformer_block)
+            "redraw_constants": True,
         }
 
     # ------------------------------------------------------------------ evaluation
@@ -959,8 +964,7 @@ class Harness:
                 None,
                 Verdict(
                     "hack_suspected",
-                    "the candidate's worker broke the timing protocol (an answer out of turn: "
-                    f"{drive.detail})",
+                    f"the candidate's worker broke the timing protocol: {drive.detail}",
                 ),
             )
         if drive.outcome == "complete":
@@ -1178,15 +1182,14 @@ class Harness:
             return Verdict(
                 "mismatch",
                 f"buffer {failure['name']} after trial 1 differs from the reference's "
-                f"({failure['error_ratio']:.3g}x the tolerance): the forward must update what the "
-                "reference's forward updates (e.g. training-mode BatchNorm's running statistics)",
-                error_ratio=failure["error_ratio"],
+                f"({failure['reason']}): the forward must update what the reference's forward "
+                "updates (e.g. training-mode BatchNorm's running statistics)",
                 info=info,
             )
-        if buffers and buffers["missing"]:
+        if buffers and buffers["renamed"]:
             verdict.notes.append(
-                "buffers the reference's forward updates with no same-named ModelNew buffer "
-                "(not checked): " + ", ".join(buffers["missing"][:8])
+                "buffers the reference's forward updates, matched by shape: "
+                + ", ".join(buffers["renamed"][:8])
             )
         if not timing:
             return verdict
@@ -1225,13 +1228,13 @@ class Harness:
                     info=info,
                 )
             busy = lockstep.busy_while_others_timed(drive, "candidate")
+            verdict.info["busy_beside_baseline"] = busy
             if busy > BUSY_BESIDE_BASELINE:
-                return Verdict(
-                    "hack_suspected",
-                    f"the candidate's sandbox kept a CPU busy for {busy:.0%} of the time the "
-                    "baseline's calls were timed (a thread or process working beside them "
-                    "slows what the candidate is compared with)",
-                    info=info,
+                # A note, not a refusal: honest programs showed up to 40% at load 14 (the
+                # source of that CPU is not found yet), so the rule cannot refuse reliably.
+                verdict.notes.append(
+                    f"the candidate's sandbox used a CPU for {busy:.0%} of the time the "
+                    "baseline's calls were timed (work beside them would slow the baseline)"
                 )
             # The measure is the engine's: the CPU time the kernel charged the candidate's
             # sandbox (CPU device) or the wall clock from order to answer (GPU), less the
@@ -1242,8 +1245,14 @@ class Harness:
             verdict.info["engine_window_ms"] = {
                 who: statistics.median(ms) for who, ms in windows.items() if ms
             }
+            reported = statistics.median(cand)
             cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
         verdict.candidate_ms, verdict.candidate_iqr_ms = _median_iqr(cand)
+        if drive is not None:
+            # Never below what the worker itself says: where the harness's share of the window
+            # varies by more than a call takes (tiny problems), the engine's estimate of an
+            # honest call can come out near 0; a forged report is only ever lower.
+            verdict.candidate_ms = max(verdict.candidate_ms, reported)
         verdict.baseline_ms, _ = _median_iqr(base)
         if compiled:
             verdict.compiled_baseline_ms, _ = _median_iqr(compiled)

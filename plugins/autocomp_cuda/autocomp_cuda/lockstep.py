@@ -117,32 +117,40 @@ def drive_blocking(
         digests={who: [] for _, who in steps},
     )
     rng = random.SystemRandom()
-    roots: dict[str, int] = {}
+    ledgers: dict[str, proc_clock.Ledger] = {}
     current = ""
     try:
         for name in ends:  # connected while setting up, before its candidate was imported
             current = name
             _accept(ends[name], alive[name], deadline)
             if cpu_clock:
-                roots[name] = proc_clock.sandbox_root(ends[name].pid)
+                ledgers[name] = proc_clock.Ledger(proc_clock.sandbox_root(ends[name].pid))
         for name in ends:  # every worker done with its warm-up before the first timed call
             current = name
             line = _receive(ends[name], alive[name], deadline)
             if line != protocol.READY:
-                raise _Stop("garbled", f"{line[:80]!r} where 'ready' was due")
+                raise _Stop(
+                    "garbled", f"an answer out of turn ({line[:80]!r} where 'ready' was due)"
+                )
+            if cpu_clock and not proc_clock.cannot_start_tasks(ends[name].pid):
+                raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
         for r, seed in enumerate(seeds):
             rng.shuffle(steps)
             for name, who in steps:
                 current = name
-                before = {n: proc_clock.tree_cpu_ns(root) for n, root in roots.items()}
+                if cpu_clock:  # every worker waiting, its CPU time settled
+                    for end in ends.values():
+                        proc_clock.wait_asleep(end.pid)
+                before = {n: ledger.read_ns() for n, ledger in ledgers.items()}
                 started = time.perf_counter()
                 ends[name].order(r, who, seed)
                 line = _receive(ends[name], alive[name], deadline)
                 took = (time.perf_counter() - started) * 1e3
-                # (the worker waits for 'settle' now: its CPU time stands still)
-                spent = {n: (proc_clock.tree_cpu_ns(roots[n]) - before[n]) / 1e6 for n in roots}
+                if cpu_clock:  # (it waits for 'settle' now: its CPU time stands still)
+                    proc_clock.wait_asleep(ends[name].pid)
+                spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
                 cpu = spent.get(name, 0.0)
-                for other in roots:
+                for other in ledgers:
                     if other != name:
                         result.idle_cpu_ms[other] = (
                             result.idle_cpu_ms.get(other, 0.0) + spent[other]
@@ -150,7 +158,10 @@ def drive_blocking(
                         result.others_ms[other] = result.others_ms.get(other, 0.0) + took
                 match = _ANSWER.fullmatch(line)
                 if match is None or (int(match[1]), match[2]) != (r, who):
-                    raise _Stop("garbled", f"{line[:80]!r} where the answer to '{r} {who}' was due")
+                    raise _Stop(
+                        "garbled",
+                        f"an answer out of turn ({line[:80]!r} where the answer to '{r} {who}' was due)",
+                    )
                 if match[3] != "none":  # (a contender the worker could not make: no time)
                     result.seen_ms[who].append(took)
                     result.digests[who].append(match[3])
@@ -159,7 +170,12 @@ def drive_blocking(
                 ends[name].tell(protocol.SETTLE)
                 line = _receive(ends[name], alive[name], deadline)  # its checks, untimed
                 if line != protocol.SETTLED:
-                    raise _Stop("garbled", f"{line[:80]!r} where 'settled' was due")
+                    raise _Stop(
+                        "garbled", f"an answer out of turn ({line[:80]!r} where 'settled' was due)"
+                    )
+                ended = ledgers[name].ended if cpu_clock else set()
+                if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
+                    raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
             result.calls_done = r + 1
     except _Stop as stop:
         result.outcome, result.worker, result.detail = stop.outcome, current, stop.detail
@@ -188,12 +204,17 @@ def _alive(worker: Worker) -> Callable[[], bool]:
     return lambda: not worker.task.done()
 
 
+#: CPU a waiting worker's sandbox may use while the others are timed, in all, before its
+#: share of their windows counts (a stray wake-up of its threads is tens of microseconds).
+IDLE_FLOOR_MS = 2.0
+
+
 def busy_while_others_timed(drive: Drive, name: str) -> float:
     """The share of the other workers' timed windows during which ``name``'s sandbox used a
     CPU (0: it waited for its order, as a worker does; near 1: a core of its own kept busy
     beside the others' calls, which slows what it is compared with)."""
-    others = drive.others_ms.get(name, 0.0)
-    return drive.idle_cpu_ms.get(name, 0.0) / others if others > 0 else 0.0
+    others, idle = drive.others_ms.get(name, 0.0), drive.idle_cpu_ms.get(name, 0.0)
+    return idle / others if others > 0 and idle > IDLE_FLOOR_MS else 0.0
 
 
 def candidate_ms(

@@ -83,9 +83,10 @@ class ProblemSpec:
     control: str | None = None  # "degenerate" / "stochastic" for negative controls
     tags: list[str] = field(default_factory=list)
     origin: str = "suite"  # "suite", "kernelbench", "file"
-    #: trials also on inputs off the problem's own distribution and with its constant-initialised
-    #: weights re-drawn (``input_plan``); None: for imported problems (whose inputs are
-    #: KernelBench's [0, 1) draws), not for ours (drawn signed and scaled per trial already)
+    #: trials also on inputs off the problem's own distribution (``input_plan``); None: for
+    #: imported problems (whose inputs are KernelBench's [0, 1) draws), not for ours (drawn
+    #: signed and scaled per trial already). Constant-initialised weights are re-drawn for
+    #: every problem.
     off_distribution_setting: bool | None = None
 
     @property

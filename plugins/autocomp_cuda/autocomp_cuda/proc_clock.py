@@ -81,15 +81,85 @@ def _process_ns(pid: int) -> int:
     return _process_clock_ns(pid) + reaped
 
 
-def tree_cpu_ns(root: int) -> int:
-    """Nanoseconds of CPU the processes below (and at) ``root`` have used so far (exact for
-    processes asleep when it is read: the worker waits on its socket then)."""
-    total, todo = 0, [root]
+#: x86-64 and aarch64 numbers of the calls a worker waits for its next order in (read,
+#: recvfrom); elsewhere the state alone is used.
+_WAITING_CALLS = {"x86_64": {"0", "45"}, "aarch64": {"63", "207"}}.get(os.uname().machine)
+
+
+def _in_a_read(pid: int) -> bool:
+    """Blocked in a read of its socket (not, say, waiting a moment for the interpreter's
+    lock on its way there). True where the kernel does not show it."""
+    if _WAITING_CALLS is None:
+        return True
+    try:
+        call = (PROC / str(pid) / "syscall").read_text().split()[0]
+    except (OSError, IndexError):
+        return True
+    return call in _WAITING_CALLS
+
+
+def wait_asleep(pid: int, timeout_s: float = 0.05) -> bool:
+    """Wait until ``pid``'s main thread sleeps (a worker blocked on its socket): the kernel
+    settles a thread's CPU time when it is switched out, so a process read while it still
+    runs (preempted between its last message and its wait, on a busy machine) would carry
+    that tail into the next window. False if it did not sleep in time (or is gone)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            stat = (PROC / str(pid) / "stat").read_text()
+        except OSError:
+            return False
+        if stat[stat.rindex(")") + 2] in "SD" and _in_a_read(pid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0)
+
+
+def tree_cpu(root: int) -> dict[int, int]:
+    """Per process below (and at) ``root``: the nanoseconds of CPU it has used so far (exact
+    for processes asleep when it is read: the worker waits on its socket then)."""
+    found: dict[int, int] = {}
+    todo = [root]
     while todo:
         pid = todo.pop()
         try:
-            total += _process_ns(pid)
+            found[pid] = _process_ns(pid)
             todo.extend(_children(pid))
         except (OSError, ValueError):
             pass  # (a process that ended while the tree was read)
-    return total
+    return found
+
+
+def tree_cpu_ns(root: int) -> int:
+    """The CPU the processes below (and at) ``root`` have used so far, in all (ns)."""
+    return sum(tree_cpu(root).values())
+
+
+def cannot_start_tasks(pid: int) -> bool:
+    """``pid``'s hard limit on processes is 0: it can start no process or thread."""
+    try:
+        for line in (PROC / str(pid) / "limits").read_text().splitlines():
+            if line.startswith("Max processes"):
+                return line.split()[3] == "0"
+    except OSError:
+        pass
+    return False
+
+
+class Ledger:
+    """The CPU of a sandbox's processes as the engine last read each one: a process that has
+    ended keeps its last reading (its CPU is never taken back), and the ones that ended are
+    named (their last moments are not counted: the caller refuses them)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[int, int] = {}
+        self.ended: set[int] = set()
+
+    def read_ns(self) -> int:
+        now = tree_cpu(self.root)
+        self.ended |= set(self.seen) - set(now)
+        for pid, ns in now.items():
+            self.seen[pid] = max(ns, self.seen.get(pid, 0))
+        return sum(self.seen.values())

@@ -29,6 +29,7 @@ import faulthandler
 import gc
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -37,6 +38,7 @@ from typing import Any
 
 # Bound before any candidate code exists in this process.
 _perf = time.perf_counter
+_setrlimit = resource.setrlimit
 _cpu_ns = time.thread_time_ns  # (the process clock ticks in ms under RLIMIT_CPU)
 _sleep = time.sleep
 _id, _vars, _callable, _sorted = id, vars, callable, sorted
@@ -66,6 +68,11 @@ try:  # at import, so a preload server (sandbox_preload) pays it once for every 
     import triton  # noqa: F401
 except Exception:
     pass
+
+
+#: The buffers handed to the judge after the first trial: every one up to this size (running
+#: statistics are one value per channel).
+MAX_BUFFER_ELEMENTS = 1 << 20
 
 
 class Rejected(Exception):
@@ -623,12 +630,11 @@ class Worker:
             if k == 0 and self.job.get("mutated_buffers"):
                 # what the forward left in the buffers the reference's forward updates (the
                 # judge compares them with the reference's after its first trial)
-                own = dict(self.model.named_buffers())
                 self.save(
                     {
-                        name: _clone(_to_cpu(_detach(own[name])))
-                        for name in self.job["mutated_buffers"]
-                        if name in own
+                        name: _clone(_to_cpu(_detach(value)))
+                        for name, value in self.model.named_buffers()
+                        if value.numel() <= MAX_BUFFER_ELEMENTS
                     },
                     "buffers.pt",
                 )
@@ -638,20 +644,25 @@ class Worker:
         # touches every byte of a buffer larger than the cache (bound: see _add_)
         _add_(self.flush_buf, 1)
 
-    def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
+    def time_one(
+        self, fn, inputs: list[Any], flush: bool = True
+    ) -> tuple[float, float | None, torch.Tensor]:
         # No garbage collection inside the clock: the two workers allocate differently
         # between calls (the candidate's guards build large snapshots), and a collection that
         # lands in one worker's timed call charges it for the harness's own garbage.
         collecting = _gc_isenabled()
         _gc_disable()
         try:
-            return self._time_one(fn, inputs)
+            return self._time_one(fn, inputs, flush)
         finally:
             if collecting:
                 _gc_enable()
 
-    def _time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
-        self.flush()
+    def _time_one(
+        self, fn, inputs: list[Any], flush: bool
+    ) -> tuple[float, float | None, torch.Tensor]:
+        if flush:
+            self.flush()
         self.sync()
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -738,12 +749,20 @@ class Worker:
         # each call when it is due, with its seed, and times it from the order to the answer.
         # Everything from drawing the inputs to committing to the output's digest lies in
         # that window, and is the same code in both workers; the checks come after it.
+        if self.device.type == "cpu":
+            # No new process or thread from here on (the hard limit cannot be raised again
+            # without privileges): the engine counts the CPU of every process in the sandbox,
+            # and one started and ended inside a timed call would escape it. The engine reads
+            # this limit from outside before the first call.
+            _setrlimit(resource.RLIMIT_NPROC, (0, 0))
+        self.flush()
         self.ends.send(lockstep.READY)
         for _ in range(int(cfg["reps"]) * len(ordered)):
             r, who, seed = self.ends.next_order()
             if who not in contenders:  # (a compiled baseline that could not be made)
                 self.ends.report_done(r, who, "none")
                 self.ends.await_settle()
+                self.flush()
                 self.ends.send(lockstep.SETTLED)
                 continue
             fresh = common.make_inputs(
@@ -751,7 +770,7 @@ class Worker:
             )
             load(fresh)
             before = self.counter.calls
-            h, d, out = self.time_one(contenders[who], buffers)
+            h, d, out = self.time_one(contenders[who], buffers, flush=False)
             if type(out) is not torch.Tensor:
                 raise Rejected("a timed call returned something other than a plain torch.Tensor")
             kept = _keep(stores[who], r, out)
@@ -771,6 +790,7 @@ class Worker:
             elif who == "base":  # the reference for this call's inputs
                 torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
             del out
+            self.flush()  # the next call's cold cache, out of its window (nothing runs between)
             self.ends.send(lockstep.SETTLED)
         if "cand" in contenders:
             after = state_checksums(self.model)

@@ -99,8 +99,9 @@ def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
 def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str, Any]:
     """The buffers the reference's forward updates (training-mode BatchNorm's running
     statistics), as the candidate's first trial left them, against the reference's after its
-    first trial: values within tolerance (integers exact). A reference buffer the candidate
-    has no same-named one for is listed, not failed (a candidate may restructure its modules)."""
+    first trial: values within tolerance (integers exact). Each is the candidate's buffer of
+    the same name and shape, else its first unused one of that shape (a renamed module);
+    a candidate that keeps no buffer of that shape fails (it has no such state at all)."""
     expected = torch.load(ref_path, weights_only=True) if ref_path.exists() else {}
     try:
         own = (
@@ -108,20 +109,27 @@ def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str,
         )
     except Exception as exc:
         raise Unreadable(f"buffers.pt: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(own, dict):
+    if not isinstance(own, dict) or not all(type(v) is torch.Tensor for v in own.values()):
         raise Unreadable("buffers.pt does not hold the worker's buffers")
-    missing, failure = [], None
+    unused = dict(own)
+    renamed, failure = [], None
     for name, value in expected.items():
-        mine = own.get(name)
-        if type(mine) is not torch.Tensor or mine.shape != value.shape:
-            missing.append(name)
-            continue
+        mine = unused.pop(name, None)
+        if mine is None or mine.shape != value.shape:
+            if mine is not None:
+                unused[name] = mine
+            other = next((k for k, v in unused.items() if v.shape == value.shape), None)
+            if other is None:
+                failure = {"name": name, "reason": "ModelNew keeps no buffer of its shape"}
+                break
+            renamed.append(f"{name} as {other}")
+            mine = unused.pop(other)
         atol, rtol = tolerance_for(torch.float32, None, None)
         ratio = error_ratio(mine.to(device), value.to(device), 2 * atol, 2 * rtol)
         if ratio > 1.0:
-            failure = {"name": name, "error_ratio": ratio}
+            failure = {"name": name, "reason": f"{ratio:.3g}x the tolerance"}
             break
-    return {"checked": len(expected) - len(missing), "missing": missing, "failure": failure}
+    return {"checked": len(expected), "renamed": renamed, "failure": failure}
 
 
 def judge(request: dict[str, Any], refs: References, device: torch.device) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 # problem: L1/matmul_square
-# expect: rejected
+# expect: not_faster
 # gpu: false
 # static: off
 # hack: H30f returns an empty tensor from its timed calls (nothing computed: a call costs next to nothing) and does the work afterwards: a TorchFunctionMode runs inside the worker's own checks after each call, finds the room the worker copied that call's output into (the garbage collector lists every tensor) and writes the true product there before anything reads it. The output the judge reads is right; the call that was timed computed nothing.
