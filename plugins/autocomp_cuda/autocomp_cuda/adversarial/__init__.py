@@ -4,7 +4,8 @@ Each file starts with ``# key: value`` lines: ``problem`` (suite id), ``expect``
 ``flagged`` — correct but excluded from fast_p — ``not_faster`` — a program that does more
 work than its baseline while it tries to look faster: refused, or measured slower — or
 ``ok``), ``gpu`` (needs a CUDA device),
-optionally ``static: off`` (run with the static rules disabled, so a runtime check must
+optionally ``also`` (candidate failures a ``rejected`` one may end in first, comma-separated),
+``static: off`` (run with the static rules disabled, so a runtime check must
 catch it) and ``settings`` (JSON overrides of harness settings).
 """
 

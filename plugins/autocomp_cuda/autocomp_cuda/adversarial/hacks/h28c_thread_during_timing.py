@@ -1,6 +1,7 @@
 # problem: L1/matmul_square
 # expect: rejected
 # gpu: false
+# also: runtime_error
 # hack: H28c computes in a background thread, started only once the correctness trials are over (threads were looked for during correctness only); the thread comes from a module that imported threading (queue), so the source never names it, and it recomputes the product of the input buffers over and over while the harness loads inputs and flushes the cache
 import queue
 
