@@ -644,25 +644,20 @@ class Worker:
         # touches every byte of a buffer larger than the cache (bound: see _add_)
         _add_(self.flush_buf, 1)
 
-    def time_one(
-        self, fn, inputs: list[Any], flush: bool = True
-    ) -> tuple[float, float | None, torch.Tensor]:
+    def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
         # No garbage collection inside the clock: the two workers allocate differently
         # between calls (the candidate's guards build large snapshots), and a collection that
         # lands in one worker's timed call charges it for the harness's own garbage.
         collecting = _gc_isenabled()
         _gc_disable()
         try:
-            return self._time_one(fn, inputs, flush)
+            return self._time_one(fn, inputs)
         finally:
             if collecting:
                 _gc_enable()
 
-    def _time_one(
-        self, fn, inputs: list[Any], flush: bool
-    ) -> tuple[float, float | None, torch.Tensor]:
-        if flush:
-            self.flush()
+    def _time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
+        self.flush()
         self.sync()
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -755,14 +750,12 @@ class Worker:
             # and one started and ended inside a timed call would escape it. The engine reads
             # this limit from outside before the first call.
             _setrlimit(resource.RLIMIT_NPROC, (0, 0))
-        self.flush()
         self.ends.send(lockstep.READY)
         for _ in range(int(cfg["reps"]) * len(ordered)):
             r, who, seed = self.ends.next_order()
             if who not in contenders:  # (a compiled baseline that could not be made)
                 self.ends.report_done(r, who, "none")
                 self.ends.await_settle()
-                self.flush()
                 self.ends.send(lockstep.SETTLED)
                 continue
             fresh = common.make_inputs(
@@ -770,7 +763,7 @@ class Worker:
             )
             load(fresh)
             before = self.counter.calls
-            h, d, out = self.time_one(contenders[who], buffers, flush=False)
+            h, d, out = self.time_one(contenders[who], buffers)
             if type(out) is not torch.Tensor:
                 raise Rejected("a timed call returned something other than a plain torch.Tensor")
             kept = _keep(stores[who], r, out)
@@ -790,7 +783,6 @@ class Worker:
             elif who == "base":  # the reference for this call's inputs
                 torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
             del out
-            self.flush()  # the next call's cold cache, out of its window (nothing runs between)
             self.ends.send(lockstep.SETTLED)
         if "cand" in contenders:
             after = state_checksums(self.model)
