@@ -19,6 +19,8 @@ from .backend import (
     bound_text,
 )
 from .config import ConfigError, RunConfig, parse_assignments
+from .errors import FidelityUnsupported
+from .fidelity import MeasuredProgram
 from .hookspecs import hookimpl
 from .resources import Resources
 from .sandbox import (
@@ -47,10 +49,12 @@ __all__ = [
     "EvalResult",
     "Example",
     "FailureKind",
+    "FidelityUnsupported",
     "Finding",
     "HardwareConfig",
     "HeldDir",
     "KnowledgePack",
+    "MeasuredProgram",
     "PreloadServer",
     "Problem",
     "Resources",

@@ -143,6 +143,7 @@ INTERNAL_EXCEPTIONS = {
     "EditParseError",
     "EditApplyError",  # an answer that fails to parse: a failed candidate
     "NoSlot",  # the Ray executor's: an evaluation with no slot left becomes an infra error
+    "NoNodes",  # the Ray executor's RunStopped: the run stops, resumable, when no node is back
 }
 
 

@@ -20,13 +20,14 @@ from autocomp_core import (
     EvalContext,
     EvalResult,
     FailureKind,
+    FidelityUnsupported,
     HardwareConfig,
     KnowledgePack,
+    MeasuredProgram,
     Problem,
     Resources,
     evaluation_seeds,
 )
-from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
 from pydantic import Field, create_model
 
 from . import cache, fidelity, gate, importer

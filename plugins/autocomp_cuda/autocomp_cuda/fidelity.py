@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autocomp_core import Problem
-from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
+from autocomp_core import FidelityUnsupported, MeasuredProgram, Problem
 
 from .importer import import_kernelbench
 from .problemset import ProblemSpec, baseline_source

@@ -21,7 +21,7 @@ from . import catalog, evaluate, feedback, toolchain
 from .config import GemminiConfig, GemminiOptions
 
 if TYPE_CHECKING:
-    from autocomp_core.fidelity import MeasuredProgram
+    from autocomp_core import MeasuredProgram
 
 KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
 #: families whose gold results, harnesses and store path are int8 only

@@ -39,8 +39,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autocomp_core import FidelityUnsupported, MeasuredProgram
 from autocomp_core.backend import Problem
-from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
 
 #: the paper's geometric-mean speed-ups of Autocomp over each program kind (see the docstring)
 PAPER_SPEEDUP = {

@@ -24,10 +24,10 @@ from autocomp_core import (
     FailureKind,
     HardwareConfig,
     KnowledgePack,
+    MeasuredProgram,
     Problem,
     Resources,
 )
-from autocomp_core.fidelity import MeasuredProgram
 from pydantic import Field
 
 from . import neuron

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import Problem
-from autocomp_core.fidelity import FidelityUnsupported, MeasuredProgram
+from autocomp_core import FidelityUnsupported, MeasuredProgram, Problem
 
 #: the name the published kernels have (the original harness renamed it when it ran them)
 PUBLISHED_ENTRY = "test"
