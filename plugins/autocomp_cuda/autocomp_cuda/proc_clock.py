@@ -131,11 +131,6 @@ def tree_cpu(root: int) -> dict[int, int]:
     return found
 
 
-def tree_cpu_ns(root: int) -> int:
-    """The CPU the processes below (and at) ``root`` have used so far, in all (ns)."""
-    return sum(tree_cpu(root).values())
-
-
 def cannot_start_tasks(pid: int) -> bool:
     """``pid``'s hard limit on processes is 0: it can start no process or thread."""
     try:

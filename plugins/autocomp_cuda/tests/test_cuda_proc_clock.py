@@ -15,7 +15,8 @@ pytestmark = pytest.mark.skipif(not proc_clock.available(), reason="no process C
 
 # A parent that waits on stdin; each line tells it to burn CPU in a thread ("thread N"), in a
 # child it forks and reaps ("child N"), or in a child it leaves running ("orphan N"), for
-# about N ms, then to answer "done" (and the caller reads the tree's CPU).
+# about N ms, or to leave its children to the kernel to reap ("autoreap 0"), then to answer
+# "done" (and the caller reads the tree's CPU).
 _WORKER = r"""
 import os, sys, threading, time
 
@@ -34,6 +35,8 @@ for line in sys.stdin:
         if pid == 0:
             burn(ms); os._exit(0)
         os.waitpid(pid, 0)
+    elif kind == "autoreap":  # the kernel reaps its children from now on
+        import signal; signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     elif kind == "orphan":
         r, w = os.pipe()
         if os.fork() == 0:
@@ -44,11 +47,12 @@ for line in sys.stdin:
 
 
 def _charged(proc: subprocess.Popen, kind: str, ms: float) -> float:
-    before = proc_clock.tree_cpu_ns(proc.pid)
+    ledger = proc_clock.Ledger(proc.pid)
+    before = ledger.read_ns()
     proc.stdin.write(f"{kind} {ms}\n")
     proc.stdin.flush()
     assert proc.stdout.readline().strip() == "done"
-    return (proc_clock.tree_cpu_ns(proc.pid) - before) / 1e6
+    return (ledger.read_ns() - before) / 1e6
 
 
 @pytest.mark.parametrize("kind", ["thread", "child", "orphan"])
@@ -71,3 +75,22 @@ def test_a_process_outside_a_pid_namespace_is_its_own_root():
         pytest.skip("the tests themselves run in a PID namespace here")
     # (run from a test process, which no sandbox holds)
     assert proc_clock.sandbox_root(os.getpid()) == os.getpid()
+
+
+def test_a_process_that_ends_keeps_its_cpu_and_is_named():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        _charged(proc, "autoreap", 0.0)  # (a child that ends vanishes, its CPU in no account)
+        _charged(proc, "orphan", 100.0)  # a child that burned 100 ms and now sleeps
+        ledger = proc_clock.Ledger(proc.pid)
+        before = ledger.read_ns()
+        (child,) = [pid for pid in ledger.seen if pid != proc.pid]
+        os.kill(child, 9)
+        time.sleep(0.2)
+        assert ledger.read_ns() >= before  # its CPU is never taken back
+        assert ledger.ended == {child}
+    finally:
+        proc.kill()
+        proc.wait()
