@@ -20,6 +20,7 @@ import anyio
 
 from .backend import Backend, EvalContext, EvalResult, Problem
 from .errors import FidelityUnsupported
+from .executors.guarded import evaluate_guarded
 
 __all__ = [
     "FidelityUnsupported",
@@ -284,8 +285,6 @@ async def evaluate_programs(
     most ``jobs`` at once; outcomes in the order of ``programs``. Programs with the same
     problem and code (compared on different numbers of one result, ``metric``) share one
     evaluation."""
-    from .journal import evaluate_guarded
-
     outcomes: list[Outcome | None] = [None] * len(programs)
     limiter = anyio.CapacityLimiter(max(1, jobs))
     done = 0

@@ -15,18 +15,15 @@ from collections import Counter
 from typing import Any, Protocol
 
 import anyio
-import structlog
 
 from .accounting import Budget, Ledger, RunStopped
 from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from .errors import RunError
 from .executors import EvalRequest, Executor
+from .executors.guarded import evaluate_guarded as evaluate_guarded  # plugins' tests use it here
 from .executors.local import LocalExecutor
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 from .store import ATTEMPT_LOST, INFRA_ERROR, RunStore
-from .validity import refuse_impossible
-
-log = structlog.get_logger("autocomp")
 
 #: how a run that ran to its end stops; any other stop reason ends a replay of it where the
 #: recorded answers run out
@@ -179,33 +176,6 @@ def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
         default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-async def evaluate_guarded(
-    backend: Backend, problem: Problem, code: str, ctx: EvalContext
-) -> EvalResult:
-    """``backend.evaluate`` as the engine calls it (the contract in ``Backend.evaluate``):
-    an exception is the evaluator's own failure and becomes an ``INFRA_ERROR`` result, a
-    backend that overruns its own limits by far is stopped, and a result below the
-    backend's lower bound is refused (``validity.refuse_impossible``)."""
-    limit = ctx.timeout_s * 3 + 60  # the backend enforces its limits; this is the last line
-    try:
-        with anyio.fail_after(limit):
-            result = await backend.evaluate(problem, code, ctx)
-        return refuse_impossible(result, backend.metric_lower_bound(problem))
-    except TimeoutError:
-        return EvalResult(
-            correct=False,
-            failure=FailureKind.TIMEOUT,
-            feedback=f"evaluation exceeded {limit:.0f} s",
-        )
-    except Exception as exc:  # a backend bug or a missing tool must not end the run
-        log.exception("backend evaluate raised", backend=backend.name)
-        return EvalResult(
-            correct=False,
-            failure=FailureKind.INFRA_ERROR,
-            feedback=f"evaluator error: {type(exc).__name__}: {exc}",
-        )
 
 
 class Evaluator:

@@ -1,7 +1,7 @@
 """Rules that keep an evaluation honest whatever the backend, as pure functions.
 
-The engine applies them where an evaluation result enters the search (``journal.
-evaluate_guarded``), so every backend, the ``eval`` command and the knowledge builder see
+The engine applies them where an evaluation result enters the search (``executors.
+guarded.evaluate_guarded``), so every backend, the ``eval`` command and the knowledge builder see
 the same verdicts. Backends use ``evaluation_seeds`` to draw the inputs of one evaluation.
 """
 

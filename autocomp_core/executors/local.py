@@ -7,6 +7,7 @@ import socket
 from typing import TYPE_CHECKING, Any, Self
 
 from ..resources import local_slots, machine_capacity
+from .guarded import evaluate_guarded
 
 if TYPE_CHECKING:
     from ..backend import Backend, EvalResult
@@ -31,8 +32,6 @@ class LocalExecutor:
         pass  # evaluations run in this process: nothing to start
 
     async def evaluate(self, request: EvalRequest) -> EvalResult:
-        from ..journal import evaluate_guarded  # the journal's Evaluator uses executors
-
         result = await evaluate_guarded(request.backend, request.problem, request.code, request.ctx)
         result.placement = {"executor": "local", "host": socket.gethostname()}
         return result

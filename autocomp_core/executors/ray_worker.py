@@ -17,6 +17,7 @@ from typing import Any
 
 from ..backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from ..config import ConfigError
+from .guarded import evaluate_guarded
 
 
 class EvaluationSlot:
@@ -58,8 +59,6 @@ class EvaluationSlot:
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> dict[str, Any]:
         """One evaluation on this node: the result as data, and where it ran."""
-        from ..journal import evaluate_guarded
-
         await self.open()
         if self.backend is None:
             result = EvalResult(False, failure=FailureKind.INFRA_ERROR, feedback=self.error or "")

@@ -26,8 +26,9 @@ from autocomp_core import (
 )
 from autocomp_core.api import optimize_async
 from autocomp_core.config import validate
+from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.executors.local import LocalExecutor
-from autocomp_core.journal import evaluate_guarded, evaluation_key
+from autocomp_core.journal import evaluation_key
 from autocomp_core.plugins import build_registry
 from autocomp_core.resources import local_slots
 from autocomp_core.runner import evaluation_slots

@@ -10,7 +10,7 @@ from toy_plugin import ToyBackend
 
 from autocomp_core.api import optimize_async
 from autocomp_core.backend import FEEDBACK_LIMIT, EvalContext, EvalResult, FailureKind
-from autocomp_core.journal import evaluate_guarded
+from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.store import RunStore
 from autocomp_core.validity import (
     IMPOSSIBLE_RESULT,
