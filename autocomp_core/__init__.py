@@ -15,12 +15,12 @@ from .backend import (
     FailureKind,
     HardwareConfig,
     KnowledgePack,
+    MeasuredProgram,
     Problem,
     bound_text,
 )
 from .config import ConfigError, RunConfig, parse_assignments
 from .errors import FidelityUnsupported
-from .fidelity import MeasuredProgram
 from .hookspecs import hookimpl
 from .resources import Resources
 from .sandbox import (

@@ -26,16 +26,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import Any, ClassVar, Self
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 
 from .errors import FidelityUnsupported
 from .resources import Resources
-
-if TYPE_CHECKING:
-    from .fidelity import MeasuredProgram
 
 #: Bound applied to captured stdout/stderr kept in an EvalResult (characters).
 OUTPUT_LIMIT = 16_000
@@ -146,6 +143,24 @@ class Problem:
     baseline_path: Path | None = None
     context: str = ""  # problem-specific text added to prompts (shapes, layout, constraints)
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MeasuredProgram:
+    """One program with the metric published for it on the real target."""
+
+    chain: str  # programs measured one after another, e.g. "trn-tutorial/1_gemm"
+    step: int  # position in the chain (0 = the start program)
+    name: str  # short label shown in tables
+    measured: float  # published measurement, in the backend's metric unit
+    problem: Problem  # what to evaluate it as
+    code: str  # the program, adapted only as ``adapted`` says
+    held_out: bool = False  # not used to fit the model (reported separately)
+    source: str = ""  # path inside the source checkout
+    adapted: str = ""  # what the reader changed (renames, imports); "" if nothing
+    #: the number of the evaluation compared with ``measured``: "" for its metric, else a key
+    #: of ``EvalResult.extra`` (e.g. a baseline the backend times beside the program)
+    metric: str = ""
 
 
 @dataclass

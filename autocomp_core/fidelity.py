@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from .backend import Backend, EvalContext, EvalResult, Problem
+from .backend import Backend, EvalContext, EvalResult, MeasuredProgram
 from .errors import FidelityUnsupported
 from .executors.guarded import evaluate_guarded
 
@@ -39,24 +39,6 @@ __all__ = [
 #: modelled/measured windows reported (the narrow one is the fidelity target)
 NARROW_WINDOW = (0.67, 1.5)
 WIDE_WINDOW = (0.5, 2.0)
-
-
-@dataclass(frozen=True)
-class MeasuredProgram:
-    """One program with the metric published for it on the real target."""
-
-    chain: str  # programs measured one after another, e.g. "trn-tutorial/1_gemm"
-    step: int  # position in the chain (0 = the start program)
-    name: str  # short label shown in tables
-    measured: float  # published measurement, in the backend's metric unit
-    problem: Problem  # what to evaluate it as
-    code: str  # the program, adapted only as ``adapted`` says
-    held_out: bool = False  # not used to fit the model (reported separately)
-    source: str = ""  # path inside the source checkout
-    adapted: str = ""  # what the reader changed (renames, imports); "" if nothing
-    #: the number of the evaluation compared with ``measured``: "" for its metric, else a key
-    #: of ``EvalResult.extra`` (e.g. a baseline the backend times beside the program)
-    metric: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from .guarded import evaluate_guarded
 if TYPE_CHECKING:
     from ..backend import Backend, EvalResult
     from ..resources import Resources
-    from . import EvalRequest
+    from .contract import EvalRequest
 
 
 class LocalExecutor:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..backend import Backend
     from ..resources import Resources
-    from . import EvalRequest
+    from .contract import EvalRequest
 
 log = structlog.get_logger("autocomp")
 
