@@ -386,6 +386,7 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
     from .exports import write_exports
     from .runner import load_backend, load_run_config
     from .store import RunStore
+    from .translation import Translation
 
     config = load_run_config(Path(run_dir))
     backend, problem, _ = load_backend(config)
@@ -399,7 +400,7 @@ def report(run_dir: str, html: bool, output: str | None) -> None:
             problem,
             ledger,
             stop_reason=store.get_meta("stop_reason", "unknown"),
-            drop_root=config.translation.iterations > 0 and config.translation.drop_original,
+            drop_root=Translation.of(config.translation).drop_root,
         )
     finally:
         store.close()

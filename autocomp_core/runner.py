@@ -40,6 +40,7 @@ from .prompting import prompt_pack
 from .sandbox import isolation_level
 from .search import RunSetup, Search
 from .store import RunStore
+from .translation import Translation
 
 if TYPE_CHECKING:
     from .suite import SuiteShare
@@ -303,7 +304,7 @@ async def execute(
         max_in_flight=cfg.llm.max_concurrency,
     )
     progress.watch(llm, evaluator)
-    drop_root = cfg.translation.iterations > 0 and cfg.translation.drop_original
+    drop_root = Translation.of(cfg.translation).drop_root
 
     def export_iteration(i: int) -> None:
         try:
@@ -361,9 +362,7 @@ def finish(
         prep.problem,
         ledger,
         stop_reason=stop_reason,
-        drop_root=(
-            prep.config.translation.iterations > 0 and prep.config.translation.drop_original
-        ),
+        drop_root=Translation.of(prep.config.translation).drop_root,
         stop_detail=search.stop_detail if stop_reason == search.stop_reason else "",
     )
     return RunSummary(run_dir, data)

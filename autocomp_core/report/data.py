@@ -23,6 +23,7 @@ from ..exports import best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
 from ..store import DB_NAME, Candidate, RunStore
+from ..translation import Translation
 
 #: evaluation texts longer than this are cut in the report (the journal keeps them whole)
 TEXT_LIMIT = 4000
@@ -105,8 +106,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     nodes, codes = _candidates(cands, shown, beams, rejected, status["iterations_done"])
     by_id = {c.id: c for c in cands}
     initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
-    drop_root = settings.translation.iterations > 0 and settings.translation.drop_original
-    best = best_candidate(cands, drop_root)  # the same rule as best<ext> and summary.json
+    best = best_candidate(cands, Translation.of(settings.translation).drop_root)
     bound = target.get("metric_lower_bound")
     usage, timeline = _usage_and_timeline(store, evals, finished)
     wall = store.get_meta("wall_s", 0.0) or 0.0
