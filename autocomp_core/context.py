@@ -164,6 +164,13 @@ class ContextSelector:
             record["examples"]["chars_after"] = sum(len(e.text) for e in pack.examples)
         return pack, record
 
+    async def narrow(self, recorded: dict[str, Any] | None) -> tuple[KnowledgePack, dict[str, Any]]:
+        """``select``, unless ``recorded`` is a choice made for this very pack (a resumed
+        run), which is applied again; a replay selects again from the recorded answers."""
+        if recorded is not None and recorded.get("pack") == self.fingerprint():
+            return self.apply(recorded), recorded
+        return await self.select()
+
     def apply(self, record: dict[str, Any]) -> KnowledgePack:
         """The pack narrowed as ``record`` says."""
         pack = self.pack
@@ -250,3 +257,8 @@ class ContextSelector:
         if chosen is None:
             record["reason"] = "the selection named no example; all are kept"
         return record
+
+
+def isa_sections(record: dict[str, Any]) -> list | str:
+    """The ISA sections a choice kept, as prompts record them ("all": the whole ISA)."""
+    return record.get("isa", {}).get("sections", "all")

@@ -20,6 +20,7 @@ from .llm.errors import LLMConfigError
 from .llm.modelstring import parse_model_string
 from .llm.types import Prompt
 from .store import Candidate
+from .translation import Translation
 
 
 def prompts_dir() -> Path:
@@ -65,6 +66,11 @@ def prompt_pack(pack: KnowledgePack, knowledge: str, models: Sequence[str]) -> K
     return replace(pack, isa="", examples=[]) if knowledge == "compact" else pack
 
 
+def system_prompt(backend: Backend) -> str:
+    """The system message of every request of a run."""
+    return render("system", target=backend.description or backend.name)
+
+
 class PromptBuilder:
     """Builds every prompt of a run. All randomness comes from the RNG passed in."""
 
@@ -75,7 +81,7 @@ class PromptBuilder:
         pack: KnowledgePack,
         search: SearchConfig,
         total_iterations: int,
-        translation_iterations: int,
+        translation: Translation,
         isa_sections: list | str = "all",
     ) -> None:
         self.backend = backend
@@ -85,10 +91,10 @@ class PromptBuilder:
         self.pack = pack
         self.search = search
         self.total_iterations = total_iterations
-        self.translation_iterations = translation_iterations
+        self.translation = translation  # the run's own: its end moves when translation ends early
         self.language = backend.language
         rules = [*pack.rules_general, *backend.rules(problem)]
-        self.system = render("system", target=backend.description or backend.name)
+        self.system = system_prompt(backend)
         self.static = render(
             "static",
             target=backend.description or backend.name,
@@ -154,7 +160,7 @@ class PromptBuilder:
     def _iteration_note(self, iteration: int, translate: bool) -> str:
         if translate:
             return (
-                f"This is translation phase {iteration} of {self.translation_iterations}: "
+                f"This is translation phase {iteration} of {self.translation.iterations}: "
                 "move the computation onto the target's own kernels and instructions."
             )
         return f"This is optimization phase {iteration} of {self.total_iterations}."

@@ -21,7 +21,6 @@ import enum
 import hashlib
 import itertools
 import random
-import re
 import time
 import zlib
 from collections import defaultdict
@@ -33,26 +32,23 @@ import anyio
 import structlog
 
 from .accounting import RunStopped
+from .answers import parse_score, program_from
 from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
 from .config import RunConfig
-from .context import ContextSelector
+from .context import ContextSelector, isa_sections
 from .errors import RunError
+from .generated_menus import GeneratedMenus
+from .initial_beam import initial_beam
 from .journal import Evaluator, JournaledLLM
 from .lineage import Lineage
-from .llm.parsing import (
-    EditApplyError,
-    EditParseError,
-    apply_edits,
-    extract_code,
-    extract_plan,
-    parse_edits,
-)
-from .llm.types import LLMRequest, LLMResponse, Prompt, ResponseFormat
-from .menus import merge_near_duplicates, parse_items
+from .llm.parsing import extract_plan
+from .llm.types import LLMResponse, Prompt
+from .phase_requests import phase_request
 from .progress import Progress
-from .prompting import PromptBuilder
+from .prompting import PromptBuilder, system_prompt
 from .selection import exhaustive_now, select_beam, should_early_stop
 from .store import Candidate, Origin, RunStore
+from .translation import Translation
 
 __all__ = ["Origin", "RunError", "RunSetup", "Search", "assign_model"]
 
@@ -91,12 +87,6 @@ def next_model(models: list[str], after: str | None) -> str:
     """The model after ``after`` in an ensemble (a repair gets a fresh pair of eyes)."""
     position = models.index(after) + 1 if after in models else 0
     return models[position % len(models)]
-
-
-def parse_score(text: str) -> float:
-    """The first number in a judge's answer, clamped to 0..10; unparsable is 0."""
-    m = re.search(r"-?\d+(?:\.\d+)?", text or "")
-    return min(10.0, max(0.0, float(m.group()))) if m else 0.0
 
 
 @dataclass
@@ -199,6 +189,8 @@ class Draft:
 class Search:
     """Runs (or resumes) the beam search of one run directory."""
 
+    prompts: PromptBuilder  # built once the context is selected (``select_context``)
+
     def __init__(
         self,
         setup: RunSetup,
@@ -221,17 +213,8 @@ class Search:
         self.progress = progress
         self.on_iteration = on_iteration  # called once each iteration's beam is saved
         self.lineage = Lineage(store)
-        self.translation_iterations = self.cfg.translation.iterations
-        self.prompts = PromptBuilder(
-            self.backend,
-            self.problem,
-            self.pack,
-            self.s,
-            self.s.iterations,
-            self.translation_iterations,
-        )
-        self.menus: dict[str, list[str]] = {}  # generated menus by (iteration, parent)
-        self.menu_locks: dict[str, anyio.Lock] = {}
+        self.translation = Translation.of(self.cfg.translation)
+        self.menus = GeneratedMenus(self.s, setup.pack.menu, store)
         self.losses: list[float] = []
         self.stop_reason: str | None = None
         self.stop_detail = ""  # the stop reason in one line for a person, when it needs one
@@ -252,7 +235,7 @@ class Search:
                 i,
                 self.s.early_stop_iterations,
                 self.s.early_stop_threshold,
-                self.translation_iterations,
+                self.translation.iterations,
             ):
                 self.stop_reason = "early_stop"
                 self.store.event("early_stop", iteration=i)
@@ -260,8 +243,8 @@ class Search:
             saved = self.saved_beam(i)
             if saved is not None:  # finished in an earlier session
                 beam = saved
-                self.translation_iterations = stats[i].get(
-                    "translation_iterations", self.translation_iterations
+                self.translation.iterations = stats[i].get(
+                    "translation_iterations", self.translation.iterations
                 )
                 self.progress.iteration_done(i, beam, resumed=True)
             else:
@@ -292,76 +275,38 @@ class Search:
         saved = self.saved_beam(0)
         if saved is not None:
             return saved
-        if self.s.continue_from:
-            beam = await self.continued_beam(self.s.continue_from)
-        else:
-            root = Candidate(
-                id="root",
-                iteration=0,
-                parents=[],
-                origin=Origin.ROOT,
-                code=self.problem.baseline_code,
-            )
-            result = await self.evaluate_into(root)
-            if not root.correct:
-                # the verdict's first lines say what failed; the stderr tail says why
-                summary = " ".join(
-                    (result.feedback or result.stderr or "").strip().splitlines()[:2]
-                )
-                tail = (result.stderr or "").strip()[-1500:]
-                raise RunError(
-                    f"the initial program of {self.problem.id} is incorrect "
-                    f"({result.failure.value if result.failure else 'failed'})"
-                    + (f": {summary[:300]}" if summary else "")
-                    + (f"\nits stderr ends:\n{tail}" if tail else "")
-                )
-            beam = [root]
+        beam = await initial_beam(
+            self.problem, self.s.continue_from, self.lineage, self.evaluate_into
+        )
         self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})
         self.progress.initial(beam)
         return beam
 
-    async def continued_beam(self, run_dir: str) -> list[Candidate]:
-        """Seed iteration 0 with another run's final beam, measured again here (the
-        hardware or the backend may differ)."""
-        beam = []
-        for c in self.lineage.import_beam(run_dir):
-            await self.evaluate_into(c)
-            if c.correct:
-                beam.append(c)
-        if not beam:
-            raise RunError(f"search.continue_from: no program of {run_dir}'s beam is correct here")
-        return beam
-
     async def select_context(self) -> None:
-        """Narrow a large ISA (and example set) to what this problem needs, once per run: a
-        resumed run applies the choice its journal recorded; a replay makes it again from
-        the recorded answers."""
+        """Narrow a large ISA (and example set) to what this problem needs, once per run (see
+        ``ContextSelector.narrow``), then build the run's prompts from the narrowed pack."""
 
         async def ask(prompt: Prompt, slot: str) -> str | None:
-            resp = await self.llm.complete(
-                self.request(
-                    self.plan_models[0],
-                    prompt,
-                    "select_context",
-                    sample=sample_of(slot),
-                    temperature=0.0,
-                )
+            request = phase_request(
+                self.cfg.llm,
+                self.plan_models[0],
+                prompt,
+                "select_context",
+                sample_of(slot),
+                temperature=0.0,
             )
+            resp = await self.llm.complete(request)
             return resp.text if resp.ok else None
 
         selector = ContextSelector(
             self.pack,
             self.problem,
             self.cfg.prompt,
-            self.prompts.system,
+            system_prompt(self.backend),
             self.backend.language,
             ask,
         )
-        record = self.store.get_meta("context_selection")
-        if record is not None and record.get("pack") == selector.fingerprint():
-            self.pack = selector.apply(record)
-        else:
-            self.pack, record = await selector.select()
+        self.pack, record = await selector.narrow(self.store.get_meta("context_selection"))
         self.store.set_meta("context_selection", record)
         self.prompts = PromptBuilder(
             self.backend,
@@ -369,8 +314,8 @@ class Search:
             self.pack,
             self.s,
             self.s.iterations,
-            self.cfg.translation.iterations,
-            isa_sections=record.get("isa", {}).get("sections", "all"),
+            self.translation,
+            isa_sections=isa_sections(record),
         )
 
     # -- one iteration ------------------------------------------------------------------
@@ -379,7 +324,7 @@ class Search:
         it = Iteration(
             i,
             beam,
-            translate=self.translating(i),
+            translate=self.translation.active(i),
             exhaustive=exhaustive_now(
                 self.losses,
                 i,
@@ -425,18 +370,11 @@ class Search:
         i, beam, children = it.number, it.beam, it.children
         rank_by_translation = it.translate and self.cfg.translation.score
         new_beam = self.best_of(beam, children, i, rank_by_translation)
-        if (
-            rank_by_translation
-            and new_beam
-            and i < self.translation_iterations
-            and all(
-                (c.translation_score or 0) >= self.cfg.translation.complete_threshold
-                for c in new_beam
-            )
-        ):
+        scores = [c.translation_score for c in new_beam]
+        if rank_by_translation and self.translation.complete(i, scores):
             self.store.event("translation_complete", iteration=i)
-            self.translation_iterations = i
-        if it.translate and i == self.translation_iterations and self.cfg.translation.drop_original:
+            self.translation.iterations = i
+        if self.translation.drops_root_at(i):
             kept = self.best_of(
                 [c for c in beam if c.origin != Origin.ROOT],
                 [c for c in children if c.origin != Origin.ROOT],
@@ -456,7 +394,7 @@ class Search:
             "children": len(children),
             "wall_s": round(time.monotonic() - it.started, 3),
             "correct": sum(c.correct for c in children),
-            "translation_iterations": self.translation_iterations,
+            "translation_iterations": self.translation.iterations,
         }
         self.store.save_beam(i, [c.id for c in new_beam], stats)
         if self.on_iteration:
@@ -484,7 +422,7 @@ class Search:
         """Ask for a plan (``forced``: for this menu item), then start its programs."""
         label = f"m{slot}" if forced is not None else f"p{slot}"
         model = assign_model(self.plan_models, pi, slot, slots)
-        menu = await self.menu_for(it, pi, parent, forced)
+        menu = None if forced is not None else await self.menu_for(it, pi, parent)
         prompt = self.prompts.plan(
             self.lineage.chain(parent),
             self.rng(it.number, parent.id, label),
@@ -607,7 +545,8 @@ class Search:
         text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id, edits=draft.edits)
         if text is None:
             return
-        code, why = self.materialize(text, draft.base, draft.edits)
+        language, anchor = self.backend.language, self.backend.code_anchor
+        code, why = program_from(text, draft.base, draft.edits, language, anchor)
         c = Candidate(
             id=draft.id,
             iteration=it.number,
@@ -645,63 +584,29 @@ class Search:
     async def score_job(self, c: Candidate) -> None:
         """Translation: an LLM judges how complete the translation is (0-10)."""
         prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
-        resp = await self.llm.complete(
-            self.request(
-                self.plan_models[0], prompt, "translation_score", sample=0, temperature=0.0
-            )
+        request = phase_request(
+            self.cfg.llm, self.plan_models[0], prompt, "translation_score", 0, temperature=0.0
         )
+        resp = await self.llm.complete(request)
         c.translation_score = parse_score(resp.text) if resp.ok else 0.0
         self.lineage.save(c)
 
     # -- menus --------------------------------------------------------------------------
-    async def menu_for(
-        self, it: Iteration, pi: int, parent: Candidate, forced: int | None = None
-    ) -> list[str] | None:
-        """The optimization menu for this parent's prompts; None: the pack's own. Generated
-        menus are made once per (iteration, parent) and journaled."""
-        if self.s.menu_strategy == "static" or it.translate or forced is not None:
+    async def menu_for(self, it: Iteration, pi: int, parent: Candidate) -> list[str] | None:
+        """The generated menu of this parent's prompts; None: the pack's own."""
+        if it.translate:
             return None
-        key = f"i{it.number}-{parent.id}"
-        async with self.menu_locks.setdefault(key, anyio.Lock()):
-            if key not in self.menus:
-                recorded = self.store.get_meta(f"generated_menu/{key}")  # resumed run
-                self.menus[key] = (
-                    recorded
-                    if recorded is not None
-                    else await self.generate_menu(it, pi, parent, key)
-                )
-        new = self.menus[key]
-        if self.s.menu_strategy == "mixed":
-            return [*self.pack.menu, *new]
-        return new or None  # nothing usable was generated: the pack's menu
 
-    async def generate_menu(self, it: Iteration, pi: int, parent: Candidate, key: str) -> list[str]:
-        prompt = self.prompts.new_menu(
-            self.lineage.chain(parent),
-            self.rng(it.number, parent.id, "menu"),
-            self.s.generated_menu_size,
-        )
-        resp = await self.llm.complete(
-            self.request(
-                assign_model(self.plan_models, pi, 0, 1),
-                prompt,
-                "menu",
-                sample=sample_of(f"{self.cfg.seed}-menu-{key}"),
+        async def ask(key: str) -> LLMResponse:
+            chain, rng = self.lineage.chain(parent), self.rng(it.number, parent.id, "menu")
+            prompt = self.prompts.new_menu(chain, rng, self.s.generated_menu_size)
+            model = assign_model(self.plan_models, pi, 0, 1)
+            sample = sample_of(f"{self.cfg.seed}-menu-{key}")
+            return await self.llm.complete(
+                phase_request(self.cfg.llm, model, prompt, "menu", sample)
             )
-        )
-        proposed = parse_items(resp.text) if resp.ok else []
-        items, repeats = merge_near_duplicates(proposed, existing=self.pack.menu)
-        items = items[: self.s.generated_menu_size]
-        self.store.set_meta(f"generated_menu/{key}", items)
-        self.store.event(
-            "generated_menu",
-            iteration=it.number,
-            parent=parent.id,
-            items=items,
-            repeats=[r for r, _ in repeats],
-            ok=resp.ok,
-        )
-        return items
+
+        return await self.menus.menu(it.number, parent.id, ask)
 
     # -- the doors ----------------------------------------------------------------------
     async def ask(
@@ -709,37 +614,10 @@ class Search:
     ) -> str | None:
         """One generation call (a plan or a program): the answer, or None when the call
         failed (journaled and counted as a failure)."""
-        resp: LLMResponse = await self.llm.complete(
-            self.request(model, prompt, phase, sample_of(slot_id), edits=edits)
-        )
+        request = phase_request(self.cfg.llm, model, prompt, phase, sample_of(slot_id), edits)
+        resp = await self.llm.complete(request)
         self.progress.llm_done(phase, resp.ok)
         return resp.text if resp.ok else None
-
-    def request(
-        self,
-        model: str,
-        prompt: Prompt,
-        phase: str,
-        sample: int,
-        edits: bool = False,
-        temperature: float | None = 1.0,
-    ) -> LLMRequest:
-        effort = (
-            self.cfg.llm.plan_reasoning_effort
-            if phase == "plan"
-            else self.cfg.llm.code_reasoning_effort
-        )
-        return LLMRequest(
-            model=model,
-            prompt=prompt,
-            phase=phase,
-            sample=sample,
-            temperature=temperature,
-            max_tokens=(phase == "plan" and self.cfg.llm.plan_max_tokens)
-            or self.cfg.llm.max_tokens,
-            reasoning_effort=effort,
-            response_format=ResponseFormat.EDITS if edits else ResponseFormat.TEXT,
-        )
 
     async def evaluate_into(self, c: Candidate) -> EvalResult:
         key, result = await self.evaluator.evaluate(c.code or "")
@@ -756,23 +634,7 @@ class Search:
         digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def translating(self, iteration: int) -> bool:
-        return iteration <= self.translation_iterations
-
     def keep_factor(self, iteration: int) -> float:
-        if self.translating(iteration):
+        if self.translation.active(iteration):
             return self.cfg.translation.regression_allowance
         return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
-
-    def materialize(self, text: str, base: str, edits: bool) -> tuple[str | None, str]:
-        """Turn a response into a program: apply edits, else extract the fenced code."""
-        if edits:
-            try:
-                return apply_edits(base, parse_edits(text)), ""
-            except (EditParseError, EditApplyError) as exc:
-                code = extract_code(text, self.backend.language, self.backend.code_anchor)
-                if code and code.strip() != text.strip():
-                    return code, ""
-                return None, f"edits could not be applied: {exc}"
-        code = extract_code(text, self.backend.language, self.backend.code_anchor)
-        return (code, "") if code and code.strip() else (None, "no program found in the response")

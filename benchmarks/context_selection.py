@@ -27,16 +27,17 @@ sys.path[:0] = [str(ROOT / "tests" / "packbuilder")]
 
 import anyio  # noqa: E402
 
-from autocomp_core.config import PromptConfig, SearchConfig  # noqa: E402
-from autocomp_core.context import ContextSelector  # noqa: E402
+from autocomp_core.config import PromptConfig, SearchConfig, TranslationConfig  # noqa: E402
+from autocomp_core.context import ContextSelector, isa_sections  # noqa: E402
 from autocomp_core.llm.settings import LLMSettings  # noqa: E402
 from autocomp_core.llm.types import Prompt  # noqa: E402
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder  # noqa: E402
 from autocomp_core.packbuilder.packfiles import read_pack  # noqa: E402
-from autocomp_core.prompting import PromptBuilder  # noqa: E402
+from autocomp_core.prompting import PromptBuilder, system_prompt  # noqa: E402
 from autocomp_core.runner import make_backend  # noqa: E402
 from autocomp_core.store import Candidate  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
+from autocomp_core.translation import Translation  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 FORCED = PromptConfig(isa_select_above_chars=0, examples_select_above_chars=0, fine_grained=True)
@@ -65,7 +66,7 @@ def plan_prompt_chars(backend, problem, pack, isa_sections="all") -> int:
         pack,
         SearchConfig(menu_keep_probability=1.0),
         1,
-        0,
+        Translation.of(TranslationConfig()),
         isa_sections=isa_sections,
     )
     root = Candidate(
@@ -76,20 +77,17 @@ def plan_prompt_chars(backend, problem, pack, isa_sections="all") -> int:
 
 
 async def measure(name: str, backend, problem, pack) -> None:
-    system = PromptBuilder(backend, problem, pack, SearchConfig(), 1, 0).system
     selector = ContextSelector(
         pack,
         problem,
         FORCED,
-        system,
+        system_prompt(backend),
         backend.language,
         keep_what_the_program_uses(problem.baseline_code),
     )
     narrowed, record = await selector.select()
     before = plan_prompt_chars(backend, problem, pack)
-    after = plan_prompt_chars(
-        backend, problem, narrowed, record.get("isa", {}).get("sections", "all")
-    )
+    after = plan_prompt_chars(backend, problem, narrowed, isa_sections(record))
     ex_before = sum(len(e.text) for e in pack.examples)
     ex_after = sum(len(e.text) for e in narrowed.examples)
     print(
