@@ -1,34 +1,30 @@
 """The beam search: each iteration plans, implements, evaluates and selects.
 
-An iteration is a task group. Each plan, the moment it arrives, starts its
-implementations; each program, the moment it arrives, is evaluated; a failed one may get
-a repair, a translated one a completeness score. The only barrier is beam selection at
-the end. ``schedule = "barrier"`` runs the same jobs stage by stage, as the original does.
+Each parent of the beam is one coroutine (``grow``): its plans, then each plan's programs;
+each program is evaluated the moment it is written, then a failed one may get a repair and
+a translated one a completeness score. The only barrier is beam selection at the end.
+``schedule = "barrier"`` runs the same code stage by stage, as the original does: the work
+awaits a gate before each stage (``schedule.Gate``).
 
 The search spends only through two doors: ``JournaledLLM`` (every LLM call) and
 ``Evaluator`` (every evaluation). When a budget is reached a door refuses
-(``RunStopped``): no new job starts, the jobs under way finish (their answers and
-measurements are journaled), and the unfinished iteration is left for ``resume``.
+(``RunStopped``): no work passes its next gate, the work under way finishes (its answers
+and measurements are journaled), and the unfinished iteration is left for ``resume``.
 
-Reading order: ``Search.run`` → ``iteration`` → ``seed_jobs`` → the jobs (``plan_job``,
-``code_job``, ``direct_job``, ``combine_job``, ``repair_job`` all end in
-``write_program``) → ``eval_job`` → ``select``.
+Reading order: ``Search.run`` → ``iteration`` → ``grow`` → ``plan_then_implement`` (or
+``direct``) → ``produce`` (write, evaluate, then repair or score) → ``select``.
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import itertools
 import random
 import time
 import zlib
-from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-import anyio
 import structlog
 
 from .accounting import RunStopped
@@ -46,6 +42,7 @@ from .llm.types import LLMResponse, Prompt
 from .phase_requests import phase_request
 from .progress import Progress
 from .prompting import PromptBuilder, system_prompt
+from .schedule import Gate, Stage, first_error
 from .selection import exhaustive_now, select_beam, should_early_stop
 from .store import Candidate, Origin, RunStore
 from .translation import Translation
@@ -53,17 +50,6 @@ from .translation import Translation
 __all__ = ["Origin", "RunError", "RunSetup", "Search", "assign_model"]
 
 log = structlog.get_logger("autocomp")
-
-
-class Stage(enum.IntEnum):
-    """The order in which the barrier schedule runs jobs; the pipelined one ignores it."""
-
-    PLAN = 0
-    CODE = 1
-    EVAL = 2
-    REPAIR = 3
-    REPAIR_EVAL = 4
-    SCORE = 5
 
 
 def code_hash(code: str) -> str:
@@ -102,70 +88,14 @@ class RunSetup:
 
 
 @dataclass
-class Scheduler:
-    """Starts an iteration's jobs at once (pipelined) or queues them per stage (barrier).
-
-    A job that meets a closed door (``RunStopped``) ends quietly and closes the scheduler:
-    nothing new starts, and what is under way finishes."""
-
-    pipelined: bool
-    stop_reason: str | None = None
-    stop_detail: str = ""
-    _group: anyio.abc.TaskGroup | None = None
-    _queues: dict[Stage, list] = field(default_factory=lambda: defaultdict(list))
-
-    def spawn(self, stage: Stage, job: Callable[..., Awaitable[None]], *args: Any) -> None:
-        if self.stop_reason is not None:
-            return
-        if self.pipelined:
-            assert self._group is not None
-            self._group.start_soon(self._run_job, job, args)
-        else:
-            self._queues[stage].append((job, args))
-
-    async def _run_job(self, job: Callable[..., Awaitable[None]], args: tuple) -> None:
-        try:
-            await job(*args)
-        except RunStopped as stop:
-            if self.stop_reason is None:
-                self.stop_reason, self.stop_detail = stop.reason, stop.detail
-
-    async def run(self, seed_jobs: Callable[[], None]) -> None:
-        try:
-            if self.pipelined:
-                async with anyio.create_task_group() as self._group:
-                    seed_jobs()
-                return
-            seed_jobs()
-            while self.stop_reason is None and any(self._queues.values()):
-                stage = min(s for s, q in self._queues.items() if q)
-                jobs, self._queues[stage] = self._queues[stage], []
-                async with anyio.create_task_group() as group:
-                    for job, args in jobs:
-                        group.start_soon(self._run_job, job, args)
-        except BaseExceptionGroup as group:  # a job failed: the error itself, not a group
-            raise _first_error(group) from None
-
-
-def _first_error(group: BaseExceptionGroup) -> BaseException:
-    cancelled = anyio.get_cancelled_exc_class()
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            exc = _first_error(exc)
-        if not isinstance(exc, cancelled):
-            return exc
-    return group.exceptions[0]
-
-
-@dataclass
 class Iteration:
-    """One iteration under way: what each of its jobs works from and adds to."""
+    """One iteration under way: what its work starts from and adds to."""
 
     number: int
     beam: list[Candidate]
     translate: bool
     exhaustive: bool
-    jobs: Scheduler
+    gate: Gate
     children: list[Candidate] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
@@ -184,6 +114,13 @@ class Draft:
     plan: str | None = None
     plan_model: str | None = None
     edits: bool = False
+
+    @property
+    def stages(self) -> tuple[Stage, Stage]:
+        """(writing it, evaluating it): a repair's come after every first attempt's."""
+        if self.origin == Origin.REPAIR:
+            return Stage.REPAIR, Stage.REPAIR_EVAL
+        return Stage.CODE, Stage.EVAL
 
 
 class Search:
@@ -249,8 +186,8 @@ class Search:
                 self.progress.iteration_done(i, beam, resumed=True)
             else:
                 it = await self.iteration(i, beam)
-                if it.jobs.stop_reason is not None:
-                    return self.stopped(it.jobs.stop_reason, i, beam, it.jobs.stop_detail)
+                if it.gate.stop is not None:
+                    return self.stopped(it.gate.stop.reason, i, beam, it.gate.stop.detail)
                 beam = self.select(it)
             self.losses.append(min(c.score for c in beam))
         self.stop_reason = "completed"
@@ -320,7 +257,7 @@ class Search:
 
     # -- one iteration ------------------------------------------------------------------
     async def iteration(self, i: int, beam: list[Candidate]) -> Iteration:
-        """Run every job of iteration ``i``; selection is the caller's."""
+        """Run all the work of iteration ``i``; selection is the caller's."""
         it = Iteration(
             i,
             beam,
@@ -332,38 +269,203 @@ class Search:
                 self.s.exhaustive_on_stagnation_iterations,
                 self.s.exhaustive_stagnation_ratio,
             ),
-            jobs=Scheduler(pipelined=self.s.schedule == "pipelined"),
+            gate=Gate(barrier=self.s.schedule != "pipelined"),
         )
         self.progress.iteration_start(i, it.translate, it.exhaustive)
-        await it.jobs.run(lambda: self.seed_jobs(it))
+        try:
+            async with it.gate.fork() as work:
+                for pi, parent in enumerate(beam):
+                    work.start_soon(self.grow, it, pi, parent)
+                for draft in self.combinations(it):
+                    work.start_soon(self.produce, it, draft)
+        except BaseExceptionGroup as group:  # some work failed: the error itself, not a group
+            raise first_error(group) from None
         return it
 
-    def seed_jobs(self, it: Iteration) -> None:
-        """Per beam member: plans (one per menu item in an exhaustive sweep), or programs
-        directly; then the combinations of beam pairs."""
+    async def grow(self, it: Iteration, pi: int, parent: Candidate) -> None:
+        """One parent's work: its plans (one per menu item in an exhaustive sweep), each
+        implemented ``codes_per_plan`` times; or (``direct``) programs without a plan."""
         P, C = self.s.plans_per_candidate, self.s.codes_per_plan
         menu = self.pack.translation_menu if it.translate else self.pack.menu
-        for pi, parent in enumerate(it.beam):
+        async with it.gate.fork() as work:
             if self.s.direct:
                 for slot in range(P * C):
-                    it.jobs.spawn(Stage.CODE, self.direct_job, it, pi, parent, slot)
+                    work.start_soon(self.direct, it, pi, parent, slot)
             elif it.exhaustive:
                 for item in range(len(menu)):
-                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, item, len(menu), item)
+                    work.start_soon(self.plan_then_implement, it, pi, parent, item, len(menu), item)
             else:
                 for slot in range(P):
-                    it.jobs.spawn(Stage.PLAN, self.plan_job, it, pi, parent, slot, P, None)
-        for n, (a, b) in enumerate(self.combined_pairs(it)):
-            for k in range(self.s.codes_per_combine):
-                it.jobs.spawn(Stage.CODE, self.combine_job, it, n, a, b, k)
+                    work.start_soon(self.plan_then_implement, it, pi, parent, slot, P, None)
 
-    def combined_pairs(self, it: Iteration) -> list[tuple[int, int]]:
+    async def plan_then_implement(
+        self, it: Iteration, pi: int, parent: Candidate, slot: int, slots: int, forced: int | None
+    ) -> None:
+        """Ask for a plan (``forced``: for this menu item), then for its programs."""
+        await it.gate.reach(Stage.PLAN)
+        label = f"m{slot}" if forced is not None else f"p{slot}"
+        model = assign_model(self.plan_models, pi, slot, slots)
+        menu = None if forced is not None else await self.menu_for(it, pi, parent)
+        chain = self.lineage.chain(parent)
+        rng = self.rng(it.number, parent.id, label)
+        prompt = self.prompts.plan(chain, rng, it.number, it.translate, forced, menu)
+        text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
+        if text is None:
+            return
+        plan = extract_plan(text)
+        if not plan:
+            self.store.event("empty_plan", iteration=it.number, parent=parent.id, slot=label)
+            return
+        C = self.s.codes_per_plan
+        async with it.gate.fork() as programs:
+            for k in range(C):
+                cid = f"i{it.number}-b{pi}-{label}-c{k}"
+                rng = self.rng(it.number, parent.id, cid)
+                draft = Draft(
+                    id=cid,
+                    origin=Origin.PLAN,
+                    phase="code",
+                    model=assign_model(self.code_models, pi, slot * C + k, slots * C),
+                    prompt=self.prompts.implement(chain, plan, rng, it.number, it.translate),
+                    parents=[parent.id],
+                    base=parent.code or "",
+                    plan=plan,
+                    plan_model=model,
+                    edits=self.s.edits,
+                )
+                programs.start_soon(self.produce, it, draft)
+
+    async def direct(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
+        """No planning step: P distinct prompts per parent, C samples of each (upstream's
+        shape)."""
+        await it.gate.reach(Stage.CODE)
+        P, C = self.s.plans_per_candidate, self.s.codes_per_plan
+        prompt_slot = slot // C
+        menu = await self.menu_for(it, pi, parent)
+        rng = self.rng(it.number, parent.id, f"d{prompt_slot}")
+        prompt = self.prompts.direct(self.lineage.chain(parent), rng, it.number, it.translate, menu)
+        draft = Draft(
+            id=f"i{it.number}-b{pi}-d{slot}",
+            origin=Origin.DIRECT,
+            phase="direct",
+            model=assign_model(self.code_models, pi, slot, P * C),
+            prompt=prompt,
+            parents=[parent.id],
+            base=parent.code or "",
+            plan=f"direct optimization (prompt {prompt_slot})",
+            edits=self.s.edits,
+        )
+        await self.produce(it, draft)
+
+    def combinations(self, it: Iteration) -> list[Draft]:
+        """Programs that combine pairs of beam members (``combine_pairs`` pairs)."""
         if not self.s.combine_pairs or len(it.beam) < 2:
             return []
         pairs = list(itertools.combinations(range(len(it.beam)), 2))
         rng = self.rng(it.number, "beam", "combine")
-        return rng.sample(pairs, min(self.s.combine_pairs, len(pairs)))
+        chosen = rng.sample(pairs, min(self.s.combine_pairs, len(pairs)))
+        return [
+            Draft(
+                id=f"i{it.number}-x{ai}.{bi}-c{k}",
+                origin=Origin.COMBINE,
+                phase="combine",
+                model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
+                prompt=self.prompts.combine(it.beam[ai], it.beam[bi]),
+                parents=[it.beam[ai].id, it.beam[bi].id],
+                base=it.beam[ai].code or "",
+                plan="combine parents",
+            )
+            for pair, (ai, bi) in enumerate(chosen)
+            for k in range(self.s.codes_per_combine)
+        ]
 
+    async def produce(self, it: Iteration, draft: Draft) -> None:
+        """Ask for a program and make it a child of the iteration; evaluate it; then a judge
+        scores a correct translation, or a failed program gets its repair."""
+        writing, evaluating = draft.stages
+        await it.gate.reach(writing)
+        text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id, edits=draft.edits)
+        if text is None:
+            return
+        language, anchor = self.backend.language, self.backend.code_anchor
+        code, why = program_from(text, draft.base, draft.edits, language, anchor)
+        c = Candidate(
+            id=draft.id,
+            iteration=it.number,
+            parents=draft.parents,
+            origin=draft.origin,
+            plan=draft.plan,
+            code=code,
+            code_hash=code_hash(code) if code else None,
+            plan_model=draft.plan_model,
+            code_model=draft.model,
+        )
+        self.lineage.save(c)
+        it.children.append(c)
+        if code is None:  # nothing to evaluate, nothing to repair
+            self.store.event("candidate_rejected", candidate=c.id, reason=why)
+            self.progress.evaluated(c)
+            return
+        await it.gate.reach(evaluating)
+        result = await self.evaluate_into(c)
+        if c.correct and it.translate and self.cfg.translation.score:
+            await it.gate.reach(Stage.SCORE)
+            await self.score(c)
+        elif (repair := self.repair_of(c, result)) is not None:
+            await self.produce(it, repair)
+
+    def repair_of(self, failed: Candidate, result: EvalResult) -> Draft | None:
+        """One repair attempt for a failed first attempt, with its errors (``repair_failed``);
+        None when it gets none."""
+        if (
+            failed.correct
+            or failed.origin == Origin.REPAIR
+            or not self.s.repair_failed
+            or not failed.errors.strip()
+            or result.failure == FailureKind.INFRA_ERROR
+        ):
+            return None
+        failure = result.failure.value if result.failure else "failed"
+        return Draft(
+            id=f"{failed.id}-r",
+            origin=Origin.REPAIR,
+            phase="repair",
+            model=next_model(self.code_models, failed.code_model),
+            prompt=self.prompts.repair(failed, failure, failed.errors),
+            parents=list(failed.parents),
+            base=failed.code or "",
+            plan=failed.plan,
+            plan_model=failed.plan_model,
+            edits=self.s.edits,
+        )
+
+    async def score(self, c: Candidate) -> None:
+        """Translation: an LLM judges how complete the translation is (0-10)."""
+        prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
+        request = phase_request(
+            self.cfg.llm, self.plan_models[0], prompt, "translation_score", 0, temperature=0.0
+        )
+        resp = await self.llm.complete(request)
+        c.translation_score = parse_score(resp.text) if resp.ok else 0.0
+        self.lineage.save(c)
+
+    async def menu_for(self, it: Iteration, pi: int, parent: Candidate) -> list[str] | None:
+        """The generated menu of this parent's prompts; None: the pack's own."""
+        if it.translate:
+            return None
+
+        async def ask(key: str) -> LLMResponse:
+            chain, rng = self.lineage.chain(parent), self.rng(it.number, parent.id, "menu")
+            prompt = self.prompts.new_menu(chain, rng, self.s.generated_menu_size)
+            model = assign_model(self.plan_models, pi, 0, 1)
+            sample = sample_of(f"{self.cfg.seed}-menu-{key}")
+            return await self.llm.complete(
+                phase_request(self.cfg.llm, model, prompt, "menu", sample)
+            )
+
+        return await self.menus.menu(it.number, parent.id, ask)
+
+    # -- selection ----------------------------------------------------------------------
     def select(self, it: Iteration) -> list[Candidate]:
         """The next beam from the incumbents and the iteration's children; saved with the
         iteration's statistics."""
@@ -415,198 +517,10 @@ class Search:
             rank_by_translation=rank_by_translation,
         )
 
-    # -- jobs ---------------------------------------------------------------------------
-    async def plan_job(
-        self, it: Iteration, pi: int, parent: Candidate, slot: int, slots: int, forced: int | None
-    ) -> None:
-        """Ask for a plan (``forced``: for this menu item), then start its programs."""
-        label = f"m{slot}" if forced is not None else f"p{slot}"
-        model = assign_model(self.plan_models, pi, slot, slots)
-        menu = None if forced is not None else await self.menu_for(it, pi, parent)
-        prompt = self.prompts.plan(
-            self.lineage.chain(parent),
-            self.rng(it.number, parent.id, label),
-            it.number,
-            it.translate,
-            forced,
-            menu,
-        )
-        text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
-        if text is None:
-            return
-        plan = extract_plan(text)
-        if not plan:
-            self.store.event("empty_plan", iteration=it.number, parent=parent.id, slot=label)
-            return
-        C = self.s.codes_per_plan
-        for k in range(C):
-            coder = assign_model(self.code_models, pi, slot * C + k, slots * C)
-            it.jobs.spawn(
-                Stage.CODE,
-                self.code_job,
-                it,
-                parent,
-                plan,
-                model,
-                coder,
-                f"i{it.number}-b{pi}-{label}-c{k}",
-            )
-
-    async def code_job(
-        self, it: Iteration, parent: Candidate, plan: str, plan_model: str, model: str, cid: str
-    ) -> None:
-        prompt = self.prompts.implement(
-            self.lineage.chain(parent),
-            plan,
-            self.rng(it.number, parent.id, cid),
-            it.number,
-            it.translate,
-        )
-        await self.write_program(
-            it,
-            Draft(
-                id=cid,
-                origin=Origin.PLAN,
-                phase="code",
-                model=model,
-                prompt=prompt,
-                parents=[parent.id],
-                base=parent.code or "",
-                plan=plan,
-                plan_model=plan_model,
-                edits=self.s.edits,
-            ),
-        )
-
-    async def direct_job(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
-        """No planning step: P distinct prompts per parent, C samples of each (upstream's
-        shape)."""
-        P, C = self.s.plans_per_candidate, self.s.codes_per_plan
-        prompt_slot = slot // C
-        menu = await self.menu_for(it, pi, parent)
-        prompt = self.prompts.direct(
-            self.lineage.chain(parent),
-            self.rng(it.number, parent.id, f"d{prompt_slot}"),
-            it.number,
-            it.translate,
-            menu,
-        )
-        await self.write_program(
-            it,
-            Draft(
-                id=f"i{it.number}-b{pi}-d{slot}",
-                origin=Origin.DIRECT,
-                phase="direct",
-                model=assign_model(self.code_models, pi, slot, P * C),
-                prompt=prompt,
-                parents=[parent.id],
-                base=parent.code or "",
-                plan=f"direct optimization (prompt {prompt_slot})",
-                edits=self.s.edits,
-            ),
-        )
-
-    async def combine_job(self, it: Iteration, pair: int, ai: int, bi: int, k: int) -> None:
-        a, b = it.beam[ai], it.beam[bi]
-        await self.write_program(
-            it,
-            Draft(
-                id=f"i{it.number}-x{ai}.{bi}-c{k}",
-                origin=Origin.COMBINE,
-                phase="combine",
-                model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
-                prompt=self.prompts.combine(a, b),
-                parents=[a.id, b.id],
-                base=a.code or "",
-                plan="combine parents",
-            ),
-        )
-
-    async def repair_job(self, it: Iteration, failed: Candidate, failure: str) -> None:
-        await self.write_program(
-            it,
-            Draft(
-                id=f"{failed.id}-r",
-                origin=Origin.REPAIR,
-                phase="repair",
-                model=next_model(self.code_models, failed.code_model),
-                prompt=self.prompts.repair(failed, failure, failed.errors),
-                parents=list(failed.parents),
-                base=failed.code or "",
-                plan=failed.plan,
-                plan_model=failed.plan_model,
-                edits=self.s.edits,
-            ),
-        )
-
-    async def write_program(self, it: Iteration, draft: Draft) -> None:
-        """Ask for a program and make it a child of the iteration, evaluated next: the
-        common path of the code, direct, combine and repair jobs."""
-        text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id, edits=draft.edits)
-        if text is None:
-            return
-        language, anchor = self.backend.language, self.backend.code_anchor
-        code, why = program_from(text, draft.base, draft.edits, language, anchor)
-        c = Candidate(
-            id=draft.id,
-            iteration=it.number,
-            parents=draft.parents,
-            origin=draft.origin,
-            plan=draft.plan,
-            code=code,
-            code_hash=code_hash(code) if code else None,
-            plan_model=draft.plan_model,
-            code_model=draft.model,
-        )
-        self.lineage.save(c)
-        it.children.append(c)
-        if code is None:  # nothing to evaluate, nothing to repair
-            self.store.event("candidate_rejected", candidate=c.id, reason=why)
-            self.progress.evaluated(c)
-            return
-        stage = Stage.REPAIR_EVAL if c.origin == Origin.REPAIR else Stage.EVAL
-        it.jobs.spawn(stage, self.eval_job, it, c)
-
-    async def eval_job(self, it: Iteration, c: Candidate) -> None:
-        result = await self.evaluate_into(c)
-        if c.correct and it.translate and self.cfg.translation.score:
-            it.jobs.spawn(Stage.SCORE, self.score_job, c)
-        if (
-            not c.correct
-            and c.origin != Origin.REPAIR
-            and self.s.repair_failed
-            and c.errors.strip()
-            and result.failure != FailureKind.INFRA_ERROR
-        ):
-            failure = result.failure.value if result.failure else "failed"
-            it.jobs.spawn(Stage.REPAIR, self.repair_job, it, c, failure)
-
-    async def score_job(self, c: Candidate) -> None:
-        """Translation: an LLM judges how complete the translation is (0-10)."""
-        prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
-        request = phase_request(
-            self.cfg.llm, self.plan_models[0], prompt, "translation_score", 0, temperature=0.0
-        )
-        resp = await self.llm.complete(request)
-        c.translation_score = parse_score(resp.text) if resp.ok else 0.0
-        self.lineage.save(c)
-
-    # -- menus --------------------------------------------------------------------------
-    async def menu_for(self, it: Iteration, pi: int, parent: Candidate) -> list[str] | None:
-        """The generated menu of this parent's prompts; None: the pack's own."""
-        if it.translate:
-            return None
-
-        async def ask(key: str) -> LLMResponse:
-            chain, rng = self.lineage.chain(parent), self.rng(it.number, parent.id, "menu")
-            prompt = self.prompts.new_menu(chain, rng, self.s.generated_menu_size)
-            model = assign_model(self.plan_models, pi, 0, 1)
-            sample = sample_of(f"{self.cfg.seed}-menu-{key}")
-            return await self.llm.complete(
-                phase_request(self.cfg.llm, model, prompt, "menu", sample)
-            )
-
-        return await self.menus.menu(it.number, parent.id, ask)
+    def keep_factor(self, iteration: int) -> float:
+        if self.translation.active(iteration):
+            return self.cfg.translation.regression_allowance
+        return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
 
     # -- the doors ----------------------------------------------------------------------
     async def ask(
@@ -628,13 +542,7 @@ class Search:
         self.progress.evaluated(c)
         return result
 
-    # -- small rules --------------------------------------------------------------------
     def rng(self, iteration: int, parent: str, slot: str) -> random.Random:
         """Every random choice comes from (seed, iteration, parent, slot), never from timing."""
         digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
-
-    def keep_factor(self, iteration: int) -> float:
-        if self.translation.active(iteration):
-            return self.cfg.translation.regression_allowance
-        return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
