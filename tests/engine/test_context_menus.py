@@ -127,6 +127,8 @@ async def test_large_isa_is_narrowed_once_and_prompts_carry_the_choice(server, t
     await optimize_async(cfg)
     store = RunStore(tmp_path / "run")
     assert len(calls(store, "select_context")) == 3  # sections, subsections, examples
+    assert {c["request"]["temperature"] for c in calls(store, "select_context")} == {0.0}
+    assert {c["request"]["temperature"] for c in calls(store, "plan")} == {1.0}
     chosen = store.get_meta("context_selection")
     assert chosen["isa"]["sections"] == [
         {"section": "Arithmetic", "subsections": ["mul"]},

@@ -314,6 +314,7 @@ async def test_translation_phase(llm_server, tmp_path):
     scored = [c for c in store.candidates(1) if c.translation_score is not None]
     assert scored and all(0 <= c.translation_score <= 10 for c in scored)
     assert calls(store, "translation_score")
+    assert {c["request"]["temperature"] for c in calls(store, "translation_score")} == {0.0}
     first_plans = [c for c in calls(store, "plan") if "translation phase 1" in prompt(c)]
     assert first_plans
     assert "root" not in store.beam(1)
