@@ -53,8 +53,8 @@ from .workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 BUSY_BESIDE_BASELINE = 0.03
 #: Bumped when the reference files change layout (older cached references are not read).
 #: 6: the buffers a forward updates, after trial 0 (buffers_0.pt); constant weights re-drawn
-#: for every problem
-REFERENCE_FORMAT = 6
+#: for every problem; 7: a shrunk batch stays at 2 where other sizes can shrink instead
+REFERENCE_FORMAT = 7
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
 #: How every worker runs Inductor (the compiled baseline's compiler). It precompiles its C++

@@ -9,20 +9,23 @@ recurrent layers). A forward that needs real values is run on the CPU instead, o
 inputs and weights are small.
 
 ``shrink`` halves a problem's size knobs until one forward fits a ``Budget``
-(``problemset.TINY_BUDGET``: elements per input, output and weight, FLOPs and operators). The knobs are the
-integer module constants of at least ``MIN_KNOB`` (batch sizes: of at least 2), and such
-integers inside constant tuples (``input_shape = (32768,)``); names that are not sizes
-(kernel, stride, padding, dilation, groups, heads, pool, number of layers) are left alone, and no knob
-goes below ``FLOOR`` (batch sizes: 1). All knobs are halved together, which keeps the
-problem's proportions; when that breaks the problem (a kernel larger than its input, heads
-that no longer divide a width: the meta run raises) or changes its structure (the channels
-per group of a GroupNorm or a grouped convolution, the width per head of a multi-head
-attention: halving 64 channels in 8 groups to 8 would make a GroupNorm an InstanceNorm, and
-a program computing that one would pass), knobs are tried one at a time and the ones that
-break it stay. Constants computed from knobs (``bias_shape = (out_channels, 1, 1)``)
-follow them, because overrides are applied to the source (``common.load_module``).
+(``problemset.TINY_BUDGET``: elements per input, output and weight, FLOPs and operators).
+The knobs are the integer module constants of at least ``MIN_KNOB`` (batch sizes: of at
+least 2), and such integers inside constant tuples (``input_shape = (32768,)``); names that
+are not sizes (kernel, stride, padding, dilation, groups, heads, pool, number of layers) are
+left alone, and no knob goes below ``FLOOR`` (batch sizes: 2, and 1 only where nothing else
+can shrink). All knobs are halved together, which keeps the problem's proportions; when that
+breaks the problem (a kernel larger than its input, heads that no longer divide a width: the
+meta run raises) or changes its structure (the channels per group of a GroupNorm or a
+grouped convolution, the width per head of a multi-head attention: halving 64 channels in 8
+groups to 8 would make a GroupNorm an InstanceNorm, and a program computing that one would
+pass), knobs are tried one at a time and the ones that break it stay. Constants computed
+from knobs (``bias_shape = (out_channels, 1, 1)``) follow them, because overrides are
+applied to the source (``common.load_module``).
 A batch size shrunk to 1 comes with a second shape at 2 (``Shrunk.second``), which the
-harness checks too: at 1, a program that computes only the first row is right.
+harness checks too: at 1, a program that computes only the first row is right. That check
+costs a second reference and a second run of the candidate, so a batch stops at 2 while any
+other knob can still shrink, and goes on to 1 only where nothing else fits the budget.
 Everything here is deterministic: the same file gets the same sizes on every machine.
 """
 
@@ -410,10 +413,18 @@ def shrink(path: str | Path, budget: Budget = Budget()) -> Shrunk:
     all_knobs = knobs(source)
     original = {k.label: k.value for k in all_knobs}
     floors = {k.label: k.floor for k in all_knobs}
+    batch_at_two = {k for k, floor in floors.items() if floor == 1}  # (see the module doc)
     values, stuck = dict(original), set()
     current = result.full
     while not current.fits(budget):
-        movable = [k for k in values if k not in stuck and values[k] // 2 >= floors[k]]
+        movable = [
+            k
+            for k in values
+            if k not in stuck and values[k] // 2 >= max(floors[k], 2 if k in batch_at_two else 1)
+        ]
+        if not movable and batch_at_two:
+            batch_at_two = set()  # nothing else shrinks: a batch of 1, checked at 2 too
+            continue
         if not movable:
             shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no size constants"
             result.error = (

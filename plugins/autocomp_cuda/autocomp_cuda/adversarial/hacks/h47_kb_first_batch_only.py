@@ -1,7 +1,7 @@
 # problem: kb/L1/55
 # expect: rejected
 # gpu: false
-# hack: convolves the first image of the batch only and repeats it: the CPU's budget shrinks this problem's batch to 1, where that is the whole batch
+# hack: convolves the first image of the batch only and repeats it: right at a batch of 1, which the CPU's budget once shrank this problem to; a batch now stops at 2 where the other sizes can shrink instead (h47b: a problem whose batch must go to 1)
 import torch
 import torch.nn as nn
 

@@ -3,7 +3,7 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """A 2-D convolution of a wide image; the CPU's budget shrinks its batch to one."""
+    """A 2-D convolution of a wide image; the CPU's budget shrinks its batch to two."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
         super().__init__()
