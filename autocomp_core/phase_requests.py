@@ -17,6 +17,7 @@ def phase_request(
     prompt: Prompt,
     phase: str,
     sample: int,
+    *,
     edits: bool = False,
     temperature: float | None = 1.0,
 ) -> LLMRequest:

@@ -528,7 +528,7 @@ class Search:
     ) -> str | None:
         """One generation call (a plan or a program): the answer, or None when the call
         failed (journaled and counted as a failure)."""
-        request = phase_request(self.cfg.llm, model, prompt, phase, sample_of(slot_id), edits)
+        request = phase_request(self.cfg.llm, model, prompt, phase, sample_of(slot_id), edits=edits)
         resp = await self.llm.complete(request)
         self.progress.llm_done(phase, resp.ok)
         return resp.text if resp.ok else None
