@@ -20,8 +20,9 @@ from .backend import (
     bound_text,
 )
 from .config import ConfigError, RunConfig, parse_assignments
-from .errors import FidelityUnsupported
+from .errors import FidelityUnsupported, RunError
 from .hookspecs import hookimpl
+from .plugins import make_backend
 from .resources import Resources
 from .sandbox import (
     SandboxError,
@@ -83,8 +84,6 @@ _LAZY = {
     "optimize": "api",
     "optimize_async": "api",
     "RunSummary": "runner",
-    "make_backend": "runner",
-    "RunError": "search",
 }
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import anyio
 import click
 
+from .cli_common import emit_json, fail, loaded_plugins
 from .config import ConfigError, load_config, parse_assignments
 from .errors import AutocompError
 from .logs import configure
@@ -25,15 +26,9 @@ from .logs import configure
 if TYPE_CHECKING:
     from .plugins import PluginRegistry
 
-EXIT_BAD_INPUT = 2
 #: a reader that closed our output early (``| head``): the status a tool killed by SIGPIPE
 #: reports in a shell, 128 + 13, with nothing printed
 EXIT_CLOSED_PIPE = 141
-
-
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def stdout_reader_gone() -> bool:
@@ -56,20 +51,6 @@ def quit_on_closed_pipe() -> NoReturn:
     except (OSError, ValueError):  # no real descriptor behind stdout: nothing to flush into
         pass
     sys.exit(EXIT_CLOSED_PIPE)
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
-
-
-def loaded_plugins() -> PluginRegistry:
-    """The registry ``main`` loaded (a fresh one when the CLI is driven another way)."""
-    from .plugins import build_registry
-
-    root = click.get_current_context().find_root()
-    if root.obj is None:
-        root.obj = build_registry()
-    return root.obj
 
 
 class Group(click.Group):
@@ -584,9 +565,7 @@ def new_backend(
 @click.option("--json", "as_json", is_flag=True)
 def problems(backend: str, as_json: bool) -> None:
     """List a backend's problems."""
-    from .runner import make_backend
-
-    b = make_backend(backend, plugins=loaded_plugins())
+    b = loaded_plugins().make_backend(backend)
     rows = [
         {
             "id": p.id,
@@ -623,11 +602,11 @@ def eval_(
 ) -> None:
     """Evaluate one program (for plugin authors): correctness and metric."""
     from .backend import EvalContext
-    from .journal import evaluate_guarded
-    from .runner import load_problem, make_backend
+    from .executors.guarded import evaluate_guarded
+    from .plugins import load_problem
 
-    b = make_backend(
-        backend, parse_assignments(hardware), parse_assignments(options), loaded_plugins()
+    b = loaded_plugins().make_backend(
+        backend, parse_assignments(hardware), parse_assignments(options)
     )
     prob = load_problem(b, problem)
     code = Path(file).read_text()
@@ -684,10 +663,9 @@ def fidelity(
     from fnmatch import fnmatchcase
 
     from .fidelity import Outcome, evaluate_programs, format_report, summarize
-    from .runner import make_backend
 
-    b = make_backend(
-        backend, parse_assignments(hardware), parse_assignments(options), loaded_plugins()
+    b = loaded_plugins().make_backend(
+        backend, parse_assignments(hardware), parse_assignments(options)
     )
     programs = [p for p in b.fidelity_programs(source) if fnmatchcase(p.chain, chain_glob)]
     if not programs:
@@ -730,7 +708,7 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
         *data.get("models", {}).get("code", []),
     ]
     plugins = build_registry(data["plugins"]) if data.get("plugins") else loaded_plugins()
-    rows = anyio.run(check_models, settings, wanted or None, plugins.llm_providers())
+    rows = anyio.run(check_models, settings, plugins.llm_providers(), wanted or None)
     if as_json:
         emit_json(rows)
         return
@@ -747,7 +725,6 @@ def doctor(backend: str | None, executor: str | None, address: str | None, as_js
     """Check every tool the installed backends need; name what is missing and how to install
     it. With --executor: also what the executor runs on (a cluster's nodes, their resources
     and the backends each node has installed)."""
-    from .runner import make_backend
     from .sandbox import NONE, UID_ONLY, isolation_level
 
     reg = loaded_plugins()
@@ -770,7 +747,7 @@ def doctor(backend: str | None, executor: str | None, address: str | None, as_js
     )
     click.echo(f"sandbox isolation: {level}{weak}")
     for name in names:
-        b = make_backend(name, plugins=reg)
+        b = reg.make_backend(name)
         click.echo(f"{name}:")
         checks = b.doctor()
         for c in checks:
@@ -820,9 +797,7 @@ def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None, as_jso
             )
 
 
-from .packbuilder.cli import build_pack  # noqa: E402  (the knowledge builder)
-
-cli.add_command(build_pack)
+cli.add_lazy_command("build-pack", "autocomp_core.packbuilder.cli:build_pack")
 
 
 def main() -> None:

@@ -5,6 +5,9 @@ Every hook is called through ``manager.hook.<name>(...)``, so ``tryfirst``/``try
 wrappers and hook-call monitoring work as in any pluggy host. A plugin that fails to
 import, implements a hook that does not exist (``check_pending``), or raises from a hook
 is recorded with a one-line reason and left out; the others still load.
+
+The registry also builds backends (``make_backend``): what a plugin's own command line
+needs, without loading the engine, the search or the LLM stack.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
+from .config import ConfigError, validated
 from .errors import PluginError
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from .backend import Backend, Problem
 
 BUILTIN_PLUGINS = ("autocomp_core.llm.builtin_providers", "autocomp_core.executors")
 #: the registration hooks, and what ``plugins`` calls what each registers
@@ -111,6 +115,25 @@ class PluginRegistry:
             broken = "".join(f"; plugin {f.name} failed to load: {f.error}" for f in self.failures)
             raise PluginError(f"unknown backend {name!r} (installed: {known}){broken}")
         return backends[name]
+
+    def make_backend(
+        self,
+        name: str,
+        hardware: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Backend:
+        """The backend ``name``, with its ``[hardware]`` and ``[backend_options]`` validated.
+        Bad input raises ``ConfigError`` naming the key (``backend_options.reps: ...``)."""
+        try:
+            cls = self.backend_class(name)
+        except PluginError as exc:
+            raise ConfigError(f"backend: {exc}") from None
+        hw = validated(cls.hardware_config_type, hardware or {}, "hardware")
+        opts = validated(cls.options_type, options or {}, "backend_options")
+        try:
+            return cls(hardware=hw, options=opts)
+        except (TypeError, ValueError) as exc:  # a check across fields, made by the backend
+            raise ConfigError(f"backend {name}: {exc}") from None
 
     def llm_providers(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -241,6 +264,27 @@ def registry_for_backend(name: str, modules: tuple[str, ...] | list[str] = ()) -
     if name in registry.backends():
         return registry
     return build_registry(modules)
+
+
+def make_backend(
+    name: str,
+    hardware: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    plugins: PluginRegistry | tuple[str, ...] | list[str] = (),
+) -> Backend:
+    """A backend by name (``PluginRegistry.make_backend``); ``plugins`` is the run's
+    registry, or extra plugin modules to load into a new one. Building a backend loads no
+    part of the engine: a plugin's command line that builds one stays light."""
+    registry = plugins if isinstance(plugins, PluginRegistry) else build_registry(plugins)
+    return registry.make_backend(name, hardware, options)
+
+
+def load_problem(backend: Backend, ref: str) -> Problem:
+    """``backend.load_problem(ref)``, its refusal a ``ConfigError`` naming ``problem``."""
+    try:
+        return backend.load_problem(ref)
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
 
 
 def _unknown_hooks(manager: pluggy.PluginManager, plugin: ModuleType) -> list[str]:

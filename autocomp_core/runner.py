@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
@@ -25,25 +25,22 @@ from pydantic import BaseModel
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
-from .config import ConfigError, RunConfig, apply_override, validate, validated
-from .errors import PluginError, RunError
+from .config import ConfigError, RunConfig, apply_override, validate
+from .errors import RunError
 from .executors import Executor, create_executor
 from .executors.local import LocalExecutor
 from .exports import target_info, write_exports
 from .journal import Evaluator, JournaledLLM, recorded_stop
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
-from .packbuilder.packfiles import PackError, read_pack
-from .plugins import PluginRegistry, build_registry
+from .packs import PackError, read_pack
+from .plugins import PluginRegistry, build_registry, load_problem, make_backend
 from .progress import Progress
 from .prompting import prompt_pack
 from .sandbox import isolation_level
 from .search import RunSetup, Search
 from .store import RunStore
 from .translation import Translation
-
-if TYPE_CHECKING:
-    from .suite import SuiteShare
 
 log = structlog.get_logger("autocomp")
 
@@ -57,36 +54,6 @@ class Prepared(RunSetup):
     client: LLMClient | None = None
     #: not connected yet: ``async with`` it around the run
     executor: Executor = field(default_factory=LocalExecutor)
-
-
-def make_backend(
-    name: str,
-    hardware: dict[str, Any] | None = None,
-    options: dict[str, Any] | None = None,
-    plugins: PluginRegistry | tuple[str, ...] | list[str] = (),
-) -> Backend:
-    """A backend by name, with its ``[hardware]`` and ``[backend_options]`` validated.
-
-    ``plugins`` is the run's registry, or extra plugin modules to load into a new one.
-    Bad input raises ``ConfigError`` naming the key (``backend_options.reps: ...``)."""
-    registry = plugins if isinstance(plugins, PluginRegistry) else build_registry(plugins)
-    try:
-        cls = registry.backend_class(name)
-    except PluginError as exc:
-        raise ConfigError(f"backend: {exc}") from None
-    hw = validated(cls.hardware_config_type, hardware or {}, "hardware")
-    opts = validated(cls.options_type, options or {}, "backend_options")
-    try:
-        return cls(hardware=hw, options=opts)
-    except (TypeError, ValueError) as exc:  # a check across fields, made by the backend
-        raise ConfigError(f"backend {name}: {exc}") from None
-
-
-def load_problem(backend: Backend, ref: str) -> Problem:
-    try:
-        return backend.load_problem(ref)
-    except (KeyError, FileNotFoundError, ValueError) as exc:
-        raise ConfigError(f"problem: {exc.args[0] if exc.args else exc}") from None
 
 
 def load_backend(
@@ -241,6 +208,16 @@ class RunSummary:
         return self.data["speedup"]
 
 
+class SharedRuns(Protocol):
+    """What ``execute`` takes from runs that share their spending (a suite's
+    ``SuiteShare``): the evaluation slots, and on joining, the budget that counts every run
+    and the display that shows this one. The LLM client is shared too, entered by them."""
+
+    limiter: anyio.CapacityLimiter
+
+    def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Budget, Progress]: ...
+
+
 async def execute(
     prep: Prepared,
     run_dir: Path,
@@ -248,7 +225,7 @@ async def execute(
     replay_source: RunStore | None = None,
     reevaluate: bool = False,
     progress_stream: bool = True,
-    suite: SuiteShare | None = None,
+    suite: SharedRuns | None = None,
 ) -> RunSummary:
     """Run (or continue) the search in ``run_dir`` and write its exports. The caller has
     entered ``prep.executor``; ``suite``: what the runs of a suite share (the LLM client,

@@ -20,7 +20,11 @@ from click.testing import CliRunner
 
 from autocomp_core.cli import cli
 from autocomp_core.llm.client import LLMClient
+from autocomp_core.plugins import build_registry
 from autocomp_core.runner import prepare
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -103,7 +107,7 @@ def test_every_toml_block_and_example_config_is_valid(name, data):
     resources), and every model string resolves to a known provider."""
     data = {**data, "plugins": [*data.get("plugins", []), *repo_plugin_modules()]}
     prep = prepare(data, with_llm=False)
-    client = LLMClient(prep.config.llm)
+    client = LLMClient(prep.config.llm, PROVIDERS)
     for model in data.get("models", {}).get("plan", []) + data.get("models", {}).get("code", []):
         client.resolve(model)
 
@@ -186,8 +190,6 @@ def readme_folder(tmp_path_factory):
 
 def invoke(folder: Path, command: str, monkeypatch) -> tuple[int, str]:
     """Run a README command inside this process (click's runner) from ``folder``."""
-    from autocomp_core.plugins import build_registry
-
     monkeypatch.chdir(folder)
     args = shlex.split(command.replace(" [--json]", ""))[1:]
     if args[:2] == ["--log-json", "optimize"]:  # "...": a toy run of no iterations

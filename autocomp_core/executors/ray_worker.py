@@ -42,12 +42,11 @@ class EvaluationSlot:
         evaluation on this slot is an ``INFRA_ERROR`` that says so."""
         if self.backend is None and self.error is None:
             from ..plugins import registry_for_backend
-            from ..runner import make_backend
 
             spec = self.spec
             try:
                 registry = registry_for_backend(spec["name"], tuple(spec["plugins"]))
-                backend = make_backend(spec["name"], spec["hardware"], spec["options"], registry)
+                backend = registry.make_backend(spec["name"], spec["hardware"], spec["options"])
                 await backend.__aenter__()
             except ConfigError as exc:
                 self.error = f"node {self.where['node_ip']}: {exc}"

@@ -36,13 +36,9 @@ PLAN_PHASES = {"plan", "menu"}  # phases that get plan_reasoning_effort; others 
 
 
 class LLMClient:
-    def __init__(self, settings: LLMSettings, providers: dict | None = None):
-        """``providers``: the run's registered LLM providers (``PluginRegistry.llm_providers``);
-        None loads the installed plugins."""
-        if providers is None:
-            from ..plugins import build_registry
-
-            providers = build_registry().llm_providers()
+    def __init__(self, settings: LLMSettings, providers: dict[str, ProviderSpec]):
+        """``providers``: the run's registered LLM providers by model-string prefix
+        (``PluginRegistry.llm_providers``)."""
         self.settings = settings
         self.providers: dict[str, ProviderSpec] = providers
         self.prices = PriceBook(load_prices(settings.prices_file, settings.prices))
@@ -390,8 +386,8 @@ def default_models(settings: LLMSettings) -> list[str]:
 
 async def check_models(
     settings: LLMSettings,
+    providers: dict[str, ProviderSpec],
     models: list[str] | None = None,
-    providers: dict | None = None,
     timeout_s: float = 30,
 ) -> list[dict]:
     """For ``autocomp-core models``: per model, its provider, whether a key is present and

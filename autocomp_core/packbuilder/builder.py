@@ -16,6 +16,7 @@ from ..config import BudgetConfig
 from ..journal import Evaluator
 from ..llm.client import LLMClient, default_models
 from ..llm.settings import LLMSettings
+from ..plugins import PluginRegistry, build_registry, load_problem
 from ..resources import local_slots
 from . import STAGES, synthesis
 from .answers import BuildError
@@ -71,7 +72,9 @@ class BuildOptions:
 
 
 class PackBuilder:
-    def __init__(self, options: BuildOptions) -> None:
+    def __init__(self, options: BuildOptions, plugins: PluginRegistry | None = None) -> None:
+        """``plugins``: where the backend (``--backend``) and the LLM providers come from
+        (default: the installed plugins)."""
         for stage in options.reruns:
             if stage not in STAGES:
                 raise BuildError(f"--rerun {stage}: not a stage (stages: {', '.join(STAGES)})")
@@ -80,12 +83,11 @@ class PackBuilder:
         self.o = options
         self.target = options.target_name
         self._source_inputs()  # a missing or unreadable file is reported before anything else
+        self.plugins = plugins or build_registry()
         self.backend: Backend | None = None
         self.problem: Problem | None = None
         if options.backend:
-            from ..runner import load_problem, make_backend
-
-            self.backend = make_backend(options.backend, {}, {})
+            self.backend = self.plugins.make_backend(options.backend)
             problems = self.backend.problems()
             if not options.problem and not problems:
                 raise BuildError(
@@ -184,7 +186,7 @@ class PackBuilder:
         return journal
 
     async def build(self) -> dict[str, Any]:
-        client = LLMClient(self.o.llm)
+        client = LLMClient(self.o.llm, self.plugins.llm_providers())
         client.validate_models([self.model])
         journal = self.journal(client)
         journal.store.set_meta(
@@ -460,7 +462,7 @@ class PackBuilder:
             math.ceil(input_chars / CHARS_PER_TOKEN),
             math.ceil(output_chars / CHARS_PER_TOKEN),
         )
-        client = LLMClient(self.o.llm)
+        client = LLMClient(self.o.llm, self.plugins.llm_providers())
         ref, spec = client.resolve(self.model)
         return {
             "documents": [

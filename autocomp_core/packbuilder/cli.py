@@ -116,9 +116,10 @@ def build_pack(
     """Build a knowledge pack from a target's documents: SOURCES are Markdown, HTML, text or
     PDF files, folders of them, and URLs (crawled on their own site). A killed build
     resumes where it stopped when the same command is run again."""
-    from ..cli import emit_json, fail
+    from ..cli_common import emit_json, fail, loaded_plugins
+    from ..packs import PackError
     from .answers import BuildError
-    from .packfiles import PackError, describe_pack
+    from .packfiles import describe_pack
     from .sources import SourceError
 
     if inspect_dir:
@@ -130,7 +131,7 @@ def build_pack(
 
         status = build_status(Path(inspect_dir))
         if as_json:
-            from .packfiles import read_pack
+            from ..packs import read_pack
 
             pack = read_pack(inspect_dir)
             emit_json(
@@ -179,7 +180,7 @@ def build_pack(
         quiet=quiet,
     )
     try:
-        builder = PackBuilder(options)
+        builder = PackBuilder(options, loaded_plugins())
     except (BuildError, SourceError) as exc:
         fail(str(exc))
     try:

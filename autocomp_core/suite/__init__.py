@@ -27,16 +27,11 @@ import tomli_w
 
 from ..accounting import Budget, BudgetReached, Ledger
 from ..config import ConfigError, apply_override, read_toml, validate
+from ..errors import RunError
 from ..exports import atomic_write
+from ..plugins import make_backend
 from ..progress import Progress
-from ..runner import (
-    RESUME_OVERRIDABLE,
-    evaluation_slots,
-    execute,
-    make_backend,
-    prepare,
-)
-from ..search import RunError
+from ..runner import RESUME_OVERRIDABLE, evaluation_slots, execute, prepare
 from ..store import RunStore
 from .progress import SuiteProgress
 from .summary import problem_row, summarize, to_markdown
@@ -126,7 +121,7 @@ class SuiteSpending:
 
 @dataclass
 class SuiteShare:
-    """What ``runner.execute`` takes from the suite for each run."""
+    """What ``runner.execute`` takes from the suite for each run (``runner.SharedRuns``)."""
 
     limiter: anyio.CapacityLimiter  # evaluation slots, shared by every run
     spending: SuiteSpending

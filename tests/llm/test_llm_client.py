@@ -12,7 +12,11 @@ from autocomp_core.llm.client import LLMClient, check_models
 from autocomp_core.llm.parsing import parse_edits
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind, ResponseFormat
+from autocomp_core.plugins import build_registry
 from autocomp_core.testing import Fault, FaultPlan, LLMTestServer, Reply, count_tokens
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 BOTH = ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6"]
 
@@ -23,7 +27,7 @@ async def test_llm_retry_after_is_honoured(model, api_keys, make_settings, ask):
     plan = FaultPlan(force=lambda r: Fault.RATE_LIMIT if r.index == 0 else None, retry_after_s=1.0)
     async with LLMTestServer(faults=plan) as server:
         # backoff_max is tiny: only Retry-After can explain a pause of a second
-        async with LLMClient(make_settings(server, backoff_max_s=0.01)) as client:
+        async with LLMClient(make_settings(server, backoff_max_s=0.01), PROVIDERS) as client:
             response = await client.complete(ask(model))
     assert response.ok and response.errors[0].kind is ErrorKind.RATE_LIMIT
     first, second = server.requests
@@ -34,7 +38,7 @@ async def test_llm_retry_after_is_honoured(model, api_keys, make_settings, ask):
 @pytest.mark.parametrize("model", BOTH)
 async def test_llm_authentication_failure_is_not_retried(model, api_keys, make_settings, ask):
     async with LLMTestServer(api_key="the-right-key-000000") as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             response = await client.complete(ask(model))
     assert response.error.kind is ErrorKind.AUTHENTICATION and response.error.status == 401
     assert response.attempts == 1 and server.request_count == 1
@@ -47,7 +51,7 @@ async def test_llm_authentication_failure_is_not_retried(model, api_keys, make_s
 async def test_llm_bad_request_is_not_retried(model, api_keys, make_settings, ask):
     responder = lambda r: Reply(status=400, error_message="messages: roles must alternate")  # noqa: E731
     async with LLMTestServer(responder) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             response = await client.complete(ask(model))
     assert response.error.kind is ErrorKind.BAD_REQUEST and response.attempts == 1
     assert server.request_count == 1 and "roles must alternate" in response.error.message
@@ -67,7 +71,7 @@ async def test_llm_bad_request_is_not_retried(model, api_keys, make_settings, as
 )
 async def test_llm_context_length_is_recorded(model, message, api_keys, make_settings, ask):
     async with LLMTestServer(lambda r: Reply(status=400, error_message=message)) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             response = await client.complete(ask(model, phase="code"))
     assert response.error.kind is ErrorKind.CONTEXT_LENGTH and server.request_count == 1
     assert client.usage.to_dict()["by_phase"]["code"][model]["errors"] == {"context_length": 1}
@@ -90,7 +94,7 @@ async def test_llm_rejected_parameters_are_learned_per_model(api_keys, make_sett
         return "fine"
 
     async with LLMTestServer(strict_server) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             compat = "openai-compatible::org/model:7b"
             first = await client.complete(ask(compat, temperature=0.7))
             second = await client.complete(ask(compat, temperature=0.7, sample=1))
@@ -113,7 +117,7 @@ async def test_llm_rejected_parameters_are_learned_per_model(api_keys, make_sett
 @pytest.mark.asyncio
 async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask):
     async with LLMTestServer() as server:
-        async with LLMClient(make_settings(server, max_tokens=500)) as client:
+        async with LLMClient(make_settings(server, max_tokens=500), PROVIDERS) as client:
             await client.complete(ask("openai::gpt-5.4-mini", phase="plan", temperature=0.7))
             await client.complete(ask("openai::gpt-5.4-mini", phase="code"))
             await client.complete(ask("openai::gpt-4.1", temperature=0.7))
@@ -133,7 +137,7 @@ async def test_llm_anthropic_prompt_puts_the_static_prefix_in_a_cached_block(
     api_keys, make_settings, ask
 ):
     async with LLMTestServer() as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             await client.complete(
                 ask(
                     "anthropic::claude-sonnet-4-6",
@@ -170,7 +174,7 @@ async def test_llm_anthropic_prompt_puts_the_static_prefix_in_a_cached_block(
 async def test_llm_cached_tokens_are_reported_and_cheaper(model, api_keys, make_settings, ask):
     static = "Architecture, ISA and rules. " * 200  # ~1450 tokens, above the cache minimum
     async with LLMTestServer() as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             cold = await client.complete(ask(model, "first question", static=static))
             warm = await client.complete(ask(model, "second question", static=static))
     assert cold.ok and warm.ok
@@ -186,7 +190,7 @@ async def test_llm_cached_tokens_are_reported_and_cheaper(model, api_keys, make_
 async def test_llm_structured_edits(model, api_keys, make_settings, ask):
     answer = {"plan": "unroll", "edits": [{"old_str": "i++", "new_str": "i += 2"}]}
     async with LLMTestServer(lambda r: json.dumps(answer)) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             response = await client.complete(ask(model, response_format=ResponseFormat.EDITS))
     assert response.ok and parse_edits(response.text)[0].new_str == "i += 2"
     params = server.requests[0].params
@@ -204,7 +208,7 @@ async def test_llm_requests_per_minute_are_enforced(api_keys, make_settings, ask
     async with LLMTestServer() as server:
         # 120/min with a one-second burst: 2 at once, then one every half second
         settings = make_settings(server, requests_per_minute={"openai": 120}, rate_burst_s=1)
-        async with LLMClient(settings) as client:
+        async with LLMClient(settings, PROVIDERS) as client:
             async with anyio.create_task_group() as tg:
                 for i in range(6):
                     tg.start_soon(client.complete, ask("openai::gpt-4.1", sample=i))
@@ -219,7 +223,7 @@ async def test_llm_requests_per_minute_are_enforced(api_keys, make_settings, ask
 async def test_llm_model_concurrency_is_bounded(api_keys, make_settings, ask):
     async with LLMTestServer(latency=0.2) as server:
         settings = make_settings(server, model_concurrency={"openai::gpt-4.1": 2})
-        async with LLMClient(settings) as client:
+        async with LLMClient(settings, PROVIDERS) as client:
             async with anyio.create_task_group() as tg:
                 for i in range(6):
                     tg.start_soon(client.complete, ask("openai::gpt-4.1", sample=i))
@@ -233,7 +237,7 @@ async def test_llm_usage_is_aggregated_per_phase_and_model(api_keys, make_settin
     async with LLMTestServer(
         faults=FaultPlan(force=lambda r: Fault.SERVER_ERROR if r.index == 1 else None)
     ) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             for phase, model in [
                 ("plan", "openai::gpt-4.1"),
                 ("plan", "openai::gpt-4.1"),
@@ -255,7 +259,7 @@ async def test_llm_usage_is_aggregated_per_phase_and_model(api_keys, make_settin
 @pytest.mark.asyncio
 async def test_llm_validate_spends_nothing_and_complete_never_raises(api_keys, make_settings, ask):
     async with LLMTestServer() as server:
-        client = LLMClient(make_settings(server, aliases={"fast": "openai::gpt-4.1"}))
+        client = LLMClient(make_settings(server, aliases={"fast": "openai::gpt-4.1"}), PROVIDERS)
         client.validate_models(["fast", "anthropic::claude-sonnet-4-6"])
         async with client:
             assert server.request_count == 0
@@ -279,7 +283,7 @@ async def test_llm_an_endpoint_in_the_model_string_reaches_a_gateway(api_keys, a
     route here (no base_urls), and the provider's own prices still apply."""
     async with LLMTestServer() as server:
         model = model.format(base=server.base_url)
-        client = LLMClient(LLMSettings(max_retries=0))
+        client = LLMClient(LLMSettings(max_retries=0), PROVIDERS)
         client.validate_models([model])
         async with client:
             response = await client.complete(ask(model))
@@ -305,7 +309,7 @@ async def test_llm_a_bug_in_a_provider_propagates(ask):
 async def test_llm_cancellation_propagates(api_keys, make_settings, ask):
     plan = FaultPlan(force=lambda r: Fault.HANG)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=60)) as client:
+        async with LLMClient(make_settings(server, timeout_s=60), PROVIDERS) as client:
             finished = []
 
             async def call():
@@ -324,7 +328,9 @@ async def test_llm_check_models(api_keys, monkeypatch, make_settings):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     async with LLMTestServer(api_key=os.environ["OPENAI_API_KEY"]) as server:
         rows = await check_models(
-            make_settings(server), ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6", "bogus"]
+            make_settings(server),
+            PROVIDERS,
+            ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6", "bogus"],
         )
     by_model = {row["model"]: row for row in rows}
     assert by_model["openai::gpt-4.1"]["answers"] is True
@@ -349,7 +355,7 @@ async def test_llm_sample_index_is_sent_as_seed_and_dropped_where_refused(
         return f"seed {request.params.get('seed')}"
 
     async with LLMTestServer(server_side) as server:
-        async with LLMClient(make_settings(server)) as client:
+        async with LLMClient(make_settings(server), PROVIDERS) as client:
             seeded = await client.complete(ask("openai-compatible::vllm-model", sample=17))
             refused = await client.complete(ask("openai-compatible::no-seeds", sample=3))
     assert seeded.ok and seeded.text == "seed 17"

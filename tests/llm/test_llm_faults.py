@@ -7,7 +7,11 @@ import pytest
 
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.types import ErrorKind
+from autocomp_core.plugins import build_registry
 from autocomp_core.testing import Fault, FaultPlan, LLMTestServer
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 MODELS = ["openai::gpt-4.1", "anthropic::claude-sonnet-4-6", "openai-compatible::org/m:7b"]
 EXPECTED = {
@@ -38,7 +42,9 @@ def first_only(fault):
 async def test_llm_fault_once_then_success(fault, model, api_keys, make_settings, ask):
     plan = FaultPlan(force=first_only(fault), retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
-        async with LLMClient(make_settings(server, timeout_s=timeout_for(fault))) as client:
+        async with LLMClient(
+            make_settings(server, timeout_s=timeout_for(fault)), PROVIDERS
+        ) as client:
             response = await client.complete(ask(model))
     kind = EXPECTED[fault]
     assert server.requests[0].model == model.split("::", 1)[1]  # ids with / and : intact
@@ -61,7 +67,7 @@ async def test_llm_persistent_fault_gives_up_with_every_attempt_recorded(
     plan = FaultPlan(force=lambda request: fault, retry_after_s=0.01)
     async with LLMTestServer(faults=plan) as server:
         async with LLMClient(
-            make_settings(server, timeout_s=timeout_for(fault), max_retries=2)
+            make_settings(server, timeout_s=timeout_for(fault), max_retries=2), PROVIDERS
         ) as client:
             response = await client.complete(ask(model))
     assert not response.ok and response.text == ""
@@ -80,7 +86,7 @@ async def test_llm_thirty_percent_faults_every_call_ends_and_every_failure_is_re
     async with LLMTestServer(faults=plan, seed=7) as server:
         settings = make_settings(server, timeout_s=1.0, max_concurrency=25)
         responses = [None] * 100
-        async with LLMClient(settings) as client:
+        async with LLMClient(settings, PROVIDERS) as client:
 
             async def call(i):
                 model = MODELS[i % len(MODELS)]

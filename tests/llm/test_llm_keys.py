@@ -10,7 +10,11 @@ from structlog.testing import capture_logs
 from autocomp_core.llm.client import LLMClient, LLMConfigError, default_models
 from autocomp_core.llm.keys import KeyStore, redact
 from autocomp_core.llm.settings import LLMSettings
+from autocomp_core.plugins import build_registry
 from autocomp_core.testing import LLMTestServer, Reply
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 
 def _write_keys(path, text, mode):
@@ -35,7 +39,7 @@ def test_llm_key_file_private_is_used(tmp_path):
     assert store.get("ANTHROPIC_API_KEY") == "sk-ant-file-0000000000"
     assert store.source("ANTHROPIC_API_KEY") == "key file"
     assert store.get("OPENAI_API_KEY") is None
-    client = LLMClient(LLMSettings(key_file=str(path)))
+    client = LLMClient(LLMSettings(key_file=str(path)), PROVIDERS)
     client.validate_models(["anthropic::claude-haiku-4-5"])
     with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
         client.validate_models(["openai::gpt-5.4-mini"])
@@ -83,7 +87,7 @@ async def test_llm_keys_never_reach_errors_or_logs(make_settings, ask, monkeypat
 
     async with LLMTestServer(echo_key) as server:
         with capture_logs() as logs:
-            async with LLMClient(make_settings(server)) as client:
+            async with LLMClient(make_settings(server), PROVIDERS) as client:
                 response = await client.complete(ask("openai::gpt-4.1"))
         assert server.requests[0].api_key == secret  # it was sent...
     assert not response.ok and response.error.kind.value == "authentication"

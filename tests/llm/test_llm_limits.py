@@ -12,6 +12,10 @@ from autocomp_core.llm.errors import _rejected_param, classify_status, parse_ret
 from autocomp_core.llm.limits import Limits, TokenBucket
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind
+from autocomp_core.plugins import build_registry
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 
 class FakeClock:
@@ -79,7 +83,7 @@ async def test_llm_limits_provider_concurrency_and_global():
 
 
 def test_llm_backoff_full_jitter_and_retry_after_floor():
-    client = LLMClient(LLMSettings(backoff_base_s=1, backoff_max_s=8))
+    client = LLMClient(LLMSettings(backoff_base_s=1, backoff_max_s=8), PROVIDERS)
     for retry, ceiling in [(1, 1), (2, 2), (3, 4), (4, 8), (9, 8)]:
         delays = [client._backoff(retry, None) for _ in range(300)]
         assert all(0 <= d <= ceiling for d in delays)

@@ -12,6 +12,10 @@ import pytest
 
 from autocomp_core.llm.client import LLMClient, check_models
 from autocomp_core.llm.settings import LLMSettings
+from autocomp_core.plugins import build_registry
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 
 def _port_open(port: int) -> bool:
@@ -21,7 +25,7 @@ def _port_open(port: int) -> bool:
 
 @pytest.mark.asyncio
 async def test_llm_embedded_model_answers_through_the_openai_sdk(ask):
-    client = LLMClient(LLMSettings(timeout_s=120))
+    client = LLMClient(LLMSettings(timeout_s=120), PROVIDERS)
     client.validate_models(["local::smollm2"])
     async with client:
         local = client._clients[("local", None)]
@@ -45,7 +49,7 @@ async def test_llm_embedded_model_answers_through_the_openai_sdk(ask):
 
 @pytest.mark.asyncio
 async def test_llm_embedded_model_in_check_models():
-    rows = await check_models(LLMSettings(), ["local::smollm2"])
+    rows = await check_models(LLMSettings(), PROVIDERS, ["local::smollm2"])
     assert rows[0]["answers"] is True and rows[0]["key"] == "not needed"
 
 
@@ -53,7 +57,7 @@ async def test_llm_embedded_model_in_check_models():
 async def test_llm_embedded_model_bad_file_is_a_clear_error(tmp_path, ask):
     bogus = tmp_path / "broken.gguf"
     bogus.write_bytes(b"not a model")
-    client = LLMClient(LLMSettings(local_startup_timeout_s=60))
+    client = LLMClient(LLMSettings(local_startup_timeout_s=60), PROVIDERS)
     client.validate_models([f"local::{bogus}"])
     with pytest.raises(Exception, match="embedded model server exited") as failure:
         async with client:
@@ -109,7 +113,7 @@ async def test_llm_embedded_server_takes_the_users_options_last(ask):
         and set(TUNING) <= set(argv)
     )
     client = LLMClient(
-        LLMSettings(timeout_s=120, max_retries=0, local_server_args=["--n_ctx", "256"])
+        LLMSettings(timeout_s=120, max_retries=0, local_server_args=["--n_ctx", "256"]), PROVIDERS
     )
     client.validate_models(["local::smollm2"])
     async with client:

@@ -7,6 +7,10 @@ import pytest
 from autocomp_core.llm.client import LLMClient, LLMConfigError
 from autocomp_core.llm.modelstring import ModelRef, parse_model_string
 from autocomp_core.llm.settings import LLMSettings
+from autocomp_core.plugins import build_registry
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 
 @pytest.mark.parametrize(
@@ -69,7 +73,7 @@ def test_llm_malformed_model_strings_are_refused(text, message):
 
 
 def test_llm_validate_models_names_the_problem(monkeypatch):
-    client = LLMClient(LLMSettings(aliases={"mine": "openai::gpt-5"}))
+    client = LLMClient(LLMSettings(aliases={"mine": "openai::gpt-5"}), PROVIDERS)
     with pytest.raises(LLMConfigError, match="unknown provider 'nosuch'"):
         client.validate_models(["nosuch::model"])
     with pytest.raises(LLMConfigError, match=r"OPENAI_API_KEY"):
@@ -85,8 +89,6 @@ def test_llm_validate_models_names_the_problem(monkeypatch):
 
 
 def test_llm_providers_come_from_the_plugin_hook():
-    from autocomp_core.plugins import build_registry
-
     providers = build_registry().llm_providers()
     assert {"openai", "anthropic", "openai-compatible", "vllm", "local"} <= set(providers)
     assert providers["vllm"] is providers["openai-compatible"]
@@ -103,7 +105,7 @@ def test_llm_local_model_needs_llama_cpp(monkeypatch, tmp_path):
         "find_spec",
         lambda name, *a: None if name == "llama_cpp" else real(name, *a),
     )
-    client = LLMClient(LLMSettings())
+    client = LLMClient(LLMSettings(), PROVIDERS)
     with pytest.raises(LLMConfigError, match=r"autocomp-core\[local\]"):
         client.validate_models(["local::smollm2"])
     with pytest.raises(LLMConfigError, match="does not exist"):

@@ -8,6 +8,10 @@ from structlog.testing import capture_logs
 from autocomp_core.llm.client import LLMClient, LLMConfigError
 from autocomp_core.llm.prices import PriceBook, load_prices
 from autocomp_core.llm.settings import LLMSettings
+from autocomp_core.plugins import build_registry
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 
 def test_llm_shipped_prices_cover_real_models():
@@ -48,7 +52,7 @@ def test_llm_user_prices_override_and_extend(tmp_path):
         '[openai."gpt-5-mini"]\noutput = 3.0\n'
         '[openai-compatible."meta-llama/Llama-3.1-8B:free"]\ninput = 0.1\noutput = 0.2\n'
     )
-    client = LLMClient(LLMSettings(prices_file=str(user)))
+    client = LLMClient(LLMSettings(prices_file=str(user)), PROVIDERS)
     table = client.price_table()
     assert table["openai"]["gpt-5-mini"] == {"input": 0.25, "cached_input": 0.025, "output": 3.0}
     assert client.prices.cost(
@@ -68,4 +72,4 @@ def test_llm_bad_user_prices_are_refused(tmp_path, text, message):
     user = tmp_path / "prices.toml"
     user.write_text(text)
     with pytest.raises(LLMConfigError, match=message):
-        LLMClient(LLMSettings(prices_file=str(user)))
+        LLMClient(LLMSettings(prices_file=str(user)), PROVIDERS)

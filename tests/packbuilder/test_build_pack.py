@@ -19,11 +19,15 @@ from autocomp_core.menus import near_duplicate
 from autocomp_core.packbuilder.answers import BuildError
 from autocomp_core.packbuilder.builder import BuildOptions, BuildStopped, PackBuilder
 from autocomp_core.packbuilder.crawl import CrawlLimits, crawl
-from autocomp_core.packbuilder.packfiles import PackError, pack_files, read_pack
 from autocomp_core.packbuilder.sources import SourceError, pdf_to_markdown, source_files
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
+from autocomp_core.packs import PackError, pack_files, read_pack
+from autocomp_core.plugins import build_registry
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import Fault, FaultPlan, LLMTestServer
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 LIMITS = CrawlLimits(max_depth=2, max_page_bytes=100_000)
 
@@ -294,7 +298,7 @@ def test_a_long_architecture_is_condensed(pack_server, tmp_path, monkeypatch):
         Section(f"s{k}", "d1", "guide.md", f"Unit {k}", f"# Unit {k}\n" + "Fact. " * 40)
         for k in range(3)
     ]
-    client = LLMClient(LLMSettings(max_retries=0, timeout_s=30))
+    client = LLMClient(LLMSettings(max_retries=0, timeout_s=30), PROVIDERS)
     client.validate_models([model_of(pack_server)])
     journal = BuildJournal(tmp_path / ".build", client, _budget(), model_of(pack_server))
 

@@ -15,7 +15,7 @@ import pytest
 from pack_helpers import DOCS, make_pdf, model_of
 from pack_llm import reply
 
-from autocomp_core.packbuilder.packfiles import pack_files
+from autocomp_core.packs import pack_files
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli

@@ -15,8 +15,8 @@ from autocomp_core.api import optimize_async
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.mdsections import split_sections
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder
-from autocomp_core.packbuilder.packfiles import read_pack
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
+from autocomp_core.packs import read_pack
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 

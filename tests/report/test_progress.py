@@ -20,11 +20,15 @@ from autocomp_core.journal import Evaluator, JournaledLLM
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import LLMRequest, Prompt
+from autocomp_core.plugins import build_registry
 from autocomp_core.progress import Progress
 from autocomp_core.runner import load_backend
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
+
+#: the installed plugins' LLM providers, as a run hands them to its client
+PROVIDERS = build_registry().llm_providers()
 
 CLI = preloaded_cli()
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -106,7 +110,7 @@ async def test_in_flight_counts_come_from_the_llm_door_and_the_evaluator(tmp_pat
         backend, problem, store, ledger, budget, slots=1, timeout_s=30, seed=1, want_feedback=False
     )
     async with LLMTestServer(lambda req: "ok", latency=0.6) as server:
-        client = LLMClient(LLMSettings(max_retries=0))
+        client = LLMClient(LLMSettings(max_retries=0), PROVIDERS)
         llm = JournaledLLM(client, store, ledger, budget)
         progress = Progress(ledger=ledger)
         progress.watch(llm, evaluator)
