@@ -23,6 +23,7 @@ import openai
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import LLMRequest, Prompt
+from autocomp_core.plugins import build_registry
 from autocomp_core.testing import LLMTestServer
 
 PROMPT = Prompt(
@@ -63,7 +64,7 @@ async def measure(server: LLMTestServer, calls: int, concurrency: int, warmup: i
     settings = LLMSettings(
         base_urls={"openai": server.openai_base_url}, max_concurrency=max(16, concurrency)
     )
-    async with LLMClient(settings) as client:
+    async with LLMClient(settings, build_registry().llm_providers()) as client:
 
         async def layer_call(i: int) -> None:
             response = await client.complete(
