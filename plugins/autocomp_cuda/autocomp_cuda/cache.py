@@ -59,6 +59,7 @@ def publish(source: Path, target: Path) -> None:
     moves its own copy under a name of its own first, and the first to finish wins; the
     others' identical copies are dropped. (One shared temporary name let one process delete
     or publish another's half-moved copy, or fail with 'Directory not empty'.)"""
+    target.parent.mkdir(parents=True, exist_ok=True)  # (a prune may have emptied it away)
     tmp = Path(
         tempfile.mkdtemp(prefix=f"{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     )
