@@ -10,7 +10,7 @@ timing runs on one intra-op thread, the flush between timed calls covers one cor
 the eager baseline is timed in a worker of its own, and every timing worker holds the same
 heap policy (``runtime/steady_heap``).
 
-    python benchmarks/cuda_timing_stability.py [--runs 10] [--reps 20] [--cache DIR] [--eager]
+    python benchmarks/cuda_timing_stability.py [--runs 10] [--reps N] [--cache DIR] [--eager]
 
 ``--eager`` is the control: the problem's own eager program evaluated as the candidate, so
 every speed-up should be close to 1x (the harness's bias and noise, and nothing else).
@@ -114,7 +114,7 @@ async def main(runs: int, reps: int, cache: Path, eager: bool = False) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=Settings().reps)
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--eager", action="store_true", help="the eager program against itself")
     args = parser.parse_args()
