@@ -7,7 +7,7 @@ import pytest
 from trn_testkit import DOUBLE, MATMUL, problem, run
 
 from autocomp_trn.emulator.hardware import TRN1, TRN2
-from autocomp_trn.problems.spec import Input
+from autocomp_trn.problems.spec import Input, ProblemSpec
 
 WIDE = problem([Input("x", (128, 2048))], [((128, 2048), "float32")], lambda x: (2 * x,))
 
@@ -23,12 +23,14 @@ def busy(body, engine, spec=DOUBLE, **kw) -> float:
 
 
 def ops(n: int, width: int, parts: int = 128) -> str:
+    # static_range: one instruction per iteration (no loop-level optimization; an affine_range
+    # loop of such instructions is vectorized, see the loop-vectorization tests)
     return f"""
 @nki.jit
 def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
-    for k in nl.affine_range({n}):
+    for k in nl.static_range({n}):
         t2 = nisa.tensor_scalar(t[0:{parts}, 0:{width}], np.multiply, 1.0)
     nl.store(out, value=nl.multiply(t, 2.0))
     return out
@@ -323,3 +325,119 @@ def test_an_engine_hides_operand_access_behind_independent_work_not_dependent_wo
     assert busy(independent, "dve") < busy(dependent, "dve")
     per_op = (busy(dependent, "dve") - busy(independent, "dve")) / 7 * 1000  # ns
     assert abs(per_op - TRN1.access_cycles / TRN1.dve_ghz) < 1.0
+
+
+def window_spec(outputs: int) -> ProblemSpec:
+    """out[p, o] = sum_f x[p, o + f] * w[p, f]: a 3-tap window along each partition."""
+    return problem(
+        [Input("x", (128, outputs + 2)), Input("w", (128, 3))],
+        [((128, outputs), "float32")],
+        lambda x, w: (sum(x[:, f : f + outputs] * w[:, f : f + 1] for f in range(3)),),
+        1e-4,
+        1e-4,
+    )
+
+
+def window(outputs: int, loop: str = "affine_range", blocks: int = 1) -> str:
+    """The window as one [128, 3] multiply and add-reduce per output, the outputs in ``blocks``
+    loops of ``outputs // blocks`` iterations."""
+    per = outputs // blocks
+    return f"""
+@nki.jit
+def solution(x, w):
+    out = nl.ndarray(({128}, {outputs}), dtype=nl.float32, buffer=nl.shared_hbm)
+    xs = nl.load(x)
+    ws = nl.load(w)
+    acc = nl.ndarray((128, {outputs}), dtype=nl.float32, buffer=nl.sbuf)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(3)[None, :]
+    for b in nl.affine_range({blocks}):
+        for o in nl.{loop}({per}):
+            prod = nisa.tensor_tensor(xs[i_p, i_f + b * {per} + o], ws[i_p, i_f], op=np.multiply)
+            acc[i_p, b * {per} + o] = nisa.tensor_reduce(np.add, prod, axis=[1])
+    nl.store(out, value=acc)
+    return out
+"""
+
+
+def test_a_short_affine_loop_of_tiny_instructions_issues_one_instruction_per_body_instruction():
+    # NKI docs: affine_range lets the compiler vectorize the loop, static_range does not; the
+    # original conv1d blog measured it (a 64-trip loop of [128, 3] multiply/reduce pairs: the
+    # profile's tensor_tensor instructions 65,536 -> 512)
+    spec = window_spec(128)
+    fused = run(window(128, blocks=2), spec)
+    assert fused["status"] == "ok", fused  # the outputs are the same instructions' outputs
+    unrolled = run(window(128, "static_range", blocks=2), spec, numeric=False)
+    dve = fused["busy_us"]["dve"], unrolled["busy_us"]["dve"]
+    assert unrolled["instructions"] - fused["instructions"] == 2 * (128 - 2)
+    assert dve[0] < dve[1] / 5
+    assert "2 affine_range loops vectorized: 256 iterations' instructions" in fused["summary"]
+    # the fused instruction is priced at the engine's per-element rate: 2 x 64 x 3 elements of
+    # 2N multiply and N reduce
+    per_element = (dve[0] * 1000 * TRN1.dve_ghz - 2 * TRN1.access_cycles) / (2 * 64 * 3)
+    assert per_element == pytest.approx(2 + 1, rel=0.01)
+
+
+def test_a_loop_whose_fused_instruction_would_exceed_the_limit_stays_one_per_iteration():
+    # 256 x 3 = 768 elements per partition > vector_fmax (512): left as it is, like the 2048-trip
+    # and 512-trip loops the conv1d blog's kernels ran one instruction per iteration
+    assert 256 * 3 > TRN1.vector_fmax >= 128 * 3
+    spec = window_spec(256)
+    long = run(window(256), spec, numeric=False)
+    split = run(window(256, blocks=2), spec, numeric=False)
+    assert "vectorized" not in long["summary"]
+    assert long["instructions"] - split["instructions"] == 2 * (256 - 2)
+    assert split["busy_us"]["dve"] < long["busy_us"]["dve"] / 5
+
+
+def test_iterations_that_differ_in_more_than_their_offsets_are_not_vectorized():
+    spec = window_spec(64)
+    # a scalar that changes with the iteration: not one instruction's immediate
+    varying = window(64).replace(
+        "acc[i_p, b * 64 + o] = nisa.tensor_reduce(np.add, prod, axis=[1])",
+        "acc[i_p, b * 64 + o] = nisa.tensor_scalar(prod[i_p, 0], np.multiply, float(o))",
+    )
+    assert "vectorized" not in run(varying, spec, numeric=False)["summary"]
+    # += into one place is a reduction across the iterations, not an elementwise loop
+    reduction = window(64).replace(
+        "acc[i_p, b * 64 + o] = nisa.tensor_reduce", "acc[i_p, 0] += nisa.tensor_reduce"
+    )
+    reduced = run(reduction, spec, numeric=False)
+    assert reduced["status"] == "ok", reduced
+    assert "vectorized" not in reduced["summary"]
+
+
+EXP_SPEC = problem(
+    [Input("x", (128, 512), "float32", "uniform")],
+    [((128, 512), "float32")],
+    lambda x: (np.exp(x),),
+    1e-4,
+    1e-4,
+)
+EXP_COPY = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    e = nisa.activation(nl.exp, data=t)
+    BODY
+    return out
+"""
+
+
+def test_a_copy_of_an_activation_output_nothing_else_reads_is_the_activation_writing_it():
+    # an activation writes any output dtype at no extra cost (nisa docs): the compiler lets it
+    # write the copy's destination; a second reader of its output keeps the copy (the published
+    # sd_attention start keeps its cast of exp, step 3 does not pay for its own)
+    direct = EXP_COPY.replace("BODY", "nl.store(out, value=e)")
+    copied = EXP_COPY.replace("BODY", "c = nisa.tensor_copy(e)\n    nl.store(out, value=c)")
+    shared = copied.replace(
+        "    nl.store(out, value=c)",
+        "    m = nisa.tensor_reduce(np.max, data=e, axis=(1,))\n    nl.store(out, value=c)",
+    )
+    only_reduce = shared.replace("c = nisa.tensor_copy(e)\n    ", "").replace("value=c", "value=e")
+    assert run(copied, EXP_SPEC)["status"] == "ok"
+    assert busy(copied, "dve", EXP_SPEC) == busy(direct, "dve", EXP_SPEC)
+    assert latency(copied, EXP_SPEC) == latency(direct, EXP_SPEC)
+    copy_cost = busy(shared, "dve", EXP_SPEC) - busy(only_reduce, "dve", EXP_SPEC)
+    assert copy_cost * 1000 * TRN1.dve_ghz == pytest.approx(512, rel=0.01)  # N cycles

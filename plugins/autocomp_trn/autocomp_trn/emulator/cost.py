@@ -10,6 +10,10 @@ waited on other engines (within the last ``REORDER_WINDOW`` gaps of that engine)
 NeuronCore-v2 VectorE and GpSimd share the SBUF port and so one timeline.
 A dependency on another engine adds a semaphore hop. DMA transfers split over the 16 DMA
 engines (8 partitions each) and share this core's HBM bandwidth. Latency = makespan + launch.
+What the compiler merges is decided before the schedule: an activation with the add-reduce or
+the copy of its output, a PSUM zeroing that a matmul group overwrites
+(``replay.compiler_fusions``), and short affine_range loops of elementwise instructions, each
+issued as one fused instruction per body instruction (``vectorize.py``).
 
 Everything here is computed by the trusted side from the replayed trace (nki.md section 5).
 """
@@ -106,6 +110,15 @@ class CostReport:
     spill_bytes: int = 0
     small_dmas: int = 0
     strided_dmas: int = 0
+    vectorized_loops: int = 0  # affine_range loops issued as one instruction per body instruction
+    vectorized_instructions: int = 0  # the instructions of those loops' iterations
+    # what the model's known limits (model_limits.py) read:
+    long_loops: int = 0  # loops vectorize.py would fuse but for the size limit
+    long_loop_instructions: int = 0
+    floor_ns: dict[str, float] = field(default_factory=dict)  # per engine: instructions at min_ii
+    floor_instructions: dict[str, int] = field(default_factory=dict)
+    element_dma_ns: float = 0.0  # element-granular transfers' DMA time (per engine, as busy_ns)
+    fused_ns: dict[str, float] = field(default_factory=dict)  # per merge: engine time not charged
 
     @property
     def latency_us(self) -> float:
@@ -130,7 +143,15 @@ class CostReport:
         lines.append(f"critical engine: {ENGINE_NAMES[crit]}")
         top = sorted(self.counts.items(), key=lambda kv: -kv[1])[:6]
         lines.append(
-            f"instructions: {self.instructions} (" + ", ".join(f"{k} {v}" for k, v in top) + ")"
+            f"instructions: {self.instructions} ("
+            + ", ".join(f"{k} {v}" for k, v in top)
+            + ")"
+            + (
+                f"; {self.vectorized_loops} affine_range loops vectorized: "
+                f"{self.vectorized_instructions} iterations' instructions issued as fused ones"
+                if self.vectorized_loops
+                else ""
+            )
         )
         lines.append(
             f"DMA: {self.dma_bytes / 2**20:.2f} MiB moved, {self.hbm_bytes / 2**20:.2f} MiB to/from HBM"
@@ -270,6 +291,8 @@ class Scheduler:
         element_granular = descriptors > 0 and nbytes / descriptors <= ELEMENT_BYTES
         desc_ns = g.dma_elem_ns if element_granular else g.dma_desc_ns
         occupancy = g.dma_issue_ns + per_desc * desc_ns + per_bytes / g.dma_engine_gbs
+        if element_granular:
+            self.report.element_dma_ns += occupancy * n_eng / g.dma_engines
         done = 0.0
         for k in range(n_eng):
             line = self.dma_lines[(first + k) % g.dma_engines]

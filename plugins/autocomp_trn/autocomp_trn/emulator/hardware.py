@@ -50,6 +50,10 @@ class Generation:
     dma_efficiency: float = 0.7  # sustained fraction of HBM bandwidth
     sem_ns: float = 64.0  # cross-engine semaphore hop (calibrated)
     launch_ns: float = 4000.0  # kernel launch overhead (calibrated)
+    # the most elements per partition one vectorized affine_range loop's fused instruction covers
+    # (vectorize.py): the compiler's limit is undocumented; 512 is the documented free-size
+    # maximum of the engines' tiles (nl.tile_size.psum_fmax, gemm_moving_fmax, bn_stats_fmax)
+    vector_fmax: int = 512
 
     @property
     def pe_tflops_bf16(self) -> float:

@@ -26,6 +26,7 @@ from . import dtypes, hardware as hw
 from .cost import ENGINE_OF, CostReport, Regions, Scheduler
 from .hardware import Generation
 from .indexing import NkiError
+from .vectorize import Lane, vectorized_loops
 
 INT_SENTINEL = 4  # what the official simulator puts in fresh integer allocations
 
@@ -185,6 +186,9 @@ class Replayer:
         self.index = 0  # of the event being replayed
         self.fusions = Fusions()
         self.fused_end: dict[int, float] = {}  # fused activation event -> when it ends
+        self.lanes: dict[int, Lane] = {}  # instructions of vectorized loops (vectorize.py)
+        # (loop, position) -> the fused instruction's elements and operands so far
+        self.vector_pending: dict[tuple[int, int], tuple[float, list, list]] = {}
         # ScalarE's 128 reduce registers, one per partition (per seed); NaN until an activation
         # resets them, so a kernel reading them first computes NaN as from unwritten memory
         self.act_regs = np.full((seeds, hw.PMAX), np.nan, dtype=np.float32)
@@ -195,6 +199,10 @@ class Replayer:
             events, in_ids, out_ids = self._header()
             last_use = self._last_uses(events)
             self.fusions = compiler_fusions(events)
+            vector = vectorized_loops(events, self.fusions.taken(), self.gen.vector_fmax)
+            self.lanes = vector.lanes
+            self.sched.report.long_loops = vector.long_loops
+            self.sched.report.long_loop_instructions = vector.long_instructions
             for index, event in enumerate(events):
                 self.index = index
                 self._event(event)
@@ -600,35 +608,59 @@ class Replayer:
         k: float | None = None,
     ) -> float:
         """Cost one instruction and schedule it; returns when it ends. ``k``: cycles per element
-        where the instruction's own rate differs from its kind's (``DVE_K``)."""
-        g = self.gen
-        exposed = 0.0  # cycles paid only when the instruction waits for its engine's last one
-        if engine == "pe":
-            cycles = elems
-        else:
-            if k is None:
-                k = DVE_K.get(kind, 1.0) if engine in ("dve", "pool") else 1.0
-            # the operands' access latency overlaps the engine's previous instruction, unless
-            # this one reads what that one wrote (back-to-back dependent)
-            cycles = max(g.min_ii, k * elems) + extra_cycles
-            exposed = max(g.min_ii, k * elems + g.access_cycles) - max(g.min_ii, k * elems)
-            if engine == "act":
-                cycles += g.act_fixed_cycles
-            if any(
-                ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)
-            ):
-                cycles += k * elems  # strided minor access runs at half bandwidth
+        where the instruction's own rate differs from its kind's (``DVE_K``). An iteration of a
+        vectorized loop adds its work to the loop's fused instruction, which issues with the last
+        iteration (until then this returns 0: nothing reads the end of such an instruction)."""
         t = time.perf_counter()
-        end = self.sched.compute(
-            engine,
-            cycles,
-            [self._box(a) for a in srcs],
-            [self._box(a) for a in dsts],
-            kind,
-            exposed,
-        )
+        reads, writes = [self._box(a) for a in srcs], [self._box(a) for a in dsts]
+        lane = self.lanes.get(self.index)
+        if lane is not None:
+            key = (lane.group, lane.position)
+            done, r, w = self.vector_pending.pop(key, (0.0, [], []))
+            done, r, w = done + elems, r + reads, w + writes
+            if not lane.last:
+                self.vector_pending[key] = (done, r, w)
+                self.cost_s += time.perf_counter() - t
+                return 0.0
+            elems, reads, writes = done, r, w
+            rep = self.sched.report
+            rep.vectorized_instructions += lane.trips
+            rep.vectorized_loops += lane.position == 0
+        cycles, exposed, floor = self._cycles(engine, kind, elems, dsts, srcs, extra_cycles, k)
+        end = self.sched.compute(engine, cycles, reads, writes, kind, exposed)
+        if floor:  # its cost is the engine's fixed floor, not its elements
+            rep = self.sched.report
+            rep.floor_ns[engine] = rep.floor_ns.get(engine, 0.0) + cycles / self.sched.clock[engine]
+            rep.floor_instructions[engine] = rep.floor_instructions.get(engine, 0) + 1
         self.cost_s += time.perf_counter() - t
         return end
+
+    def _not_issued(self, merge: str, engine: str, kind: str, elems: float, dsts, srcs, **kw):
+        """Record the engine time an instruction the compiler merges away would have cost."""
+        cycles, *_ = self._cycles(engine, kind, elems, dsts, srcs, kw.get("extra", 0), kw.get("k"))
+        fused = self.sched.report.fused_ns
+        fused[merge] = fused.get(merge, 0.0) + cycles / self.sched.clock[engine]
+
+    def _cycles(
+        self, engine: str, kind: str, elems: float, dsts, srcs, extra_cycles: int, k: float | None
+    ) -> tuple[float, float, bool]:
+        """An instruction's engine cycles; the cycles it adds when it reads what its engine's
+        previous instruction wrote (a latency the pipeline hides behind independent work); and
+        whether its elements take less than the engine's minimum initiation interval."""
+        g = self.gen
+        if engine == "pe":
+            return elems, 0.0, False
+        if k is None:
+            k = DVE_K.get(kind, 1.0) if engine in ("dve", "pool") else 1.0
+        # the operands' access latency overlaps the engine's previous instruction, unless
+        # this one reads what that one wrote (back-to-back dependent)
+        cycles = max(g.min_ii, k * elems) + extra_cycles
+        exposed = max(g.min_ii, k * elems + g.access_cycles) - max(g.min_ii, k * elems)
+        if engine == "act":
+            cycles += g.act_fixed_cycles
+        if any(ap.dims[-1][1] * ap.t.itemsize > 16 and ap.dims[-1][0] > 1 for ap in (*dsts, *srcs)):
+            cycles += k * elems  # strided minor access runs at half bandwidth
+        return cycles, exposed, k * elems < g.min_ii
 
     # ================================================================== data helpers
     def _read(self, ap: AP) -> np.ndarray:
@@ -1023,7 +1055,7 @@ class Replayer:
             srcs,
             extra_cycles=64 if red is not None or fused else 0,
         )
-        if fused:
+        if fused or self.index in self.fusions.act_copy:
             self.fused_end[self.index] = end
 
     def _reduce_registers(self, data: AP, y: np.ndarray, cmd: str, red: AP | None) -> None:
@@ -1076,11 +1108,20 @@ class Replayer:
             if attrs.get("negate"):
                 r = -r
             self._write(d, r.reshape((self.seeds, *d.shape)))
+        bf16_fast = s.t.dtype == "bfloat16" and op in ("add", "max")  # nisa docs: N/2
         act = self.fusions.reduce_into_act.get(self.index)
         if act is not None and act in self.fused_end:  # ScalarE's activation computed it
             self.sched.commit(self.fused_end[act], "act", [self._box(d)], "tensor_reduce (fused)")
+            self._not_issued(
+                "activation_reduce",
+                "dve",
+                "tensor_reduce",
+                _free(s),
+                dsts,
+                srcs,
+                k=0.5 if bf16_fast else None,
+            )
             return
-        bf16_fast = s.t.dtype == "bfloat16" and op in ("add", "max")  # nisa docs: N/2
         self._compute("dve", "tensor_reduce", _free(s), dsts, srcs, k=0.5 if bf16_fast else None)
 
     def _op_tensor_copy(self, dsts, srcs, attrs) -> None:
@@ -1090,6 +1131,11 @@ class Replayer:
         self._shape_eq(s, d, "tensor_copy")
         if self.numeric:
             self._write(d, s.view() if s.t.dtype == d.t.dtype else self._read(s))
+        act = self.fusions.copy_into_act.get(self.index)
+        if act is not None and act in self.fused_end:  # the activation wrote it
+            self.sched.commit(self.fused_end[act], "act", [self._box(d)], "tensor_copy (fused)")
+            self._not_issued("activation_copy", engine, "tensor_copy", _free(d), dsts, srcs)
+            return
         self._compute(engine, "tensor_copy", _free(d), dsts, srcs)
 
     def _op_memset(self, dsts, srcs, attrs) -> None:
@@ -1101,9 +1147,12 @@ class Replayer:
             raise ValueError("memset")
         if self.numeric:
             self._write(d, np.float32(value))
-        if self.index in self.fusions.zeroing_matmul:  # the first matmul overwrites instead
-            return
         bf16_zero = d.t.dtype == "bfloat16" and value == 0  # nisa docs: N/2
+        if self.index in self.fusions.zeroing_matmul:  # the first matmul overwrites instead
+            self._not_issued(
+                "zeroing_matmul", engine, "memset", _free(d), dsts, [], k=0.5 if bf16_zero else None
+            )
+            return
         self._compute(engine, "memset", _free(d), dsts, [], k=0.5 if bf16_zero else None)
 
     def _op_iota(self, dsts, srcs, attrs) -> None:
@@ -1399,6 +1448,19 @@ class Fusions:
     #: ScalarE activation-with-reduce does both (the reduce costs ~64 cycles more on ScalarE)
     act_reduce: set[int] = field(default_factory=set)
     reduce_into_act: dict[int, int] = field(default_factory=dict)  # reduce event -> activation
+    #: activations that write, besides (or instead of) their output, a copy of it
+    act_copy: set[int] = field(default_factory=set)
+    copy_into_act: dict[int, int] = field(default_factory=dict)  # copy event -> activation
+
+    def taken(self) -> set[int]:
+        """Every instruction one of these merges involves."""
+        return (
+            self.zeroing_matmul
+            | self.act_reduce
+            | set(self.reduce_into_act)
+            | self.act_copy
+            | set(self.copy_into_act)
+        )
 
 
 def compiler_fusions(events: list) -> Fusions:
@@ -1439,7 +1501,41 @@ def compiler_fusions(events: list) -> Fusions:
             pending_memset[repr(dsts[0][0])] = index
         if name == "activation" and len(dsts) == 1 and not attrs.get("reduce") and dsts[0] in aps:
             pending_act[repr(dsts[0][0])] = (index, dsts[0])
+    _copies_into_activations(events, fusions)
     return fusions
+
+
+def _copies_into_activations(events: list, fusions: Fusions) -> None:
+    """A tensor_copy whose source is an activation's whole output, which nothing else reads:
+    the activation writes the copy's destination itself (an activation casts to its output's
+    dtype at no extra cost, nisa docs), so the copy is not issued. Where the output has another
+    reader the copy stays (the published sd_attention chain: its start program's exp output, read
+    by a sum and by a cast, costs the cast; step 3's, read by the cast alone, does not)."""
+    ops = [
+        (index, e)
+        for index, e in enumerate(events)
+        if isinstance(e, list)
+        and len(e) == 6
+        and e[0] == "op"
+        and isinstance(e[2], list)
+        and isinstance(e[3], list)
+        and isinstance(e[4], dict)
+    ]
+    reads: dict[str, int] = {}
+    for _index, e in ops:
+        for ap in e[3]:
+            if isinstance(ap, list) and len(ap) == 3:
+                reads[repr(ap[0])] = reads.get(repr(ap[0]), 0) + 1
+    output: dict[str, tuple[int, list]] = {}  # tensor id -> (activation, its output)
+    for index, (_, name, dsts, srcs, _attrs, _line) in ops:
+        if name == "tensor_copy" and len(srcs) == 1 and isinstance(srcs[0], list):
+            tid = repr(srcs[0][0]) if len(srcs[0]) == 3 else None
+            act = output.get(tid)
+            if act is not None and srcs[0] == act[1] and reads.get(tid) == 1:
+                fusions.act_copy.add(act[0])
+                fusions.copy_into_act[index] = act[0]
+        if name == "activation" and dsts and isinstance(dsts[0], list) and len(dsts[0]) == 3:
+            output[repr(dsts[0][0])] = (index, dsts[0])
 
 
 def replay(
