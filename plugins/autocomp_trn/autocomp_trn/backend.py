@@ -30,7 +30,7 @@ from autocomp_core import (
 )
 from pydantic import Field
 
-from . import neuron
+from . import model_limits, neuron
 from .emulator.hardware import GENERATIONS, Generation
 from .evaluate import EmulatorEvaluator, Settings, Verdict, verification
 from .problems.catalog import all_specs, spec_by_id
@@ -221,6 +221,8 @@ class TrnBackend(Backend):
         )
         if self.mode != "neuron":
             result.verification = verification(spec, code, ctx.seed, self.emulator.settings.seeds)
+            if verdict.ok:  # what the cost model does not see, where it matters (model_limits.py)
+                result.verification["model_limits"] = verdict.details.get("model_limits", [])
         return result
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
@@ -304,6 +306,9 @@ def to_eval_result(
             extra[f"busy_{engine}_us"] = float(busy)
         if want_feedback and v.summary:
             lines.append(v.summary)
+        limits = model_limits.section(v.details.get("model_limits") or [])
+        if want_feedback and limits:
+            lines.append(limits)
     ok = v.ok and v.latency_us is not None
     # ok without a latency: crash; a latency below the bound: the engine's impossible_result
     failure = (

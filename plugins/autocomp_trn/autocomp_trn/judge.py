@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from . import model_limits
 from .check import compare
 from .emulator.hardware import GENERATIONS
 from .emulator.replay import Replayer, TraceRefused
@@ -70,6 +71,7 @@ def judge(
         "dma_bytes": cost.dma_bytes,
         "flops": cost.flops,
         "lower_bound_us": spec.lower_bound_us(gen, full),
+        "model_limits": model_limits.applying(cost, gen),
     }
     if numeric:
         t = time.perf_counter()
