@@ -183,6 +183,9 @@ class KnowledgePack:
 
     architecture: str = ""
     isa: str = ""
+    #: a short architecture summary for small models' prompts (``[prompt] knowledge =
+    #: "compact"``); empty: they get the whole architecture
+    architecture_compact: str = ""
     rules_general: list[str] = field(default_factory=list)
     rules_planning: list[str] = field(default_factory=list)
     rules_coding: list[str] = field(default_factory=list)
@@ -194,9 +197,10 @@ class KnowledgePack:
     def from_dir(cls, folder: Path | str, **overrides: Any) -> KnowledgePack:
         """Load a pack from a folder holding ``knowledge.toml`` and the Markdown files it names.
 
-        ``knowledge.toml`` keys: ``architecture`` and ``isa`` (file names of Markdown text),
-        ``rules.general|planning|coding`` (lists), ``menu`` and ``translation_menu`` (lists),
-        and ``[[examples]]`` tables with ``name``, ``file``, ``triggers`` and ``phase``.
+        ``knowledge.toml`` keys: ``architecture``, ``architecture_compact`` and ``isa`` (file
+        names of Markdown text), ``rules.general|planning|coding`` (lists), ``menu`` and
+        ``translation_menu`` (lists), and ``[[examples]]`` tables with ``name``, ``file``,
+        ``triggers`` and ``phase``.
         """
         folder = Path(folder)
         data = tomllib.loads((folder / "knowledge.toml").read_text())
@@ -209,6 +213,7 @@ class KnowledgePack:
         pack = cls(
             architecture=text("architecture"),
             isa=text("isa"),
+            architecture_compact=text("architecture_compact"),
             rules_general=list(rules.get("general", [])),
             rules_planning=list(rules.get("planning", [])),
             rules_coding=list(rules.get("coding", [])),

@@ -108,8 +108,9 @@ class PromptConfig(_Section):
     #: examples longer than this in total are narrowed the same way
     examples_select_above_chars: int = Field(30_000, ge=0)
     #: what of the pack a prompt carries: "full" (all of it), "compact" (the architecture
-    #: and rules, no ISA reference or examples: for small models, whose prompt time grows
-    #: with every token they cannot use), "auto" (compact when every model is local::)
+    #: summary where the pack has one, and rules, no ISA reference or examples: for small
+    #: models, whose prompt time grows with every token they cannot use), "auto" (compact
+    #: when every model is local::)
     knowledge: Literal["auto", "full", "compact"] = "auto"
 
 

@@ -16,7 +16,7 @@ from .backend import KnowledgePack
 from .errors import ConfigError
 
 MANIFEST = "knowledge.toml"
-TEXT_KEYS = ("architecture", "isa")
+TEXT_KEYS = ("architecture", "architecture_compact", "isa")
 LIST_KEYS = ("menu", "translation_menu")
 RULE_KINDS = ("general", "planning", "coding")
 EXAMPLE_KEYS = {"name", "file", "triggers", "phase"}

@@ -59,11 +59,15 @@ def is_local(model: str) -> bool:
 
 
 def prompt_pack(pack: KnowledgePack, knowledge: str, models: Sequence[str]) -> KnowledgePack:
-    """The pack as prompts carry it (``[prompt] knowledge``): compact keeps the architecture,
-    rules and menus but no ISA reference or examples."""
+    """The pack as prompts carry it (``[prompt] knowledge``): compact keeps the rules and
+    menus, the pack's architecture summary where it has one (else the whole architecture),
+    and no ISA reference or examples."""
     if knowledge == "auto":
         knowledge = "compact" if models and all(map(is_local, models)) else "full"
-    return replace(pack, isa="", examples=[]) if knowledge == "compact" else pack
+    if knowledge != "compact":
+        return pack
+    architecture = pack.architecture_compact or pack.architecture
+    return replace(pack, architecture=architecture, isa="", examples=[])
 
 
 def system_prompt(backend: Backend) -> str:
