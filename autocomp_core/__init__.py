@@ -19,8 +19,8 @@ from .backend import (
     Problem,
     bound_text,
 )
-from .config import ConfigError, RunConfig, parse_assignments
-from .errors import FidelityUnsupported, RunError
+from .config import RunConfig, parse_assignments
+from .errors import ConfigError, FidelityUnsupported, RunError
 from .hookspecs import hookimpl
 from .plugins import make_backend
 from .resources import Resources

@@ -19,8 +19,8 @@ import anyio
 import click
 
 from .cli_common import emit_json, fail, loaded_plugins
-from .config import ConfigError, load_config, parse_assignments
-from .errors import AutocompError
+from .config import load_config, parse_assignments
+from .errors import AutocompError, ConfigError
 from .logs import configure
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .errors import ConfigError
 from .llm.settings import LLMSettings
 
-__all__ = ["ConfigError", "RunConfig", "load_config", "validate", "validated"]
+__all__ = ["RunConfig", "load_config", "validate", "validated"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

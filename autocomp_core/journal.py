@@ -20,7 +20,6 @@ from .accounting import Budget, Ledger, RunStopped
 from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from .errors import RunError
 from .executors import EvalRequest, Executor
-from .executors.guarded import evaluate_guarded as evaluate_guarded  # plugins' tests use it here
 from .executors.local import LocalExecutor
 from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 from .store import ATTEMPT_LOST, INFRA_ERROR, RunStore

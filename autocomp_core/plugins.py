@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
-from .config import ConfigError, validated
-from .errors import PluginError
+from .config import validated
+from .errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
     from .backend import Backend, Problem

@@ -25,8 +25,8 @@ from pydantic import BaseModel
 
 from .accounting import Budget, Ledger
 from .backend import Backend, Capability, KnowledgePack, Problem
-from .config import ConfigError, RunConfig, apply_override, validate
-from .errors import RunError
+from .config import RunConfig, apply_override, validate
+from .errors import ConfigError
 from .executors import Executor, create_executor
 from .executors.local import LocalExecutor
 from .exports import target_info, write_exports
@@ -34,7 +34,7 @@ from .journal import Evaluator, JournaledLLM, recorded_stop
 from .llm.client import LLMClient, default_models
 from .llm.errors import LLMConfigError
 from .packs import PackError, read_pack
-from .plugins import PluginRegistry, build_registry, load_problem, make_backend
+from .plugins import PluginRegistry, build_registry, load_problem
 from .progress import Progress
 from .prompting import prompt_pack
 from .sandbox import isolation_level
@@ -59,9 +59,8 @@ class Prepared(RunSetup):
 def load_backend(
     config: RunConfig, plugins: PluginRegistry | None = None
 ) -> tuple[Backend, Problem, KnowledgePack]:
-    backend = make_backend(
-        config.backend, config.hardware, config.backend_options, plugins or tuple(config.plugins)
-    )
+    registry = plugins or build_registry(tuple(config.plugins))
+    backend = registry.make_backend(config.backend, config.hardware, config.backend_options)
     problem = load_problem(backend, config.problem)
     if config.prompt.pack:
         try:
@@ -441,9 +440,3 @@ def optimize(
 ) -> RunSummary:
     """Blocking form of ``optimize_async``."""
     return anyio.run(lambda: optimize_async(config, run_dir, progress))
-
-
-def run_error_message(exc: BaseException) -> str:
-    if isinstance(exc, (RunError, ConfigError)):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"

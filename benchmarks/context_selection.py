@@ -32,9 +32,9 @@ from autocomp_core.context import ContextSelector, isa_sections  # noqa: E402
 from autocomp_core.llm.settings import LLMSettings  # noqa: E402
 from autocomp_core.llm.types import Prompt  # noqa: E402
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder  # noqa: E402
-from autocomp_core.packbuilder.packfiles import read_pack  # noqa: E402
+from autocomp_core.packs import read_pack  # noqa: E402
+from autocomp_core.plugins import make_backend  # noqa: E402
 from autocomp_core.prompting import PromptBuilder, system_prompt  # noqa: E402
-from autocomp_core.runner import make_backend  # noqa: E402
 from autocomp_core.store import Candidate  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 from autocomp_core.translation import Translation  # noqa: E402

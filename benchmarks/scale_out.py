@@ -50,7 +50,7 @@ from autocomp_core.backend import EvalContext  # noqa: E402
 from autocomp_core.executors import EvalRequest  # noqa: E402
 from autocomp_core.executors.local import LocalExecutor  # noqa: E402
 from autocomp_core.executors.ray_executor import RayExecutor, RayOptions  # noqa: E402
-from autocomp_core.runner import make_backend  # noqa: E402
+from autocomp_core.plugins import make_backend  # noqa: E402
 from autocomp_core.store import RunStore  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 from autocomp_core.testing.ray_cluster import LocalRayCluster  # noqa: E402

@@ -166,7 +166,7 @@ def readme_folder(tmp_path_factory):
     shutil.copytree(ROOT / "tests" / "packbuilder" / "docs", folder / "docs")
     shutil.copytree(ROOT / "tests" / "toybackend" / "knowledge", folder / "packs" / "mytarget")
     server = LLMTestServer(lambda r: reply(r.prompt)).start_in_thread()
-    from autocomp_core import optimize, runner
+    from autocomp_core import make_backend, optimize
 
     optimize(
         {
@@ -182,7 +182,7 @@ def readme_folder(tmp_path_factory):
             },
         }
     )
-    gemmini = runner.make_backend("gemmini", plugins=tuple(repo_plugin_modules()))
+    gemmini = make_backend("gemmini", plugins=tuple(repo_plugin_modules()))
     (folder / "my_kernel.c").write_text(gemmini.load_problem("gemm-64").baseline_code)
     yield folder
     server.stop_thread()

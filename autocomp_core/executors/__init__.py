@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..config import ConfigError, ExecutorConfig, validated
+from ..config import ExecutorConfig, validated
+from ..errors import ConfigError
 from ..hookspecs import hookimpl
 from .contract import EvalRequest, Executor
 from .ray_executor import RayOptions

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..accounting import RunStopped
 from ..backend import EvalResult, FailureKind
-from ..config import ConfigError
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from ..backend import Backend, EvalContext, EvalResult, FailureKind, Problem
-from ..config import ConfigError
+from ..errors import ConfigError
 from .guarded import evaluate_guarded
 
 

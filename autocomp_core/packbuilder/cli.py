@@ -12,7 +12,8 @@ from . import STAGES
 
 
 def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
-    from ..config import ConfigError, apply_override, read_toml, validated
+    from ..config import apply_override, read_toml, validated
+    from ..errors import ConfigError
     from ..llm.settings import LLMSettings
 
     data: dict[str, Any] = read_toml(config_file) if config_file else {}

@@ -18,7 +18,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, RunConfig, validate
+from ..config import RunConfig, validate
+from ..errors import ConfigError
 from ..exports import best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger

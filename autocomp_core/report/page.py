@@ -96,7 +96,7 @@ def write_html_report(target: Path, output: Path | None = None) -> Path:
     """Write the HTML report of a run directory, or of every run below a folder (a suite:
     one page across its problems). Returns the file written (default: report.html in
     ``target``)."""
-    from ..config import ConfigError
+    from ..errors import ConfigError
     from ..exports import atomic_write
 
     if is_run(target):

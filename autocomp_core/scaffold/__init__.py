@@ -18,7 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from .. import __version__
-from ..config import ConfigError
+from ..errors import ConfigError
 
 TEMPLATE = Path(__file__).parent / "template"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")

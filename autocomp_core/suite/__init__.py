@@ -26,8 +26,8 @@ import anyio
 import tomli_w
 
 from ..accounting import Budget, BudgetReached, Ledger
-from ..config import ConfigError, apply_override, read_toml, validate
-from ..errors import RunError
+from ..config import apply_override, read_toml, validate
+from ..errors import ConfigError, RunError
 from ..exports import atomic_write
 from ..plugins import make_backend
 from ..progress import Progress

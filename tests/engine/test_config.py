@@ -2,7 +2,8 @@
 
 import pytest
 
-from autocomp_core.config import ConfigError, load_config
+from autocomp_core.config import load_config
+from autocomp_core.errors import ConfigError
 
 
 def write(tmp_path, text):

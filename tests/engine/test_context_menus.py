@@ -15,7 +15,7 @@ from scripted_llm import digest, reply
 
 from autocomp_core.api import optimize_async, replay_async, resume_async
 from autocomp_core.backend import KnowledgePack
-from autocomp_core.config import ConfigError
+from autocomp_core.errors import ConfigError
 from autocomp_core.packbuilder.packfiles import write_pack
 from autocomp_core.runner import prepare
 from autocomp_core.store import RunStore

@@ -10,7 +10,7 @@ from engine_helpers import toy_config
 from scripted_llm import VARIANTS, reply
 
 from autocomp_core.api import optimize_async
-from autocomp_core.config import ConfigError
+from autocomp_core.errors import ConfigError
 from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 

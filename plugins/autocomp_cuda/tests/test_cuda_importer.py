@@ -118,7 +118,8 @@ def test_tolerances_follow_the_dtype_unless_the_problem_sets_them():
 
 
 def test_a_missing_checkout_is_a_one_line_problem_error(tmp_path):
-    from autocomp_core.runner import ConfigError, load_problem, make_backend
+    from autocomp_core.errors import ConfigError
+    from autocomp_core.plugins import load_problem, make_backend
 
     backend = make_backend(
         "cuda", {"device": "cpu"}, {"kernelbench_path": str(tmp_path / "nowhere")}

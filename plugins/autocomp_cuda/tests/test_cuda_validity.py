@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
 from autocomp_core.backend import EvalContext, FailureKind
-from autocomp_core.journal import evaluate_guarded
+from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.sandbox import isolation_level
 
 from autocomp_cuda.adversarial import ROOT as ADV

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from autocomp_core.runner import ConfigError, make_backend as make_configured_backend
+from autocomp_core.errors import ConfigError
+from autocomp_core.plugins import make_backend as make_configured_backend
 from autocomp_core.sandbox import SandboxLimits
 from autocomp_core.workdirs import SUFFIX
 

@@ -19,7 +19,7 @@ from autocomp_gemmini.config import GemminiConfig
 from autocomp_gemmini.elf import symbols
 
 from autocomp_core import EvalContext, FailureKind
-from autocomp_core.journal import evaluate_guarded
+from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.sandbox import isolation_level, private_workdir
 from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NAMESPACES, USER_NAMESPACES
 from autocomp_core.validity import IMPOSSIBLE_RESULT

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from autocomp_core.backend import EvalContext, FailureKind
-from autocomp_core.journal import evaluate_guarded
+from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.validity import IMPOSSIBLE_RESULT, LOWER_BOUND_TOLERANCE
 
 from autocomp_trn.backend import TrnBackend, to_eval_result
