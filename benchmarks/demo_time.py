@@ -11,10 +11,9 @@ where the seconds went:
   rest        the rest: imports, checks, the model server starting, the initial
               program's evaluation before the first request; exports after the last
 
-``--before REV`` runs the engine of git revision REV and its ``examples/demo.toml`` (a
-worktree in a temporary directory, first on ``PYTHONPATH``; plugins and the virtual
-environment are this checkout's) beside this working tree's; without it, only this working
-tree runs.
+``--before REV`` runs the engine of git revision REV (a worktree in a temporary
+directory, first on ``PYTHONPATH``; plugins and the virtual environment are this
+checkout's) beside this working tree's; without it, only this working tree runs.
 
 ``--start-only`` stops each run at its first LLM request (``budget.llm_calls = 0``): the
 start alone, seconds instead of a minute, so that more pairs fit between the changes of
@@ -57,7 +56,7 @@ def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> di
             "-m",
             "autocomp_core.cli",
             "optimize",
-            str((engine or ROOT) / "examples" / "demo.toml"),
+            str(ROOT / "examples" / "demo.toml"),
             "--set",
             f"run_dir={str(run_dir)!r}",
             *(["--set", "budget.llm_calls=0"] if start_only else []),
