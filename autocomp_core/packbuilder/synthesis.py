@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from ..menus import merge_near_duplicates, parse_items, words
+from ..packs import RULE_KINDS
 from ..prompting import bullets
 from .answers import json_object, strings
 from .journal import BuildJournal, gather
@@ -25,7 +26,6 @@ CONDENSE_INPUT_CHARS = 60_000
 PASSAGE_BATCH_CHARS = 12_000
 MORE_MENU_ROUNDS = 3
 SUMMARY_CHARS = 4_000
-RULE_KINDS = ("general", "planning", "coding")
 
 
 def passage_batches(sections: list[Section], with_ids: bool = False) -> list[str]:

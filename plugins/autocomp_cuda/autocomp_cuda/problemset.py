@@ -125,10 +125,6 @@ class ProblemSpec:
         except Exception:
             return None
 
-    def to_job(self, size: str) -> dict[str, Any]:
-        """What a child process needs to load the reference."""
-        return {"path": str(self.path), "overrides": self.sizes(size), "id": self.id}
-
 
 def _literal(node: ast.AST) -> Any:
     try:
