@@ -305,28 +305,22 @@ class Search:
         await it.gate.reach(Stage.PLAN)
         label = f"m{slot}" if forced is not None else f"p{slot}"
         model = assign_model(self.plan_models, pi, slot, slots)
-        menu = None if forced is not None else await self.menu_for(it, pi, parent)
-        chain = self.lineage.chain(parent)
-        rng = self.rng(it.number, parent.id, label)
-        prompt = self.prompts.plan(chain, rng, it.number, it.translate, forced, menu)
-        text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
-        if text is None:
+        plan = await self.plan(it, pi, parent, label, model, forced)
+        if plan is None:
             return
-        plan = extract_plan(text)
-        if not plan:
-            self.store.event("empty_plan", iteration=it.number, parent=parent.id, slot=label)
-            return
-        C = self.s.codes_per_plan
+        chain, C = self.lineage.chain(parent), self.s.codes_per_plan
         async with it.gate.fork() as programs:
             for k in range(C):
                 cid = f"i{it.number}-b{pi}-{label}-c{k}"
-                rng = self.rng(it.number, parent.id, cid)
+                prompt = self.prompts.implement(
+                    chain, plan, self.rng(it.number, parent.id, cid), it.number, it.translate
+                )
                 draft = Draft(
                     id=cid,
                     origin=Origin.PLAN,
                     phase="code",
                     model=assign_model(self.code_models, pi, slot * C + k, slots * C),
-                    prompt=self.prompts.implement(chain, plan, rng, it.number, it.translate),
+                    prompt=prompt,
                     parents=[parent.id],
                     base=parent.code or "",
                     plan=plan,
@@ -334,6 +328,24 @@ class Search:
                     edits=self.s.edits,
                 )
                 programs.start_soon(self.produce, it, draft)
+
+    async def plan(
+        self, it: Iteration, pi: int, parent: Candidate, label: str, model: str, forced: int | None
+    ) -> str | None:
+        """The plan ``model`` proposes for ``parent``; None when none came."""
+        menu = None if forced is not None else await self.menu_for(it, pi, parent)
+        rng = self.rng(it.number, parent.id, label)
+        prompt = self.prompts.plan(
+            self.lineage.chain(parent), rng, it.number, it.translate, forced, menu
+        )
+        text = await self.ask(model, prompt, "plan", f"i{it.number}-{parent.id}-{label}")
+        if text is None:
+            return None
+        plan = extract_plan(text)
+        if not plan:
+            self.store.event("empty_plan", iteration=it.number, parent=parent.id, slot=label)
+            return None
+        return plan
 
     async def direct(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
         """No planning step: P distinct prompts per parent, C samples of each (upstream's
@@ -380,13 +392,27 @@ class Search:
         ]
 
     async def produce(self, it: Iteration, draft: Draft) -> None:
-        """Ask for a program and make it a child of the iteration; evaluate it; then a judge
-        scores a correct translation, or a failed program gets its repair."""
+        """Write a program and evaluate it; then a judge scores a correct translation, or a
+        failed program gets its repair."""
         writing, evaluating = draft.stages
         await it.gate.reach(writing)
+        c = await self.write(it, draft)
+        if c is None:
+            return
+        await it.gate.reach(evaluating)
+        result = await self.evaluate_into(c)
+        if c.correct and it.translate and self.cfg.translation.score:
+            await it.gate.reach(Stage.SCORE)
+            await self.score(c)
+        elif (repair := self.repair_of(c, result)) is not None:
+            await self.produce(it, repair)
+
+    async def write(self, it: Iteration, draft: Draft) -> Candidate | None:
+        """Ask for a program and make it a child of the iteration; None when there is
+        nothing to evaluate (no answer, or no program in it)."""
         text = await self.ask(draft.model, draft.prompt, draft.phase, draft.id, edits=draft.edits)
         if text is None:
-            return
+            return None
         language, anchor = self.backend.language, self.backend.code_anchor
         code, why = program_from(text, draft.base, draft.edits, language, anchor)
         c = Candidate(
@@ -405,14 +431,8 @@ class Search:
         if code is None:  # nothing to evaluate, nothing to repair
             self.store.event("candidate_rejected", candidate=c.id, reason=why)
             self.progress.evaluated(c)
-            return
-        await it.gate.reach(evaluating)
-        result = await self.evaluate_into(c)
-        if c.correct and it.translate and self.cfg.translation.score:
-            await it.gate.reach(Stage.SCORE)
-            await self.score(c)
-        elif (repair := self.repair_of(c, result)) is not None:
-            await self.produce(it, repair)
+            return None
+        return c
 
     def repair_of(self, failed: Candidate, result: EvalResult) -> Draft | None:
         """One repair attempt for a failed first attempt, with its errors (``repair_failed``);
