@@ -25,6 +25,8 @@ from .hookspecs import hookimpl
 from .plugins import make_backend
 from .resources import Resources
 from .sandbox import (
+    HeldDir,
+    PreloadServer,
     SandboxError,
     SandboxLimits,
     SandboxResult,
@@ -32,10 +34,8 @@ from .sandbox import (
     remove_tree,
     run_sandboxed,
 )
-from .sandbox_preload import PreloadServer
 from .screening import Finding, attribute_root
 from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
-from .workdirs import HeldDir
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,8 @@ import pytest
 
 from autocomp_core.sandbox import (
     ISOLATION_ENV,
-    USER_LEVELS,
+    NONE,
+    UID_ONLY,
     SandboxError,
     SandboxLimits,
     isolation_level,
@@ -25,8 +26,8 @@ from autocomp_core.sandbox import (
     remove_tree,
     run_sandboxed,
 )
-from autocomp_core.sandbox_supervisor import NONE, UID_ONLY
-from autocomp_core.workdirs import start_sweep
+from autocomp_core.sandbox.run import USER_LEVELS
+from autocomp_core.sandbox.workdirs import start_sweep
 
 PY = sys.executable
 IS_ROOT = os.geteuid() == 0
@@ -534,7 +535,7 @@ async def test_the_program_is_started_by_the_supervisor_program_not_a_fork_of_th
     result = await run_sandboxed(python(code), limits=SandboxLimits(wall_s=30))
     assert result.ok, result.stderr
     if result.isolation != "bubblewrap":  # there bwrap is the parent, started by the same
-        assert "sandbox_supervisor.py" in result.stdout and "pytest" not in result.stdout
+        assert "sandbox/supervisor.py" in result.stdout and "pytest" not in result.stdout
 
 
 @pytest.mark.hostile
@@ -634,7 +635,7 @@ def test_a_sandbox_started_after_its_supervisor_died_does_not_run() -> None:
     ``test_program_dies_with_the_engine`` under load, which left a program running.)"""
     import subprocess
 
-    from autocomp_core import sandbox_supervisor as supervisor
+    from autocomp_core.sandbox import supervisor
 
     lifeline, alive = os.pipe()
     program = ["env", "--", "sh", "-c", "echo ran"]  # argv after `--`, as bwrap's is

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_core import sandbox_supervisor as supervisor
-from autocomp_core.sandbox import SandboxLimits, isolation_level, run_sandboxed
-from autocomp_core.sandbox_preload import PreloadedRun, PreloadServer
-from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NONE
+from autocomp_core.sandbox import (
+    BUBBLEWRAP,
+    NONE,
+    PreloadServer,
+    SandboxLimits,
+    isolation_level,
+    run_sandboxed,
+    supervisor,
+)
+from autocomp_core.sandbox.preload import PreloadedRun
 
 PROGRAM = "autocomp_core.testing.sandbox_program"
 IS_ROOT = os.geteuid() == 0
@@ -296,7 +302,7 @@ async def test_the_server_and_its_runs_die_with_the_engine(tmp_path: Path) -> No
         textwrap.dedent(f"""
         import asyncio, ctypes, os, sys
         from autocomp_core.sandbox import SandboxLimits, run_sandboxed
-        from autocomp_core.sandbox_preload import PreloadServer
+        from autocomp_core.sandbox import PreloadServer
 
         def named():
             for pid in filter(str.isdigit, os.listdir("/proc")):

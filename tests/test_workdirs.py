@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_core.workdirs import SUFFIX, HeldDir, remove_tree, sweep_abandoned
+from autocomp_core.sandbox.workdirs import SUFFIX, HeldDir, remove_tree, sweep_abandoned
 
 HOUR_AGO = time.time() - 3600
 

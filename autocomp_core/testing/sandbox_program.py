@@ -1,6 +1,6 @@
 """``python -m autocomp_core.testing.sandbox_program CODE [ARG...]`` runs CODE as
 ``python -c CODE [ARG...]`` would: a program given as text, but started as a module, so a
-``sandbox_preload.PreloadServer`` can serve it (the tests of that module use it)."""
+``sandbox.PreloadServer`` can serve it (``tests/test_sandbox_preload.py`` uses it)."""
 
 import sys
 

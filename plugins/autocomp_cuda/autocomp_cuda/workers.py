@@ -8,7 +8,7 @@ candidate finds the imports done. Isolation is unchanged: each worker serves exa
 candidate and ends with it (a crashed or hung candidate takes nothing else down).
 
 With a ``PreloadServer`` (the harness's default) a worker, and a reference server too, is
-forked from a process that imported torch once (``autocomp_core.sandbox_preload``), in the
+forked from a process that imported torch once (``autocomp_core.sandbox.preload``), in the
 same sandbox: the import is paid once per device slot instead of once per process.
 """
 

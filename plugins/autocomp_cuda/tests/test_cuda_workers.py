@@ -11,7 +11,7 @@ import pytest
 from autocomp_core.errors import ConfigError
 from autocomp_core.plugins import make_backend as make_configured_backend
 from autocomp_core.sandbox import SandboxLimits
-from autocomp_core.workdirs import SUFFIX
+from autocomp_core.sandbox.workdirs import SUFFIX
 
 from autocomp_cuda.workers import Worker
 

@@ -20,8 +20,13 @@ from autocomp_gemmini.elf import symbols
 
 from autocomp_core import EvalContext, FailureKind
 from autocomp_core.executors.guarded import evaluate_guarded
-from autocomp_core.sandbox import isolation_level, private_workdir
-from autocomp_core.sandbox_supervisor import BUBBLEWRAP, NAMESPACES, USER_NAMESPACES
+from autocomp_core.sandbox import (
+    BUBBLEWRAP,
+    NAMESPACES,
+    USER_NAMESPACES,
+    isolation_level,
+    private_workdir,
+)
 from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 HERE = Path(__file__).parent

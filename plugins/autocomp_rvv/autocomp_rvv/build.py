@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autocomp_core.backend import FailureKind
-from autocomp_core.sandbox import SandboxLimits, run_sandboxed
-from autocomp_core.workdirs import HeldDir
+from autocomp_core.sandbox import HeldDir, SandboxLimits, run_sandboxed
 
 from .problems import RUNTIME_DIR, ProblemSpec
 from .toolchain import ARCH_FLAGS, Tools

@@ -64,7 +64,7 @@ from .persisting_l2 import PersistingL2  # noqa: E402
 
 _digest = lockstep.output_digest
 
-try:  # at import, so a preload server (sandbox_preload) pays it once for every worker
+try:  # at import, so a preload server (sandbox.preload) pays it once for every worker
     import triton  # noqa: F401
 except Exception:
     pass

@@ -2,7 +2,7 @@
 
 The engine never runs Python in a forked copy of itself (a fork of a process with threads,
 PyTorch's or anyio's, can deadlock on a lock another thread held): it starts this file
-with a fresh interpreter (``python -I -S -B sandbox_supervisor.py PLAN -- ARGV...``),
+with a fresh interpreter (``python -I -S -B supervisor.py PLAN -- ARGV...``),
 which imports nothing but the standard library. Then::
 
     supervisor ─fork─ init (session leader, PID 1 of its namespace) ─fork─ program (exec)

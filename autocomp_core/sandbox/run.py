@@ -10,11 +10,11 @@ How a run is laid out (Linux)::
     engine ─exec─ supervisor ─fork─ init (session leader) ─fork─ program (exec of argv)
 
 The engine runs no Python in a forked copy of itself (its threads, PyTorch's or the
-event loop's, may hold locks a fork would copy held): it execs ``sandbox_supervisor.py``
+event loop's, may hold locks a fork would copy held): it execs ``supervisor.py``
 with a fresh interpreter, which sets up the isolation, starts the program and writes how
 the run ended to a status pipe the program never holds. See that module for the layout.
 A ``python -m MODULE`` program may instead be forked, supervisor and all, from a server
-that imported MODULE once (``preload``, see ``sandbox_preload``): the same sandbox without
+that imported MODULE once (``preload``, see ``preload.py``): the same sandbox without
 paying the imports on every run. A run's work dir is held while it lives, so that an engine
 killed outright leaves nothing in the temp dir for long (``workdirs``).
 
@@ -78,10 +78,10 @@ from pathlib import Path
 
 import anyio
 
-from . import sandbox_supervisor as supervisor
-from .errors import BackendError
-from .sandbox_preload import PreloadedRun, PreloadServer
-from .sandbox_supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
+from ..errors import BackendError
+from . import supervisor
+from .preload import PreloadedRun, PreloadServer
+from .supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
 from .workdirs import HeldDir, private_workdir, remove_tree
 
 __all__ = [
@@ -486,7 +486,7 @@ async def run_sandboxed(
 
     ``preload``: a ``python -m MODULE`` argv it serves is forked from that server, its
     imports done, instead of a fresh interpreter (not under bubblewrap; see
-    ``sandbox_preload``). The isolation and limits are the same either way.
+    ``preload.py``). The isolation and limits are the same either way.
     """
     if not argv:
         raise ValueError("run_sandboxed needs a non-empty argv")

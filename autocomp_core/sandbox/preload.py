@@ -8,7 +8,7 @@ once::
     engine ─exec─ preload server ─fork─ supervisor ─fork─ init ─fork─ program (MODULE)
 
 The fork becomes the sandbox's supervisor exactly as the fresh interpreter would
-(``sandbox_supervisor.supervise``: the same namespaces, per-run uid, limits and status
+(``supervisor.supervise``: the same namespaces, per-run uid, limits and status
 pipe), and where a fresh program would exec, runs MODULE's code as ``__main__`` under the
 run's argv, environment and work dir. What it cannot carry over it does not try:
 bubblewrap (which execs) and an argv that is not ``python -m MODULE`` run as before.
@@ -49,7 +49,7 @@ from typing import ClassVar
 
 import anyio
 
-from . import sandbox_supervisor as supervisor
+from . import supervisor
 
 #: Seconds the engine waits for a server to finish its imports before running without it.
 START_TIMEOUT_S = 300.0
