@@ -92,7 +92,7 @@ class Settings:
     compile_baseline: bool = False  # also time torch.compile(Model), interleaved like the eager one
     warm_workers: bool = True  # keep the next candidate's worker started, torch imported
     #: fork candidate and reference workers from a process that imported torch once
-    #: (sandbox_preload) instead of starting each with a fresh interpreter; the sandbox is the
+    #: (sandbox.preload) instead of starting each with a fresh interpreter; the sandbox is the
     #: same either way
     preload_workers: bool = True
     worker_slack_s: float = (
