@@ -11,9 +11,12 @@ where the seconds went:
   rest        the rest: imports, checks, the model server starting, the initial
               program's evaluation before the first request; exports after the last
 
-``--before REV`` runs the engine of git revision REV (a worktree in a temporary
-directory, first on ``PYTHONPATH``; plugins and the virtual environment are this
-checkout's) beside this working tree's; without it, only this working tree runs.
+``--before REV`` runs the engine of git revision REV and its ``examples/demo.toml`` (a
+worktree in a temporary directory, the run's working directory and first on ``PYTHONPATH``;
+plugins and the virtual environment are this checkout's) beside this working tree's;
+without it, only this working tree runs. Each version is checked to import its own engine
+(``python -m`` puts the working directory ahead of ``PYTHONPATH``: a run started in this
+checkout imports this checkout's engine, whatever ``PYTHONPATH`` says).
 
 ``--start-only`` stops each run at its first LLM request (``budget.llm_calls = 0``): the
 start alone, seconds instead of a minute, so that more pairs fit between the changes of
@@ -42,11 +45,30 @@ ROOT = Path(__file__).resolve().parents[1]
 STARTED = re.compile(r"^(\S+) \[info\s*\] llm\.local_server_started .*startup_s=([\d.]+)", re.M)
 
 
-def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> dict:
-    """One demo run; ``engine``: a checkout whose ``autocomp_core`` is imported first."""
+def engine_env(engine: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     if engine is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine), env.get("PYTHONPATH")]))
+    return env
+
+
+def check_engine(engine: Path | None) -> None:
+    """Stop unless a run of this version imports the engine of ``engine`` (or this checkout)."""
+    where = subprocess.run(
+        [sys.executable, "-c", "import autocomp_core; print(autocomp_core.__file__)"],
+        capture_output=True,
+        text=True,
+        env=engine_env(engine),
+        cwd=engine or ROOT,
+        check=True,
+    ).stdout.strip()
+    if not Path(where).is_relative_to(engine or ROOT):
+        raise SystemExit(f"a run of {engine or ROOT} imports the engine at {where}")
+
+
+def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> dict:
+    """One demo run; ``engine``: a checkout whose ``autocomp_core`` is imported first."""
+    env = engine_env(engine)
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -56,7 +78,7 @@ def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> di
             "-m",
             "autocomp_core.cli",
             "optimize",
-            str(ROOT / "examples" / "demo.toml"),
+            str((engine or ROOT) / "examples" / "demo.toml"),
             "--set",
             f"run_dir={str(run_dir)!r}",
             *(["--set", "budget.llm_calls=0"] if start_only else []),
@@ -64,7 +86,7 @@ def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> di
         capture_output=True,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=engine or ROOT,  # python -m imports from the working directory first
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server is reaped by then
@@ -119,6 +141,8 @@ def main() -> None:
             versions = {"before": worktree(args.before, Path(tmp) / "before"), **versions}
         runs: dict[str, list[dict]] = {name: [] for name in versions}
         try:
+            for engine in versions.values():
+                check_engine(engine)
             for i in range(args.repeat):
                 for name, engine in versions.items():
                     run = demo_run(engine, Path(tmp) / f"{name}-{i}", args.start_only)
