@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 import shutil
 import socket
 import subprocess
@@ -52,7 +53,8 @@ StrictModes no
 PermitRootLogin yes
 LogLevel ERROR
 """)
-    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory sshd insists on
+    if os.geteuid() == 0:  # sshd run by root insists on its privilege separation directory
+        Path("/run/sshd").mkdir(exist_ok=True)
     proc = subprocess.Popen(
         [sshd_bin, "-D", "-e", "-f", str(d / "sshd_config")],
         stdout=subprocess.PIPE,
