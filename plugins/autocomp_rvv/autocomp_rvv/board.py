@@ -12,7 +12,7 @@ import shlex
 import uuid
 from pathlib import Path
 
-from autocomp_core.backend import DoctorCheck, FailureKind
+from autocomp_core import DoctorCheck, FailureKind
 
 from .config import BoardConfig
 from .runner import RunFailure, failure_from_output, kind_of, parse_bench

@@ -31,7 +31,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core.backend import FailureKind
+from autocomp_core import FailureKind
 from autocomp_core.sandbox import HeldDir, SandboxLimits, run_sandboxed
 
 from .problems import RUNTIME_DIR, ProblemSpec

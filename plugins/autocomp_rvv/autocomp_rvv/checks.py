@@ -25,8 +25,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import private_workdir
-from autocomp_core.backend import FailureKind
+from autocomp_core import FailureKind, private_workdir
 from autocomp_core.sandbox import SandboxLimits, SandboxResult, run_sandboxed
 
 from .runner import RunFailure, qemu_argv

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from autocomp_core.backend import HardwareConfig
+from autocomp_core import HardwareConfig
 
 from .costmodel import CORE_PRESETS
 

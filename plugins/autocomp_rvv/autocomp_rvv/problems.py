@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from autocomp_core.backend import Problem
+from autocomp_core import Problem
 
 DATA = Path(str(resources.files("autocomp_rvv"))) / "data"
 PROBLEMS_DIR = DATA / "problems"

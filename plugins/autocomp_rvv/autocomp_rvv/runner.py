@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import private_workdir
-from autocomp_core.backend import FailureKind
+from autocomp_core import FailureKind, private_workdir
 from autocomp_core.sandbox import SandboxLimits, run_sandboxed
 
 from .trace import Insn, RegionTooLarge, TraceError, parse_region, reported_instret

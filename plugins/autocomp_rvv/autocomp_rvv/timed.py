@@ -16,8 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import private_workdir
-from autocomp_core.backend import FailureKind
+from autocomp_core import FailureKind, private_workdir
 from autocomp_core.sandbox import SandboxLimits, run_sandboxed
 
 from .runner import RunFailure, kind_of, qemu_argv

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core.backend import DoctorCheck
+from autocomp_core import DoctorCheck
 
 APT_INSTALL = (
     "apt-get install -y --no-install-recommends gcc-riscv64-linux-gnu "

@@ -16,9 +16,8 @@ from autocomp_rvv.backend import RvvBackend
 from autocomp_rvv.timed import GUARD_BYTES, Layout, Region, outputs_image
 from autocomp_rvv.trace import Insn
 
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core import IMPOSSIBLE_RESULT, EvalContext, FailureKind
 from autocomp_core.executors.guarded import evaluate_guarded
-from autocomp_core.validity import IMPOSSIBLE_RESULT
 
 HERE = Path(__file__).parent
 ADVERSARIAL = HERE / "adversarial"

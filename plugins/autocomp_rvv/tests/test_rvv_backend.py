@@ -11,8 +11,7 @@ from autocomp_rvv.backend import RvvBackend
 from autocomp_rvv.config import RvvHardware
 from pydantic import ValidationError
 
-from autocomp_core import hookspecs
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core import EvalContext, FailureKind, hookspecs
 
 CANDIDATES = Path(__file__).parent / "candidates"
 PROBLEM_IDS = [

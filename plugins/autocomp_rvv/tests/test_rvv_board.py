@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from autocomp_rvv.backend import RvvBackend
 
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core import EvalContext, FailureKind
 
 CANDIDATES = Path(__file__).parent / "candidates"
 QEMU = "qemu-riscv64 -cpu rv64,v=true,vlen=128,vext_spec=v1.0"
