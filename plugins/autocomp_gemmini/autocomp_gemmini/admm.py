@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import fill_elem
+from .inputs import fill_elem
 
 
 def admm_inputs(p: dict, seed: int) -> dict[str, np.ndarray]:

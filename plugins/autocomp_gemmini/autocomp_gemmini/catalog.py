@@ -1,9 +1,9 @@
-"""The catalog of shipped problems: listing, loading, seeded inputs and numpy gold results.
+"""The catalog of shipped problems: listing, loading and numpy gold results.
 
 Each problem is a folder under `problems/<family>/` holding `problems.toml` (one table
 per problem: id, description, parameters) plus the family's `baseline.c` and `vendor.c`
 and its harness in `harness/harness_<family>.c`. The harness fills its inputs with a
-counter-based hash that `hash_stream` mirrors, so the gold result is computed here in
+counter-based hash that `inputs.py` mirrors, so the gold result is computed here in
 numpy without trusting anything the candidate's process reports about its inputs.
 """
 
@@ -16,42 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from autocomp_core.backend import Problem
+from autocomp_core import Problem
 
+from .admm import admm_gold
+from .inputs import fill_acc, fill_elem
 from .toolchain import PACKAGE_DIR
 
 PROBLEMS_DIR = PACKAGE_DIR / "problems"
 FAMILIES = ("gemm", "conv", "admm")
-
-
-def hash_stream(seed: int, n: int) -> np.ndarray:
-    """uint32 element i of stream `seed` (the harness's `harness_hash`)."""
-    i = np.arange(n, dtype=np.uint32)
-    x = i * np.uint32(0x9E3779B1) + np.uint32((seed * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF)
-    x ^= x >> np.uint32(15)
-    x *= np.uint32(0x2C1B3C6D)
-    x ^= x >> np.uint32(12)
-    x *= np.uint32(0x297A2D39)
-    x ^= x >> np.uint32(15)
-    return x
-
-
-def fill_elem(seed: int, n: int, is_float: bool) -> np.ndarray:
-    x = hash_stream(seed, n)
-    if is_float:
-        return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(
-            1.0
-        )
-    return (x >> np.uint32(24)).astype(np.uint8).view(np.int8)
-
-
-def fill_acc(seed: int, n: int, is_float: bool) -> np.ndarray:
-    x = hash_stream(seed, n)
-    if is_float:
-        return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 8388608.0) - np.float32(
-            1.0
-        )
-    return x.view(np.int32) >> 14
 
 
 def store_unit(acc: np.ndarray, scale: float, relu: bool) -> np.ndarray:
@@ -216,8 +188,6 @@ def gold(spec: Spec, seed: int, is_float: bool) -> np.ndarray:
         return gemm_gold(spec.params, seed)
     if spec.family == "conv":
         return conv_gold(spec.params, seed)
-    from .admm import admm_gold
-
     return admm_gold(spec.params, seed)
 
 

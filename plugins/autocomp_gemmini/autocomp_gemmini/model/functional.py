@@ -26,12 +26,12 @@ from .. import isa
 from .base import (
     ArrayConfig,
     Counters,
-    GemminiBase,
     GemminiError,
     LoadConfig,
     StoreConfig,
     f32_from_bits,
 )
+from .machine import GemminiBase
 from .memory import Memory, read_rows
 from .numerics import (
     INT32_MAX,

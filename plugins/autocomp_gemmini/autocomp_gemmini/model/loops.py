@@ -13,24 +13,47 @@ scratchpad rows [0, half), B (or the weights) in [half, end), C in accumulator r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .. import isa
-from .base import GemminiError
-from .memory import read_rows
+from .base import ArrayConfig, Counters, GemminiError, LoadConfig, StoreConfig
+from .memory import Memory, read_rows
 from .numerics import INT32_MAX, INT32_MIN, activate, scale_int, to_elem_int, wrap_int32
 
 if TYPE_CHECKING:
-    from .functional import Gemmini
+    from ..config import GemminiConfig
+    from .timing import TimingModel
+
+
+class Machine(Protocol):
+    """What a LOOP_* state machine reads and writes of the model: the Python model
+    (`functional.Gemmini`) and the compiled one (`native_model.NativeGemmini`) both have it."""
+
+    cfg: GemminiConfig | ArrayConfig
+    dim: int
+    is_float: bool
+    elem_dtype: np.dtype
+    acc_dtype: np.dtype
+    mem: Memory
+    timing: TimingModel
+    counters: Counters
+    ld: list[LoadConfig]
+    st: StoreConfig
+    acc: np.ndarray
+    acc_used: np.ndarray
+    spad_used: np.ndarray
+    pending_writes: list[tuple[float, int, bytes]]
+    loop_ws_regs: dict[int, tuple[int, int]]
+    loop_conv_regs: dict[int, tuple[int, int]]
 
 
 def _f(bitsval: int, lo: int, width: int = 16) -> int:
     return isa.bits(bitsval, lo, width)
 
 
-def _need(g: Gemmini, regs: dict, functs: range | tuple, what: str) -> None:
+def _need(g: Machine, regs: dict, functs: range | tuple, what: str) -> None:
     missing = [f for f in functs if f not in regs]
     if missing:
         raise GemminiError(
@@ -39,7 +62,7 @@ def _need(g: Gemmini, regs: dict, functs: range | tuple, what: str) -> None:
 
 
 def _load_matrix(
-    g: Gemmini, addr: int, rows: int, cols: int, stride_elems: int, dtype: np.dtype, scale: float
+    g: Machine, addr: int, rows: int, cols: int, stride_elems: int, dtype: np.dtype, scale: float
 ) -> np.ndarray:
     """A rows x cols matrix from DRAM (row stride in elements), widened, with the mvin scale."""
     raw = read_rows(g.mem, addr, rows, cols * dtype.itemsize, stride_elems * dtype.itemsize)
@@ -56,7 +79,7 @@ def _load_matrix(
 
 
 def _store_result(
-    g: Gemmini,
+    g: Machine,
     addr: int,
     acc_vals: np.ndarray,
     stride_elems: int,
@@ -83,7 +106,7 @@ def _store_result(
 
 
 # ---------------------------------------------------------------------------- LOOP_WS
-def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
+def loop_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     regs = g.loop_ws_regs
     _need(g, regs, range(isa.LOOP_WS_CONFIG_BOUNDS, isa.LOOP_WS_CONFIG_STRIDES_DC + 1), "LOOP_WS")
     dim = g.dim
@@ -215,7 +238,7 @@ def loop_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
 
 
 # ---------------------------------------------------------------------------- LOOP_CONV_WS
-def loop_conv_ws(g: Gemmini, rs1: int, rs2: int, issued: float) -> None:
+def loop_conv_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     regs = g.loop_conv_regs
     _need(g, regs, range(isa.LOOP_CONV_WS_CONFIG_1, isa.LOOP_CONV_WS_CONFIG_6 + 1), "LOOP_CONV_WS")
     dim = g.dim

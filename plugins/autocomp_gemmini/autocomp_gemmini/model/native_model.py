@@ -17,11 +17,11 @@ from .base import (
     ArrayConfig,
     BadAddress,
     Counters,
-    GemminiBase,
     GemminiError,
     LoadConfig,
     StoreConfig,
 )
+from .machine import GemminiBase
 from .timing import UNITS, TimingParams, TimingStats, summarize
 
 
