@@ -13,6 +13,7 @@ scratchpad rows [0, half), B (or the weights) in [half, end), C in accumulator r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -105,55 +106,154 @@ def _store_result(
             g.pending_writes.append((done, addr + r * stride, data[r].tobytes()))
 
 
+class LoopIssue:
+    """The loop unit's command issue: one primitive command every `loop_issue` cycles, to the
+    load, execute or store unit, as the hardware's arbiter hands its stages' commands on."""
+
+    def __init__(self, tm: TimingModel, issued: float) -> None:
+        self.tm = tm
+        self.t = issued
+
+    def _next(self) -> float:
+        self.t += self.tm.p.loop_issue
+        return self.t
+
+    def mvin(self, cost: tuple[float, float], space: str, row: int, dim: int) -> None:
+        self.tm.run("load", self._next(), *cost, writes=((space, row, dim),))
+
+    def preload(self, dim: int, reuse: bool, reads: tuple) -> None:
+        t, tm = self._next(), self.tm
+        cost, overlapped = (
+            tm.preload_cost(dim, reuse=reuse),
+            tm.preload_overlapped(dim, reuse=reuse),
+        )
+        tm.run_preload(t, cost, overlapped, reads=reads)
+
+    def compute(self, cost: tuple[float, float], a_row: int, acc_row: int, dim: int) -> None:
+        self.tm.run_compute(
+            self._next(), *cost, reads=(("spad", a_row, dim),), writes=(("acc", acc_row, dim),)
+        )
+
+    def mvout(self, cost: tuple[float, float], acc_row: int, dim: int) -> float:
+        """An mvout of accumulator rows; returns when its data lands in memory."""
+        t = self._next()
+        latency = cost[1] + self.tm.p.acc_read_latency
+        return self.tm.run("store", t, cost[0], latency, reads=(("acc", acc_row, dim),))
+
+
 # ---------------------------------------------------------------------------- LOOP_WS
+@dataclass(frozen=True)
+class WsLoop:
+    """A LOOP_WS command's operands: its four configuration registers and rs1/rs2 decoded
+    (gemmini.h, gemmini_loop_ws). I, J, K count DIM x DIM tiles; pad_* the rows or columns
+    the last tile leaves out; A, B, D, C are DRAM addresses (D: the bias, 0 for none; C: the
+    output, 0 to keep it in the accumulator), strides in elements."""
+
+    I: int
+    J: int
+    K: int
+    pad_I: int
+    pad_J: int
+    pad_K: int
+    A: int
+    B: int
+    D: int
+    C: int
+    A_stride: int
+    B_stride: int
+    D_stride: int
+    C_stride: int
+    ex_accumulate: bool
+    full_C: bool
+    low_D: bool
+    act: int
+    a_transpose: bool
+    b_transpose: bool
+
+    @classmethod
+    def decode(cls, regs: dict[int, tuple[int, int]], rs1: int, rs2: int) -> WsLoop:
+        b_rs1, b_rs2 = regs[isa.LOOP_WS_CONFIG_BOUNDS]
+        A, B = regs[isa.LOOP_WS_CONFIG_ADDRS_AB]
+        D, C = regs[isa.LOOP_WS_CONFIG_ADDRS_DC]
+        A_stride, B_stride = regs[isa.LOOP_WS_CONFIG_STRIDES_AB]
+        D_stride, C_stride = regs[isa.LOOP_WS_CONFIG_STRIDES_DC]
+        return cls(
+            I=_f(b_rs2, 0),
+            J=_f(b_rs2, 16),
+            K=_f(b_rs2, 32),
+            pad_I=_f(b_rs1, 0),
+            pad_J=_f(b_rs1, 16),
+            pad_K=_f(b_rs1, 32),
+            A=A,
+            B=B,
+            D=D,
+            C=C,
+            A_stride=A_stride,
+            B_stride=B_stride,
+            D_stride=D_stride,
+            C_stride=C_stride,
+            ex_accumulate=bool(rs1 & 1),
+            full_C=bool(rs1 & 2),
+            low_D=bool(rs1 & 4),
+            act=_f(rs1, 8, 8),
+            a_transpose=bool(rs2 & 1),
+            b_transpose=bool(rs2 & 2),
+        )
+
+    def check(self, dim: int, cfg: GemminiConfig | ArrayConfig) -> None:
+        """GemminiError for a loop the model does not run: an activation other than ReLU, an
+        empty or over-padded bound, tiles that do not fit the scratchpad or accumulator."""
+        I, J, K = self.I, self.J, self.K
+        if self.act > isa.RELU:
+            raise GemminiError(
+                f"LOOP_WS activation {self.act} is not modelled (only NO_ACTIVATION and RELU)"
+            )
+        if min(I, J, K) == 0:
+            raise GemminiError(f"LOOP_WS with an empty bound (I={I}, J={J}, K={K} tiles)")
+        if self.pad_I >= dim or self.pad_J >= dim or self.pad_K >= dim:
+            raise GemminiError(
+                f"LOOP_WS padding ({self.pad_I}, {self.pad_J}, {self.pad_K}) must be below DIM={dim}"
+            )
+        half_mats = cfg.spad_rows // 2 // dim
+        acc_mats = cfg.acc_rows // dim
+        if I * K > half_mats or K * J > half_mats:
+            raise GemminiError(
+                f"LOOP_WS tile I={I} J={J} K={K} needs {I * K} A and {K * J} B blocks; "
+                f"each half of the scratchpad holds {half_mats}"
+            )
+        if I * J > acc_mats:
+            raise GemminiError(
+                f"LOOP_WS tile I={I} J={J} needs {I * J} accumulator blocks; "
+                f"the accumulator holds {acc_mats}"
+            )
+
+
 def loop_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     regs = g.loop_ws_regs
     _need(g, regs, range(isa.LOOP_WS_CONFIG_BOUNDS, isa.LOOP_WS_CONFIG_STRIDES_DC + 1), "LOOP_WS")
-    dim = g.dim
-    b_rs1, b_rs2 = regs[isa.LOOP_WS_CONFIG_BOUNDS]
-    I, J, K = _f(b_rs2, 0), _f(b_rs2, 16), _f(b_rs2, 32)
-    pad_I, pad_J, pad_K = _f(b_rs1, 0), _f(b_rs1, 16), _f(b_rs1, 32)
-    A, B = regs[isa.LOOP_WS_CONFIG_ADDRS_AB]
-    D, C = regs[isa.LOOP_WS_CONFIG_ADDRS_DC]
-    A_stride, B_stride = regs[isa.LOOP_WS_CONFIG_STRIDES_AB]
-    D_stride, C_stride = regs[isa.LOOP_WS_CONFIG_STRIDES_DC]
-    ex_accumulate = bool(rs1 & 1)
-    full_C = bool(rs1 & 2)
-    low_D = bool(rs1 & 4)
-    act = _f(rs1, 8, 8)
-    a_transpose, b_transpose = bool(rs2 & 1), bool(rs2 & 2)
-    if act > isa.RELU:
-        raise GemminiError(
-            f"LOOP_WS activation {act} is not modelled (only NO_ACTIVATION and RELU)"
-        )
-    if min(I, J, K) == 0:
-        raise GemminiError(f"LOOP_WS with an empty bound (I={I}, J={J}, K={K} tiles)")
-    if pad_I >= dim or pad_J >= dim or pad_K >= dim:
-        raise GemminiError(f"LOOP_WS padding ({pad_I}, {pad_J}, {pad_K}) must be below DIM={dim}")
-    half_mats = g.cfg.spad_rows // 2 // dim
-    acc_mats = g.cfg.acc_rows // dim
-    if I * K > half_mats or K * J > half_mats:
-        raise GemminiError(
-            f"LOOP_WS tile I={I} J={J} K={K} needs {I * K} A and {K * J} B blocks; "
-            f"each half of the scratchpad holds {half_mats}"
-        )
-    if I * J > acc_mats:
-        raise GemminiError(
-            f"LOOP_WS tile I={I} J={J} needs {I * J} accumulator blocks; "
-            f"the accumulator holds {acc_mats}"
-        )
-    M, N, Kd = I * dim - pad_I, J * dim - pad_J, K * dim - pad_K
+    w = WsLoop.decode(regs, rs1, rs2)
+    w.check(g.dim, g.cfg)
+    total = _ws_compute(g, w)
+    last_done = _ws_issue(g, w, issued)
+    if w.C:
+        _store_result(g, w.C, total, w.C_stride, w.full_C, w.act, last_done)
 
-    # ---- functional, in bulk
+
+def _ws_compute(g: Machine, w: WsLoop) -> np.ndarray:
+    """The loop's result in bulk: C = A x B + (D, or the accumulator's tiles with
+    ex_accumulate), left in the accumulator tiles; returns the M x N values for the store."""
+    dim = g.dim
+    I, J, K = w.I, w.J, w.K
+    M, N, Kd = I * dim - w.pad_I, J * dim - w.pad_J, K * dim - w.pad_K
     ed = g.elem_dtype
-    if a_transpose:
-        a_mat = _load_matrix(g, A, Kd, M, A_stride, ed, g.ld[0].scale).T
+    if w.a_transpose:
+        a_mat = _load_matrix(g, w.A, Kd, M, w.A_stride, ed, g.ld[0].scale).T
     else:
-        a_mat = _load_matrix(g, A, M, Kd, A_stride, ed, g.ld[0].scale)
-    if b_transpose:
-        b_mat = _load_matrix(g, B, N, Kd, B_stride, ed, g.ld[1].scale).T
+        a_mat = _load_matrix(g, w.A, M, Kd, w.A_stride, ed, g.ld[0].scale)
+    if w.b_transpose:
+        b_mat = _load_matrix(g, w.B, N, Kd, w.B_stride, ed, g.ld[1].scale).T
     else:
-        b_mat = _load_matrix(g, B, Kd, N, B_stride, ed, g.ld[1].scale)
+        b_mat = _load_matrix(g, w.B, Kd, N, w.B_stride, ed, g.ld[1].scale)
     if g.is_float:
         prod = (a_mat.astype(np.float32) @ b_mat.astype(np.float32)).astype(np.float64)
     else:
@@ -161,14 +261,14 @@ def loop_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     acc_tiles = (
         g.acc[: I * J * dim].reshape(I, J, dim, dim).transpose(0, 2, 1, 3).reshape(I * dim, J * dim)
     )
-    if ex_accumulate:
+    if w.ex_accumulate:
         base = acc_tiles[:M, :N].astype(np.float64)
-    elif D:
-        d_dtype = ed if low_D else g.acc_dtype
-        if D_stride == 0:  # repeating bias: one row for every output row
-            base = np.repeat(_load_matrix(g, D, 1, N, 0, d_dtype, g.ld[2].scale), M, axis=0)
+    elif w.D:
+        d_dtype = ed if w.low_D else g.acc_dtype
+        if w.D_stride == 0:  # repeating bias: one row for every output row
+            base = np.repeat(_load_matrix(g, w.D, 1, N, 0, d_dtype, g.ld[2].scale), M, axis=0)
         else:
-            base = _load_matrix(g, D, M, N, D_stride, d_dtype, g.ld[2].scale)
+            base = _load_matrix(g, w.D, M, N, w.D_stride, d_dtype, g.ld[2].scale)
     else:
         base = np.zeros((M, N))
     total = base + prod
@@ -184,248 +284,319 @@ def loop_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     g.spad_used[half : half + K * J * dim] = True
     g.counters.macs += I * J * K * dim**3
     g.counters.count("loop_ws_computes", I * J * K)
+    return total
 
-    # ---- timing: expand into the state machine's primitive commands
-    tm = g.timing
-    p = tm.p
-    t = issued
-    eb = ed.itemsize
+
+def _ws_issue(g: Machine, w: WsLoop, issued: float) -> float:
+    """The primitive commands the LOOP_WS state machine issues, in its order. Its stages and
+    their rows: B block (k, j) in scratchpad rows half + (k J + j) DIM, A block (i, k) in
+    (i K + k) DIM, C block (i, j) in accumulator rows (i J + j) DIM. Per (j, k): load B; per
+    i: load A (while j = 0: the blocks stay for the other columns), load D (k = 0), preload
+    B, compute, store C (k = K - 1). Returns when the last store's data lands."""
+    dim, tm = g.dim, g.timing
+    half = g.cfg.spad_rows // 2
+    eb = g.elem_dtype.itemsize
     mvin_a = tm.dma_cost(dim, dim * eb)
-    mvin_d = tm.dma_cost(dim, dim * (eb if low_D else 4))
+    mvin_d = tm.dma_cost(dim, dim * (eb if w.low_D else 4))
     comp = tm.compute_cost(dim, dim)
-    out_row_bytes = dim * (4 if full_C else eb)
-    mvout = tm.dma_cost(dim, out_row_bytes)
-    loaded_a: set = set()
+    mvout = tm.dma_cost(dim, dim * (4 if w.full_C else eb))
+    load_d = w.D and not w.ex_accumulate
+    issue = LoopIssue(tm, issued)
     last_done = issued
-    for j in range(J):
-        for k in range(K):
-            b_row = half + (k * J + j) * dim
-            t += p.loop_issue
-            tm.run("load", t, *mvin_a, writes=(("spad", b_row, dim),))
-            for i in range(I):
-                a_row = (i * K + k) * dim
-                c_row = (i * J + j) * dim
-                if (i, k) not in loaded_a:
-                    loaded_a.add((i, k))
-                    t += p.loop_issue
-                    tm.run("load", t, *mvin_a, writes=(("spad", a_row, dim),))
-                if k == 0 and D and not ex_accumulate:
-                    t += p.loop_issue
-                    tm.run("load", t, *mvin_d, writes=(("acc", c_row, dim),))
-                t += p.loop_issue
-                tm.run_preload(
-                    t,
-                    tm.preload_cost(dim, reuse=i > 0),
-                    tm.preload_overlapped(dim, reuse=i > 0),
-                    reads=(("spad", b_row, dim),) if i == 0 else (),
-                )
-                t += p.loop_issue
-                tm.run_compute(
-                    t, *comp, reads=(("spad", a_row, dim),), writes=(("acc", c_row, dim),)
-                )
-                if k == K - 1 and C:
-                    t += p.loop_issue
-                    done = tm.run(
-                        "store",
-                        t,
-                        mvout[0],
-                        mvout[1] + p.acc_read_latency,
-                        reads=(("acc", c_row, dim),),
-                    )
-                    last_done = max(last_done, done)
-    if C:
-        _store_result(g, C, total, C_stride, full_C, act, last_done)
+    for j in range(w.J):
+        for k in range(w.K):
+            b_row = half + (k * w.J + j) * dim
+            issue.mvin(mvin_a, "spad", b_row, dim)
+            for i in range(w.I):
+                a_row = (i * w.K + k) * dim
+                c_row = (i * w.J + j) * dim
+                if j == 0:
+                    issue.mvin(mvin_a, "spad", a_row, dim)
+                if k == 0 and load_d:
+                    issue.mvin(mvin_d, "acc", c_row, dim)
+                issue.preload(dim, i > 0, (("spad", b_row, dim),) if i == 0 else ())
+                issue.compute(comp, a_row, c_row, dim)
+                if k == w.K - 1 and w.C:
+                    last_done = max(last_done, issue.mvout(mvout, c_row, dim))
+    return last_done
 
 
 # ---------------------------------------------------------------------------- LOOP_CONV_WS
+#: LOOP_CONV_WS options the model does not run, by their bit in rs1 and in rs2
+CONV_RS1_OPTIONS = (
+    ("wrot180", 1),
+    ("trans_output_1203", 2),
+    ("trans_weight_1203", 3),
+    ("trans_weight_0132", 4),
+    ("trans_input_3120", 5),
+    ("dw", 6),
+)
+CONV_RS2_OPTIONS = (("downsample", 1), ("input_dilated", 2))
+
+
+@dataclass(frozen=True)
+class ConvLoop:
+    """A LOOP_CONV_WS command's operands: its six configuration registers and rs1/rs2 decoded
+    (gemmini.h, gemmini_loop_conv_ws). The tile is `batches` images of orows x ocols output
+    pixels and `pochs` output channels, from krows x kcols x kchs weights; *pad the input
+    rows or columns outside the image; inp, weights, bias, output are DRAM addresses."""
+
+    in_dim: int
+    in_channels: int
+    out_dim: int
+    stride: int
+    kernel_dim: int
+    batches: int
+    pochs: int  # porows / pocols equal orows / ocols without pooling
+    krows: int
+    kcols: int
+    kchs: int
+    lpad: int
+    rpad: int
+    upad: int
+    dpad: int
+    orows: int
+    ocols: int
+    in_stride: int
+    weight_stride: int
+    out_stride: int
+    inp: int
+    weights: int
+    bias: int
+    output: int
+    no_bias: bool
+    act: int
+    unsupported: tuple[str, ...]  # options set that the model does not run
+
+    @classmethod
+    def decode(cls, regs: dict[int, tuple[int, int]], rs1: int, rs2: int) -> ConvLoop:
+        # batch_size and out_channels (in c1a, c2a) are whole-layer sizes, unused
+        c1a, c1b = regs[isa.LOOP_CONV_WS_CONFIG_1]
+        c2a, c2b = regs[isa.LOOP_CONV_WS_CONFIG_1 + 1]
+        c3a, c3b = regs[isa.LOOP_CONV_WS_CONFIG_1 + 2]
+        c4a, c4b = regs[isa.LOOP_CONV_WS_CONFIG_1 + 3]
+        weights, output = regs[isa.LOOP_CONV_WS_CONFIG_1 + 4]
+        bias, inp = regs[isa.LOOP_CONV_WS_CONFIG_6]
+        unsupported = [name for name, bit in CONV_RS1_OPTIONS if rs1 >> bit & 1]
+        unsupported += [name for name, bit in CONV_RS2_OPTIONS if rs2 >> bit & 1]
+        if not rs2 & 1:  # no_pool clear
+            unsupported.append("pooling")
+        if _f(c4a, 0, 10) > 1:
+            unsupported.append("kernel_dilation")
+        return cls(
+            in_dim=_f(c1a, 16),
+            in_channels=_f(c1a, 32),
+            out_dim=_f(c1b, 0),
+            stride=_f(c1b, 32),
+            kernel_dim=_f(c2a, 48),
+            batches=_f(c2b, 48),
+            pochs=_f(c2b, 0),
+            krows=_f(c3a, 48),
+            kcols=_f(c3a, 32),
+            kchs=_f(c3a, 16),
+            lpad=_f(c3a, 0),
+            rpad=_f(c3b, 48),
+            upad=_f(c3b, 32),
+            dpad=_f(c3b, 16),
+            orows=_f(c4a, 48),
+            ocols=_f(c4b, 0),
+            in_stride=_f(c4b, 48),
+            weight_stride=_f(c4b, 32),
+            out_stride=_f(c4b, 16),
+            inp=inp,
+            weights=weights,
+            bias=bias,
+            output=output,
+            no_bias=bool(rs1 & 1),
+            act=_f(rs2, 3, 3),
+            unsupported=tuple(unsupported),
+        )
+
+    # the input tile, with its padding, and the blocks of DIM the stages work in
+    @property
+    def irows(self) -> int:
+        return (self.orows - 1) * self.stride + self.krows
+
+    @property
+    def icols(self) -> int:
+        return (self.ocols - 1) * self.stride + self.kcols
+
+    @property
+    def real_rows(self) -> int:
+        return self.irows - self.upad - self.dpad
+
+    @property
+    def real_cols(self) -> int:
+        return self.icols - self.lpad - self.rpad
+
+    @property
+    def pixels(self) -> int:
+        return self.batches * self.orows * self.ocols
+
+    def blocks(self, dim: int) -> tuple[int, int, int]:
+        """Input-channel, output-channel and output-pixel blocks of DIM."""
+        return -(-self.kchs // dim), -(-self.pochs // dim), -(-self.pixels // dim)
+
+    def scratchpad_rows(self, dim: int) -> tuple[int, int]:
+        """Rows the input tile and the weights take, each in its half of the scratchpad."""
+        ich_blocks, och_blocks, _ = self.blocks(dim)
+        inp = self.batches * self.irows * self.icols * ich_blocks
+        return inp, self.krows * self.kcols * self.kchs * och_blocks
+
+    def check(self, dim: int, cfg: GemminiConfig | ArrayConfig) -> None:
+        """GemminiError for a loop the model does not run: options it does not model, tiles
+        that are not the whole kernel, empty, or too large for the scratchpad or accumulator."""
+        if self.unsupported:
+            raise GemminiError(f"LOOP_CONV_WS options not modelled: {', '.join(self.unsupported)}")
+        if self.act > isa.RELU:
+            raise GemminiError(f"LOOP_CONV_WS activation {self.act} is not modelled")
+        if (
+            self.krows != self.kernel_dim
+            or self.kcols != self.kernel_dim
+            or self.kchs != self.in_channels
+        ):
+            raise GemminiError(
+                "LOOP_CONV_WS tiles must cover the whole kernel and all input channels "
+                f"(krows={self.krows} kcols={self.kcols} kchs={self.kchs}; kernel "
+                f"{self.kernel_dim}, {self.in_channels} channels)"
+            )
+        if min(self.batches, self.orows, self.ocols, self.pochs, self.stride) == 0:
+            raise GemminiError("LOOP_CONV_WS with an empty tile or stride 0")
+        half = cfg.spad_rows // 2
+        in_rows_needed, w_rows_needed = self.scratchpad_rows(dim)
+        if in_rows_needed > half or w_rows_needed > half:
+            raise GemminiError(
+                f"LOOP_CONV_WS tile needs {in_rows_needed} input and {w_rows_needed} weight "
+                f"scratchpad rows; each half holds {half}"
+            )
+        _, och_blocks, pix_blocks = self.blocks(dim)
+        if pix_blocks * dim * och_blocks > cfg.acc_rows:
+            raise GemminiError(
+                f"LOOP_CONV_WS tile of {self.pixels} output pixels x {self.pochs} channels does "
+                f"not fit the {cfg.acc_rows}-row accumulator"
+            )
+        if self.real_rows <= 0 or self.real_cols <= 0:
+            raise GemminiError("LOOP_CONV_WS padding covers the whole input tile")
+
+
 def loop_conv_ws(g: Machine, rs1: int, rs2: int, issued: float) -> None:
     regs = g.loop_conv_regs
     _need(g, regs, range(isa.LOOP_CONV_WS_CONFIG_1, isa.LOOP_CONV_WS_CONFIG_6 + 1), "LOOP_CONV_WS")
-    dim = g.dim
-    c1a, c1b = regs[16]
-    c2a, c2b = regs[17]
-    c3a, c3b = regs[18]
-    c4a, c4b = regs[19]
-    weights, output = regs[20]
-    bias, inp = regs[21]
-    in_dim, in_channels = (
-        _f(c1a, 16),
-        _f(c1a, 32),
-    )  # batch_size and out_channels: whole-layer sizes, unused
-    out_dim, stride = _f(c1b, 0), _f(c1b, 32)
-    kernel_dim = _f(c2a, 48)
-    batches, pochs = _f(c2b, 48), _f(c2b, 0)  # porows/pocols equal orows/ocols without pooling
-    krows, kcols, kchs, lpad = _f(c3a, 48), _f(c3a, 32), _f(c3a, 16), _f(c3a, 0)
-    rpad, upad, dpad = _f(c3b, 48), _f(c3b, 32), _f(c3b, 16)
-    orows, dilation = _f(c4a, 48), _f(c4a, 0, 10)
-    in_stride, weight_stride, out_stride, ocols = _f(c4b, 48), _f(c4b, 32), _f(c4b, 16), _f(c4b, 0)
-    no_bias = bool(rs1 & 1)
-    unsupported = [
-        name
-        for name, bit in (
-            ("wrot180", 1),
-            ("trans_output_1203", 2),
-            ("trans_weight_1203", 3),
-            ("trans_weight_0132", 4),
-            ("trans_input_3120", 5),
-            ("dw", 6),
-        )
-        if rs1 >> bit & 1
-    ]
-    no_pool = bool(rs2 & 1)
-    unsupported += [
-        name for name, bit in (("downsample", 1), ("input_dilated", 2)) if rs2 >> bit & 1
-    ]
-    act = _f(rs2, 3, 3)
-    if not no_pool:
-        unsupported.append("pooling")
-    if dilation > 1:
-        unsupported.append("kernel_dilation")
-    if unsupported:
-        raise GemminiError(f"LOOP_CONV_WS options not modelled: {', '.join(unsupported)}")
-    if act > isa.RELU:
-        raise GemminiError(f"LOOP_CONV_WS activation {act} is not modelled")
-    if krows != kernel_dim or kcols != kernel_dim or kchs != in_channels:
-        raise GemminiError(
-            "LOOP_CONV_WS tiles must cover the whole kernel and all input channels "
-            f"(krows={krows} kcols={kcols} kchs={kchs}; kernel {kernel_dim}, {in_channels} channels)"
-        )
-    if min(batches, orows, ocols, pochs, stride) == 0:
-        raise GemminiError("LOOP_CONV_WS with an empty tile or stride 0")
-    irows = (orows - 1) * stride + krows
-    icols = (ocols - 1) * stride + kcols
-    real_rows, real_cols = irows - upad - dpad, icols - lpad - rpad
-    ich_blocks, och_blocks = -(-kchs // dim), -(-pochs // dim)
-    half = g.cfg.spad_rows // 2
-    in_rows_needed = batches * irows * icols * ich_blocks
-    w_rows_needed = krows * kcols * kchs * och_blocks
-    pixels = batches * orows * ocols
-    if in_rows_needed > half or w_rows_needed > half:
-        raise GemminiError(
-            f"LOOP_CONV_WS tile needs {in_rows_needed} input and {w_rows_needed} weight "
-            f"scratchpad rows; each half holds {half}"
-        )
-    if -(-pixels // dim) * dim * och_blocks > g.cfg.acc_rows:
-        raise GemminiError(
-            f"LOOP_CONV_WS tile of {pixels} output pixels x {pochs} channels does not fit "
-            f"the {g.cfg.acc_rows}-row accumulator"
-        )
-    if real_rows <= 0 or real_cols <= 0:
-        raise GemminiError("LOOP_CONV_WS padding covers the whole input tile")
+    c = ConvLoop.decode(regs, rs1, rs2)
+    c.check(g.dim, g.cfg)
+    res = _conv_compute(g, c)
+    last_done = _conv_issue(g, c, issued)
+    if c.output:
+        eb = g.elem_dtype.itemsize
+        out_vals = res.reshape(c.batches, c.orows, c.ocols, c.pochs)
+        for b in range(c.batches):
+            for r in range(c.orows):
+                addr = c.output + ((b * c.out_dim + r) * c.out_dim) * c.out_stride * eb
+                _store_result(g, addr, out_vals[b, r], c.out_stride, False, c.act, last_done)
 
-    # ---- functional
+
+def _conv_input(g: Machine, c: ConvLoop) -> np.ndarray:
+    """The input tile (batches, irows, icols, kchs) from DRAM, zero where padded, widened."""
     ed = g.elem_dtype
     eb = ed.itemsize
-    rows = (
-        read_rows(
-            g.mem, inp, batches * real_rows, real_cols * in_stride * eb, in_dim * in_stride * eb
-        )
-        if batches == 1
-        else np.concatenate(
+    real_rows, real_cols = c.real_rows, c.real_cols
+    row_bytes, image_row = real_cols * c.in_stride * eb, c.in_dim * c.in_stride * eb
+    if c.batches == 1:
+        rows = read_rows(g.mem, c.inp, c.batches * real_rows, row_bytes, image_row)
+    else:
+        image = c.in_dim * c.in_dim * c.in_stride * eb
+        rows = np.concatenate(
             [
-                read_rows(
-                    g.mem,
-                    inp + b * in_dim * in_dim * in_stride * eb,
-                    real_rows,
-                    real_cols * in_stride * eb,
-                    in_dim * in_stride * eb,
-                )
-                for b in range(batches)
+                read_rows(g.mem, c.inp + b * image, real_rows, row_bytes, image_row)
+                for b in range(c.batches)
             ]
         )
-    )
     x = (
         rows.view(ed)
-        .reshape(batches, real_rows, real_cols, in_stride)[..., :kchs]
+        .reshape(c.batches, real_rows, real_cols, c.in_stride)[..., : c.kchs]
         .astype(np.float64)
     )
     g.counters.bytes_in += x.size * eb
-    xp = np.zeros((batches, irows, icols, kchs))
-    xp[:, upad : upad + real_rows, lpad : lpad + real_cols] = x
-    w_raw = read_rows(g.mem, weights, krows * kcols * kchs, pochs * eb, weight_stride * eb)
+    xp = np.zeros((c.batches, c.irows, c.icols, c.kchs))
+    xp[:, c.upad : c.upad + real_rows, c.lpad : c.lpad + real_cols] = x
+    return xp
+
+
+def _conv_compute(g: Machine, c: ConvLoop) -> np.ndarray:
+    """The convolution in bulk (im2col, one product), plus the bias, left in the accumulator
+    blocks; returns the (pixels, pochs) values for the store."""
+    dim = g.dim
+    ed = g.elem_dtype
+    eb = ed.itemsize
+    krows, kcols, kchs, pochs, pixels = c.krows, c.kcols, c.kchs, c.pochs, c.pixels
+    xp = _conv_input(g, c)
+    w_raw = read_rows(g.mem, c.weights, krows * kcols * kchs, pochs * eb, c.weight_stride * eb)
     w = w_raw.view(ed).reshape(krows, kcols, kchs, pochs).astype(np.float64)
     g.counters.bytes_in += w.size * eb
     win = np.lib.stride_tricks.sliding_window_view(xp, (krows, kcols), axis=(1, 2))
-    win = win[:, ::stride, ::stride][:, :orows, :ocols]  # (b, orows, ocols, kchs, krows, kcols)
+    win = win[:, :: c.stride, :: c.stride][
+        :, : c.orows, : c.ocols
+    ]  # (b, orows, ocols, kchs, krows, kcols)
     cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(pixels, krows * kcols * kchs)
     if g.is_float:
         res = (cols.astype(np.float32) @ w.reshape(-1, pochs).astype(np.float32)).astype(np.float64)
     else:
         res = cols @ w.reshape(-1, pochs)
-    if bias and not no_bias:
-        b_raw = np.frombuffer(g.mem.read(bias, pochs * 4), g.acc_dtype).astype(np.float64)
+    if c.bias and not c.no_bias:
+        b_raw = np.frombuffer(g.mem.read(c.bias, pochs * 4), g.acc_dtype).astype(np.float64)
         res = res + b_raw[None, :]
+    ich_blocks, och_blocks, pix_blocks = c.blocks(dim)
     g.counters.macs += pixels * krows * kcols * kchs * pochs
-    g.counters.count(
-        "loop_conv_computes", och_blocks * krows * kcols * ich_blocks * -(-pixels // dim)
-    )
+    g.counters.count("loop_conv_computes", och_blocks * krows * kcols * ich_blocks * pix_blocks)
     acc_vals = res.astype(np.float32) if g.is_float else wrap_int32(res.astype(np.int64))
-    pix_blocks = -(-pixels // dim)
     acc_img = np.zeros((pix_blocks * dim, och_blocks * dim), g.acc_dtype)
     acc_img[:pixels, :pochs] = acc_vals
     g.acc[: pix_blocks * dim * och_blocks] = (
         acc_img.reshape(pix_blocks * dim, och_blocks, dim).transpose(1, 0, 2).reshape(-1, dim)
     )
     g.acc_used[: pix_blocks * dim * och_blocks] = True
+    in_rows_needed, w_rows_needed = c.scratchpad_rows(dim)
+    half = g.cfg.spad_rows // 2
     g.spad_used[:in_rows_needed] = True
     g.spad_used[half : half + w_rows_needed] = True
+    return res
 
-    # ---- timing: primitive commands of the state machine
-    tm = g.timing
-    p = tm.p
-    t = issued
+
+def _conv_issue(g: Machine, c: ConvLoop, issued: float) -> float:
+    """The primitive commands the LOOP_CONV_WS state machine issues, in its order: the input
+    tile's mvins (scratchpad rows from 0), the weights' (from half), then per output-channel
+    block its bias mvins, per kernel position and input-channel block a preload of the weights
+    and a compute per pixel block, and the output blocks' mvouts. Accumulator block (och block
+    ob, pixel block pb) is rows (ob pix_blocks + pb) DIM; each stage cycles through the rows of
+    its scratchpad half. Returns when the last store's data lands."""
+    dim, tm = g.dim, g.timing
+    half = g.cfg.spad_rows // 2
+    wrap = max(half - dim, 1)
+    eb = g.elem_dtype.itemsize
+    ich_blocks, och_blocks, pix_blocks = c.blocks(dim)
+    kernel_blocks = c.krows * c.kcols * ich_blocks
+    issue = LoopIssue(tm, issued)
     in_mvin = tm.dma_cost(dim, dim * eb)
-    for _ in range(batches * real_rows * -(-real_cols // dim) * ich_blocks):
-        t += p.loop_issue
-        row = (_ * dim) % max(half - dim, 1)
-        tm.run("load", t, *in_mvin, writes=(("spad", row, dim),))
-    w_mvin = tm.dma_cost(dim, min(pochs, dim * g.cfg.max_block_len) * eb)
-    for n in range(krows * kcols * ich_blocks * -(-och_blocks // g.cfg.max_block_len)):
-        t += p.loop_issue
-        tm.run("load", t, *w_mvin, writes=(("spad", half + (n * dim) % max(half - dim, 1), dim),))
+    for n in range(c.batches * c.real_rows * -(-c.real_cols // dim) * ich_blocks):
+        issue.mvin(in_mvin, "spad", (n * dim) % wrap, dim)
+    max_block_len = g.cfg.max_block_len
+    w_mvin = tm.dma_cost(dim, min(c.pochs, dim * max_block_len) * eb)
+    for n in range(kernel_blocks * -(-och_blocks // max_block_len)):
+        issue.mvin(w_mvin, "spad", half + (n * dim) % wrap, dim)
     bias_mvin = tm.dma_cost(dim, dim * 4)
     comp = tm.compute_cost(dim, dim)
     out_mvout = tm.dma_cost(dim, dim * eb)
-    last_done = t
+    last_done = issue.t
     for ob in range(och_blocks):
-        for pb in range(pix_blocks):
-            acc_row = ob * pix_blocks * dim + pb * dim
-            if bias and not no_bias:
-                t += p.loop_issue
-                tm.run("load", t, *bias_mvin, writes=(("acc", acc_row, dim),))
-        for n in range(krows * kcols * ich_blocks):
-            t += p.loop_issue
-            w_row = half + (n * dim) % max(half - dim, 1)
-            tm.run_preload(
-                t,
-                tm.preload_cost(dim, reuse=False),
-                tm.preload_overlapped(dim, reuse=False),
-                reads=(("spad", w_row, dim),),
-            )
-            for pb in range(pix_blocks):
-                acc_row = ob * pix_blocks * dim + pb * dim
-                t += p.loop_issue
-                tm.run_compute(
-                    t,
-                    *comp,
-                    reads=(("spad", (pb * dim) % max(half - dim, 1), dim),),
-                    writes=(("acc", acc_row, dim),),
-                )
-        if output:
-            for pb in range(pix_blocks):
-                t += p.loop_issue
-                acc_row = ob * pix_blocks * dim + pb * dim
-                done = tm.run(
-                    "store",
-                    t,
-                    out_mvout[0],
-                    out_mvout[1] + p.acc_read_latency,
-                    reads=(("acc", acc_row, dim),),
-                )
-                last_done = max(last_done, done)
-    if output:
-        out_vals = res.reshape(batches, orows, ocols, pochs)
-        for b in range(batches):
-            for r in range(orows):
-                addr = output + ((b * out_dim + r) * out_dim) * out_stride * eb
-                _store_result(g, addr, out_vals[b, r], out_stride, False, act, last_done)
+        acc_rows = [(ob * pix_blocks + pb) * dim for pb in range(pix_blocks)]
+        if c.bias and not c.no_bias:
+            for acc_row in acc_rows:
+                issue.mvin(bias_mvin, "acc", acc_row, dim)
+        for n in range(kernel_blocks):
+            issue.preload(dim, False, (("spad", half + (n * dim) % wrap, dim),))
+            for pb, acc_row in enumerate(acc_rows):
+                issue.compute(comp, (pb * dim) % wrap, acc_row, dim)
+        if c.output:
+            for acc_row in acc_rows:
+                last_done = max(last_done, issue.mvout(out_mvout, acc_row, dim))
+    return last_done
