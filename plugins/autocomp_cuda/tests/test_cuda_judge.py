@@ -9,7 +9,7 @@ import sys
 
 ENGINE = """
 import asyncio, json, sys
-from autocomp_core.backend import EvalContext
+from autocomp_core import EvalContext
 from autocomp_cuda.backend import CudaBackend
 
 backend = CudaBackend(hardware={"device": "cpu"}, options={"cache_dir": sys.argv[1], "reps": 3, "warmup": 1})
@@ -56,15 +56,15 @@ def test_the_engine_process_never_imports_torch(cuda_cache):
 def test_triton_kernels_are_kept_per_candidate_code_never_shared_between_candidates(
     make_backend, tmp_path
 ):
-    from autocomp_cuda.harness import _keep_tree
+    from autocomp_cuda.harness.files import keep_tree
 
     harness = make_backend("cuda").harness
     triton_a, triton_b = "import triton\n# a\n", "import triton\n# b\n"
-    assert harness._triton_cache(triton_a) == harness._triton_cache(triton_a)
-    assert harness._triton_cache(triton_a) != harness._triton_cache(triton_b)
+    assert harness.builds.triton_cache(triton_a) == harness.builds.triton_cache(triton_a)
+    assert harness.builds.triton_cache(triton_a) != harness.builds.triton_cache(triton_b)
     assert (
-        harness._triton_cache("import torch\n") is None
-        and make_backend("cpu").harness._triton_cache(triton_a) is None
+        harness.builds.triton_cache("import torch\n") is None
+        and make_backend("cpu").harness.builds.triton_cache(triton_a) is None
     )
     # What a candidate leaves is copied as it is: a link to a file elsewhere stays a link.
     secret = tmp_path / "secret.txt"
@@ -73,7 +73,7 @@ def test_triton_kernels_are_kept_per_candidate_code_never_shared_between_candida
     left.mkdir()
     (left / "kernel.cubin").write_bytes(b"\0" * 16)
     (left / "peek").symlink_to(secret)
-    _keep_tree(left, tmp_path / "kept")
+    keep_tree(left, tmp_path / "kept")
     assert (tmp_path / "kept" / "kernel.cubin").is_file() and (
         tmp_path / "kept" / "peek"
     ).is_symlink()

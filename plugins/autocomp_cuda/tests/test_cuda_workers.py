@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from autocomp_core import make_backend as make_configured_backend
 from autocomp_core.errors import ConfigError
-from autocomp_core.plugins import make_backend as make_configured_backend
 from autocomp_core.sandbox import SandboxLimits
 from autocomp_core.sandbox.workdirs import SUFFIX
 
@@ -72,7 +72,7 @@ async def test_without_warm_workers_nothing_waits_in_standby(make_backend):
     harness, spec = backend.harness, backend.spec("L1/relu")
     verdict = await harness.evaluate(spec, MARKER)
     assert verdict.status == "ok" and verdict.worker_warm is False
-    assert harness._standby == {}
+    assert harness.children.standby == {}
 
 
 def is_held(path: Path) -> bool:
@@ -91,7 +91,7 @@ def is_held(path: Path) -> bool:
 async def test_standby_workers_end_with_the_harness_and_leave_no_files(make_backend):
     harness = make_backend("cpu").harness
     assert await harness.warm_up()
-    workers = list(harness._standby.values())
+    workers = list(harness.children.standby.values())
     for worker in workers:  # held while alive: swept only if the engine dies
         assert worker.work.name.endswith(SUFFIX) and is_held(worker.work)
     await harness.aclose()
@@ -114,7 +114,7 @@ async def test_a_standby_worker_cancelled_before_it_started_leaves_no_files():
 async def test_an_unused_standby_worker_leaves_on_its_own(make_backend):
     harness = make_backend("cpu", standby_idle_s=4.0).harness
     assert await harness.warm_up()
-    (worker,) = harness._standby.values()
+    (worker,) = harness.children.standby.values()
     await asyncio.wait_for(asyncio.shield(worker.task), 30)
     assert not worker.work.exists()
     await harness.aclose()
@@ -203,7 +203,7 @@ def test_workers_find_the_packages_where_the_engine_found_them(make_backend):
     import subprocess
     import sys
 
-    path = make_backend("cpu").harness._env(None)["PYTHONPATH"]
+    path = make_backend("cpu").harness.children.env(None)["PYTHONPATH"]
     probe = (
         "import importlib.util, autocomp_cuda.runtime; "
         "assert importlib.util.find_spec('autocomp_core') is not None"
@@ -268,7 +268,7 @@ async def test_the_gate_keeps_its_reference_worker_yet_each_problem_runs_as_in_a
             (tmp_path / f"{name}.py").write_text(source)
             reports[name] = await backend.check_problem(str(tmp_path / f"{name}.py"))
             if name == "plain":  # served by the same process as "leaks"
-                assert [s.served for s in backend.harness._ref_servers] == [2]
+                assert [s.served for s in backend.harness.references.servers] == [2]
     finally:
         await backend.aclose()
     verdicts = {name: (r.category, r.reasons) for name, r in reports.items()}
