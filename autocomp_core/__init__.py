@@ -4,7 +4,8 @@ Everything a plugin needs is importable from here: the backend contract, the san
 the hook marker, the run configuration, the errors and the pieces of a static screen.
 """
 
-from .backend import (
+from .config import RunConfig, parse_assignments
+from .contract.backend import (
     Backend,
     BackendOptions,
     Capability,
@@ -19,11 +20,12 @@ from .backend import (
     Problem,
     bound_text,
 )
-from .config import RunConfig, parse_assignments
+from .contract.plugins import make_backend
+from .contract.resources import Resources
+from .contract.screening import Finding, attribute_root
+from .contract.validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 from .errors import ConfigError, FidelityUnsupported, RunError
 from .hookspecs import hookimpl
-from .plugins import make_backend
-from .resources import Resources
 from .sandbox import (
     HeldDir,
     PreloadServer,
@@ -34,8 +36,6 @@ from .sandbox import (
     remove_tree,
     run_sandboxed,
 )
-from .screening import Finding, attribute_root
-from .validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 
 __version__ = "0.1.0"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig, load_config
-from .runner import (
+from .run.runner import (
     RunSummary,
     optimize as _optimize,
     optimize_async as _optimize_async,

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from .backend import Backend, EvalContext, EvalResult, MeasuredProgram
+from .contract.backend import Backend, EvalContext, EvalResult, MeasuredProgram
 from .errors import FidelityUnsupported
 from .executors.guarded import evaluate_guarded
 

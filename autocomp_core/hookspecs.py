@@ -30,7 +30,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def autocomp_register_backends() -> list[type]:
-    """Return ``Backend`` subclasses (see ``autocomp_core.backend.Backend``).
+    """Return ``Backend`` subclasses (see ``autocomp_core.contract.backend.Backend``).
 
     Each class has a unique ``name``; the engine instantiates it with the run's
     ``[hardware]`` and ``[backend_options]``, validated through the class's

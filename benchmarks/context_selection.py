@@ -28,16 +28,16 @@ sys.path[:0] = [str(ROOT / "tests" / "packbuilder")]
 import anyio  # noqa: E402
 
 from autocomp_core.config import PromptConfig, SearchConfig, TranslationConfig  # noqa: E402
-from autocomp_core.context import ContextSelector, isa_sections  # noqa: E402
+from autocomp_core.contract.packs import read_pack  # noqa: E402
+from autocomp_core.contract.plugins import make_backend  # noqa: E402
+from autocomp_core.engine.context import ContextSelector, isa_sections  # noqa: E402
+from autocomp_core.engine.prompting import PromptBuilder, system_prompt  # noqa: E402
+from autocomp_core.engine.translation import Translation  # noqa: E402
+from autocomp_core.ledger.store import Candidate  # noqa: E402
 from autocomp_core.llm.settings import LLMSettings  # noqa: E402
 from autocomp_core.llm.types import Prompt  # noqa: E402
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder  # noqa: E402
-from autocomp_core.packs import read_pack  # noqa: E402
-from autocomp_core.plugins import make_backend  # noqa: E402
-from autocomp_core.prompting import PromptBuilder, system_prompt  # noqa: E402
-from autocomp_core.store import Candidate  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
-from autocomp_core.translation import Translation  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 FORCED = PromptConfig(isa_select_above_chars=0, examples_select_above_chars=0, fine_grained=True)

@@ -26,7 +26,7 @@ AFTER = Path(__file__).resolve().parent.parent
 CHILD = """
 import asyncio, json, sys, time
 from pathlib import Path
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 module, cls, problem_id, source, warm = sys.argv[1:6]
 backend = getattr(__import__(module, fromlist=[cls]), cls)()
 problem = backend.load_problem(problem_id)

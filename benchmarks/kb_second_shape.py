@@ -54,7 +54,7 @@ async def evaluate_row(row: dict) -> dict:
     """In the row's own process: the gate, then ``repeat`` evaluations, each timed."""
     from autocomp_cuda.backend import CudaBackend
 
-    from autocomp_core.backend import EvalContext
+    from autocomp_core.contract.backend import EvalContext
 
     options = {
         "cache_dir": row["cache"],

@@ -20,10 +20,10 @@ import time
 import anyio
 import openai
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import LLMRequest, Prompt
-from autocomp_core.plugins import build_registry
 from autocomp_core.testing import LLMTestServer
 
 PROMPT = Prompt(

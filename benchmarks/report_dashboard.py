@@ -46,9 +46,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 import tomli_w  # noqa: E402
 from engine_pipeline import distinct_programs  # noqa: E402
 
-from autocomp_core.backend import EvalResult, FailureKind  # noqa: E402
+from autocomp_core.contract.backend import EvalResult, FailureKind  # noqa: E402
+from autocomp_core.ledger.store import Candidate, RunStore  # noqa: E402
 from autocomp_core.llm.types import LLMResponse, Usage  # noqa: E402
-from autocomp_core.store import Candidate, RunStore  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 
 CLI = [sys.executable, "-m", "autocomp_core.cli"]

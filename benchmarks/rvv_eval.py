@@ -21,7 +21,7 @@ from pathlib import Path
 
 from autocomp_rvv.backend import RvvBackend
 
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 CANDIDATES = (
     Path(__file__).resolve().parent.parent / "plugins" / "autocomp_rvv" / "tests" / "candidates"

@@ -46,12 +46,12 @@ sys.path[:0] = [str(ROOT / "tests" / "toybackend"), str(ROOT / "tests" / "engine
 import anyio  # noqa: E402
 from engine_pipeline import distinct_programs, make_latency  # noqa: E402
 
-from autocomp_core.backend import EvalContext  # noqa: E402
+from autocomp_core.contract.backend import EvalContext  # noqa: E402
+from autocomp_core.contract.plugins import make_backend  # noqa: E402
 from autocomp_core.executors import EvalRequest  # noqa: E402
 from autocomp_core.executors.local import LocalExecutor  # noqa: E402
 from autocomp_core.executors.ray_executor import RayExecutor, RayOptions  # noqa: E402
-from autocomp_core.plugins import make_backend  # noqa: E402
-from autocomp_core.store import RunStore  # noqa: E402
+from autocomp_core.ledger.store import RunStore  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 from autocomp_core.testing.ray_cluster import LocalRayCluster  # noqa: E402
 

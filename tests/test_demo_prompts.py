@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from autocomp_core.api import optimize_async
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.llm.providers import local_model_file
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import Prompt
-from autocomp_core.runner import prepare
-from autocomp_core.store import RunStore
+from autocomp_core.run.runner import prepare
 from autocomp_core.testing.llm_server import LLMTestServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autocomp_core import EvalResult, FailureKind, Problem
-from autocomp_core.backend import Backend
+from autocomp_core.contract.backend import Backend
 from autocomp_core.fidelity import (
     FidelityUnsupported,
     MeasuredProgram,

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 #: the engine and the LLM stack: what a plugin's own command line has no use for
-ENGINE = ("autocomp_core.runner", "autocomp_core.search", "autocomp_core.llm.client")
+ENGINE = ("autocomp_core.run.runner", "autocomp_core.engine.search", "autocomp_core.llm.client")
 
 
 def test_every_import_of_the_core_goes_down_a_floor_or_stays_on_its_own():
@@ -69,5 +69,5 @@ def test_a_plugin_that_builds_a_backend_loads_no_part_of_the_engine(plugin_impor
     )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = json.loads(done.stdout.splitlines()[-1])
-    assert "autocomp_core.plugins" in loaded  # the registry built it
+    assert "autocomp_core.contract.plugins" in loaded  # the registry built it
     assert not [m for m in loaded if m.startswith(ENGINE)]

@@ -165,7 +165,7 @@ def test_every_error_the_core_raises_on_purpose_is_an_autocomp_error():
                 ):
                     outside.append(f"{module}.{node.name}")
     assert not outside
-    from autocomp_core.journal import ReplayMiss
+    from autocomp_core.engine.journal import ReplayMiss
     from autocomp_core.llm.errors import LLMConfigError
     from autocomp_core.sandbox import SandboxError
 

@@ -12,7 +12,7 @@ import pluggy
 import pytest
 
 from autocomp_core import ConfigError
-from autocomp_core.plugins import build_registry, make_backend, registry_for_backend
+from autocomp_core.contract.plugins import build_registry, make_backend, registry_for_backend
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()

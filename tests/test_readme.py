@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from autocomp_core.cli import cli
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient
-from autocomp_core.plugins import build_registry
-from autocomp_core.runner import prepare
+from autocomp_core.run.runner import prepare
 
 #: the installed plugins' LLM providers, as a run hands them to its client
 PROVIDERS = build_registry().llm_providers()
@@ -252,3 +252,16 @@ def test_readme_serve_command_serves(readme_folder):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_layout_names_every_folder_and_module_of_the_core():
+    layout = README.split("## Layout", 1)[1].split("```", 2)[1]
+    core = ROOT / "autocomp_core"
+    entries = [
+        p.name + ("/" if p.is_dir() else "")
+        for p in core.iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py")
+        or (p.is_dir() and (p / "__init__.py").is_file())
+    ]
+    missing = [e for e in sorted(entries) if not re.search(rf"(?<![\w/]){re.escape(e)}", layout)]
+    assert not missing

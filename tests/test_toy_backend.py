@@ -10,7 +10,7 @@ import pytest
 from toy_plugin import ToyBackend, ToyHardware, ToyOptions
 
 from autocomp_core import Capability, EvalContext, EvalResult, FailureKind
-from autocomp_core.plugins import build_registry
+from autocomp_core.contract.plugins import build_registry
 
 FASTER = {
     "sum_squares": """

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..backend import Backend, EvalContext, EvalResult, Problem
-    from ..resources import Resources
+    from ..contract.backend import Backend, EvalContext, EvalResult, Problem
+    from ..contract.resources import Resources
 
 
 @dataclass(frozen=True)

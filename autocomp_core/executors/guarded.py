@@ -9,8 +9,8 @@ from __future__ import annotations
 import anyio
 import structlog
 
-from ..backend import Backend, EvalContext, EvalResult, FailureKind, Problem
-from ..validity import refuse_impossible
+from ..contract.backend import Backend, EvalContext, EvalResult, FailureKind, Problem
+from ..contract.validity import refuse_impossible
 
 log = structlog.get_logger("autocomp")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING, Any, Self
 
-from ..resources import local_slots, machine_capacity
+from ..contract.resources import local_slots, machine_capacity
 from .guarded import evaluate_guarded
 
 if TYPE_CHECKING:
-    from ..backend import Backend, EvalResult
-    from ..resources import Resources
+    from ..contract.backend import Backend, EvalResult
+    from ..contract.resources import Resources
     from .contract import EvalRequest
 
 

@@ -35,15 +35,15 @@ import anyio
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..accounting import RunStopped
-from ..backend import EvalResult, FailureKind
+from ..contract.backend import EvalResult, FailureKind
 from ..errors import ConfigError
+from ..ledger.accounting import RunStopped
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from ..backend import Backend
-    from ..resources import Resources
+    from ..contract.backend import Backend
+    from ..contract.resources import Resources
     from .contract import EvalRequest
 
 log = structlog.get_logger("autocomp")

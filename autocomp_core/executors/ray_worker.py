@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..backend import Backend, EvalContext, EvalResult, FailureKind, Problem
+from ..contract.backend import Backend, EvalContext, EvalResult, FailureKind, Problem
 from ..errors import ConfigError
 from .guarded import evaluate_guarded
 
@@ -41,7 +41,7 @@ class EvaluationSlot:
         plugin, refuses the configuration or fails to open the backend is recorded: each
         evaluation on this slot is an ``INFRA_ERROR`` that says so."""
         if self.backend is None and self.error is None:
-            from ..plugins import registry_for_backend
+            from ..contract.plugins import registry_for_backend
 
             spec = self.spec
             try:
@@ -73,7 +73,7 @@ class EvaluationSlot:
 
 def installed_backends(plugins: list[str]) -> dict[str, str]:
     """The backends this node can build, each with the plugin (and version) that brings it."""
-    from ..plugins import build_registry
+    from ..contract.plugins import build_registry
 
     installed = {}
     for row in build_registry(tuple(plugins)).describe():

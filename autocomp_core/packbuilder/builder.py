@@ -10,14 +10,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..accounting import BudgetReached
-from ..backend import Backend, Example, KnowledgePack, Problem
 from ..config import BudgetConfig
-from ..journal import Evaluator
+from ..contract.backend import Backend, Example, KnowledgePack, Problem
+from ..contract.plugins import PluginRegistry, build_registry, load_problem
+from ..contract.resources import local_slots
+from ..engine.journal import Evaluator
+from ..ledger.accounting import BudgetReached
 from ..llm.client import LLMClient, default_models
 from ..llm.settings import LLMSettings
-from ..plugins import PluginRegistry, build_registry, load_problem
-from ..resources import local_slots
 from . import STAGES, synthesis
 from .answers import BuildError
 from .checking import check_examples

@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ..backend import Backend, EvalResult, FailureKind, Problem
-from ..context import problem_block
-from ..journal import Evaluator
+from ..contract.backend import Backend, EvalResult, FailureKind, Problem
+from ..engine.context import problem_block
+from ..engine.journal import Evaluator
 from ..llm.parsing import extract_code
 from ..numbers import metric_text
 from .journal import BuildJournal, gather

@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..accounting import Budget, BudgetReached, Ledger
 from ..config import BudgetConfig
-from ..journal import Completer, JournaledLLM
+from ..engine.journal import Completer, JournaledLLM
+from ..ledger.accounting import Budget, BudgetReached, Ledger
+from ..ledger.store import RunStore
 from ..llm.types import LLMRequest, LLMResponse, Prompt
-from ..store import RunStore
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """Knowledge-pack folders as the builder makes them: writing one (read back to check it)
-and describing one (``build-pack --inspect``). Reading one is ``autocomp_core.packs``.
+and describing one (``build-pack --inspect``). Reading one is ``autocomp_core.contract.packs``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import tomli_w
 
-from ..backend import KnowledgePack
+from ..contract.backend import KnowledgePack
+from ..contract.packs import MANIFEST, RULE_KINDS, TEXT_KEYS, PackError, pack_files, read_pack
 from ..mdsections import headings
-from ..packs import MANIFEST, RULE_KINDS, TEXT_KEYS, PackError, pack_files, read_pack
 
 
 def slug(text: str, limit: int = 48) -> str:

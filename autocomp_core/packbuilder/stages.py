@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..engine.prompting import render
 from ..llm.types import Prompt
 from ..mdsections import blocks, body_of, split_sections
-from ..prompting import render
 from .answers import BuildError, json_object
 from .journal import BuildJournal, gather
 from .sources import Document

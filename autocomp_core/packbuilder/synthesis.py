@@ -14,9 +14,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ..menus import merge_near_duplicates, parse_items, words
-from ..packs import RULE_KINDS
-from ..prompting import bullets
+from ..contract.packs import RULE_KINDS
+from ..engine.menus import merge_near_duplicates, parse_items, words
+from ..engine.prompting import bullets
 from .answers import json_object, strings
 from .journal import BuildJournal, gather
 from .stages import Section, failed, prompt

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig, validate
+from ..engine.translation import Translation
 from ..errors import ConfigError
-from ..exports import best_candidate
+from ..ledger.store import DB_NAME, Candidate, RunStore
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
-from ..store import DB_NAME, Candidate, RunStore
-from ..translation import Translation
+from ..run.exports import best_candidate
 
 #: evaluation texts longer than this are cut in the report (the journal keeps them whole)
 TEXT_LIMIT = 4000

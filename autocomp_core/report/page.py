@@ -97,7 +97,7 @@ def write_html_report(target: Path, output: Path | None = None) -> Path:
     one page across its problems). Returns the file written (default: report.html in
     ``target``)."""
     from ..errors import ConfigError
-    from ..exports import atomic_write
+    from ..run.exports import atomic_write
 
     if is_run(target):
         runs, suite = [(target.name, target)], False

@@ -38,7 +38,7 @@ from aiohttp import web
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..errors import ConfigError
-from ..store import DB_NAME
+from ..ledger.store import DB_NAME
 from .data import find_runs, is_run, run_data, run_row
 from .page import CSP_LIVE, render_page
 

@@ -91,7 +91,7 @@ def render(text: str, values: dict[str, str]) -> str:
 def pack_to_copy(folder: Path) -> list[str]:
     """The files of a knowledge pack to put into the plugin, after checking the pack: it
     loads, has an optimization menu, and names no file outside its folder."""
-    from ..packs import PackError, pack_files, read_pack
+    from ..contract.packs import PackError, pack_files, read_pack
 
     try:
         pack = read_pack(folder)

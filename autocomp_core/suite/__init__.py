@@ -25,19 +25,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import tomli_w
 
-from ..accounting import Budget, BudgetReached, Ledger
 from ..config import apply_override, read_toml, validate
+from ..contract.plugins import make_backend
+from ..engine.progress import Progress
 from ..errors import ConfigError, RunError
-from ..exports import atomic_write
-from ..plugins import make_backend
-from ..progress import Progress
-from ..runner import RESUME_OVERRIDABLE, evaluation_slots, execute, prepare
-from ..store import RunStore
+from ..ledger.accounting import Budget, BudgetReached, Ledger
+from ..ledger.store import RunStore
+from ..run.exports import atomic_write
+from ..run.runner import RESUME_OVERRIDABLE, evaluation_slots, execute, prepare
 from .progress import SuiteProgress
 from .summary import problem_row, summarize, to_markdown
 
 if TYPE_CHECKING:
-    from ..runner import Prepared
+    from ..run.runner import Prepared
 
 SUITE_FILE = "suite.toml"
 SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
@@ -200,7 +200,7 @@ async def resume_suite(
 def _prepare_all(plan: dict[str, Any], suite_dir: Path) -> list[Prepared]:
     """One prepared run per problem, sharing a plugin registry, the LLM client and the
     executor. The suite's wall-clock budget is the suite's, not each run's."""
-    from ..plugins import build_registry
+    from ..contract.plugins import build_registry
 
     base = dict(plan["config"])
     base["budget"] = {k: v for k, v in base.get("budget", {}).items() if k != "wall_s"}

@@ -15,9 +15,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..accounting import Spending
+from ..engine.progress import LiveDisplay, Mode, Progress, write_line
+from ..ledger.accounting import Spending
 from ..logs import json_lines_enabled
-from ..progress import LiveDisplay, Mode, Progress, write_line
 
 WAITING, RUNNING = "waiting", "running"
 #: problems listed in the live panel: the running ones, then the latest finished

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pydantic
 
-from ..backend import Backend, Capability, EvalContext, KnowledgePack, Problem
-from ..resources import local_slots
+from ..contract.backend import Backend, Capability, EvalContext, KnowledgePack, Problem
+from ..contract.resources import local_slots
 
 NO_SUCH_KEY = "no_such_key_autocomp_contract_check"
 

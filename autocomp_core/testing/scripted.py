@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..store import RunStore
+from ..ledger.store import RunStore
 from .llm_server import ScriptedRequest
 
 

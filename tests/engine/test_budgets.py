@@ -13,8 +13,8 @@ from engine_helpers import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async
-from autocomp_core.runner import resume_async
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
+from autocomp_core.run.runner import resume_async
 from autocomp_core.testing.llm_server import FaultPlan, LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

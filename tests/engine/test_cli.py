@@ -197,7 +197,7 @@ def test_a_bug_in_a_provider_is_reported_as_a_bug(config, tmp_path):
         "has no len() (run with -v for the traceback)"
     )
     assert "Traceback" not in out.stderr
-    from autocomp_core.store import RunStore
+    from autocomp_core.ledger.store import RunStore
 
     store = RunStore(tmp_path / "r")
     assert store.count("llm_calls") == 0 and not store.events("llm_error")

@@ -14,11 +14,11 @@ from engine_helpers import toy_config
 from scripted_llm import digest, reply
 
 from autocomp_core.api import optimize_async, replay_async, resume_async
-from autocomp_core.backend import KnowledgePack
+from autocomp_core.contract.backend import KnowledgePack
 from autocomp_core.errors import ConfigError
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.packbuilder.packfiles import write_pack
-from autocomp_core.runner import prepare
-from autocomp_core.store import RunStore
+from autocomp_core.run.runner import prepare
 from autocomp_core.testing.llm_server import LLMTestServer
 
 pytestmark = pytest.mark.asyncio

@@ -26,12 +26,12 @@ from autocomp_core import (
 )
 from autocomp_core.api import optimize_async
 from autocomp_core.config import validate
+from autocomp_core.contract.plugins import build_registry
+from autocomp_core.contract.resources import local_slots
+from autocomp_core.engine.journal import evaluation_key
 from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.executors.local import LocalExecutor
-from autocomp_core.journal import evaluation_key
-from autocomp_core.plugins import build_registry
-from autocomp_core.resources import local_slots
-from autocomp_core.runner import evaluation_slots
+from autocomp_core.run.runner import evaluation_slots
 from autocomp_core.testing import check_backend
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

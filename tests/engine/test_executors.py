@@ -16,9 +16,12 @@ from engine_helpers import toy_config
 from rich.console import Console
 
 from autocomp_core import ConfigError, EvalContext, make_backend
-from autocomp_core.accounting import Budget, Ledger, RunStopped
 from autocomp_core.api import optimize_async
 from autocomp_core.config import BudgetConfig, ExecutorConfig, validate
+from autocomp_core.contract.plugins import build_registry
+from autocomp_core.contract.resources import Resources
+from autocomp_core.engine.journal import Evaluator, JournaledLLM
+from autocomp_core.engine.progress import Progress
 from autocomp_core.executors import EvalRequest, Executor, create_executor
 from autocomp_core.executors.local import LocalExecutor
 from autocomp_core.executors.ray_executor import (
@@ -29,12 +32,9 @@ from autocomp_core.executors.ray_executor import (
     fits,
     split_address,
 )
-from autocomp_core.journal import Evaluator, JournaledLLM
-from autocomp_core.plugins import build_registry
-from autocomp_core.progress import Progress
+from autocomp_core.ledger.accounting import Budget, Ledger, RunStopped
+from autocomp_core.ledger.store import ATTEMPT_LOST, INFRA_ERROR, RunStore
 from autocomp_core.report.data import run_data
-from autocomp_core.resources import Resources
-from autocomp_core.store import ATTEMPT_LOST, INFRA_ERROR, RunStore
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()

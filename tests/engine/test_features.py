@@ -11,7 +11,7 @@ from scripted_llm import VARIANTS, reply
 
 from autocomp_core.api import optimize_async
 from autocomp_core.errors import ConfigError
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
 pytestmark = pytest.mark.asyncio

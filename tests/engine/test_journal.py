@@ -12,7 +12,7 @@ from engine_helpers import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async, replay_async, resume_async
-from autocomp_core.store import SCHEMA_VERSION, RunStore
+from autocomp_core.ledger.store import SCHEMA_VERSION, RunStore
 from autocomp_core.testing.llm_server import Fault, FaultPlan, LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

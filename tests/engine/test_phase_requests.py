@@ -3,9 +3,9 @@ generation at temperature 1, judges and selections at 0."""
 
 from __future__ import annotations
 
+from autocomp_core.engine.phase_requests import phase_request
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import Prompt, ResponseFormat
-from autocomp_core.phase_requests import phase_request
 
 PROMPT = Prompt(system="s", static="", dynamic="d")
 SETTINGS = LLMSettings(

@@ -19,7 +19,7 @@ import pytest
 import tomli_w
 from scripted_llm import reply
 
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

@@ -6,8 +6,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from autocomp_core.accounting import RunStopped
-from autocomp_core.schedule import Gate, Stage, first_error
+from autocomp_core.engine.schedule import Gate, Stage, first_error
+from autocomp_core.ledger.accounting import RunStopped
 
 
 class Lines:

@@ -10,8 +10,8 @@ from engine_helpers import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async
-from autocomp_core.search import assign_model, sample_of
-from autocomp_core.store import RunStore
+from autocomp_core.engine.search import assign_model, sample_of
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
 

@@ -1,7 +1,7 @@
 """Beam selection rules, early stop and the exhaustive trigger, on hand-built lineages."""
 
-from autocomp_core.selection import exhaustive_now, lineage, select_beam, should_early_stop
-from autocomp_core.store import Candidate
+from autocomp_core.engine.selection import exhaustive_now, lineage, select_beam, should_early_stop
+from autocomp_core.ledger.store import Candidate
 
 INF = float("inf")
 

@@ -13,11 +13,11 @@ import pytest
 from rich.console import Console
 
 from autocomp_core import ConfigError
-from autocomp_core.accounting import Ledger
-from autocomp_core.progress import Progress
+from autocomp_core.engine.progress import Progress
+from autocomp_core.ledger.accounting import Ledger
+from autocomp_core.ledger.store import Candidate
 from autocomp_core.report.data import find_runs, run_data
 from autocomp_core.report.page import report_payload
-from autocomp_core.store import Candidate
 from autocomp_core.suite import (
     SUITE_FILE,
     SuiteSpending,

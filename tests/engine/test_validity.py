@@ -9,16 +9,16 @@ from scripted_llm import VARIANTS
 from toy_plugin import ToyBackend
 
 from autocomp_core.api import optimize_async
-from autocomp_core.backend import FEEDBACK_LIMIT, EvalContext, EvalResult, FailureKind
-from autocomp_core.executors.guarded import evaluate_guarded
-from autocomp_core.store import RunStore
-from autocomp_core.validity import (
+from autocomp_core.contract.backend import FEEDBACK_LIMIT, EvalContext, EvalResult, FailureKind
+from autocomp_core.contract.validity import (
     IMPOSSIBLE_RESULT,
     LOWER_BOUND_TOLERANCE,
     below_lower_bound,
     evaluation_seeds,
     refuse_impossible,
 )
+from autocomp_core.executors.guarded import evaluate_guarded
+from autocomp_core.ledger.store import RunStore
 
 
 def test_below_lower_bound_has_a_small_tolerance():

@@ -8,11 +8,11 @@ import os
 import anyio
 import pytest
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient, check_models
 from autocomp_core.llm.parsing import parse_edits
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind, ResponseFormat
-from autocomp_core.plugins import build_registry
 from autocomp_core.testing import Fault, FaultPlan, LLMTestServer, Reply, count_tokens
 
 #: the installed plugins' LLM providers, as a run hands them to its client

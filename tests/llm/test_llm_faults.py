@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.types import ErrorKind
-from autocomp_core.plugins import build_registry
 from autocomp_core.testing import Fault, FaultPlan, LLMTestServer
 
 #: the installed plugins' LLM providers, as a run hands them to its client

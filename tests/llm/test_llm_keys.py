@@ -7,10 +7,10 @@ import os
 import pytest
 from structlog.testing import capture_logs
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient, LLMConfigError, default_models
 from autocomp_core.llm.keys import KeyStore, redact
 from autocomp_core.llm.settings import LLMSettings
-from autocomp_core.plugins import build_registry
 from autocomp_core.testing import LLMTestServer, Reply
 
 #: the installed plugins' LLM providers, as a run hands them to its client

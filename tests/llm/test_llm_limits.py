@@ -7,12 +7,12 @@ import time
 import anyio
 import pytest
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.errors import _rejected_param, classify_status, parse_retry_after
 from autocomp_core.llm.limits import Limits, TokenBucket
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import ErrorKind
-from autocomp_core.plugins import build_registry
 
 #: the installed plugins' LLM providers, as a run hands them to its client
 PROVIDERS = build_registry().llm_providers()

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient, check_models
 from autocomp_core.llm.settings import LLMSettings
-from autocomp_core.plugins import build_registry
 
 #: the installed plugins' LLM providers, as a run hands them to its client
 PROVIDERS = build_registry().llm_providers()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient, LLMConfigError
 from autocomp_core.llm.modelstring import ModelRef, parse_model_string
 from autocomp_core.llm.settings import LLMSettings
-from autocomp_core.plugins import build_registry
 
 #: the installed plugins' LLM providers, as a run hands them to its client
 PROVIDERS = build_registry().llm_providers()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
+from autocomp_core.contract.plugins import build_registry
 from autocomp_core.llm.client import LLMClient, LLMConfigError
 from autocomp_core.llm.prices import PriceBook, load_prices
 from autocomp_core.llm.settings import LLMSettings
-from autocomp_core.plugins import build_registry
 
 #: the installed plugins' LLM providers, as a run hands them to its client
 PROVIDERS = build_registry().llm_providers()

@@ -13,17 +13,17 @@ import pytest
 from pack_helpers import DOCS, make_pdf, model_of
 from pack_llm import reply
 
+from autocomp_core.contract.packs import PackError, pack_files, read_pack
+from autocomp_core.contract.plugins import build_registry
+from autocomp_core.engine.menus import near_duplicate
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.mdsections import split_sections
-from autocomp_core.menus import near_duplicate
 from autocomp_core.packbuilder.answers import BuildError
 from autocomp_core.packbuilder.builder import BuildOptions, BuildStopped, PackBuilder
 from autocomp_core.packbuilder.crawl import CrawlLimits, crawl
 from autocomp_core.packbuilder.sources import SourceError, pdf_to_markdown, source_files
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
-from autocomp_core.packs import PackError, pack_files, read_pack
-from autocomp_core.plugins import build_registry
-from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import Fault, FaultPlan, LLMTestServer
 
 #: the installed plugins' LLM providers, as a run hands them to its client

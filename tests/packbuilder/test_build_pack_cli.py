@@ -15,8 +15,8 @@ import pytest
 from pack_helpers import DOCS, make_pdf, model_of
 from pack_llm import reply
 
-from autocomp_core.packs import pack_files
-from autocomp_core.store import RunStore
+from autocomp_core.contract.packs import pack_files
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

@@ -12,12 +12,12 @@ import pytest
 from pack_helpers import model_of
 
 from autocomp_core.api import optimize_async
+from autocomp_core.contract.packs import read_pack
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.mdsections import split_sections
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
-from autocomp_core.packs import read_pack
-from autocomp_core.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
 REPO = Path(__file__).parents[2]

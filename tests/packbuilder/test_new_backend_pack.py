@@ -15,10 +15,10 @@ import anyio
 import pytest
 from pack_helpers import DOCS, make_pdf, model_of
 
-from autocomp_core.backend import KnowledgePack
+from autocomp_core.contract.backend import KnowledgePack
+from autocomp_core.contract.packs import pack_files, read_pack
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder
-from autocomp_core.packs import pack_files, read_pack
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()

@@ -15,13 +15,13 @@ import pytest
 from pack_helpers import model_of
 from pack_llm import reply
 
-from autocomp_core.backend import KnowledgePack
+from autocomp_core.contract.backend import KnowledgePack
+from autocomp_core.contract.packs import read_pack
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.packbuilder.answers import BuildError
 from autocomp_core.packbuilder.builder import BuildOptions, PackBuilder
 from autocomp_core.packbuilder.packfiles import write_pack
 from autocomp_core.packbuilder.verbatim import VerbatimIndex
-from autocomp_core.packs import read_pack
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

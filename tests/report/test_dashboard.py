@@ -23,7 +23,7 @@ import tomli_w
 from playwright.sync_api import expect
 from report_helpers import snapshot, toy_run_config
 
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()

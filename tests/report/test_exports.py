@@ -14,9 +14,9 @@ import pytest
 import tomli_w
 from report_helpers import toy_run_config
 
-from autocomp_core import exports
-from autocomp_core.exports import atomic_write
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
+from autocomp_core.run import exports
+from autocomp_core.run.exports import atomic_write
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()
@@ -105,11 +105,11 @@ def test_a_best_result_below_the_lower_bound_is_flagged_as_suspect(tmp_path, bes
     and in the HTML report's data."""
     from toy_plugin import ToyBackend
 
-    from autocomp_core.accounting import Ledger
-    from autocomp_core.backend import EvalResult
-    from autocomp_core.exports import target_info, write_exports
+    from autocomp_core.contract.backend import EvalResult
+    from autocomp_core.ledger.accounting import Ledger
+    from autocomp_core.ledger.store import Candidate, Origin
     from autocomp_core.report.data import run_data
-    from autocomp_core.store import Candidate, Origin
+    from autocomp_core.run.exports import target_info, write_exports
 
     backend = ToyBackend()
     problem = backend.load_problem("sum_squares")

@@ -14,16 +14,16 @@ import pytest
 import tomli_w
 from report_helpers import toy_run_config
 
-from autocomp_core.accounting import Budget, Ledger
 from autocomp_core.config import BudgetConfig, validate
-from autocomp_core.journal import Evaluator, JournaledLLM
+from autocomp_core.contract.plugins import build_registry
+from autocomp_core.engine.journal import Evaluator, JournaledLLM
+from autocomp_core.engine.progress import Progress
+from autocomp_core.ledger.accounting import Budget, Ledger
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.llm.client import LLMClient
 from autocomp_core.llm.settings import LLMSettings
 from autocomp_core.llm.types import LLMRequest, Prompt
-from autocomp_core.plugins import build_registry
-from autocomp_core.progress import Progress
-from autocomp_core.runner import load_backend
-from autocomp_core.store import RunStore
+from autocomp_core.run.runner import load_backend
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 

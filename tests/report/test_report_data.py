@@ -9,7 +9,8 @@ import os
 import pytest
 from report_helpers import snapshot
 
-from autocomp_core.backend import EvalResult
+from autocomp_core.contract.backend import EvalResult
+from autocomp_core.ledger.store import Candidate, RunStore
 from autocomp_core.report.data import (
     _concurrency,
     _intersect,
@@ -19,7 +20,6 @@ from autocomp_core.report.data import (
     run_data,
     run_row,
 )
-from autocomp_core.store import Candidate, RunStore
 
 
 def test_run_data_agrees_with_the_journal_and_the_summary(suite_dir):

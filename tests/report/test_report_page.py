@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()

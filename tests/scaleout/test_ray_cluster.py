@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.suite import SUMMARY_JSON
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
@@ -118,8 +118,8 @@ def test_slots_are_what_the_live_nodes_hold(cluster, monkeypatch):
     """Evaluations at once come from the cluster's resources, not this machine's CPUs."""
     import anyio
 
+    from autocomp_core.contract.resources import Resources
     from autocomp_core.executors.ray_executor import RayExecutor, RayOptions
-    from autocomp_core.resources import Resources
 
     for key, value in cluster.driver_env().items():
         monkeypatch.setenv(key, value)

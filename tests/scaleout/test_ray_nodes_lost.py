@@ -21,8 +21,8 @@ import pytest
 import tomli_w
 
 from autocomp_core import make_backend
+from autocomp_core.ledger.store import ATTEMPT_LOST, INFRA_ERROR, RunStore
 from autocomp_core.report.data import run_data
-from autocomp_core.store import ATTEMPT_LOST, INFRA_ERROR, RunStore
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.scripted import fenced, is_planning, plan_of
 

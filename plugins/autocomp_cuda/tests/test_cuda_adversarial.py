@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 from autocomp_cuda.adversarial import HACKS, HONEST, header, settings_of
 

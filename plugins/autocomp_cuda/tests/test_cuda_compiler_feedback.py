@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 from autocomp_cuda import compiler_feedback
 from autocomp_cuda.adversarial import ROOT as ADV

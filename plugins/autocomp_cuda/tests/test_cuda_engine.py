@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from autocomp_core.api import optimize_async
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing import LLMTestServer, Proposals, preloaded_cli
 
 from autocomp_cuda.adversarial import ROOT as ADV

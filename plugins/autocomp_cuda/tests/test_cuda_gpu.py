@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 from autocomp_cuda.problemset import baseline_source
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core.contract.backend import EvalContext, FailureKind
 
 from autocomp_cuda import static_check
 from autocomp_cuda.harness import Verdict, checksums_match

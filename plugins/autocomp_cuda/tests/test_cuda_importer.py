@@ -4,7 +4,7 @@ through the same gate, with tolerances that follow the output dtype unless a pro
 from __future__ import annotations
 
 import pytest
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 from autocomp_cuda.problemset import tolerance_for
 
@@ -118,8 +118,8 @@ def test_tolerances_follow_the_dtype_unless_the_problem_sets_them():
 
 
 def test_a_missing_checkout_is_a_one_line_problem_error(tmp_path):
+    from autocomp_core.contract.plugins import load_problem, make_backend
     from autocomp_core.errors import ConfigError
-    from autocomp_core.plugins import load_problem, make_backend
 
     backend = make_backend(
         "cuda", {"device": "cpu"}, {"kernelbench_path": str(tmp_path / "nowhere")}

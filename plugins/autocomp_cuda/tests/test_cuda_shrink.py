@@ -4,7 +4,7 @@ shrunk to a budget, keeping the relations its code needs; one that cannot shrink
 from __future__ import annotations
 
 import pytest
-from autocomp_core.backend import EvalContext
+from autocomp_core.contract.backend import EvalContext
 
 from autocomp_cuda.runtime import common, shrink
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core.contract.backend import EvalContext, FailureKind
 from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.sandbox import isolation_level
 

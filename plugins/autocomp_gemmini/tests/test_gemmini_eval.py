@@ -12,7 +12,7 @@ from autocomp_gemmini.backend import GemminiBackend
 from autocomp_gemmini.config import GemminiConfig
 
 from autocomp_core import EvalContext, EvalResult, FailureKind
-from autocomp_core.plugins import build_registry
+from autocomp_core.contract.plugins import build_registry
 
 HERE = Path(__file__).parent
 HAND_OPTIMIZED = (HERE / "candidates" / "gemm_hand_optimized.c").read_text()

@@ -92,7 +92,7 @@ def judge(
 
 
 def refuse_below_bound(out: dict) -> dict:
-    """The engine's rule (``autocomp_core.validity``), applied where a verdict leaves the replay
+    """The engine's rule (``autocomp_core.contract.validity``), applied where a verdict leaves the replay
     (imported here, not in the replay process, which stays light): a latency below the
     speed-of-light bound is refused as ``impossible_result``."""
     from autocomp_core import IMPOSSIBLE_RESULT, below_lower_bound

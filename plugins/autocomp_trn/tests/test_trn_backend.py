@@ -10,7 +10,7 @@ import anyio
 import pydantic
 import pytest
 from autocomp_core import EvalContext, EvalResult, FailureKind, PreloadServer
-from autocomp_core.resources import local_slots
+from autocomp_core.contract.resources import local_slots
 from autocomp_core.testing import check_backend
 
 from autocomp_trn import neuron

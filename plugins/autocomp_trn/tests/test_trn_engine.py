@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from autocomp_core.store import RunStore
+from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing import LLMTestServer, Proposals, fenced, is_planning, preloaded_cli
 
 import autocomp_trn

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from autocomp_core.backend import EvalContext, FailureKind
+from autocomp_core.contract.backend import EvalContext, FailureKind
+from autocomp_core.contract.validity import IMPOSSIBLE_RESULT, LOWER_BOUND_TOLERANCE
 from autocomp_core.executors.guarded import evaluate_guarded
-from autocomp_core.validity import IMPOSSIBLE_RESULT, LOWER_BOUND_TOLERANCE
 
 from autocomp_trn.backend import TrnBackend, to_eval_result
 from autocomp_trn.evaluate import Verdict, seeds_for

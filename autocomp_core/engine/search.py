@@ -27,24 +27,24 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from .accounting import RunStopped
+from ..config import RunConfig
+from ..contract.backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
+from ..errors import RunError
+from ..ledger.accounting import RunStopped
+from ..ledger.store import Candidate, Origin, RunStore
+from ..llm.parsing import extract_plan
+from ..llm.types import LLMResponse, Prompt
 from .answers import parse_score, program_from
-from .backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
-from .config import RunConfig
 from .context import ContextSelector, isa_sections
-from .errors import RunError
 from .generated_menus import GeneratedMenus
 from .initial_beam import initial_beam
 from .journal import Evaluator, JournaledLLM
 from .lineage import Lineage
-from .llm.parsing import extract_plan
-from .llm.types import LLMResponse, Prompt
 from .phase_requests import phase_request
 from .progress import Progress
 from .prompting import PromptBuilder, system_prompt
 from .schedule import Gate, Stage, first_error
 from .selection import exhaustive_now, select_beam, should_early_stop
-from .store import Candidate, Origin, RunStore
 from .translation import Translation
 
 __all__ = ["Origin", "RunError", "RunSetup", "Search", "assign_model"]

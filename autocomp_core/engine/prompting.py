@@ -14,19 +14,20 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from .backend import Backend, Example, KnowledgePack, Problem
-from .config import SearchConfig
-from .llm.errors import LLMConfigError
-from .llm.modelstring import parse_model_string
-from .llm.types import Prompt
-from .store import Candidate
+from ..config import SearchConfig
+from ..contract.backend import Backend, Example, KnowledgePack, Problem
+from ..ledger.store import Candidate
+from ..llm.errors import LLMConfigError
+from ..llm.modelstring import parse_model_string
+from ..llm.types import Prompt
 from .translation import Translation
 
 
 def prompts_dir() -> Path:
     """Templates ship inside the wheel as autocomp_core/prompts; in a checkout they sit at the top."""
-    packaged = Path(__file__).parent / "prompts"
-    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "prompts"
+    core = Path(__file__).parents[1]
+    packaged = core / "prompts"
+    return packaged if packaged.is_dir() else core.parent / "prompts"
 
 
 @cache

@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .accounting import Ledger
-from .backend import Backend, Problem
-from .numbers import metric_text
-from .store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore
+from ..contract.backend import Backend, Problem
+from ..ledger.accounting import Ledger
+from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore
+from ..numbers import metric_text
 
 
 def _num(x: float | None) -> float | None:

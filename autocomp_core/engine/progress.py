@@ -25,11 +25,11 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .accounting import Ledger
-from .config import BudgetConfig
-from .logs import json_lines_enabled
-from .numbers import metric_text
-from .store import Candidate
+from ..config import BudgetConfig
+from ..ledger.accounting import Ledger
+from ..ledger.store import Candidate
+from ..logs import json_lines_enabled
+from ..numbers import metric_text
 
 Mode = Literal["live", "lines", "off"]
 REFRESH_PER_S = 4

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
-from .llm.parsing import extract_plan
+from ..llm.parsing import extract_plan
 
 #: word-set overlap (Jaccard) at or above which two items are the same strategy
 SAME_WORDS = 0.75

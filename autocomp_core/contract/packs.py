@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from .backend import KnowledgePack
-from .errors import ConfigError
 
 MANIFEST = "knowledge.toml"
 TEXT_KEYS = ("architecture", "architecture_compact", "isa")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from ..numbers import metric_text
 from .backend import EvalResult, FailureKind
-from .numbers import metric_text
 
 #: A correct result may undercut the backend's lower bound by this fraction before it is
 #: refused. Bounds are rooflines computed from the same constants as the metric; the margin

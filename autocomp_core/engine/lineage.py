@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import RunError
-from .store import Candidate, RunStore
+from ..errors import RunError
+from ..ledger.store import Candidate, RunStore
 
 
 class Lineage:

@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from .config import SearchConfig
-from .llm.types import LLMResponse
+from ..config import SearchConfig
+from ..ledger.store import RunStore
+from ..llm.types import LLMResponse
 from .menus import merge_near_duplicates, parse_items
-from .store import RunStore
 
 #: sends the request for one menu, named by its key ("i<iteration>-<parent>")
 Ask = Callable[[str], Awaitable[LLMResponse]]

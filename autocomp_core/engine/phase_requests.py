@@ -7,8 +7,8 @@ code settings. Generation samples at temperature 1; judges and selections ask fo
 
 from __future__ import annotations
 
-from .llm.settings import LLMSettings
-from .llm.types import LLMRequest, Prompt, ResponseFormat
+from ..llm.settings import LLMSettings
+from ..llm.types import LLMRequest, Prompt, ResponseFormat
 
 
 def phase_request(

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .config import BudgetConfig
-from .llm.types import LLMResponse
-from .llm.usage import UsageLedger
+from ..config import BudgetConfig
+from ..llm.types import LLMResponse
+from ..llm.usage import UsageLedger
 
 if TYPE_CHECKING:
     from .store import RunStore

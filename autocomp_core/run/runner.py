@@ -23,24 +23,24 @@ import structlog
 import tomli_w
 from pydantic import BaseModel
 
-from .accounting import Budget, Ledger
-from .backend import Backend, Capability, KnowledgePack, Problem
-from .config import RunConfig, apply_override, validate
-from .errors import ConfigError
-from .executors import Executor, create_executor
-from .executors.local import LocalExecutor
+from ..config import RunConfig, apply_override, validate
+from ..contract.backend import Backend, Capability, KnowledgePack, Problem
+from ..contract.packs import PackError, read_pack
+from ..contract.plugins import PluginRegistry, build_registry, load_problem
+from ..engine.journal import Evaluator, JournaledLLM, recorded_stop
+from ..engine.progress import Progress
+from ..engine.prompting import prompt_pack
+from ..engine.search import RunSetup, Search
+from ..engine.translation import Translation
+from ..errors import ConfigError
+from ..executors import Executor, create_executor
+from ..executors.local import LocalExecutor
+from ..ledger.accounting import Budget, Ledger
+from ..ledger.store import RunStore
+from ..llm.client import LLMClient, default_models
+from ..llm.errors import LLMConfigError
+from ..sandbox import isolation_level
 from .exports import target_info, write_exports
-from .journal import Evaluator, JournaledLLM, recorded_stop
-from .llm.client import LLMClient, default_models
-from .llm.errors import LLMConfigError
-from .packs import PackError, read_pack
-from .plugins import PluginRegistry, build_registry, load_problem
-from .progress import Progress
-from .prompting import prompt_pack
-from .sandbox import isolation_level
-from .search import RunSetup, Search
-from .store import RunStore
-from .translation import Translation
 
 log = structlog.get_logger("autocomp")
 

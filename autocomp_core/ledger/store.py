@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: The journal's schema as an ordered list of migrations. ``PRAGMA user_version`` counts
 #: those applied; opening a journal applies the rest, in order, each in one transaction.

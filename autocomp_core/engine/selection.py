@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .store import Candidate
+from ..ledger.store import Candidate
 
 INF = float("inf")
 

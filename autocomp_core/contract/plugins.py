@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import hookspecs
-from .config import validated
-from .errors import ConfigError, PluginError
+from .. import hookspecs
+from ..config import validated
+from ..errors import ConfigError, PluginError
 
 if TYPE_CHECKING:
     from .backend import Backend, Problem

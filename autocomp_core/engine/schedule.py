@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .accounting import RunStopped
+from ..ledger.accounting import RunStopped
 
 
 class Stage(enum.IntEnum):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from .backend import EvalResult, Problem
-from .errors import RunError
+from ..contract.backend import EvalResult, Problem
+from ..errors import RunError
+from ..ledger.store import Candidate, Origin
 from .lineage import Lineage
-from .store import Candidate, Origin
 
 #: evaluates a candidate and records the verdict in it
 Evaluate = Callable[[Candidate], Awaitable[EvalResult]]

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import click
 
-from . import STAGES
+from ..packbuilder import STAGES
 
 
 def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
@@ -117,22 +117,22 @@ def build_pack(
     """Build a knowledge pack from a target's documents: SOURCES are Markdown, HTML, text or
     PDF files, folders of them, and URLs (crawled on their own site). A killed build
     resumes where it stopped when the same command is run again."""
-    from ..cli_common import emit_json, fail, loaded_plugins
-    from ..packs import PackError
-    from .answers import BuildError
-    from .packfiles import describe_pack
-    from .sources import SourceError
+    from ..contract.packs import PackError
+    from ..packbuilder.answers import BuildError
+    from ..packbuilder.packfiles import describe_pack
+    from ..packbuilder.sources import SourceError
+    from .common import emit_json, fail, loaded_plugins
 
     if inspect_dir:
         try:
             text = describe_pack(inspect_dir)
         except PackError as exc:
             fail(str(exc))
-        from .builder import build_status
+        from ..packbuilder.builder import build_status
 
         status = build_status(Path(inspect_dir))
         if as_json:
-            from ..packs import read_pack
+            from ..contract.packs import read_pack
 
             pack = read_pack(inspect_dir)
             emit_json(
@@ -153,8 +153,8 @@ def build_pack(
     if not out:
         fail("--out: required (the folder the pack is written to)")
     from ..config import BudgetConfig
-    from .builder import BuildOptions, BuildStopped, PackBuilder
-    from .crawl import CrawlLimits
+    from ..packbuilder.builder import BuildOptions, BuildStopped, PackBuilder
+    from ..packbuilder.crawl import CrawlLimits
 
     options = BuildOptions(
         sources=list(sources),

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .backend import KnowledgePack, Problem
-from .config import PromptConfig
-from .llm.types import Prompt
-from .mdsections import MdSection, body_of, headings, split_sections
+from ..config import PromptConfig
+from ..contract.backend import KnowledgePack, Problem
+from ..llm.types import Prompt
+from ..mdsections import MdSection, body_of, headings, split_sections
 from .prompting import fenced, render
 
 Ask = Callable[[Prompt, str], Awaitable[str | None]]

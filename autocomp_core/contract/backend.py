@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Self
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from .errors import FidelityUnsupported
+from ..errors import FidelityUnsupported
 from .resources import Resources
 
 #: Bound applied to captured stdout/stderr kept in an EvalResult (characters).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .llm.parsing import EditApplyError, EditParseError, apply_edits, extract_code, parse_edits
+from ..llm.parsing import EditApplyError, EditParseError, apply_edits, extract_code, parse_edits
 
 
 def program_from(

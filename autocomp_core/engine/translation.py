@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import TranslationConfig
+from ..config import TranslationConfig
 
 
 @dataclass

@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from .accounting import Budget, Ledger, RunStopped
-from .backend import Backend, EvalContext, EvalResult, FailureKind, Problem
-from .errors import RunError
-from .executors import EvalRequest, Executor
-from .executors.local import LocalExecutor
-from .llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
-from .store import ATTEMPT_LOST, INFRA_ERROR, RunStore
+from ..contract.backend import Backend, EvalContext, EvalResult, FailureKind, Problem
+from ..errors import RunError
+from ..executors import EvalRequest, Executor
+from ..executors.local import LocalExecutor
+from ..ledger.accounting import Budget, Ledger, RunStopped
+from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, RunStore
+from ..llm.types import ErrorKind, LLMError, LLMRequest, LLMResponse
 
 #: how a run that ran to its end stops; any other stop reason ends a replay of it where the
 #: recorded answers run out

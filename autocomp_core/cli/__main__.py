@@ -1,0 +1,5 @@
+"""``python -m autocomp_core.cli``."""
+
+from . import main
+
+main()

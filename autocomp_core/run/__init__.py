@@ -1,0 +1,1 @@
+"""One run, set up, resumed or replayed (``runner``), and the files it leaves (``exports``)."""
