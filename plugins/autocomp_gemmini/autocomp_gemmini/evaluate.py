@@ -25,8 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from autocomp_core import EvalResult, FailureKind
-from autocomp_core.sandbox import SandboxLimits, private_workdir, run_sandboxed
+from autocomp_core import (
+    EvalResult,
+    FailureKind,
+    SandboxLimits,
+    SandboxResult,
+    private_workdir,
+    run_sandboxed,
+)
 
 from . import exposure, feedback, model_limits, toolchain, trusted
 from .catalog import Spec, gold
@@ -109,6 +115,16 @@ def check_source(code: str) -> tuple[str, str | None]:
     return code, None
 
 
+def _rejected(reason: str, duration_s: float = 0.0) -> EvalResult:
+    """The result for a source check_source refused."""
+    return EvalResult(
+        correct=False,
+        failure=FailureKind.REJECTED,
+        feedback=f"Rejected: {reason}",
+        duration_s=duration_s,
+    )
+
+
 def prelude(spec: Spec, model: bool) -> str:
     defines = "".join(f"#define {k} {v}\n" for k, v in spec.defines().items())
     flag = "#define GEMMINI_MODEL 1\n" if model else ""
@@ -141,6 +157,22 @@ async def build(
             False, None, FailureKind.INFRA_ERROR, "clang-19 not found (see `autocomp-core doctor`)"
         )
     limits = _limits(timeout_s, 2048)
+    # each step: None, or the failure that ends the build
+    failed = (
+        await _compile_candidate(cc, work, limits)
+        or await _link_program(cc, spec, hw, model, work, limits)
+        or _write_params(work, seed, nonce)
+    )
+    if failed:
+        return BuildOutcome(False, None, *failed, time.perf_counter() - start)
+    return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
+
+
+async def _compile_candidate(
+    cc: str, work: Path, limits: SandboxLimits
+) -> tuple[FailureKind, str] | None:
+    """solution.c alone into solution.o, which may name only what a candidate may use and
+    define none of the names the evaluator finds the harness's symbols by."""
     # the compiler sees its copies of the headers, the toolchain and little else (exposure.py)
     compile_cand = await run_sandboxed(
         [
@@ -159,61 +191,56 @@ async def build(
     if not compile_cand.ok:
         text = compile_cand.stderr or compile_cand.stdout
         kind = FailureKind.TIMEOUT if compile_cand.timed_out else FailureKind.COMPILE_ERROR
-        return BuildOutcome(False, None, kind, _compiler_errors(text), time.perf_counter() - start)
+        return kind, _compiler_errors(text)
     reaching = sorted(undefined_symbols(work / "solution.o") - ALLOWED_UNDEFINED)
     if reaching:
-        return BuildOutcome(
-            False,
-            None,
+        return (
             FailureKind.REJECTED,
             f"Rejected: solution() refers to {', '.join(reaching)}: a candidate may use gemmini.h "
             f"and {', '.join(sorted(ALLOWED_UNDEFINED))} only",
-            time.perf_counter() - start,
         )
     reserved = _reserved_names(work / "solution.o")
     if reserved:
-        return BuildOutcome(
-            False,
-            None,
+        return (
             FailureKind.REJECTED,
             f"Rejected: solution.c defines {', '.join(reserved)}: names the harness uses to find "
             "its own symbols in the program are off limits",
-            time.perf_counter() - start,
         )
+    return None
+
+
+async def _link_program(
+    cc: str, spec: Spec, hw: GemminiConfig, model: bool, work: Path, limits: SandboxLimits
+) -> tuple[FailureKind, str] | None:
+    """solution.o linked with the trusted objects into prog.elf."""
     trusted_objects = await trusted.objects(cc, spec, hw, model, work, limits)
     if isinstance(trusted_objects, str):
-        return BuildOutcome(
-            False, None, FailureKind.INFRA_ERROR, trusted_objects, time.perf_counter() - start
-        )
+        return FailureKind.INFRA_ERROR, trusted_objects
     link = await _link(cc, trusted_objects, ["solution.o"], work, limits)
-    if not link.ok:
-        text = link.stderr or link.stdout
-        # The candidate's failure unless the trusted objects alone fail to link too (with
-        # solution standing for main, in reach of the harness's call): only then is it ours.
-        if link.timed_out:
-            kind = FailureKind.TIMEOUT
-        else:
-            alone = await _link(cc, trusted_objects, ["-Wl,--defsym=solution=main"], work, limits)
-            kind = FailureKind.COMPILE_ERROR if alone.ok else FailureKind.INFRA_ERROR
-        return BuildOutcome(
-            False,
-            None,
-            kind,
-            "link failed:\n" + _compiler_errors(text),
-            time.perf_counter() - start,
-        )
+    if link.ok:
+        return None
+    text = link.stderr or link.stdout
+    # The candidate's failure unless the trusted objects alone fail to link too (with
+    # solution standing for main, in reach of the harness's call): only then is it ours.
+    if link.timed_out:
+        kind = FailureKind.TIMEOUT
+    else:
+        alone = await _link(cc, trusted_objects, ["-Wl,--defsym=solution=main"], work, limits)
+        kind = FailureKind.COMPILE_ERROR if alone.ok else FailureKind.INFRA_ERROR
+    return kind, "link failed:\n" + _compiler_errors(text)
+
+
+def _write_params(work: Path, seed: int, nonce: int) -> tuple[FailureKind, str] | None:
+    """The seed and the nonce, written into the linked program's harness_params."""
     params = struct.pack("<QII", nonce, seed & 0xFFFFFFFF, 0)
     try:
         write_symbol(work / "prog.elf", "harness_params", PARAMS_PLACEHOLDER, params)
     except ValueError as exc:  # the trusted objects alone define it once (see _reserved_names)
-        return BuildOutcome(
-            False,
-            None,
+        return (
             FailureKind.REJECTED,
             f"Rejected: the harness's parameters could not be written into the program ({exc})",
-            time.perf_counter() - start,
         )
-    return BuildOutcome(True, work / "prog.elf", seconds=time.perf_counter() - start)
+    return None
 
 
 async def _link(cc: str, objects: list[Path], extra: list[str], work: Path, limits):
@@ -285,12 +312,7 @@ async def evaluate_model(
     t0 = time.perf_counter()
     code, reason = check_source(code)
     if reason:
-        return EvalResult(
-            correct=False,
-            failure=FailureKind.REJECTED,
-            feedback=f"Rejected: {reason}",
-            duration_s=time.perf_counter() - t0,
-        )
+        return _rejected(reason, time.perf_counter() - t0)
     with private_workdir("autocomp-gemmini-") as work:
         os.chmod(work, 0o755)
         built = await build(work, spec, code, hw, seed, True, timeout_s)
@@ -303,44 +325,9 @@ async def evaluate_model(
                 duration_s=time.perf_counter() - t0,
                 extra={"build_s": built.seconds},
             )
-        syms = symbols(built.elf)
-        spec_file = {
-            "hardware": hw.model_dump(),
-            "array": asdict(ArrayConfig.of(hw)),
-            "results": str(work / "results.json"),
-            "outputs": str(work / "outputs.bin"),
-            "roi_functions": {
-                "begin": list(syms["harness_roi_begin"]),
-                "end": list(syms["harness_roi_end"]),
-            },
-        }
         want = _gold_bytes(spec, seed, hw.dtype == "fp32")
-        spec_file["output_bytes"] = len(want) + 2 * GUARD_BYTES
-        if timing_toml:
-            spec_file["timing_toml"] = timing_toml
-        spec_file["memory"] = list(SPIKE_MEMORY)
-        # what the candidate's DMA may reach: the user side's read-only data and data (link.ld)
-        user_lo, user_hi = syms["__user_rodata_start"][0], syms["__user_end"][0]
-        spec_file["dma_window"] = [user_lo, user_hi - user_lo]
-        library = await compiled_model()
-        if library is not None:  # copied: the sandbox shows Spike the work dir, not our cache
-            shutil.copyfile(library, work / library.name)
-            os.chmod(work / library.name, 0o755)
-            spec_file["native"] = str(work / library.name)
-        (work / "spec.json").write_text(json.dumps(spec_file))
-        machine = ("--isa=rv64gc_zicntr", f"-m{SPIKE_MEMORY_MB}")
-        spike, spike_env = toolchain.spike_direct(toolchain.extension_path(), machine, work)
-        env = {
-            **toolchain.spike_env(),
-            **spike_env,
-            "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-        }
-        argv = [*spike, "--extension=gemmini", "prog.elf"]
-        t_sim = time.perf_counter()
-        run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
-        sim_s = time.perf_counter() - t_sim
+        await _write_spec(work, hw, len(want) + 2 * GUARD_BYTES, timing_toml)
+        run, sim_s = await _simulate(work, timeout_s, memory_mb)
         timings = {"build_s": built.seconds, "sim_s": sim_s}
         results_path = work / "results.json"
         results = json.loads(results_path.read_text()) if results_path.exists() else None
@@ -361,35 +348,100 @@ async def evaluate_model(
                 **common,
             )
         dumped = (work / "outputs.bin").read_bytes()
-        got, guards = dumped[: len(want)], dumped[len(want) :]
-        verdict = guard_verdict(guards) or compare(spec, got, want, hw.dtype == "fp32")
         extra = {**timings, **feedback.metrics(results, spec, hw)}
-        if verdict:
-            return EvalResult(
-                correct=False,
-                failure=FailureKind.WRONG_ANSWER,
-                feedback=verdict,
-                extra=extra,
-                **common,
-            )
-        # what the model does not model, where it matters for this program (model_limits.py)
-        limits = model_limits.applying(results, TimingParams.from_toml(timing_toml))
-        text = ""
-        if want_feedback:
-            text = "\n".join(
-                part
-                for part in (feedback.describe(results, spec, hw), model_limits.section(limits))
-                if part
-            )
+        return _judged(spec, hw, results, dumped, want, extra, common, want_feedback, timing_toml)
+
+
+async def _write_spec(
+    work: Path, hw: GemminiConfig, output_bytes: int, timing_toml: str | None
+) -> None:
+    """spec.json, what the Spike extension (spike_ext.py) reads: the hardware, where the
+    measured region begins and ends, the output bytes to dump, the memory the candidate's DMA
+    may reach, where to write its results, and the compiled model's library (if any)."""
+    syms = symbols(work / "prog.elf")
+    spec_file = {
+        "hardware": hw.model_dump(),
+        "array": asdict(ArrayConfig.of(hw)),
+        "results": str(work / "results.json"),
+        "outputs": str(work / "outputs.bin"),
+        "roi_functions": {
+            "begin": list(syms["harness_roi_begin"]),
+            "end": list(syms["harness_roi_end"]),
+        },
+    }
+    spec_file["output_bytes"] = output_bytes
+    if timing_toml:
+        spec_file["timing_toml"] = timing_toml
+    spec_file["memory"] = list(SPIKE_MEMORY)
+    # what the candidate's DMA may reach: the user side's read-only data and data (link.ld)
+    user_lo, user_hi = syms["__user_rodata_start"][0], syms["__user_end"][0]
+    spec_file["dma_window"] = [user_lo, user_hi - user_lo]
+    library = await compiled_model()
+    if library is not None:  # copied: the sandbox shows Spike the work dir, not our cache
+        shutil.copyfile(library, work / library.name)
+        os.chmod(work / library.name, 0o755)
+        spec_file["native"] = str(work / library.name)
+    (work / "spec.json").write_text(json.dumps(spec_file))
+
+
+async def _simulate(work: Path, timeout_s: float, memory_mb: int) -> tuple[SandboxResult, float]:
+    """prog.elf on Spike with our Gemmini extension, in the sandbox; and the run's seconds."""
+    machine = ("--isa=rv64gc_zicntr", f"-m{SPIKE_MEMORY_MB}")
+    spike, spike_env = toolchain.spike_direct(toolchain.extension_path(), machine, work)
+    env = {
+        **toolchain.spike_env(),
+        **spike_env,
+        "AUTOCOMP_GEMMINI_SPEC": str(work / "spec.json"),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    argv = [*spike, "--extension=gemmini", "prog.elf"]
+    t_sim = time.perf_counter()
+    run = await run_sandboxed(argv, cwd=work, env=env, limits=_limits(timeout_s, memory_mb))
+    return run, time.perf_counter() - t_sim
+
+
+def _judged(
+    spec: Spec,
+    hw: GemminiConfig,
+    results: dict,
+    dumped: bytes,
+    want: bytes,
+    extra: dict,
+    common: dict,
+    want_feedback: bool,
+    timing_toml: str | None,
+) -> EvalResult:
+    """The verdict on a run that completed: the guard bytes, then the outputs against the gold
+    result; for a correct one the cycles, and the feedback with the model limits that apply."""
+    got, guards = dumped[: len(want)], dumped[len(want) :]
+    verdict = guard_verdict(guards) or compare(spec, got, want, hw.dtype == "fp32")
+    if verdict:
         return EvalResult(
-            correct=True,
-            metric=float(results["cycles"]),
-            unit="cycles",
-            feedback=text,
+            correct=False,
+            failure=FailureKind.WRONG_ANSWER,
+            feedback=verdict,
             extra=extra,
-            verification={"model_limits": limits},
             **common,
         )
+    # what the model does not model, where it matters for this program (model_limits.py)
+    limits = model_limits.applying(results, TimingParams.from_toml(timing_toml))
+    text = ""
+    if want_feedback:
+        text = "\n".join(
+            part
+            for part in (feedback.describe(results, spec, hw), model_limits.section(limits))
+            if part
+        )
+    return EvalResult(
+        correct=True,
+        metric=float(results["cycles"]),
+        unit="cycles",
+        feedback=text,
+        extra=extra,
+        verification={"model_limits": limits},
+        **common,
+    )
 
 
 def _failed_run(run, results: dict | None, timings: dict, common: dict) -> EvalResult:
@@ -621,9 +673,7 @@ async def evaluate_external(
     t0 = time.perf_counter()
     code, reason = check_source(code)
     if reason:
-        return EvalResult(
-            correct=False, failure=FailureKind.REJECTED, feedback=f"Rejected: {reason}"
-        )
+        return _rejected(reason)
     nonce = secrets.randbits(64)
     with private_workdir("autocomp-gemmini-ext-") as work:
         os.chmod(work, 0o755)
