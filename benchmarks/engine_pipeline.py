@@ -40,7 +40,7 @@ import anyio  # noqa: E402
 from scripted_llm import reply  # noqa: E402
 
 from autocomp_core.api import optimize_async  # noqa: E402
-from autocomp_core.engine.search import sample_of  # noqa: E402
+from autocomp_core.engine.drafts import sample_of  # noqa: E402
 from autocomp_core.ledger.store import RunStore  # noqa: E402
 from autocomp_core.testing.llm_server import LLMTestServer  # noqa: E402
 

@@ -17,25 +17,22 @@ Reading order: ``Search.run`` → ``iteration`` → ``grow`` → ``plan_then_imp
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import random
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from ..config import RunConfig
-from ..contract.backend import Backend, EvalResult, FailureKind, KnowledgePack, Problem
-from ..errors import RunError
+from ..contract.backend import Backend, EvalResult, KnowledgePack, Problem
 from ..ledger.accounting import RunStopped
-from ..ledger.store import Candidate, Origin, RunStore
+from ..ledger.store import Candidate, RunStore
 from ..llm.parsing import extract_plan
 from ..llm.types import LLMResponse, Prompt
 from .answers import parse_score, program_from
 from .context import ContextSelector, isa_sections
+from .drafts import Draft, Drafter, assign_model, code_hash, sample_of
 from .generated_menus import GeneratedMenus
 from .initial_beam import initial_beam
 from .journal import Evaluator, JournaledLLM
@@ -44,35 +41,12 @@ from .phase_requests import phase_request
 from .progress import Progress
 from .prompting import PromptBuilder, system_prompt
 from .schedule import Gate, Stage, first_error
-from .selection import exhaustive_now, select_beam, should_early_stop
+from .selection import exhaustive_now, next_beam, should_early_stop
 from .translation import Translation
 
-__all__ = ["Origin", "RunError", "RunSetup", "Search", "assign_model"]
+__all__ = ["RunSetup", "Search"]
 
 log = structlog.get_logger("autocomp")
-
-
-def code_hash(code: str) -> str:
-    return hashlib.sha256(code.encode()).hexdigest()[:16]
-
-
-def sample_of(slot_id: str) -> int:
-    """The sample index of a request: distinct per slot, so two slots whose prompts happen
-    to match still get independent answers (and distinct journal entries)."""
-    return zlib.crc32(slot_id.encode())
-
-
-def assign_model(models: list[str], parent: int, slot: int, slots_per_parent: int) -> str:
-    """The one rule that spreads an ensemble's work. An iteration's requests of one kind
-    are numbered parent by parent and slot by slot (0, 1, 2, ...) and go to the models in
-    turn, so every model gets work as soon as there are as many requests as models."""
-    return models[(parent * slots_per_parent + slot) % len(models)]
-
-
-def next_model(models: list[str], after: str | None) -> str:
-    """The model after ``after`` in an ensemble (a repair gets a fresh pair of eyes)."""
-    position = models.index(after) + 1 if after in models else 0
-    return models[position % len(models)]
 
 
 @dataclass
@@ -100,33 +74,11 @@ class Iteration:
     started: float = field(default_factory=time.monotonic)
 
 
-@dataclass(frozen=True)
-class Draft:
-    """A program to ask for, and the candidate its answer becomes."""
-
-    id: str
-    origin: Origin
-    phase: str
-    model: str
-    prompt: Prompt
-    parents: list[str]
-    base: str  # the program an answer's edits apply to
-    plan: str | None = None
-    plan_model: str | None = None
-    edits: bool = False
-
-    @property
-    def stages(self) -> tuple[Stage, Stage]:
-        """(writing it, evaluating it): a repair's come after every first attempt's."""
-        if self.origin == Origin.REPAIR:
-            return Stage.REPAIR, Stage.REPAIR_EVAL
-        return Stage.CODE, Stage.EVAL
-
-
 class Search:
     """Runs (or resumes) the beam search of one run directory."""
 
     prompts: PromptBuilder  # built once the context is selected (``select_context``)
+    drafts: Drafter  # ... and the drafts asked with them
 
     def __init__(
         self,
@@ -224,15 +176,7 @@ class Search:
         ``ContextSelector.narrow``), then build the run's prompts from the narrowed pack."""
 
         async def ask(prompt: Prompt, slot: str) -> str | None:
-            request = phase_request(
-                self.cfg.llm,
-                self.plan_models[0],
-                prompt,
-                "select_context",
-                sample_of(slot),
-                temperature=0.0,
-            )
-            resp = await self.llm.complete(request)
+            resp = await self.call("select_context", prompt, sample_of(slot), temperature=0.0)
             return resp.text if resp.ok else None
 
         selector = ContextSelector(
@@ -254,6 +198,7 @@ class Search:
             self.translation,
             isa_sections=isa_sections(record),
         )
+        self.drafts = Drafter(self.prompts, self.s, self.code_models, self.cfg.seed)
 
     # -- one iteration ------------------------------------------------------------------
     async def iteration(self, i: int, beam: list[Candidate]) -> Iteration:
@@ -276,7 +221,7 @@ class Search:
             async with it.gate.fork() as work:
                 for pi, parent in enumerate(beam):
                     work.start_soon(self.grow, it, pi, parent)
-                for draft in self.combinations(it):
+                for draft in self.drafts.combinations(i, beam):
                     work.start_soon(self.produce, it, draft)
         except BaseExceptionGroup as group:  # some work failed: the error itself, not a group
             raise first_error(group) from None
@@ -308,25 +253,12 @@ class Search:
         plan = await self.plan(it, pi, parent, label, model, forced)
         if plan is None:
             return
-        chain, C = self.lineage.chain(parent), self.s.codes_per_plan
+        chain = self.lineage.chain(parent)
+        drafts = self.drafts.implementations(
+            it.number, it.translate, chain, pi, label, slot, slots, plan, model
+        )
         async with it.gate.fork() as programs:
-            for k in range(C):
-                cid = f"i{it.number}-b{pi}-{label}-c{k}"
-                prompt = self.prompts.implement(
-                    chain, plan, self.rng(it.number, parent.id, cid), it.number, it.translate
-                )
-                draft = Draft(
-                    id=cid,
-                    origin=Origin.PLAN,
-                    phase="code",
-                    model=assign_model(self.code_models, pi, slot * C + k, slots * C),
-                    prompt=prompt,
-                    parents=[parent.id],
-                    base=parent.code or "",
-                    plan=plan,
-                    plan_model=model,
-                    edits=self.s.edits,
-                )
+            for draft in drafts:
                 programs.start_soon(self.produce, it, draft)
 
     async def plan(
@@ -334,7 +266,7 @@ class Search:
     ) -> str | None:
         """The plan ``model`` proposes for ``parent``; None when none came."""
         menu = None if forced is not None else await self.menu_for(it, pi, parent)
-        rng = self.rng(it.number, parent.id, label)
+        rng = self.drafts.rng(it.number, parent.id, label)
         prompt = self.prompts.plan(
             self.lineage.chain(parent), rng, it.number, it.translate, forced, menu
         )
@@ -348,48 +280,11 @@ class Search:
         return plan
 
     async def direct(self, it: Iteration, pi: int, parent: Candidate, slot: int) -> None:
-        """No planning step: P distinct prompts per parent, C samples of each (upstream's
-        shape)."""
+        """No planning step: a program asked for with the menu in its prompt."""
         await it.gate.reach(Stage.CODE)
-        P, C = self.s.plans_per_candidate, self.s.codes_per_plan
-        prompt_slot = slot // C
         menu = await self.menu_for(it, pi, parent)
-        rng = self.rng(it.number, parent.id, f"d{prompt_slot}")
-        prompt = self.prompts.direct(self.lineage.chain(parent), rng, it.number, it.translate, menu)
-        draft = Draft(
-            id=f"i{it.number}-b{pi}-d{slot}",
-            origin=Origin.DIRECT,
-            phase="direct",
-            model=assign_model(self.code_models, pi, slot, P * C),
-            prompt=prompt,
-            parents=[parent.id],
-            base=parent.code or "",
-            plan=f"direct optimization (prompt {prompt_slot})",
-            edits=self.s.edits,
-        )
-        await self.produce(it, draft)
-
-    def combinations(self, it: Iteration) -> list[Draft]:
-        """Programs that combine pairs of beam members (``combine_pairs`` pairs)."""
-        if not self.s.combine_pairs or len(it.beam) < 2:
-            return []
-        pairs = list(itertools.combinations(range(len(it.beam)), 2))
-        rng = self.rng(it.number, "beam", "combine")
-        chosen = rng.sample(pairs, min(self.s.combine_pairs, len(pairs)))
-        return [
-            Draft(
-                id=f"i{it.number}-x{ai}.{bi}-c{k}",
-                origin=Origin.COMBINE,
-                phase="combine",
-                model=assign_model(self.code_models, pair, k, self.s.codes_per_combine),
-                prompt=self.prompts.combine(it.beam[ai], it.beam[bi]),
-                parents=[it.beam[ai].id, it.beam[bi].id],
-                base=it.beam[ai].code or "",
-                plan="combine parents",
-            )
-            for pair, (ai, bi) in enumerate(chosen)
-            for k in range(self.s.codes_per_combine)
-        ]
+        chain = self.lineage.chain(parent)
+        await self.produce(it, self.drafts.direct(it.number, it.translate, chain, pi, slot, menu))
 
     async def produce(self, it: Iteration, draft: Draft) -> None:
         """Write a program and evaluate it; then a judge scores a correct translation, or a
@@ -404,7 +299,7 @@ class Search:
         if c.correct and it.translate and self.cfg.translation.score:
             await it.gate.reach(Stage.SCORE)
             await self.score(c)
-        elif (repair := self.repair_of(c, result)) is not None:
+        elif (repair := self.drafts.repair(c, result)) is not None:
             await self.produce(it, repair)
 
     async def write(self, it: Iteration, draft: Draft) -> Candidate | None:
@@ -415,17 +310,7 @@ class Search:
             return None
         language, anchor = self.backend.language, self.backend.code_anchor
         code, why = program_from(text, draft.base, draft.edits, language, anchor)
-        c = Candidate(
-            id=draft.id,
-            iteration=it.number,
-            parents=draft.parents,
-            origin=draft.origin,
-            plan=draft.plan,
-            code=code,
-            code_hash=code_hash(code) if code else None,
-            plan_model=draft.plan_model,
-            code_model=draft.model,
-        )
+        c = draft.candidate(it.number, code)
         self.lineage.save(c)
         it.children.append(c)
         if code is None:  # nothing to evaluate, nothing to repair
@@ -434,38 +319,10 @@ class Search:
             return None
         return c
 
-    def repair_of(self, failed: Candidate, result: EvalResult) -> Draft | None:
-        """One repair attempt for a failed first attempt, with its errors (``repair_failed``);
-        None when it gets none."""
-        if (
-            failed.correct
-            or failed.origin == Origin.REPAIR
-            or not self.s.repair_failed
-            or not failed.errors.strip()
-            or result.failure == FailureKind.INFRA_ERROR
-        ):
-            return None
-        failure = result.failure.value if result.failure else "failed"
-        return Draft(
-            id=f"{failed.id}-r",
-            origin=Origin.REPAIR,
-            phase="repair",
-            model=next_model(self.code_models, failed.code_model),
-            prompt=self.prompts.repair(failed, failure, failed.errors),
-            parents=list(failed.parents),
-            base=failed.code or "",
-            plan=failed.plan,
-            plan_model=failed.plan_model,
-            edits=self.s.edits,
-        )
-
     async def score(self, c: Candidate) -> None:
         """Translation: an LLM judges how complete the translation is (0-10)."""
         prompt = self.prompts.translation_score(self.lineage.chain(c)[0], c)
-        request = phase_request(
-            self.cfg.llm, self.plan_models[0], prompt, "translation_score", 0, temperature=0.0
-        )
-        resp = await self.llm.complete(request)
+        resp = await self.call("translation_score", prompt, 0, temperature=0.0)
         c.translation_score = parse_score(resp.text) if resp.ok else 0.0
         self.lineage.save(c)
 
@@ -475,42 +332,28 @@ class Search:
             return None
 
         async def ask(key: str) -> LLMResponse:
-            chain, rng = self.lineage.chain(parent), self.rng(it.number, parent.id, "menu")
+            chain, rng = self.lineage.chain(parent), self.drafts.rng(it.number, parent.id, "menu")
             prompt = self.prompts.new_menu(chain, rng, self.s.generated_menu_size)
-            model = assign_model(self.plan_models, pi, 0, 1)
             sample = sample_of(f"{self.cfg.seed}-menu-{key}")
-            return await self.llm.complete(
-                phase_request(self.cfg.llm, model, prompt, "menu", sample)
+            return await self.call(
+                "menu", prompt, sample, model=assign_model(self.plan_models, pi, 0, 1)
             )
 
         return await self.menus.menu(it.number, parent.id, ask)
 
     # -- selection ----------------------------------------------------------------------
     def select(self, it: Iteration) -> list[Candidate]:
-        """The next beam from the incumbents and the iteration's children; saved with the
-        iteration's statistics."""
-        i, beam, children = it.number, it.beam, it.children
-        rank_by_translation = it.translate and self.cfg.translation.score
-        new_beam = self.best_of(beam, children, i, rank_by_translation)
-        scores = [c.translation_score for c in new_beam]
-        if rank_by_translation and self.translation.complete(i, scores):
-            self.store.event("translation_complete", iteration=i)
-            self.translation.iterations = i
-        if self.translation.drops_root_at(i):
-            kept = self.best_of(
-                [c for c in beam if c.origin != Origin.ROOT],
-                [c for c in children if c.origin != Origin.ROOT],
-                i,
-                rank_by_translation,
-            )
-            if kept:
-                new_beam = kept
-            elif any(c.origin != Origin.ROOT for c in (*beam, *children)):
-                self.store.event(
-                    "drop_original_skipped", iteration=i, reason="no translated program is correct"
-                )
-        if not new_beam:  # nothing correct: keep the incumbents
-            new_beam = beam
+        """The next beam (``selection.next_beam``), saved with the iteration's statistics."""
+        i, children = it.number, it.children
+        new_beam = next_beam(
+            i,
+            it.beam,
+            children,
+            search=self.s,
+            translation=self.translation,
+            lookup=self.lineage.get,
+            event=self.store.event,
+        )
         stats = {
             "best": min(c.score for c in new_beam),
             "children": len(children),
@@ -524,32 +367,13 @@ class Search:
         self.progress.iteration_done(i, new_beam)
         return new_beam
 
-    def best_of(
-        self, beam: list[Candidate], children: list[Candidate], i: int, rank_by_translation: bool
-    ) -> list[Candidate]:
-        return select_beam(
-            beam,
-            children,
-            beam_size=self.s.beam_size,
-            keep_factor=self.keep_factor(i),
-            lookup=self.lineage.get,
-            dedup_level=self.s.prevent_duplicate_level,
-            rank_by_translation=rank_by_translation,
-        )
-
-    def keep_factor(self, iteration: int) -> float:
-        if self.translation.active(iteration):
-            return self.cfg.translation.regression_allowance
-        return self.s.keep_factor if iteration <= self.s.keep_factor_iterations else 1.0
-
     # -- the doors ----------------------------------------------------------------------
     async def ask(
         self, model: str, prompt: Prompt, phase: str, slot_id: str, edits: bool = False
     ) -> str | None:
         """One generation call (a plan or a program): the answer, or None when the call
         failed (journaled and counted as a failure)."""
-        request = phase_request(self.cfg.llm, model, prompt, phase, sample_of(slot_id), edits=edits)
-        resp = await self.llm.complete(request)
+        resp = await self.call(phase, prompt, sample_of(slot_id), model=model, edits=edits)
         self.progress.llm_done(phase, resp.ok)
         return resp.text if resp.ok else None
 
@@ -562,7 +386,12 @@ class Search:
         self.progress.evaluated(c)
         return result
 
-    def rng(self, iteration: int, parent: str, slot: str) -> random.Random:
-        """Every random choice comes from (seed, iteration, parent, slot), never from timing."""
-        digest = hashlib.sha256(f"{self.cfg.seed}|{iteration}|{parent}|{slot}".encode()).digest()
-        return random.Random(int.from_bytes(digest[:8], "big"))
+    async def call(
+        self, phase: str, prompt: Prompt, sample: int, model: str | None = None, **params: Any
+    ) -> LLMResponse:
+        """Every LLM call of the search, with its phase's parameters (``phase_requests``);
+        without ``model``, the first planning model's."""
+        request = phase_request(
+            self.cfg.llm, model or self.plan_models[0], prompt, phase, sample, **params
+        )
+        return await self.llm.complete(request)

@@ -6,8 +6,11 @@ Pure functions over candidates, so every rule is unit-tested on its own.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from ..ledger.store import Candidate
+from ..config import SearchConfig
+from ..ledger.store import Candidate, Origin
+from .translation import Translation
 
 INF = float("inf")
 
@@ -68,6 +71,60 @@ def select_beam(
         kept.append(c)
         kept_lineages.append(line)
     return kept
+
+
+def next_beam(
+    iteration: int,
+    beam: list[Candidate],
+    children: list[Candidate],
+    *,
+    search: SearchConfig,
+    translation: Translation,
+    lookup: Callable[[str], Candidate | None],
+    event: Callable[..., Any],
+) -> list[Candidate]:
+    """The beam after ``iteration``, from the incumbents and the iteration's children: ranked
+    by a judge's translation score while translating (which may end the phase early), without
+    the original program once the last translating iteration has a correct translation, and
+    the incumbents when nothing new is correct. ``event`` records what the run should know."""
+    rank_by_translation = translation.active(iteration) and translation.config.score
+    if translation.active(iteration):
+        keep_factor = translation.config.regression_allowance
+    elif iteration <= search.keep_factor_iterations:
+        keep_factor = search.keep_factor
+    else:
+        keep_factor = 1.0
+
+    def best_of(incumbents: list[Candidate], kids: list[Candidate]) -> list[Candidate]:
+        return select_beam(
+            incumbents,
+            kids,
+            beam_size=search.beam_size,
+            keep_factor=keep_factor,
+            lookup=lookup,
+            dedup_level=search.prevent_duplicate_level,
+            rank_by_translation=rank_by_translation,
+        )
+
+    new_beam = best_of(beam, children)
+    scores = [c.translation_score for c in new_beam]
+    if rank_by_translation and translation.complete(iteration, scores):
+        event("translation_complete", iteration=iteration)
+        translation.iterations = iteration
+    if translation.drops_root_at(iteration):
+        translated = best_of(
+            [c for c in beam if c.origin != Origin.ROOT],
+            [c for c in children if c.origin != Origin.ROOT],
+        )
+        if translated:
+            new_beam = translated
+        elif any(c.origin != Origin.ROOT for c in (*beam, *children)):
+            event(
+                "drop_original_skipped",
+                iteration=iteration,
+                reason="no translated program is correct",
+            )
+    return new_beam or beam  # nothing correct: keep the incumbents
 
 
 def _duplicate(

@@ -10,7 +10,7 @@ from engine_helpers import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async
-from autocomp_core.engine.search import assign_model, sample_of
+from autocomp_core.engine.drafts import assign_model, sample_of
 from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
