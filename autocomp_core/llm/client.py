@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import anyio
 import structlog
@@ -33,6 +33,44 @@ __all__ = ["LLMClient", "LLMConfigError", "check_models", "default_models"]
 MAX_RETRY_AFTER_S = 900.0  # a server asking for a longer pause than this is not believed
 ERROR_MESSAGE_LIMIT = 2000
 PLAN_PHASES = {"plan", "menu"}  # phases that get plan_reasoning_effort; others code's
+
+
+@dataclass
+class _Tally:
+    """What the attempts of one request have spent and met so far."""
+
+    started: float  # time.monotonic() when the request came in
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    errors: list[LLMError] = field(default_factory=list)
+    attempts: int = 0
+    retries: int = 0
+    learned: int = 0  # parameters learned as refused during this request
+
+
+def _judge_reply(reply: ProviderReply, params: CallParams) -> Classified | None:
+    """Why an answer that came back cannot be used (cut off, empty); None when it can."""
+    if reply.truncated:
+        return Classified(
+            LLMError(
+                ErrorKind.TRUNCATED,
+                f"the answer stopped at the output limit "
+                f"({params.max_tokens or 'provider default'} tokens)",
+            )
+        )
+    if not reply.text.strip():
+        return Classified(LLMError(ErrorKind.EMPTY, "the answer was empty"))
+    return None
+
+
+def _error_fields(request: LLMRequest, model: str, error: LLMError) -> dict:
+    """The log fields every failed attempt reports."""
+    return {
+        "model": model,
+        "phase": request.phase,
+        "kind": error.kind.value,
+        "status": error.status,
+    }
 
 
 class LLMClient:
@@ -211,27 +249,60 @@ class LLMClient:
         return LLMError(kind, redact(message)[:ERROR_MESSAGE_LIMIT], status)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        started = time.monotonic()
+        """Ask until an answer is usable or the failure is final: each attempt runs under the
+        limits; a refused parameter is dropped and asked again, a retryable failure backs off
+        up to ``max_retries``; every response (success or not) is recorded in ``usage``."""
+        tally = _Tally(time.monotonic())
         try:
             ref, spec, client = await self._provider_client(request.model)
         except Exception as exc:  # an unknown model, a local server that cannot start
             if isinstance(exc, BUGS):
                 raise
-            kind = (
-                ErrorKind.BAD_REQUEST
-                if isinstance(exc, LLMConfigError)
-                else classify_exception(exc).error.kind
+            return self._unreachable(request, exc, tally)
+        model = str(ref)
+        params = self._params(request)
+        while True:
+            tally.attempts += 1
+            dropped = frozenset(self._rejected.get(model, ()))
+            reply, classified = await self._attempt(
+                request, ref, spec, client, replace(params, dropped=dropped)
             )
-            error = self._failure(kind, str(exc) or type(exc).__name__)
-            response = LLMResponse(
-                model=request.model,
-                error=error,
-                errors=[error],
-                attempts=0,
-                duration_s=time.monotonic() - started,
+            if reply is not None:
+                tally.usage = tally.usage + reply.usage
+                tally.cost += self._reply_cost(spec, ref, reply)
+                classified = _judge_reply(reply, params)
+                if classified is None:
+                    return self._respond(request, model, tally, reply)
+            assert classified is not None
+            error = self._failure(
+                classified.error.kind, classified.error.message, classified.error.status
             )
-            self.usage.record(request.phase, request.model, response)
-            return response
+            tally.errors.append(error)
+            if self._learn_refusal(model, classified.rejected_param, dropped, tally):
+                continue
+            if await self._pause_to_retry(request, model, error, classified.retry_after_s, tally):
+                continue
+            log.warning(
+                "llm.failed",
+                **_error_fields(request, model, error),
+                attempts=tally.attempts,
+                message=error.message[:200],
+            )
+            return self._respond(request, model, tally, reply, error)
+
+    def _unreachable(self, request: LLMRequest, exc: Exception, tally: _Tally) -> LLMResponse:
+        """The failed response when the model's provider client cannot be had at all."""
+        kind = (
+            ErrorKind.BAD_REQUEST
+            if isinstance(exc, LLMConfigError)
+            else classify_exception(exc).error.kind
+        )
+        error = self._failure(kind, str(exc) or type(exc).__name__)
+        tally.errors.append(error)
+        return self._respond(request, request.model, tally, None, error)
+
+    def _call_limits(self) -> Limits:
+        """The limits every call of this client shares, made at the first call."""
         if self._limits is None:
             s = self.settings
             # the embedded llama.cpp server answers one request at a time: queue here, where
@@ -245,113 +316,99 @@ class LLMClient:
                 s.tokens_per_minute,
                 s.rate_burst_s,
             )
-        model = str(ref)
+        return self._limits
+
+    async def _attempt(
+        self,
+        request: LLMRequest,
+        ref: ModelRef,
+        spec: ProviderSpec,
+        client: ProviderClient,
+        params: CallParams,
+    ) -> tuple[ProviderReply | None, Classified | None]:
+        """One call under the limits and the per-request timeout: the reply, or why not."""
         names = (ref.provider, spec.name)
-        params = self._params(request)
         estimate = self._estimate_tokens(request.prompt, params)
-        usage, cost, errors = Usage(), 0.0, list[LLMError]()
-        attempts = retries = learned = 0
+        reply: ProviderReply | None = None
+        try:
+            async with self._call_limits().slot(names, str(ref), estimate) as settle:
+                with anyio.fail_after(self.settings.timeout_s):
+                    reply = await client.complete(ref.model, request.prompt, params)
+                settle(reply.usage.total)
+        except BUGS:
+            raise
+        except Exception as exc:  # cancellation is not an Exception: it propagates
+            classified = classify_exception(exc)
+            if isinstance(exc, TimeoutError):  # our own per-request limit
+                classified.error.message = f"no answer within {self.settings.timeout_s:g} s"
+            return reply, classified
+        return reply, None
 
-        while True:
-            attempts += 1
-            dropped = frozenset(self._rejected.get(model, ()))
-            reply: ProviderReply | None = None
-            classified: Classified | None = None
-            try:
-                async with self._limits.slot(names, model, estimate) as settle:
-                    with anyio.fail_after(self.settings.timeout_s):
-                        reply = await client.complete(
-                            ref.model, request.prompt, replace(params, dropped=dropped)
-                        )
-                    settle(reply.usage.total)
-            except BUGS:
-                raise
-            except Exception as exc:  # cancellation is not an Exception: it propagates
-                classified = classify_exception(exc)
-                if isinstance(exc, TimeoutError):  # our own per-request limit
-                    classified.error.message = f"no answer within {self.settings.timeout_s:g} s"
+    def _reply_cost(self, spec: ProviderSpec, ref: ModelRef, reply: ProviderReply) -> float:
+        return self.prices.cost(
+            spec.name,
+            ref.model,
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+            reply.usage.cached_tokens,
+            reply.cache_write_tokens,
+        )
 
-            if reply is not None:
-                usage = usage + reply.usage
-                cost += self.prices.cost(
-                    spec.name,
-                    ref.model,
-                    reply.usage.input_tokens,
-                    reply.usage.output_tokens,
-                    reply.usage.cached_tokens,
-                    reply.cache_write_tokens,
-                )
-                if reply.truncated:
-                    classified = Classified(
-                        LLMError(
-                            ErrorKind.TRUNCATED,
-                            f"the answer stopped at the output limit "
-                            f"({params.max_tokens or 'provider default'} tokens)",
-                        )
-                    )
-                elif not reply.text.strip():
-                    classified = Classified(LLMError(ErrorKind.EMPTY, "the answer was empty"))
-                else:
-                    response = LLMResponse(
-                        text=reply.text,
-                        model=model,
-                        usage=usage,
-                        cost_usd=cost,
-                        duration_s=time.monotonic() - started,
-                        attempts=attempts,
-                        finish_reason=reply.finish_reason,
-                        errors=errors,
-                    )
-                    self.usage.record(request.phase, model, response)
-                    return response
+    def _learn_refusal(
+        self, model: str, param: str | None, dropped: frozenset[str], tally: _Tally
+    ) -> bool:
+        """True when the model refused a parameter it was sent: remember it, ask again without."""
+        if not param or param in dropped or tally.learned >= len(DROPPABLE_PARAMS):
+            return False
+        self._rejected.setdefault(model, set()).add(param)
+        tally.learned += 1
+        log.info("llm.param_dropped", model=model, param=param)
+        return True
 
-            assert classified is not None
-            error = self._failure(
-                classified.error.kind, classified.error.message, classified.error.status
-            )
-            errors.append(error)
-            param = classified.rejected_param
-            if param and param not in dropped and learned < len(DROPPABLE_PARAMS):
-                # The model refuses this parameter: remember it and ask again without it.
-                self._rejected.setdefault(model, set()).add(param)
-                learned += 1
-                log.info("llm.param_dropped", model=model, param=param)
-                continue
-            if error.kind.retryable and retries < self.settings.max_retries:
-                retries += 1
-                delay = self._backoff(retries, classified.retry_after_s)
-                log.info(
-                    "llm.retry",
-                    model=model,
-                    phase=request.phase,
-                    kind=error.kind.value,
-                    retry=retries,
-                    delay_s=round(delay, 2),
-                    status=error.status,
-                )
-                await anyio.sleep(delay)
-                continue
-            log.warning(
-                "llm.failed",
-                model=model,
-                phase=request.phase,
-                kind=error.kind.value,
-                attempts=attempts,
-                status=error.status,
-                message=error.message[:200],
-            )
-            response = LLMResponse(
-                model=model,
-                usage=usage,
-                cost_usd=cost,
-                duration_s=time.monotonic() - started,
-                attempts=attempts,
-                finish_reason=reply.finish_reason if reply else None,
-                error=error,
-                errors=errors,
-            )
-            self.usage.record(request.phase, model, response)
-            return response
+    async def _pause_to_retry(
+        self,
+        request: LLMRequest,
+        model: str,
+        error: LLMError,
+        retry_after: float | None,
+        tally: _Tally,
+    ) -> bool:
+        """Sleep out the backoff and return True when the failure may be retried."""
+        if not error.kind.retryable or tally.retries >= self.settings.max_retries:
+            return False
+        tally.retries += 1
+        delay = self._backoff(tally.retries, retry_after)
+        log.info(
+            "llm.retry",
+            **_error_fields(request, model, error),
+            retry=tally.retries,
+            delay_s=round(delay, 2),
+        )
+        await anyio.sleep(delay)
+        return True
+
+    def _respond(
+        self,
+        request: LLMRequest,
+        model: str,
+        tally: _Tally,
+        reply: ProviderReply | None,
+        error: LLMError | None = None,
+    ) -> LLMResponse:
+        """The request's response (the reply's text only when it succeeded), recorded."""
+        response = LLMResponse(
+            text=reply.text if reply is not None and error is None else "",
+            model=model,
+            usage=tally.usage,
+            cost_usd=tally.cost,
+            duration_s=time.monotonic() - tally.started,
+            attempts=tally.attempts,
+            finish_reason=reply.finish_reason if reply is not None else None,
+            error=error,
+            errors=tally.errors,
+        )
+        self.usage.record(request.phase, model, response)
+        return response
 
     def rejected_params(self, model: str) -> set[str]:
         """Parameters learned as refused by ``model`` (resolved model string)."""
