@@ -72,9 +72,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import anyio
 
@@ -304,21 +305,7 @@ def _bwrap_argv(workdir: Path, limits: SandboxLimits, hidden: list[str]) -> list
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bubblewrap was found at start but bwrap is gone")
-    args = [
-        bwrap,
-        "--die-with-parent",
-        "--unshare-pid",
-        "--unshare-ipc",
-        *([] if limits.network else ["--unshare-net"]),
-        "--ro-bind",  # the program keeps the user's uid: it writes only its work dir and scratch
-        "/",
-        "/",
-        "--dev-bind",
-        "/dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
+    args = supervisor.bwrap_namespaces(bwrap, limits.network)
     for folder, keep, _ in _scratch_covers(workdir, limits):
         args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
         for path in keep:
@@ -342,18 +329,37 @@ def _find_program(argv0: str, env: dict[str, str], workdir: Path) -> None:
 # ---------------------------------------------------------------- in the engine
 
 
-class _CappedReader:
-    """Reads a pipe without blocking the loop; keeps the first ``cap`` bytes, counts the rest."""
+class _PipeReader:
+    """A pipe read whenever it is readable (``_on_readable``), never blocking the loop;
+    ``closed`` is set once it is closed, at its end or by ``close``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self.loop, self.fd = loop, fd
+        self.closed = anyio.Event()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+        self.closed.set()
+
+
+class _CappedReader(_PipeReader):
+    """Keeps the first ``cap`` bytes of a pipe, counts the rest."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, cap: int) -> None:
-        self.loop, self.fd, self.cap = loop, fd, cap
+        self.cap = cap
         self.kept = bytearray()
         self.total = 0
-        self.done = anyio.Event()  # the pipe closed
-        os.set_blocking(fd, False)
         with contextlib.suppress(OSError):  # bigger pipe: fewer wake-ups for a flood
             fcntl.fcntl(fd, F_SETPIPE_SZ, 1 << 20)
-        loop.add_reader(fd, self._on_readable)
+        super().__init__(loop, fd)
 
     def _on_readable(self) -> None:
         try:
@@ -370,32 +376,22 @@ class _CappedReader:
         if room > 0:
             self.kept += data[:room]
 
-    def close(self) -> None:
-        if self.fd >= 0:
-            self.loop.remove_reader(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-        self.done.set()
-
     @property
     def truncated(self) -> bool:
         return self.total > len(self.kept)
 
 
-class _StatusReader:
-    """Parses the supervisor's status lines as they arrive."""
+class _StatusReader(_PipeReader):
+    """Parses the supervisor's status lines as they arrive; ``closed``: the supervisor exited."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
-        self.loop, self.fd = loop, fd
         self.buffer = b""
         self.pid: int | None = None
         self.level = NONE  # the isolation the supervisor set up
         self.ended: tuple[str, int] | None = None  # ("exit", code) or ("signal", number)
         self.exec_errno: int | None = None  # the program could not be executed
         self.errors: list[str] = []
-        self.finished = anyio.Event()  # the supervisor exited (the pipe closed)
-        os.set_blocking(fd, False)
-        loop.add_reader(fd, self._on_readable)
+        super().__init__(loop, fd)
 
     def _on_readable(self) -> None:
         try:
@@ -419,13 +415,6 @@ class _StatusReader:
                 self.ended = (kind, int(value))
             elif kind == "error":
                 self.errors.append(value)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            self.loop.remove_reader(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-        self.finished.set()
 
 
 def _base_env() -> dict[str, str]:
@@ -517,34 +506,9 @@ async def run_sandboxed(
             *_engine_paths(),
         ]
         hide = _hidden_dirs(list(hidden), reach)
-        covers: list[tuple[str, list[str], str]] = []
-        if level in (NAMESPACES, USER_NAMESPACES):
-            covers = _scratch_covers(workdir, limits)
-        if level == NAMESPACES and uid is not None:
-            covers += _blocked_covers(reach)
-        if level in (NAMESPACES, USER_NAMESPACES):
-            covers += [(folder, [], "mode=0555,size=4k") for folder in hide]
         if level == BUBBLEWRAP:
             argv = [*_bwrap_argv(workdir, limits, hide), *argv]
-        plan = {
-            "level": level,
-            "network": limits.network,
-            "uid": uid,
-            "covers": covers,
-            # the program writes only its work dir and scratch, whatever its uid may write
-            "writable": os.path.realpath(workdir)
-            if level in (NAMESPACES, USER_NAMESPACES)
-            else None,
-            "engine_pid": os.getpid(),
-            "limits": {
-                "cpu_s": max(
-                    1, limits.cpu_s if limits.cpu_s is not None else math.ceil(limits.wall_s)
-                ),
-                "memory_mb": limits.memory_mb,
-                "file_size_mb": limits.file_size_mb,
-                "max_processes": limits.max_processes,
-            },
-        }
+        plan = _supervisor_plan(level, uid, workdir, limits, reach, hide)
         if preload is not None and (level == BUBBLEWRAP or not preload.serves(argv, full_env)):
             preload = None  # (bubblewrap execs the program)
         return await _run(argv, plan, limits, workdir, full_env, stdin, preload)
@@ -556,6 +520,41 @@ async def run_sandboxed(
             _chown_tree(workdir, os.geteuid(), os.getegid())
 
 
+def _supervisor_plan(
+    level: str,
+    uid: int | None,
+    workdir: Path,
+    limits: SandboxLimits,
+    reach: list[str],
+    hide: list[str],
+) -> dict:
+    """What the supervisor sets up (see ``supervisor.py``): the level, the per-run uid, the
+    tmpfs covers (scratch dirs, dirs the uid cannot enter, hidden dirs) and the rlimits."""
+    namespaces = level in (NAMESPACES, USER_NAMESPACES)
+    covers: list[tuple[str, list[str], str]] = []
+    if namespaces:
+        covers = _scratch_covers(workdir, limits)
+    if level == NAMESPACES and uid is not None:
+        covers += _blocked_covers(reach)
+    if namespaces:
+        covers += [(folder, [], "mode=0555,size=4k") for folder in hide]
+    return {
+        "level": level,
+        "network": limits.network,
+        "uid": uid,
+        "covers": covers,
+        # the program writes only its work dir and scratch, whatever its uid may write
+        "writable": os.path.realpath(workdir) if namespaces else None,
+        "engine_pid": os.getpid(),
+        "limits": {
+            "cpu_s": max(1, limits.cpu_s if limits.cpu_s is not None else math.ceil(limits.wall_s)),
+            "memory_mb": limits.memory_mb,
+            "file_size_mb": limits.file_size_mb,
+            "max_processes": limits.max_processes,
+        },
+    }
+
+
 async def _run(
     argv: list[str],
     plan: dict,
@@ -565,86 +564,34 @@ async def _run(
     stdin: bytes | None,
     preload: PreloadServer | None = None,
 ) -> SandboxResult:
-    loop = asyncio.get_running_loop()
+    loop = asyncio.get_running_loop()  # before anything is opened or started
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     plan["status_fd"] = status_w
-    stdin_file = None
-    if stdin is not None:  # a file, not a pipe: nothing to feed while the program runs
-        stdin_file = tempfile.TemporaryFile()
-        stdin_file.write(stdin)
-        stdin_file.seek(0)
-    started = time.monotonic()
-    proc: subprocess.Popen | PreloadedRun | None = None
     try:
-        if preload is not None:
-            stdin_fd = stdin_file.fileno() if stdin_file is not None else os.open(os.devnull, 0)
-            try:  # None: the server could not fork it, and a fresh interpreter runs it
-                proc = await preload.launch(
-                    plan, argv, env, str(workdir), (stdin_fd, out_w, err_w, status_w)
-                )
-            finally:
-                if stdin_file is None:
-                    os.close(stdin_fd)
-        if proc is None:
-            proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
-                [*_supervisor_argv(), json.dumps(plan), "--", *argv],
-                stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=err_w,
-                cwd=workdir,
-                env=env,
-                start_new_session=True,
-                pass_fds=(status_w,),
+        with _stdin_file(stdin) as stdin_file:
+            started = time.monotonic()
+            proc = await _launch(
+                argv, plan, workdir, env, stdin_file, preload, (out_w, err_w, status_w)
             )
     except BaseException:
         for fd in (status_r, status_w, out_r, out_w, err_r, err_w):
             os.close(fd)
         raise
-    finally:
-        if stdin_file is not None:
-            stdin_file.close()
     for fd in (status_w, out_w, err_w):
         os.close(fd)
     out = _CappedReader(loop, out_r, limits.max_output_bytes)
     err = _CappedReader(loop, err_r, limits.max_output_bytes)
     status = _StatusReader(loop, status_r)
-    timed_out = False
     try:
-        with anyio.move_on_after(max(0.0, started + limits.wall_s - time.monotonic())):
-            await status.finished.wait()
-        if not status.finished.is_set():
-            timed_out = True
-            await _kill_candidate(status, proc)
-        wall = time.monotonic() - started
-        supervisor_code = await _reap(proc, KILL_GRACE_S)
-        # Output still in flight after the program ended: read it briefly, then stop.
-        with anyio.move_on_after(DRAIN_GRACE_S):
-            await out.done.wait()
-            await err.done.wait()
-    except BaseException:  # cancelled (or worse): the program must not outlive the call
-        _kill_now(status, proc)
-        raise
+        timed_out, wall, supervisor_code = await _await_end(
+            proc, status, out, err, started, limits.wall_s
+        )
     finally:
         for reader in (out, err, status):
             reader.close()
-    if status.errors and any(
-        e.startswith("setup") or e.startswith("supervisor") for e in status.errors
-    ):
-        raise SandboxError(f"sandbox for {argv[0]!r} failed: {'; '.join(status.errors)}")
-    if status.exec_errno is not None:
-        raise OSError(status.exec_errno, os.strerror(status.exec_errno), argv[0])
-    returncode = signum = None
-    if status.ended is not None:
-        kind, value = status.ended
-        returncode, signum = (value, None) if kind == "exit" else (None, value)
-    elif timed_out:
-        signum = signal.SIGKILL
-    elif supervisor_code is not None:
-        raise SandboxError(
-            f"sandbox supervisor for {argv[0]!r} ended without a report (code {supervisor_code})"
-        )
+    returncode, signum = _ending(argv[0], status, timed_out, supervisor_code)
     level = status.level
     if level == NAMESPACES and plan["uid"] is None:
         level = "namespaces"  # root keeping its privileges (drop_privileges=False)
@@ -668,6 +615,106 @@ async def _run(
     )
 
 
+@contextlib.contextmanager
+def _stdin_file(stdin: bytes | None) -> Iterator[IO[bytes] | None]:
+    """The program's stdin as a file, not a pipe: nothing to feed while the program runs."""
+    if stdin is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as file:
+        file.write(stdin)
+        file.seek(0)
+        yield file
+
+
+async def _launch(
+    argv: list[str],
+    plan: dict,
+    workdir: Path,
+    env: dict[str, str],
+    stdin_file: IO[bytes] | None,
+    preload: PreloadServer | None,
+    pipes: tuple[int, int, int],
+) -> subprocess.Popen | PreloadedRun:
+    """Start the supervisor: forked by the preload server when it can, else execed with a
+    fresh interpreter. ``pipes``: the write ends of the stdout, stderr and status pipes."""
+    out_w, err_w, status_w = pipes
+    if preload is not None:
+        stdin_fd = stdin_file.fileno() if stdin_file is not None else os.open(os.devnull, 0)
+        try:  # None: the server could not fork it, and a fresh interpreter runs it
+            proc = await preload.launch(
+                plan, argv, env, str(workdir), (stdin_fd, out_w, err_w, status_w)
+            )
+        finally:
+            if stdin_file is None:
+                os.close(stdin_fd)
+        if proc is not None:
+            return proc
+    return subprocess.Popen(  # noqa: ASYNC220 - returns at once: fork and exec, no Python between
+        [*_supervisor_argv(), json.dumps(plan), "--", *argv],
+        stdin=stdin_file if stdin_file is not None else subprocess.DEVNULL,
+        stdout=out_w,
+        stderr=err_w,
+        cwd=workdir,
+        env=env,
+        start_new_session=True,
+        pass_fds=(status_w,),
+    )
+
+
+async def _await_end(
+    proc: subprocess.Popen | PreloadedRun,
+    status: _StatusReader,
+    out: _CappedReader,
+    err: _CappedReader,
+    started: float,
+    wall_s: float,
+) -> tuple[bool, float, int | None]:
+    """Wait for the supervisor's report up to the wall limit, killing the program there;
+    reap the supervisor and drain the output still in flight. Returns (timed out, wall
+    seconds, the supervisor's exit code). Cancelled, it kills without waiting."""
+    timed_out = False
+    try:
+        with anyio.move_on_after(max(0.0, started + wall_s - time.monotonic())):
+            await status.closed.wait()
+        if not status.closed.is_set():
+            timed_out = True
+            await _kill_candidate(status, proc)
+        wall = time.monotonic() - started
+        supervisor_code = await _reap(proc, KILL_GRACE_S)
+        # Output still in flight after the program ended: read it briefly, then stop.
+        with anyio.move_on_after(DRAIN_GRACE_S):
+            await out.closed.wait()
+            await err.closed.wait()
+    except BaseException:  # cancelled (or worse): the program must not outlive the call
+        _kill_now(status, proc)
+        raise
+    return timed_out, wall, supervisor_code
+
+
+def _ending(
+    argv0: str, status: _StatusReader, timed_out: bool, supervisor_code: int | None
+) -> tuple[int | None, int | None]:
+    """How the program ended: (exit code, signal). Raises when the sandbox failed to set it
+    up (``SandboxError``) or to execute it (``OSError``)."""
+    if status.errors and any(
+        e.startswith("setup") or e.startswith("supervisor") for e in status.errors
+    ):
+        raise SandboxError(f"sandbox for {argv0!r} failed: {'; '.join(status.errors)}")
+    if status.exec_errno is not None:
+        raise OSError(status.exec_errno, os.strerror(status.exec_errno), argv0)
+    if status.ended is not None:
+        kind, value = status.ended
+        return (value, None) if kind == "exit" else (None, value)
+    if timed_out:
+        return None, signal.SIGKILL
+    if supervisor_code is not None:
+        raise SandboxError(
+            f"sandbox supervisor for {argv0!r} ended without a report (code {supervisor_code})"
+        )
+    return None, None
+
+
 def _relative(text: str, workdir: Path) -> str:
     """Paths inside the private work dir, written relative to it: the dir's name is random,
     and compiler errors and tracebacks read the same from run to run without it."""
@@ -682,8 +729,8 @@ async def _kill_candidate(status: _StatusReader, proc: subprocess.Popen | Preloa
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(status.pid, signal.SIGKILL)
         with anyio.move_on_after(KILL_GRACE_S):
-            await status.finished.wait()
-    if not status.finished.is_set():  # no report: take the supervisor down too
+            await status.closed.wait()
+    if not status.closed.is_set():  # no report: take the supervisor down too
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
 

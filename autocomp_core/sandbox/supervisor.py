@@ -359,6 +359,27 @@ def set_limits(limits: dict) -> None:
         cap(resource.RLIMIT_NPROC, limits["max_processes"])
 
 
+def bwrap_namespaces(bwrap: str, network: bool) -> list[str]:
+    """The start of every ``bwrap`` command line, each run's and the probe's: the bubblewrap
+    level's namespaces, ``/`` read-only (the program keeps the user's uid: it writes only
+    what is bound writable after this), ``/dev`` and a private ``/proc``."""
+    return [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+        *([] if network else ["--unshare-net"]),
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev-bind",
+        "/dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+
+
 def probe(level: str, bwrap: str | None) -> bool:
     """Whether ``level`` works here: its namespaces, a private /proc and a tmpfs."""
     if level == BUBBLEWRAP:
@@ -367,23 +388,7 @@ def probe(level: str, bwrap: str | None) -> bool:
         import subprocess  # here only: the supervisor of a run starts faster without it
 
         done = subprocess.run(
-            [
-                bwrap,
-                "--die-with-parent",
-                "--unshare-pid",
-                "--unshare-net",
-                "--ro-bind",
-                "/",
-                "/",
-                "--dev-bind",
-                "/dev",
-                "/dev",
-                "--proc",
-                "/proc",
-                "--tmpfs",
-                "/tmp",
-                "true",
-            ],
+            [*bwrap_namespaces(bwrap, network=False), "--tmpfs", "/tmp", "true"],
             capture_output=True,
             timeout=30,
         )
