@@ -13,7 +13,7 @@ from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing import LLMTestServer, Proposals, preloaded_cli
 
 from autocomp_cuda.adversarial import ROOT as ADV
-from autocomp_cuda.harness import Harness
+from autocomp_cuda.harness.children import Children
 
 PROPOSALS = {
     "fuse everything into one C++ loop": (
@@ -95,14 +95,14 @@ async def test_the_engine_shuts_the_warm_workers_down_when_the_run_ends(
     """Warm workers end with the run, through the backend's lifecycle (``aclose``), not when
     their idle timeout runs out minutes later."""
     started = []
-    start_worker = Harness._start_worker
+    start_worker = Children.start_worker
 
     def record(self, gpu):
         worker = start_worker(self, gpu)
         started.append(worker)
         return worker
 
-    monkeypatch.setattr(Harness, "_start_worker", record)
+    monkeypatch.setattr(Children, "start_worker", record)
     relu = (
         "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
         "    def forward(self, x):\n        return torch.clamp(x, min=0)\n"

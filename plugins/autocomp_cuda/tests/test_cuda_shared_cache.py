@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from autocomp_cuda.harness import Harness
+from autocomp_cuda.harness.children import Children
 from autocomp_cuda.workers import ReferenceServer
 
 # The build step runs for any program that names an extension builder; this one builds
@@ -23,7 +23,7 @@ async def test_two_harnesses_on_one_cache_make_each_reference_and_build_once(
     make_backend, tmp_path, monkeypatch
 ):
     children: list[str] = []
-    run_child = Harness._run_child
+    run_child = Children.run
 
     async def counted(self, module, job, work, wall_s):
         children.append(module)
@@ -35,7 +35,7 @@ async def test_two_harnesses_on_one_cache_make_each_reference_and_build_once(
         children.append("reference_main")
         return await serve(self, job, wall_s)
 
-    monkeypatch.setattr(Harness, "_run_child", counted)
+    monkeypatch.setattr(Children, "run", counted)
     monkeypatch.setattr(ReferenceServer, "run", served)
     # two backends, each with its own harness and in-process locks, as two processes have
     first, second = (make_backend("cpu", cache_dir=str(tmp_path)) for _ in range(2))
