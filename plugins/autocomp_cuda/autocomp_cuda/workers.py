@@ -53,8 +53,12 @@ def _waiting(loop, task: asyncio.Future, since: float, idle_s: float) -> bool:
     return current is loop and not task.done() and idle < idle_s - min(IDLE_MARGIN_S, idle_s / 2)
 
 
-class Worker:
-    """One sandboxed candidate worker, started now, waiting for one job."""
+class _Sandboxed:
+    """A sandboxed worker process, started now, in a work dir of its own that is held while
+    the process lives (a killed engine's is swept). Each kind says its work dir's prefix, its
+    state, its command line and its sandbox's limits, and what is left once it ends."""
+
+    prefix = "autocomp-cuda-"
 
     def __init__(
         self,
@@ -64,34 +68,72 @@ class Worker:
         hidden: Sequence[Path] = (),
         preload: PreloadServer | None = None,
     ) -> None:
-        self.held = HeldDir("autocomp-cuda-eval-")  # (a killed engine's is swept)
+        self.held = HeldDir(self.prefix)
         self.work = self.held.path
-        self.job_path = self.work / "job.json"
         self.idle_s = idle_s
+        self.loop = asyncio.get_running_loop()
+        self._prepare()
+        self.task = asyncio.ensure_future(
+            run_sandboxed(
+                self._argv(),
+                limits=self._life_limits(limits),
+                cwd=self.work,
+                env=env,
+                hidden=hidden,
+                preload=preload,
+            )
+        )
+        # A callback, not a finally: it runs even when the task is cancelled before it started
+        # (an event loop that ends right after starting a standby worker).
+        self.task.add_done_callback(self._ended)
+
+    def _prepare(self) -> None:
+        """This kind's state, set before the process starts."""
+
+    def _argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def _life_limits(self, limits: SandboxLimits) -> SandboxLimits:
+        raise NotImplementedError
+
+    def _ended(self, _task: asyncio.Future) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Stop the process (if running) and wait until it is gone."""
+        if not self.task.done():
+            self.task.cancel()
+        # Its own cancellation or failure is expected here and not ours to raise; a
+        # cancellation of the caller still propagates.
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+class Worker(_Sandboxed):
+    """One sandboxed candidate worker, started now, waiting for one job."""
+
+    prefix = "autocomp-cuda-eval-"
+
+    def _prepare(self) -> None:
+        self.job_path = self.work / "job.json"
         self.started = time.monotonic()
         self.dispatched = False
-        self.loop = asyncio.get_running_loop()
-        argv = [
+
+    def _argv(self) -> list[str]:
+        return [
             sys.executable,
             "-m",
             CANDIDATE_MAIN,
             str(self.job_path),
             "--wait",
-            f"{idle_s:g}",
+            f"{self.idle_s:g}",
         ]
+
+    def _life_limits(self, limits: SandboxLimits) -> SandboxLimits:
         # The sandbox limit covers the idle wait and every phase after it; the harness
         # applies its own, tighter deadline from the moment it hands over the job.
-        limits = dataclasses.replace(limits, wall_s=limits.wall_s + idle_s)
-        self.task = asyncio.ensure_future(
-            run_sandboxed(
-                argv, limits=limits, cwd=self.work, env=env, hidden=hidden, preload=preload
-            )
-        )
-        # A callback, not a finally: it runs even when the task is cancelled before it started
-        # (an event loop that ends right after starting a standby worker).
-        self.task.add_done_callback(self._remove_if_unused)
+        return dataclasses.replace(limits, wall_s=limits.wall_s + self.idle_s)
 
-    def _remove_if_unused(self, _task: asyncio.Future) -> None:
+    def _ended(self, _task: asyncio.Future) -> None:
         if not self.dispatched:  # never used: nothing in the work dir is wanted
             self.held.release()
 
@@ -130,20 +172,12 @@ class Worker:
         except TimeoutError:  # wait_for has cancelled the run, which killed the worker
             return None
 
-    async def close(self) -> None:
-        """Stop the worker (if running) and wait until its process is gone."""
-        if not self.task.done():
-            self.task.cancel()
-        # Its own cancellation or failure is expected here and not ours to raise; a
-        # cancellation of the caller still propagates.
-        await asyncio.gather(self.task, return_exceptions=True)
-
     def discard(self) -> None:
         """Remove the work dir of a worker that was used (after the harness read its files)."""
         self.held.release()
 
 
-class ReferenceServer:
+class ReferenceServer(_Sandboxed):
     """One sandboxed reference worker (``reference_main --serve``) kept for many problems.
 
     The gate over a whole suite runs one reference job per problem; a cold worker spends
@@ -156,40 +190,22 @@ class ReferenceServer:
 
     #: Problems one server computes before it is replaced (bounds what any could leave behind).
     MAX_JOBS = 64
+    prefix = "autocomp-cuda-refs-"
 
-    def __init__(
-        self,
-        env: dict[str, str],
-        limits: SandboxLimits,
-        idle_s: float,
-        hidden: Sequence[Path] = (),
-        preload: PreloadServer | None = None,
-    ) -> None:
-        self.held = HeldDir("autocomp-cuda-refs-")
-        self.work = self.held.path
-        self.idle_s = idle_s
+    def _prepare(self) -> None:
         self.served = 0
         self.busy = False  # a job's files are in the work dir, not yet read by the harness
         self.last_used = time.monotonic()
-        self.loop = asyncio.get_running_loop()
-        argv = [
-            sys.executable,
-            "-m",
-            REFERENCE_MAIN,
-            "--serve",
-            f"{idle_s:g}",
-        ]
-        # The sandbox's limit covers the server's whole life; each job has its own deadline.
-        life_s = (limits.wall_s + idle_s) * self.MAX_JOBS
-        limits = dataclasses.replace(limits, wall_s=life_s, cpu_s=math.ceil(life_s))
-        self.task = asyncio.ensure_future(
-            run_sandboxed(
-                argv, limits=limits, cwd=self.work, env=env, hidden=hidden, preload=preload
-            )
-        )
-        self.task.add_done_callback(self._remove_if_idle)
 
-    def _remove_if_idle(self, _task: asyncio.Future) -> None:
+    def _argv(self) -> list[str]:
+        return [sys.executable, "-m", REFERENCE_MAIN, "--serve", f"{self.idle_s:g}"]
+
+    def _life_limits(self, limits: SandboxLimits) -> SandboxLimits:
+        # The sandbox's limit covers the server's whole life; each job has its own deadline.
+        life_s = (limits.wall_s + self.idle_s) * self.MAX_JOBS
+        return dataclasses.replace(limits, wall_s=life_s, cpu_s=math.ceil(life_s))
+
+    def _ended(self, _task: asyncio.Future) -> None:
         if not self.busy:  # (with a job in flight, ``finish`` removes it once it is read)
             self.held.release()
 
@@ -250,9 +266,3 @@ class ReferenceServer:
             (self.work / name).unlink(missing_ok=True)
         if (self.work / f"out-{n}").exists():
             remove_tree(self.work / f"out-{n}")
-
-    async def close(self) -> None:
-        """Stop the server (if running) and wait until its process is gone."""
-        if not self.task.done():
-            self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
