@@ -35,20 +35,7 @@ OUT="${1:-$ROOT/cuda_gpu_check.txt}"
 shift || true
 PARTS=("$@")
 [ ${#PARTS[@]} -eq 0 ] && PARTS=(facts builds tests bench suite)
-PY="${PYTHON:-python3}"
-export PYTHONUNBUFFERED=1
-if [ -z "${CUDA_HOME:-}" ] && [ -d /usr/local/cuda ]; then export CUDA_HOME=/usr/local/cuda; fi
-export AUTOCOMP_CUDA_CACHE="${AUTOCOMP_CUDA_CACHE:-$(mktemp -d)}"
-if ! "$PY" -c "import autocomp_cuda" 2>/dev/null; then
-  if [ -d "$ROOT/.whl" ]; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/autocomp-site "$ROOT"/.whl/*.whl
-    export PYTHONPATH="/tmp/autocomp-site${PYTHONPATH:+:$PYTHONPATH}"
-  fi
-  export PYTHONPATH="$ROOT:$HERE:${PYTHONPATH:-}"
-  export AUTOCOMP_PLUGINS=autocomp_cuda.plugin  # the entry point of an installed plugin
-fi
-GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+. "$HERE/gpu_env.sh"
 DEVICE="${DEVICE:-cuda}"
 export PY HERE ROOT GPU_NAME DEVICE
 exec > >(tee "$OUT") 2>&1  # progressive: every line reaches the terminal as it is printed

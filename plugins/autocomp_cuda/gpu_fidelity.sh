@@ -33,20 +33,7 @@ fi
 KB="$(cd "$KB" && pwd)"
 DEST="${2:-${OUT:-$ROOT}}"
 mkdir -p "$DEST"
-PY="${PYTHON:-python3}"
-export PYTHONUNBUFFERED=1
-if [ -z "${CUDA_HOME:-}" ] && [ -d /usr/local/cuda ]; then export CUDA_HOME=/usr/local/cuda; fi
-export AUTOCOMP_CUDA_CACHE="${AUTOCOMP_CUDA_CACHE:-$(mktemp -d)}"
-if ! "$PY" -c "import autocomp_cuda" 2>/dev/null; then
-  if [ -d "$ROOT/.whl" ]; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/autocomp-site "$ROOT"/.whl/*.whl
-    export PYTHONPATH="/tmp/autocomp-site${PYTHONPATH:+:$PYTHONPATH}"
-  fi
-  export PYTHONPATH="$ROOT:$HERE:${PYTHONPATH:-}"
-  export AUTOCOMP_PLUGINS=autocomp_cuda.plugin  # the entry point of an installed plugin
-fi
-GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+. "$HERE/gpu_env.sh"
 SAMPLE="${SAMPLE:-2}" SEED="${SEED:-0}" LEVELS="${LEVELS:-[1,2]}" GPU_CLASS="${GPU_CLASS:-}"
 COMPILED="${COMPILED:-true}" LIMIT="${LIMIT:-270}" PER_PROGRAM="${PER_PROGRAM:-150}"
 exec > >(tee "$DEST/cuda_fidelity.txt") 2>&1
