@@ -1,7 +1,8 @@
 """autocomp-core: an LLM-driven code optimizer for tensor accelerators.
 
 Everything a plugin needs is importable from here: the backend contract, the sandbox,
-the hook marker, the run configuration, the errors and the pieces of a static screen.
+the hook marker, the run configuration, the errors, the pieces of a static screen and the
+plugin author's kit (``contract/kit.py``).
 """
 
 from .config import RunConfig, parse_assignments
@@ -20,6 +21,7 @@ from .contract.backend import (
     Problem,
     bound_text,
 )
+from .contract.kit import EvaluationRecord, child_import_path, last_json_line, run_failure
 from .contract.plugins import make_backend
 from .contract.resources import Resources
 from .contract.screening import Finding, attribute_root
@@ -48,6 +50,7 @@ __all__ = [
     "DoctorCheck",
     "EvalContext",
     "EvalResult",
+    "EvaluationRecord",
     "Example",
     "FailureKind",
     "FidelityUnsupported",
@@ -68,14 +71,17 @@ __all__ = [
     "attribute_root",
     "below_lower_bound",
     "bound_text",
+    "child_import_path",
     "evaluation_seeds",
     "hookimpl",
+    "last_json_line",
     "make_backend",
     "optimize",
     "optimize_async",
     "parse_assignments",
     "private_workdir",
     "remove_tree",
+    "run_failure",
     "run_sandboxed",
 ]
 

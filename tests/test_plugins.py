@@ -188,3 +188,23 @@ def test_plugins_command_shows_why_a_plugin_failed(monkeypatch) -> None:
     assert (
         "FAILED no_such_plugin_module: ModuleNotFoundError: No module named 'no_such_plugin_module'"
     ) in out.stdout
+
+
+def test_hook_calls_are_traced_when_asked(monkeypatch) -> None:
+    """AUTOCOMP_TRACE_HOOKS=1: one JSON line per hook call on stderr, with the plugins that
+    answered, the result or the error, and the time; nothing without it."""
+    monkeypatch.setenv("AUTOCOMP_PLUGINS", "toy_plugin,raising_plugin")
+    assert '"hook"' not in cli("problems", "toy").stderr
+    monkeypatch.setenv("AUTOCOMP_TRACE_HOOKS", "1")
+    out = cli("problems", "toy")
+    assert out.returncode == 0, out.stderr
+    calls = [json.loads(line) for line in out.stderr.splitlines() if line.startswith('{"hook"')]
+    register = [c for c in calls if c["hook"] == "autocomp_register_backends"]
+    assert all(c["ms"] >= 0 and c["args"] == [] for c in register)
+    # the failing plugin is called first (registered last), fails the call, is left out,
+    # and the call is made again without it
+    failed, answered = register
+    assert failed["plugins"] == ["raising_plugin", "toy_plugin"]
+    assert failed["error"] == "RuntimeError: licence server unreachable"
+    assert answered["plugins"] == ["toy_plugin"]
+    assert answered["result"] == "[[<class 'toy_plugin.ToyBackend'>]]"

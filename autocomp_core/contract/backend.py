@@ -26,7 +26,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast, get_args, get_origin
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -283,8 +283,16 @@ class Capability(str, enum.Enum):
     HW_FEEDBACK = "hw_feedback"  # evaluate() fills EvalResult.feedback with hardware detail
 
 
-class Backend(abc.ABC):
-    """A target. Subclass it in a plugin and return the class from ``autocomp_register_backends``."""
+HardwareT = TypeVar("HardwareT", bound="HardwareConfig")
+OptionsT = TypeVar("OptionsT", bound="BackendOptions")
+
+
+class Backend(abc.ABC, Generic[HardwareT, OptionsT]):
+    """A target. Subclass it in a plugin and return the class from ``autocomp_register_backends``.
+
+    Name the hardware and options models as its parameters, ``class MyBackend(Backend[MyHardware,
+    MyOptions])``: ``self.hardware`` and ``self.options`` are then typed as those, and the
+    models are the ones ``[hardware]`` and ``[backend_options]`` are validated with."""
 
     #: short unique name used on the command line (``gemmini``, ``rvv``)
     name: ClassVar[str]
@@ -311,16 +319,30 @@ class Backend(abc.ABC):
     ) -> None:
         """Validate the hardware config and options (pydantic ``ValidationError`` when bad).
         Override to derive settings from them; acquire nothing here (see ``__aenter__``)."""
-        self.hardware: HardwareConfig = (
+        self.hardware: HardwareT = cast(
+            HardwareT,
             hardware
             if isinstance(hardware, self.hardware_config_type)
-            else self.hardware_config_type.model_validate(dict(hardware or {}))
+            else self.hardware_config_type.model_validate(dict(hardware or {})),
         )
-        self.options: BackendOptions = (
+        self.options: OptionsT = cast(
+            OptionsT,
             options
             if isinstance(options, self.options_type)
-            else self.options_type.model_validate(dict(options or {}))
+            else self.options_type.model_validate(dict(options or {})),
         )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """``Backend[MyHardware, MyOptions]`` sets ``hardware_config_type`` and ``options_type``
+        (a class that sets them itself keeps its own)."""
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Backend:
+                hardware, options = get_args(base)
+                if isinstance(hardware, type) and "hardware_config_type" not in vars(cls):
+                    cls.hardware_config_type = hardware
+                if isinstance(options, type) and "options_type" not in vars(cls):
+                    cls.options_type = options
 
     @property
     def version(self) -> str:
@@ -342,7 +364,7 @@ class Backend(abc.ABC):
         with anyio.CancelScope(shield=True):  # a Ctrl-C must not leave workers behind
             await self.aclose()
 
-    async def aclose(self) -> None:  # noqa: B027 - a default that holds nothing to release
+    async def aclose(self) -> None:
         """Release everything the backend started (warm workers, servers, connections).
         Called once the run's evaluations are over, also after an error or cancellation;
         must be safe to call twice."""

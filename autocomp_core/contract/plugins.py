@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import json
 import os
+import sys
+import time
 import traceback
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pluggy
 
@@ -224,6 +227,8 @@ def build_registry(
     Build one per run and pass it along."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
+    if os.environ.get(TRACE_VARIABLE, "") not in ("", "0"):
+        trace_hook_calls(manager)
     registry = PluginRegistry(manager)
     for name in BUILTIN_PLUGINS:
         registry._add(
@@ -252,6 +257,45 @@ def build_registry(
         )
     manager.check_pending()  # every plugin with an unknown hook was left out above
     return registry
+
+
+#: set to 1 to log every hook call, the plugins that answered it, its result and its time
+TRACE_VARIABLE = "AUTOCOMP_TRACE_HOOKS"
+#: how much of a hook's result (its repr) a trace line shows
+TRACE_RESULT_CHARS = 300
+
+
+def trace_hook_calls(manager: pluggy.PluginManager, out: TextIO | None = None) -> None:
+    """Write one JSON line per hook call to ``out`` (stderr): the hook, the plugins that
+    implement it in call order, the argument names, the result (or the error) and the
+    milliseconds it took; for a plugin author asking why a hook did or did not run."""
+    started: list[float] = []
+
+    def before(name: str, impls: list[pluggy.HookImpl], kwargs: dict[str, Any]) -> None:
+        started.append(time.perf_counter())
+
+    def after(
+        outcome: pluggy.Result[Any],
+        name: str,
+        impls: list[pluggy.HookImpl],
+        kwargs: dict[str, Any],
+    ) -> None:
+        took = time.perf_counter() - started.pop()
+        error = outcome.exception
+        line = {
+            "hook": name,
+            "plugins": [impl.plugin_name for impl in reversed(impls)],  # pluggy calls last first
+            "args": sorted(kwargs),
+            "ms": round(took * 1e3, 3),
+            **(
+                {"error": f"{type(error).__name__}: {error}"}
+                if error is not None
+                else {"result": repr(outcome.get_result())[:TRACE_RESULT_CHARS]}
+            ),
+        }
+        print(json.dumps(line), file=out or sys.stderr, flush=True)
+
+    manager.add_hookcall_monitoring(before, after)
 
 
 def registry_for_backend(name: str, modules: tuple[str, ...] | list[str] = ()) -> PluginRegistry:

@@ -328,3 +328,43 @@ async def test_an_llm_provider_named_in_the_run_config_serves_the_run(llm_server
     summary = await optimize_async(cfg)
     assert summary.data["llm_calls"] == 2 and llm_server.request_count == 2
     assert set(summary.data["models"]["plan"]) == {f"acme@{llm_server.openai_base_url}::scripted"}
+
+
+def test_a_backend_named_with_its_models_validates_with_them():
+    from pydantic import Field, ValidationError
+
+    from autocomp_core import BackendOptions, HardwareConfig
+
+    class Chip(HardwareConfig):
+        lanes: int = Field(4, ge=1)
+
+    class Knobs(BackendOptions):
+        reps: int = 3
+
+    class ChipBackend(Backend[Chip, Knobs]):
+        name = "chip"
+
+        def problems(self):
+            return []
+
+        def knowledge(self, problem):
+            raise NotImplementedError
+
+        async def evaluate(self, problem, code, ctx):
+            raise NotImplementedError
+
+    assert ChipBackend.hardware_config_type is Chip and ChipBackend.options_type is Knobs
+    backend = ChipBackend({"lanes": 8}, {"reps": 5})
+    assert (backend.hardware.lanes, backend.options.reps) == (8, 5)
+    with pytest.raises(ValidationError):
+        ChipBackend({"lanes": 0})
+    with pytest.raises(ValidationError):
+        ChipBackend({}, {"unknown": 1})
+
+    class Wider(Chip):
+        lanes: int = 16
+
+    class Own(ChipBackend):  # a subclass keeps what it inherits, or what it sets itself
+        hardware_config_type = Wider
+
+    assert Own().hardware.lanes == 16 and Own.options_type is Knobs

@@ -1,0 +1,106 @@
+"""The plugin author's kit (autocomp_core.contract.kit), on real child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autocomp_core
+from autocomp_core import (
+    EvaluationRecord,
+    FailureKind,
+    SandboxLimits,
+    child_import_path,
+    last_json_line,
+    run_failure,
+    run_sandboxed,
+)
+
+
+def test_a_child_imports_the_plugin_from_where_this_process_does(tmp_path, monkeypatch):
+    root = tmp_path / "checkout"
+    (root / "kit_probe_pkg").mkdir(parents=True)
+    (root / "kit_probe_pkg" / "__init__.py").write_text("NAME = 'probe'\n")
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/extra/one", str(root)]))
+    import kit_probe_pkg
+
+    path = child_import_path(kit_probe_pkg)
+    folders = path.split(os.pathsep)
+    core = Path(autocomp_core.__file__).resolve().parents[1]
+    # the plugin, the core, then what this process was given, each folder once
+    assert folders == [str(root.resolve()), str(core), "/extra/one"]
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import kit_probe_pkg, json; print(json.dumps(kit_probe_pkg.__file__))",
+        ],
+        env={"PYTHONPATH": path, "PATH": os.environ["PATH"]},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(child.stdout) == str(root.resolve() / "kit_probe_pkg" / "__init__.py")
+
+
+def test_the_last_json_line_is_the_report():
+    out = 'compiling\n{"status": "early"}\nmore text\n{"status": "ok", "cycles": 12}\n\n'
+    assert last_json_line(out) == {"status": "ok", "cycles": 12}
+    # the last report is the one: a broken one is no report, not the one before it
+    assert last_json_line('{"status": "ok"}\n{"status": "ok", "cyc') is None
+    assert last_json_line("no report at all") is None
+    assert last_json_line('{"a": 1}\n["a list"]') == {"a": 1}
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+@pytest.mark.asyncio
+async def test_how_a_sandboxed_run_ended():
+    ok = await run_sandboxed(python("print('fine')"), limits=SandboxLimits(wall_s=30))
+    assert run_failure(ok, "the runner") is None
+
+    exited = await run_sandboxed(
+        python("import sys; print('bad input', file=sys.stderr); sys.exit(3)"),
+        limits=SandboxLimits(wall_s=30),
+    )
+    kind, message = run_failure(exited, "the runner")
+    assert kind == FailureKind.CRASH
+    assert message == "the runner exited with status 3:\nbad input"
+
+    killed = await run_sandboxed(
+        python("import os, signal; os.kill(os.getpid(), signal.SIGABRT)"),
+        limits=SandboxLimits(wall_s=30),
+    )
+    kind, message = run_failure(killed, "the runner")
+    assert (kind, message) == (FailureKind.CRASH, "the runner was killed by signal 6")
+
+    slow = await run_sandboxed(python("while True: pass"), limits=SandboxLimits(wall_s=1.0))
+    kind, message = run_failure(slow, "the runner")
+    assert kind == FailureKind.TIMEOUT and "time limit" in message
+
+
+def test_an_evaluation_record_says_what_passed_before_a_failure():
+    record = EvaluationRecord(seeds={"checks": 7}, shapes={"timed": "64x64"})
+    with record.timed("build"):
+        record.passed("source: no inline assembly")
+    with pytest.raises(RuntimeError), record.timed("run"):
+        raise RuntimeError("the simulator died")
+    result = record.result(False, failure=FailureKind.CRASH, feedback="the simulator died")
+    assert set(result.extra) == {"build_s"}  # the step that raised recorded no time
+    assert result.verification == {
+        "checks": ["source: no inline assembly"],
+        "seeds": {"checks": 7},
+        "shapes": {"timed": "64x64"},
+    }
+    assert result.duration_s >= result.extra["build_s"]
+    good = record.result(True, metric=10.0, extra={"cycles": 10.0})
+    assert good.extra == {"build_s": result.extra["build_s"], "cycles": 10.0}
