@@ -41,12 +41,10 @@ _perf = time.perf_counter
 _setrlimit = resource.setrlimit
 _cpu_ns = time.thread_time_ns  # (the process clock ticks in ms under RLIMIT_CPU)
 _sleep = time.sleep
-_id, _vars, _callable, _sorted = id, vars, callable, sorted
 _enumerate_threads = threading.enumerate
 _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 
 import torch  # noqa: E402
-from torch.utils import cpp_extension  # noqa: E402 - imported here: see triton below
 
 # The operations the harness itself runs between timed calls (the cache flush, loading the
 # next inputs, copying an output out), bound now: a candidate that replaces the class
@@ -57,9 +55,10 @@ _copy_ = torch.Tensor.copy_
 _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach
 _to_cpu = torch.Tensor.cpu
-_get_num_threads = torch.get_num_threads
 
 from . import common, cpu_caches, lockstep, steady_heap  # noqa: E402
+from .guards import diff, snapshot_flags, snapshot_functions, state_checksums  # noqa: E402
+from .kernels import KernelCounter, inductor_binaries  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
 
 _digest = lockstep.output_digest
@@ -84,264 +83,14 @@ class Failed(Exception):
         super().__init__(message)
         self.status, self.message, self.detail = status, message, detail
 
-
-# --------------------------------------------------------------------------- guards
-
-GUARDED = [
-    ("torch", "allclose"),
-    ("torch", "equal"),
-    ("torch", "isclose"),
-    ("torch", "testing.assert_close"),
-    ("torch", "Tensor.__eq__"),
-    ("torch", "Tensor.clone"),
-    ("torch", "Tensor.copy_"),
-    ("torch", "save"),
-    ("torch", "cuda.synchronize"),
-    ("torch", "cuda.Event"),
-    ("torch", "cuda.Event.record"),
-    ("torch", "cuda.Event.elapsed_time"),
-    ("torch", "cuda.Event.synchronize"),
-    ("torch", "no_grad"),
-    ("torch", "nn.Module.__call__"),
-    ("torch", "manual_seed"),
-    ("torch", "Tensor.__torch_function__"),
-    ("time", "perf_counter"),
-    ("time", "perf_counter_ns"),
-    ("time", "time"),
-    ("time", "monotonic"),
-    ("time", "sleep"),
-    ("builtins", "type"),
-    ("builtins", "isinstance"),
-]
-
-
-def _resolve(module_name: str, dotted: str) -> Any:
-    obj: Any = sys.modules.get(module_name) or __import__(module_name)
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
-#: Namespaces whose every callable attribute is compared, by identity, with what it was
-#: before the candidate was imported (after import, after every correctness trial and after
-#: every timed call): a candidate that replaces one (slowing what it is compared with,
-#: hiding work in what the harness calls between timed calls) is refused.
-WATCHED = [
-    ("torch", ""),
-    ("torch", "Tensor"),
-    ("torch", "_C.TensorBase"),
-    ("torch", "nn.functional"),
-    ("torch", "nn.Module"),
-    ("torch", "cuda"),
-    ("time", ""),
-    ("threading", ""),
-    ("builtins", ""),
-]
-
-
-def _watched_namespaces() -> list[tuple[str, Any]]:
-    found = []
-    for m, d in WATCHED:
-        obj = sys.modules.get(m) or __import__(m)
-        for part in d.split(".") if d else []:
-            obj = getattr(obj, part, None)
-        if obj is not None:
-            found.append((f"{m}.{d}" if d else m, obj))
-    return found
-
-
-def snapshot_functions() -> dict[str, int]:
-    # Bound methods (classmethods) are created anew on each access: compare what they wrap.
-    ids = {
-        f"{m}.{d}": _id(getattr(obj, "__func__", obj))
-        for m, d in GUARDED
-        for obj in [_resolve(m, d)]
-    }
-    # Attributes added later (a lazily imported submodule) are not a change; callables
-    # replaced are. Plain values (version strings, flags) are left to snapshot_flags.
-    for name, namespace in _watched_namespaces():
-        if isinstance(namespace, type):
-            # what the class resolves, inherited attributes included: one set on the class
-            # (type.__setattr__) shadows the base's and changes what every call reaches
-            resolved: dict[str, Any] = {}
-            for klass in reversed(namespace.__mro__):
-                resolved.update(_vars(klass))
-            items = list(resolved.items())
-        else:
-            items = list(_vars(namespace).items())
-        for key, value in items:
-            if key != "_" and _callable(value):
-                ids[f"{name}:{key}"] = _id(getattr(value, "__func__", value))
-    return ids
-
-
-def snapshot_flags() -> dict[str, Any]:
-    flags: dict[str, Any] = {
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "cuda.matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "cuda.matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-        "cudnn.benchmark": torch.backends.cudnn.benchmark,
-        "cudnn.deterministic": torch.backends.cudnn.deterministic,
-        "cudnn.enabled": torch.backends.cudnn.enabled,
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "default_dtype": str(torch.get_default_dtype()),
-        "grad_enabled": torch.is_grad_enabled(),
-        # CPU timing runs on one intra-op thread (see Worker.setup): a candidate that takes
-        # more changes the conditions it is compared under
-        "num_threads": _get_num_threads(),
-    }
-    return flags
-
-
-def diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return _sorted(k for k in before if before[k] != after.get(k))
-
-
-def state_checksums(model: torch.nn.Module) -> dict[str, list[float]]:
-    sums = {f"param:{n}": common.checksum(p) for n, p in model.named_parameters()}
-    sums.update({f"buffer:{n}": common.checksum(b) for n, b in model.named_buffers()})
-    return sums
-
-
-# --------------------------------------------------------------------------- custom-kernel accounting
-
-
-class KernelCounter:
-    """Counts calls into the candidate's own compiled extensions and Triton kernels."""
-
-    def __init__(self, prebuilt: str = "") -> None:
-        self.prebuilt = prebuilt  # where the build step left this candidate's extensions
-        self.calls = 0
-        self.extensions: list[str] = []
-        self.triton = False
-
-    def wrap_extension(self, module: Any) -> Any:
-        counter = self
-
-        class Counted:
-            def __init__(self, inner: Any) -> None:
-                object.__setattr__(self, "_inner", inner)
-
-            def __getattr__(self, name: str) -> Any:
-                value = getattr(object.__getattribute__(self, "_inner"), name)
-                if callable(value) and not isinstance(value, type):
-
-                    def call(*args: Any, **kwargs: Any) -> Any:
-                        counter.calls += 1
-                        return value(*args, **kwargs)
-
-                    return call
-                return value
-
-        self.extensions.append(getattr(module, "__name__", "extension"))
-        return Counted(module) if module is not None else module
-
-    def install(self, source: str, building: bool, cpu_device: bool) -> None:
-        """Count extension calls; in eval mode load the extensions the build step produced."""
-        prebuilt = self.prebuilt
-        self.built: dict[str, str] = {}
-        for fname in ("load_inline", "load"):
-            original = getattr(cpp_extension, fname)
-
-            def patched(
-                name: str, *args: Any, __original=original, __fname=fname, **kwargs: Any
-            ) -> Any:
-                if cpu_device and _builds_cuda(__fname, args, kwargs):
-                    raise RuntimeError(
-                        f"extension {name!r} has CUDA sources, which the cpu device can neither build "
-                        "nor run: use C++ (cpp_sources only) or Triton here, or run with "
-                        'hardware.device = "cuda"'
-                    )
-                so = Path(prebuilt) / f"{name}.so" if prebuilt else None
-                if so is not None and so.exists() and kwargs.get("is_python_module", True):
-                    module = cpp_extension._import_module_from_library(name, prebuilt, True)
-                else:
-                    if building:
-                        kwargs["verbose"] = True  # the compiler's commands and output reach the log
-                        if (
-                            _builds_cuda(__fname, args, kwargs)
-                            and len(args) <= CUDA_CFLAGS_POSITION[__fname]
-                        ):
-                            # registers, spills and shared memory per kernel, for the feedback
-                            kwargs["extra_cuda_cflags"] = [
-                                *(kwargs.get("extra_cuda_cflags") or []),
-                                "-Xptxas=-v",
-                            ]
-                    module = __original(name, *args, **kwargs)
-                    root = Path(
-                        kwargs.get("build_directory")
-                        or cpp_extension._get_build_directory(name, False)
-                    )
-                    built = root / f"{name}.so"
-                    if built.exists():
-                        self.built[name] = str(built)
-                return self.wrap_extension(module)
-
-            setattr(cpp_extension, fname, patched)
-        if "triton" in source:
-            self._install_triton()
-
-    def _install_triton(self) -> None:
-        try:
-            import triton.runtime.jit as jit
-        except Exception:
-            return
-        classes = [jit.JITFunction]
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            classes.append(InterpretedFunction)
-        except Exception:
-            pass
-        for cls in classes:
-            original = cls.run
-
-            def run(this: Any, *args: Any, __original=original, **kwargs: Any) -> Any:
-                self.calls += 1
-                self.triton = True
-                return __original(this, *args, **kwargs)
-
-            cls.run = run
-
-    @property
-    def has_custom_code(self) -> bool:
-        return bool(self.extensions) or self.triton
-
-
-#: Index of ``extra_cuda_cflags`` among the positional arguments after ``name``.
-CUDA_CFLAGS_POSITION = {"load_inline": 5, "load": 2}
-
-
-def _kernel_binaries(folder: str | None) -> set[Path]:
-    """What Inductor has compiled (kernels' shared objects and GPU binaries, precompiled
-    headers) in its cache ``folder`` and its default one (the headers' place)."""
-    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
-
-    folders = {Path(folder or cache_dir()), Path(default_cache_dir())}
-    return {
-        path
-        for root in folders
-        for path in root.rglob("*")
-        if path.suffix in (".so", ".cubin", ".hsaco", ".gch")
-    }
-
-
-def _builds_cuda(fname: str, args: tuple, kwargs: dict[str, Any]) -> bool:
-    """Whether a load_inline/load call compiles CUDA code (arguments as torch names them)."""
-    if fname == "load_inline":
-        cuda = (
-            kwargs["cuda_sources"]
-            if "cuda_sources" in kwargs
-            else (args[1] if len(args) > 1 else None)
+    @classmethod
+    def loading(cls, what: str, exc: Exception) -> Failed:
+        """``what`` raised while the candidate was loaded: classified from the exception."""
+        return cls(
+            common.classify_exception(exc, common.LOAD_ERROR),
+            f"{what} failed: {type(exc).__name__}: {exc}",
+            common.short_traceback(exc),
         )
-        return bool(cuda)
-    sources = kwargs.get("sources", args[0] if args else [])
-    sources = [sources] if isinstance(sources, str) else list(sources or [])
-    return any(str(src).endswith((".cu", ".cuh")) for src in sources)
 
 
 # --------------------------------------------------------------------------- phases
@@ -488,12 +237,12 @@ class Worker:
             inductor_cache = self.job.get("inductor_cache")
             if inductor_cache:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
-            kernels_before = _kernel_binaries(inductor_cache)
+            kernels_before = inductor_binaries(inductor_cache)
             self.compiled = torch.compile(copy.deepcopy(self.baseline))
             with torch.no_grad():
                 self.compiled(*[common.to_device(x, self.device) for x in self.trials[0]])
             self.sync()
-            built = len(_kernel_binaries(inductor_cache) - kernels_before)
+            built = len(inductor_binaries(inductor_cache) - kernels_before)
         self.result["info"] = common.device_info(self.device)
         if self.compiled is not None:  # 0 where the compiled baseline's copy had it all
             self.result["info"]["compiled_baseline_binaries_built"] = built
@@ -513,12 +262,7 @@ class Worker:
             overrides = (self.job.get("problem") or {}).get("overrides")
             self.module = common.load_module(self.job["candidate"], "candidate", overrides)
         except Exception as exc:
-            status = common.classify_exception(exc, common.LOAD_ERROR)
-            raise Failed(
-                status,
-                f"importing the candidate failed: {type(exc).__name__}: {exc}",
-                common.short_traceback(exc),
-            ) from exc
+            raise Failed.loading("importing the candidate", exc) from exc
         if self.job["mode"] == "build":
             self.result["built"] = self.counter.built
             return
@@ -531,12 +275,7 @@ class Worker:
             model = cls(*copy.deepcopy(self.init_inputs))
             model = model.to(self.device)
         except Exception as exc:
-            status = common.classify_exception(exc, common.LOAD_ERROR)
-            raise Failed(
-                status,
-                f"ModelNew(*init_inputs) failed: {type(exc).__name__}: {exc}",
-                common.short_traceback(exc),
-            ) from exc
+            raise Failed.loading("ModelNew(*init_inputs)", exc) from exc
         if not isinstance(model, torch.nn.Module):
             raise Failed(common.LOAD_ERROR, "ModelNew is not a torch.nn.Module")
         self.copy_weights(model)
@@ -687,40 +426,16 @@ class Worker:
         with the baseline worker's output on the same inputs, and its digest with the one
         this worker committed to when the call ended."""
         cfg = self.job["timing"]
-        if self.device.type == "cuda":
-            flush_bytes = (
-                self.result["info"].get("l2_bytes") or 0
-            ) * 2 or 2 * cpu_caches.largest_cache_bytes()
-        else:  # one thread: the cache of one core (not the shared last level, ~1 GB a call)
-            flush_bytes = 2 * cpu_caches.core_cache_bytes()
-            self.result["info"]["steady_heap"] = steady_heap.steady()
-        self.flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
-        trials = int(self.job["trials"])
-        warm_sets = [[common.to_device(x, self.device) for x in t] for t in self.trials[:trials]]
-        # One set of input buffers: every timed call reads fresh values at the same addresses.
-        buffers = [_clone(x) if isinstance(x, torch.Tensor) else x for x in warm_sets[0]]
-
-        def load(values: list[Any]) -> None:
-            for buf, src in zip(buffers, values):
-                if isinstance(buf, torch.Tensor):
-                    _copy_(buf, src)
-
+        self.flush_buf = self._flush_buffer()
         if self.job["mode"] == "baseline":
             contenders = {"base": self.baseline}
             if self.compiled is not None:
                 contenders["compiled"] = self.compiled
         else:
             contenders = {"cand": self.model}
-        warm_out = None
-        for i in range(int(cfg["warmup"])):
-            load(warm_sets[i % len(warm_sets)])
-            for fn in contenders.values():
-                warm_out = self.time_one(fn, buffers)[2]
-        # Every timed output is copied into room made before the first timed call, in both
-        # workers (with a fresh copy allocated after each call, the later calls of the same
-        # program ran ~2x slower in the candidate's worker than in the baseline's).
-        stores = {who: _room(warm_out, int(cfg["reps"])) for who in contenders}
-        del warm_out
+        # the warm sets are held to the end: freed here, they would change the heap
+        # (steady_heap) the timed calls allocate from
+        buffers, stores, _warm_sets = self._warm_up(contenders, cfg)
         # The contenders the engine orders here: what a baseline's worker could not make (a
         # compiled baseline that failed) is answered "none".
         ordered = (
@@ -728,11 +443,67 @@ class Worker:
             if "cand" in contenders
             else ["base"] + ["compiled"] * bool(cfg.get("compile_baseline"))
         )
-        host: dict[str, list] = {who: [] for who in contenders}
-        dev: dict[str, list] = {who: [] for who in contenders}
-        cpu: dict[str, list] = {who: [] for who in contenders}
-        outputs, calls_per = [], []
+        times = Times(contenders)
         state = state_checksums(self.model) if "cand" in contenders else {}
+        self._enter_lockstep(contenders)
+        for _ in range(int(cfg["reps"]) * len(ordered)):
+            r, who, seed = self.ends.next_order()
+            if who not in contenders:  # (a compiled baseline that could not be made)
+                self.ends.report_done(r, who, "none")
+                self.ends.await_settle()
+                self.ends.send(lockstep.SETTLED)
+                continue
+            fresh = common.make_inputs(
+                self.reference, seed, self.device, common.timed_variant(self.job, seed)
+            )
+            _load(buffers, fresh)
+            before = self.counter.calls
+            h, d, out = self.time_one(contenders[who], buffers)
+            if type(out) is not torch.Tensor:
+                raise Rejected("a timed call returned something other than a plain torch.Tensor")
+            kept = _keep(stores[who], r, out)
+            self.ends.report_done(r, who, _digest(kept))
+            self.ends.await_settle()
+            self._after_timed_call(r, who, times, (h, d), kept, out, before)
+            del out
+            self.ends.send(lockstep.SETTLED)
+        if "cand" in contenders:
+            self._after_timing(state, times)
+        self.result["timing"] = times.report()
+
+    def _flush_buffer(self) -> torch.Tensor:
+        """A buffer larger than the cache the timed calls would find warm, flushed before each."""
+        if self.device.type == "cuda":
+            flush_bytes = (
+                self.result["info"].get("l2_bytes") or 0
+            ) * 2 or 2 * cpu_caches.largest_cache_bytes()
+        else:  # one thread: the cache of one core (not the shared last level, ~1 GB a call)
+            flush_bytes = 2 * cpu_caches.core_cache_bytes()
+            self.result["info"]["steady_heap"] = steady_heap.steady()
+        return torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
+
+    def _warm_up(
+        self, contenders: dict[str, Any], cfg: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, torch.Tensor | None], list[list[Any]]]:
+        """The warm-up calls on the trials' inputs. Returns the input buffers every timed call
+        reads, per contender the room its timed outputs are copied into, and the warm sets."""
+        trials = int(self.job["trials"])
+        warm_sets = [[common.to_device(x, self.device) for x in t] for t in self.trials[:trials]]
+        # One set of input buffers: every timed call reads fresh values at the same addresses.
+        buffers = [_clone(x) if isinstance(x, torch.Tensor) else x for x in warm_sets[0]]
+        warm_out = None
+        for i in range(int(cfg["warmup"])):
+            _load(buffers, warm_sets[i % len(warm_sets)])
+            for fn in contenders.values():
+                warm_out = self.time_one(fn, buffers)[2]
+        # Every timed output is copied into room made before the first timed call, in both
+        # workers (with a fresh copy allocated after each call, the later calls of the same
+        # program ran ~2x slower in the candidate's worker than in the baseline's).
+        stores = {who: _room(warm_out, int(cfg["reps"])) for who in contenders}
+        return buffers, stores, warm_sets
+
+    def _enter_lockstep(self, contenders: dict[str, Any]) -> None:
+        """Ready for the engine's orders: the checks' baselines taken, then READY sent."""
         if self.device.type == "cpu":
             self.native_threads = _native_threads()
         if "cand" not in contenders:
@@ -752,60 +523,38 @@ class Worker:
             # this limit from outside before the first call.
             _setrlimit(resource.RLIMIT_NPROC, (0, 0))
         self.ends.send(lockstep.READY)
-        for _ in range(int(cfg["reps"]) * len(ordered)):
-            r, who, seed = self.ends.next_order()
-            if who not in contenders:  # (a compiled baseline that could not be made)
-                self.ends.report_done(r, who, "none")
-                self.ends.await_settle()
-                self.ends.send(lockstep.SETTLED)
-                continue
-            fresh = common.make_inputs(
-                self.reference, seed, self.device, common.timed_variant(self.job, seed)
-            )
-            load(fresh)
-            before = self.counter.calls
-            h, d, out = self.time_one(contenders[who], buffers)
-            if type(out) is not torch.Tensor:
-                raise Rejected("a timed call returned something other than a plain torch.Tensor")
-            kept = _keep(stores[who], r, out)
-            self.ends.report_done(r, who, _digest(kept))
-            self.ends.await_settle()
-            # Out of the window: nothing replaced, no thread left running, the same thread
-            # count (in the baseline's worker too, so both spend alike between calls).
-            self.check_guards(f"timed call {r + 1}")
-            self.check_threads(f"after timed call {r + 1}")
-            self.check_carve_out(f"timed call {r + 1}")
-            host[who].append(h)
-            dev[who].append(d)
-            cpu[who].append(self.last_cpu_ms)
-            if who == "cand":
-                calls_per.append(self.counter.calls - before)
-                outputs.append({"set": r, "rep": r, "out": kept, "stride": list(out.stride())})
-            elif who == "base":  # the reference for this call's inputs
-                torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
-            del out
-            self.ends.send(lockstep.SETTLED)
-        if "cand" in contenders:
-            after = state_checksums(self.model)
-            changed = [k for k, v in state.items() if after.get(k) != v]
-            if changed and not self.job.get("buffers_mutate"):
-                raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
-            self.check_guards("after timing")
-            self.save(outputs, "timed_samples.pt")
-        self.result["timing"] = {
-            "candidate_host_ms": host.get("cand", []),
-            "candidate_event_ms": dev.get("cand", []),
-            "baseline_host_ms": host.get("base", []),
-            "baseline_event_ms": dev.get("base", []),
-            "compiled_host_ms": host.get("compiled", []),
-            "compiled_event_ms": dev.get("compiled", []),
-            # CPU device: the process's CPU time over each call (the engine's measure, less
-            # what the baseline's worker spends around its calls, is the candidate's)
-            "candidate_cpu_ms": cpu.get("cand", []),
-            "baseline_cpu_ms": cpu.get("base", []),
-            "compiled_cpu_ms": cpu.get("compiled", []),
-            "kernel_calls_per_timed_call": calls_per,
-        }
+
+    def _after_timed_call(
+        self,
+        r: int,
+        who: str,
+        times: Times,
+        clocks: tuple[float, float | None],
+        kept: torch.Tensor,
+        out: torch.Tensor,
+        calls_before: int,
+    ) -> None:
+        """Out of the window: nothing replaced, no thread left running, the same thread count
+        (in the baseline's worker too, so both spend alike between calls); then recorded."""
+        self.check_guards(f"timed call {r + 1}")
+        self.check_threads(f"after timed call {r + 1}")
+        self.check_carve_out(f"timed call {r + 1}")
+        times.add(who, *clocks, self.last_cpu_ms)
+        if who == "cand":
+            times.calls_per.append(self.counter.calls - calls_before)
+            times.outputs.append({"set": r, "rep": r, "out": kept, "stride": list(out.stride())})
+        elif who == "base":  # the reference for this call's inputs
+            torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
+
+    def _after_timing(self, state: dict[str, list[float]], times: Times) -> None:
+        """The candidate's state as before timing (unless its forward may update buffers), the
+        guards intact; its timed outputs written for the judge."""
+        after = state_checksums(self.model)
+        changed = [k for k, v in state.items() if after.get(k) != v]
+        if changed and not self.job.get("buffers_mutate"):
+            raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
+        self.check_guards("after timing")
+        self.save(times.outputs, "timed_samples.pt")
 
     def run(self) -> int:
         try:
@@ -853,6 +602,46 @@ class Worker:
         self.end_phase()
         common.write_json(self.work / "result.json", self.result)
         return 0
+
+
+class Times:
+    """What the timed calls measured, per contender (cand, base, compiled), as reported to the
+    engine: each call's host, device-event and CPU time, and the candidate's outputs."""
+
+    def __init__(self, contenders: dict[str, Any]) -> None:
+        self.host: dict[str, list] = {who: [] for who in contenders}
+        self.dev: dict[str, list] = {who: [] for who in contenders}
+        self.cpu: dict[str, list] = {who: [] for who in contenders}
+        self.outputs: list[dict[str, Any]] = []
+        self.calls_per: list[int] = []  # the candidate's own kernels' calls in each timed call
+
+    def add(self, who: str, host: float, dev: float | None, cpu: float | None) -> None:
+        self.host[who].append(host)
+        self.dev[who].append(dev)
+        self.cpu[who].append(cpu)
+
+    def report(self) -> dict[str, list]:
+        return {
+            "candidate_host_ms": self.host.get("cand", []),
+            "candidate_event_ms": self.dev.get("cand", []),
+            "baseline_host_ms": self.host.get("base", []),
+            "baseline_event_ms": self.dev.get("base", []),
+            "compiled_host_ms": self.host.get("compiled", []),
+            "compiled_event_ms": self.dev.get("compiled", []),
+            # CPU device: the process's CPU time over each call (the engine's measure, less
+            # what the baseline's worker spends around its calls, is the candidate's)
+            "candidate_cpu_ms": self.cpu.get("cand", []),
+            "baseline_cpu_ms": self.cpu.get("base", []),
+            "compiled_cpu_ms": self.cpu.get("compiled", []),
+            "kernel_calls_per_timed_call": self.calls_per,
+        }
+
+
+def _load(buffers: list[Any], values: list[Any]) -> None:
+    """Fresh values into the input buffers (bound copy: see _add_)."""
+    for buf, src in zip(buffers, values):
+        if isinstance(buf, torch.Tensor):
+            _copy_(buf, src)
 
 
 def _room(example: Any, reps: int) -> torch.Tensor | None:
