@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -258,134 +259,7 @@ def main(job_path: str) -> int:
         torch.set_num_threads(CPU_THREADS)  # (put back by serve between jobs)
     meta: dict[str, Any] = {"status": "ok", "info": common.device_info(device)}
     try:
-        problem = job["problem"]
-        try:
-            module = common.load_module(
-                problem["path"], "reference_problem", problem.get("overrides")
-            )
-        except Exception as exc:
-            raise Refused(
-                "import_error", f"importing the problem failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        overrides = choose_sizes(job, meta)
-        if overrides != (problem.get("overrides") or {}):
-            module = common.load_module(problem["path"], "reference_problem", overrides)
-        redraw = bool(job.get("redraw_constants"))
-        model, init_inputs, redrawn = build_model(module, int(job["init_seed"]), redraw)
-        meta["redrawn_weights"] = redrawn
-        state = copy.deepcopy(model.state_dict())
-        torch.save({"init_inputs": init_inputs, "state_dict": state}, out_dir / "init.pt")
-        model = model.to(device)
-        initial_plain = plain_state(model)
-        model64 = copy.deepcopy(model).double()
-        ratios, probe_fail, checks, noise = [], {}, [], []
-        deterministic_gap = 0.0
-        out = None
-        planned = job.get("input_variants") or []
-        variants: list[
-            str
-        ] = []  # as run: a planned variant where the reference is undefined falls back
-        fallbacks: dict[str, str] = {}
-        started = time.perf_counter()
-        for k, seed in enumerate(job["trial_seeds"]):
-            variant = planned[k] if k < len(planned) else NATIVE
-            inputs, out, out64, ratio = reference_trial(
-                module, model, model64, state, int(seed), variant, device, job, meta
-            )
-            why = undefined_reason(out, out64, ratio) if variant != NATIVE else None
-            if why:
-                fallbacks[str(k)] = f"{variant}: {why}"
-                variant = NATIVE
-                inputs, out, out64, ratio = reference_trial(
-                    module, model, model64, state, int(seed), variant, device, job, meta
-                )
-            variants.append(variant)
-            if k == 0:  # buffers the forward itself updates (training-mode BatchNorm's stats)
-                meta["mutated_buffers"] = changed_buffers(model, state)
-                if meta["mutated_buffers"]:  # what they hold after that one forward (the
-                    # float64 model's running statistics are the exact ones, where it ran)
-                    exact = model if meta.get("reference_precision") else model64
-                    torch.save(
-                        buffers_after(exact, meta["mutated_buffers"]), out_dir / common.BUFFERS_FILE
-                    )
-            atol, rtol = tolerance_for(out.dtype, job["atol"], job["rtol"])
-            ratios.append(ratio)
-            checks.append(common.input_checksums(inputs))
-            if out.is_floating_point() and out.numel():
-                # float32 rounding larger than the output itself: an output that is zero up to noise
-                rms = float(out64.pow(2).mean().sqrt())
-                noise.append(float((out.double() - out64).abs().max()) / rms if rms > 0 else 0.0)
-            # What the judge compares with: the float64 run (the exact output for integer dtypes).
-            torch.save(
-                {"expected": (out64 if out.is_floating_point() else out).cpu()},
-                out_dir / f"trial_{k}.pt",
-            )
-            if job.get("gate") and k < int(
-                job.get("trials", len(job["trial_seeds"]))
-            ):  # not the timed sets
-                # Same weights and inputs, another RNG state: a sound reference repeats itself.
-                again_model, _, _ = build_model(module, int(job["init_seed"]), redraw)
-                again_model = again_model.to(device)
-                again_inputs = common.make_inputs(module, int(seed), device, variant)
-                common.seed_all(int(seed) ^ 0x5A5A5A)  # forward must not depend on the RNG state
-                again = run(again_model, again_inputs, device)
-                target = out64 if out.is_floating_point() else out
-                gap = (
-                    error_ratio(again, out.double() if out.is_floating_point() else out, atol, rtol)
-                    if again.shape == out.shape
-                    else math.inf
-                )
-                deterministic_gap = max(deterministic_gap, gap)
-                if k == 0:
-                    first_gap = gap  # two fresh models: state carried from a call plays no part
-                    stateful, second_gap = stateful_check(
-                        model, initial_plain, inputs, out, device, atol, rtol
-                    )
-                    constant = (
-                        float(out.double().mean())
-                        if out.is_floating_point() and out.numel()
-                        else 0.0
-                    )
-                    lines = (
-                        input_lines(model64, inputs, out64, state, device, atol, rtol)
-                        if out.is_floating_point()
-                        else {}
-                    )
-                for name, probe in trivial_probes(out, inputs, constant, lines).items():
-                    fails = error_ratio(probe, target, atol, rtol) > 1.0
-                    probe_fail[name] = probe_fail.get(name, False) or fails
-        assert out is not None
-        meta["reference_s"] = time.perf_counter() - started
-        meta["output"] = {
-            "shape": list(out.shape),
-            "dtype": str(out.dtype).replace("torch.", ""),
-            "stride": list(out.stride()),
-        }
-        meta["input_shapes"] = [
-            list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs
-        ]
-        meta["input_bytes"] = sum(
-            x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)
-        )
-        meta["output_bytes"] = out.numel() * out.element_size()
-        meta["reference_error_ratio"] = max(ratios)
-        meta["input_variants"] = variants
-        meta["input_fallbacks"] = fallbacks
-        # The variants a timed call may draw from: those the reference is defined on here.
-        meta["timed_variants"] = sorted(set(variants[: int(job.get("trials", len(variants)))]))
-        meta["input_checksums"] = checks
-        if job.get("gate"):
-            meta["gate"] = {
-                "deterministic": deterministic_gap <= 0.05,
-                "determinism_gap": deterministic_gap,
-                "probes_rejected": probe_fail,
-                "stateful_attributes": stateful,
-                "second_call_gap": second_gap,
-                "first_trial_gap": first_gap,
-                "tolerance_sane": max(ratios) <= 0.5,
-                "noise_to_signal": max(noise, default=0.0),
-                "memory_bytes_full": _full_bytes(problem["path"]),
-            }
+        ReferenceRun(job, out_dir, device, meta).compute()
         common.write_json(out_dir / "meta.json", meta)
         return 0
     except Refused as exc:
@@ -400,6 +274,215 @@ def main(job_path: str) -> int:
         )
         common.write_json(out_dir / "meta.json", meta)
         return 1
+
+
+@dataclass
+class GateFindings:
+    """What the gate's checks found over the trials (``meta["gate"]``); ``constant`` and
+    ``lines`` are the first trial's, for the trivial probes of every trial."""
+
+    deterministic_gap: float = 0.0
+    probe_fail: dict[str, bool] = field(default_factory=dict)
+    first_gap: float = 0.0
+    stateful: list[str] = field(default_factory=list)
+    second_gap: float = 0.0
+    constant: float = 0.0
+    lines: dict[str, tuple[int, float, float]] = field(default_factory=dict)
+
+
+class ReferenceRun:
+    """One job: the problem loaded at the sizes it runs at, its trials run as written and in
+    float64 (whose outputs are the reference), and with ``gate`` the problem-quality checks.
+    What it finds goes into ``meta``."""
+
+    def __init__(
+        self, job: dict[str, Any], out_dir: Path, device: torch.device, meta: dict[str, Any]
+    ) -> None:
+        self.job, self.out_dir, self.device, self.meta = job, out_dir, device, meta
+        self.redraw = bool(job.get("redraw_constants"))
+        self.ratios: list[float] = []
+        self.checks: list[Any] = []
+        self.noise: list[float] = []
+        # as run: a planned variant where the reference is undefined falls back
+        self.variants: list[str] = []
+        self.fallbacks: dict[str, str] = {}
+        self.gate = GateFindings()
+
+    def compute(self) -> None:
+        self.module = self._load_problem()
+        self._build()
+        started = time.perf_counter()
+        out = None
+        for k, seed in enumerate(self.job["trial_seeds"]):
+            inputs, out = self._trial(k, int(seed))
+        assert out is not None
+        self.meta["reference_s"] = time.perf_counter() - started
+        self._describe(inputs, out)
+
+    def _load_problem(self):
+        """The problem's module, at the sizes chosen for it (``choose_sizes``)."""
+        problem = self.job["problem"]
+        try:
+            module = common.load_module(
+                problem["path"], "reference_problem", problem.get("overrides")
+            )
+        except Exception as exc:
+            raise Refused(
+                "import_error", f"importing the problem failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        overrides = choose_sizes(self.job, self.meta)
+        if overrides != (problem.get("overrides") or {}):
+            module = common.load_module(problem["path"], "reference_problem", overrides)
+        return module
+
+    def _build(self) -> None:
+        """The model, its float64 copy and its initial state (written to ``init.pt``)."""
+        model, init_inputs, redrawn = build_model(
+            self.module, int(self.job["init_seed"]), self.redraw
+        )
+        self.meta["redrawn_weights"] = redrawn
+        self.state = copy.deepcopy(model.state_dict())
+        torch.save({"init_inputs": init_inputs, "state_dict": self.state}, self.out_dir / "init.pt")
+        self.model = model.to(self.device)
+        self.initial_plain = plain_state(self.model)
+        self.model64 = copy.deepcopy(self.model).double()
+
+    def _run_trial(
+        self, seed: int, variant: str
+    ) -> tuple[list[Any], torch.Tensor, torch.Tensor, float]:
+        return reference_trial(
+            self.module,
+            self.model,
+            self.model64,
+            self.state,
+            seed,
+            variant,
+            self.device,
+            self.job,
+            self.meta,
+        )
+
+    def _trial(self, k: int, seed: int) -> tuple[list[Any], torch.Tensor]:
+        """Trial k: its inputs (of the planned variant where the reference is defined on
+        them), the expected output written for the judge, and the gate's checks."""
+        planned = self.job.get("input_variants") or []
+        variant = planned[k] if k < len(planned) else NATIVE
+        inputs, out, out64, ratio = self._run_trial(seed, variant)
+        why = undefined_reason(out, out64, ratio) if variant != NATIVE else None
+        if why:
+            self.fallbacks[str(k)] = f"{variant}: {why}"
+            variant = NATIVE
+            inputs, out, out64, ratio = self._run_trial(seed, variant)
+        self.variants.append(variant)
+        if k == 0:
+            self._keep_mutated_buffers()
+        atol, rtol = tolerance_for(out.dtype, self.job["atol"], self.job["rtol"])
+        self.ratios.append(ratio)
+        self.checks.append(common.input_checksums(inputs))
+        if out.is_floating_point() and out.numel():
+            # float32 rounding larger than the output itself: an output that is zero up to noise
+            rms = float(out64.pow(2).mean().sqrt())
+            self.noise.append(float((out.double() - out64).abs().max()) / rms if rms > 0 else 0.0)
+        # What the judge compares with: the float64 run (the exact output for integer dtypes).
+        torch.save(
+            {"expected": (out64 if out.is_floating_point() else out).cpu()},
+            self.out_dir / f"trial_{k}.pt",
+        )
+        trials = int(self.job.get("trials", len(self.job["trial_seeds"])))
+        if self.job.get("gate") and k < trials:  # not the timed sets
+            self._gate_trial(k, seed, variant, inputs, out, out64, (atol, rtol))
+        return inputs, out
+
+    def _keep_mutated_buffers(self) -> None:
+        """After the first trial: the buffers the forward itself updates (training-mode
+        BatchNorm's statistics), and what they hold after that one forward (the float64
+        model's running statistics are the exact ones, where it ran)."""
+        self.meta["mutated_buffers"] = changed_buffers(self.model, self.state)
+        if self.meta["mutated_buffers"]:
+            exact = self.model if self.meta.get("reference_precision") else self.model64
+            torch.save(
+                buffers_after(exact, self.meta["mutated_buffers"]),
+                self.out_dir / common.BUFFERS_FILE,
+            )
+
+    def _gate_trial(
+        self,
+        k: int,
+        seed: int,
+        variant: str,
+        inputs: list[Any],
+        out: torch.Tensor,
+        out64: torch.Tensor,
+        tolerance: tuple[float, float],
+    ) -> None:
+        """Same weights and inputs, another RNG state: a sound reference repeats itself. After
+        the first trial also: the state a call carries into the next, and the fixed formulas
+        of one input; then every trivial answer must fail."""
+        atol, rtol = tolerance
+        device, gate = self.device, self.gate
+        again_model, _, _ = build_model(self.module, int(self.job["init_seed"]), self.redraw)
+        again_model = again_model.to(device)
+        again_inputs = common.make_inputs(self.module, seed, device, variant)
+        common.seed_all(seed ^ 0x5A5A5A)  # forward must not depend on the RNG state
+        again = run(again_model, again_inputs, device)
+        target = out64 if out.is_floating_point() else out
+        gap = (
+            error_ratio(again, out.double() if out.is_floating_point() else out, atol, rtol)
+            if again.shape == out.shape
+            else math.inf
+        )
+        gate.deterministic_gap = max(gate.deterministic_gap, gap)
+        if k == 0:
+            gate.first_gap = gap  # two fresh models: state carried from a call plays no part
+            gate.stateful, gate.second_gap = stateful_check(
+                self.model, self.initial_plain, inputs, out, device, atol, rtol
+            )
+            gate.constant = (
+                float(out.double().mean()) if out.is_floating_point() and out.numel() else 0.0
+            )
+            gate.lines = (
+                input_lines(self.model64, inputs, out64, self.state, device, atol, rtol)
+                if out.is_floating_point()
+                else {}
+            )
+        for name, probe in trivial_probes(out, inputs, gate.constant, gate.lines).items():
+            fails = error_ratio(probe, target, atol, rtol) > 1.0
+            gate.probe_fail[name] = gate.probe_fail.get(name, False) or fails
+
+    def _describe(self, inputs: list[Any], out: torch.Tensor) -> None:
+        """The output, the inputs and what the trials found, into ``meta``."""
+        meta, job, gate = self.meta, self.job, self.gate
+        meta["output"] = {
+            "shape": list(out.shape),
+            "dtype": str(out.dtype).replace("torch.", ""),
+            "stride": list(out.stride()),
+        }
+        meta["input_shapes"] = [
+            list(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs
+        ]
+        meta["input_bytes"] = sum(
+            x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)
+        )
+        meta["output_bytes"] = out.numel() * out.element_size()
+        meta["reference_error_ratio"] = max(self.ratios)
+        meta["input_variants"] = self.variants
+        meta["input_fallbacks"] = self.fallbacks
+        # The variants a timed call may draw from: those the reference is defined on here.
+        trials = int(job.get("trials", len(self.variants)))
+        meta["timed_variants"] = sorted(set(self.variants[:trials]))
+        meta["input_checksums"] = self.checks
+        if job.get("gate"):
+            meta["gate"] = {
+                "deterministic": gate.deterministic_gap <= 0.05,
+                "determinism_gap": gate.deterministic_gap,
+                "probes_rejected": gate.probe_fail,
+                "stateful_attributes": gate.stateful,
+                "second_call_gap": gate.second_gap,
+                "first_trial_gap": gate.first_gap,
+                "tolerance_sane": max(self.ratios) <= 0.5,
+                "noise_to_signal": max(self.noise, default=0.0),
+                "memory_bytes_full": _full_bytes(job["problem"]["path"]),
+            }
 
 
 def reference_trial(
