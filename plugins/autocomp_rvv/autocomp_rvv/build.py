@@ -178,6 +178,80 @@ def _harness_flags(spec: ProblemSpec, mode: str) -> list[str]:
 RUNNER_LINK = ["--target=riscv64-linux-gnu", "-nostdlib", "-static", "-fuse-ld=lld"]
 
 
+#: What a problem's folder in the harness cache holds once its trusted builds are done.
+HARNESS_FILES = (
+    "harness_runner.o",
+    "harness_verify.o",
+    "harness_bm.o",
+    "crt.o",
+    VERIFIER,
+    REFERENCE_RUNNER,
+)
+
+
+def _harness_commands(spec: ProblemSpec, clang: str) -> list[tuple[list[str], str]]:
+    """A problem's trusted builds, in order, each run in its cache folder: (argv, what). The
+    harness in its three builds, the bare-metal start-up code, and the baseline linked into the
+    verifier and the reference runner."""
+    harness = [
+        (
+            [clang, *_harness_flags(spec, mode), "-c", str(spec.harness), "-o", obj],
+            f"harness build ({what})",
+        )
+        for mode, obj, what in (
+            ("runner", "harness_runner.o", "runner"),
+            ("verify", "harness_verify.o", "verify"),
+            ("baremetal", "harness_bm.o", "bare metal"),
+        )
+    ]
+    crt = [
+        clang,
+        "--target=riscv64-unknown-elf",
+        *ARCH_FLAGS,
+        "-mcmodel=medany",
+        "-c",
+        str(RUNTIME_DIR / "crt.S"),
+        "-o",
+        "crt.o",
+    ]
+    baseline = [
+        clang,
+        *kernel_flags(spec, False),
+        "-c",
+        str(spec.folder / "baseline.c"),
+        "-o",
+        "baseline.o",
+    ]
+    return [
+        *harness,
+        (crt, "crt build"),
+        (baseline, "baseline build"),
+        (_glibc_link(clang, "baseline.o", VERIFIER), "verifier link"),
+        (_runner_link(clang, "baseline.o", REFERENCE_RUNNER), "reference runner link"),
+    ]
+
+
+def _runner_link(clang: str, kernel: str, out: str) -> list[str]:
+    """A runner: the harness's RVV_RUNNER build with a kernel object."""
+    return [clang, *RUNNER_LINK, "harness_runner.o", kernel, "-o", out]
+
+
+def _glibc_link(clang: str, kernel: str, out: str) -> list[str]:
+    """The harness's glibc build (RVV_VERIFY) with a kernel object: the verifier (with the
+    baseline) or the board program (with the candidate)."""
+    return [
+        clang,
+        "--target=riscv64-linux-gnu",
+        "-static",
+        "-fuse-ld=lld",
+        "harness_verify.o",
+        kernel,
+        "-lm",
+        "-o",
+        out,
+    ]
+
+
 def tidy_compiler_output(text: str, workdir: Path) -> str:
     """Compiler messages with paths shortened so line numbers read as the candidate's own."""
     text = text.replace(str(workdir) + "/", "")
@@ -251,98 +325,13 @@ class Builder:
         # one lock per event loop: an asyncio.Lock must not be shared across loops
         lock = self._locks.setdefault(f"{key}@{id(asyncio.get_running_loop())}", asyncio.Lock())
         folder = self._cache / key
-        names = (
-            "harness_runner.o",
-            "harness_verify.o",
-            "harness_bm.o",
-            "crt.o",
-            VERIFIER,
-            REFERENCE_RUNNER,
-        )
         async with lock:
-            if not all((folder / n).is_file() for n in names):
+            if not all((folder / n).is_file() for n in HARNESS_FILES):
                 folder.mkdir(parents=True, exist_ok=True)
                 folder.chmod(0o777)  # the sandbox may run the compiler as another uid
-                clang = self.tools.clang
                 try:
-                    for mode in ("runner", "verify"):
-                        await self._run(
-                            [
-                                clang,
-                                *_harness_flags(spec, mode),
-                                "-c",
-                                str(spec.harness),
-                                "-o",
-                                f"harness_{mode}.o",
-                            ],
-                            folder,
-                            f"harness build ({mode})",
-                        )
-                    await self._run(
-                        [
-                            clang,
-                            *_harness_flags(spec, "baremetal"),
-                            "-c",
-                            str(spec.harness),
-                            "-o",
-                            "harness_bm.o",
-                        ],
-                        folder,
-                        "harness build (bare metal)",
-                    )
-                    await self._run(
-                        [
-                            clang,
-                            "--target=riscv64-unknown-elf",
-                            *ARCH_FLAGS,
-                            "-mcmodel=medany",
-                            "-c",
-                            str(RUNTIME_DIR / "crt.S"),
-                            "-o",
-                            "crt.o",
-                        ],
-                        folder,
-                        "crt build",
-                    )
-                    await self._run(
-                        [
-                            clang,
-                            *kernel_flags(spec, False),
-                            "-c",
-                            str(spec.folder / "baseline.c"),
-                            "-o",
-                            "baseline.o",
-                        ],
-                        folder,
-                        "baseline build",
-                    )
-                    await self._run(
-                        [
-                            clang,
-                            "--target=riscv64-linux-gnu",
-                            "-static",
-                            "-fuse-ld=lld",
-                            "harness_verify.o",
-                            "baseline.o",
-                            "-lm",
-                            "-o",
-                            VERIFIER,
-                        ],
-                        folder,
-                        "verifier link",
-                    )
-                    await self._run(
-                        [
-                            clang,
-                            *RUNNER_LINK,
-                            "harness_runner.o",
-                            "baseline.o",
-                            "-o",
-                            REFERENCE_RUNNER,
-                        ],
-                        folder,
-                        "reference runner link",
-                    )
+                    for argv, what in _harness_commands(spec, self.tools.clang):
+                        await self._run(argv, folder, what)
                 except BuildFailure as exc:  # our own sources failed: not the candidate's fault
                     raise BuildFailure(FailureKind.INFRA_ERROR, exc.feedback, exc.stderr) from None
             return folder
@@ -378,26 +367,12 @@ class Builder:
         await self._check_symbols(spec, workdir)
         await self._check_machine_code(workdir)
         await self._run(
-            [self.tools.clang, *RUNNER_LINK, "harness_runner.o", "kernel.o", "-o", "prog_check"],
-            workdir,
-            "linking (Linux)",
+            _runner_link(self.tools.clang, "kernel.o", "prog_check"), workdir, "linking (Linux)"
         )
         if board:
             (workdir / "harness_verify.o").write_bytes((cached / "harness_verify.o").read_bytes())
             await self._run(
-                [
-                    self.tools.clang,
-                    "--target=riscv64-linux-gnu",
-                    "-static",
-                    "-fuse-ld=lld",
-                    "harness_verify.o",
-                    "kernel.o",
-                    "-lm",
-                    "-o",
-                    "prog_board",
-                ],
-                workdir,
-                "linking (board)",
+                _glibc_link(self.tools.clang, "kernel.o", "prog_board"), workdir, "linking (board)"
             )
         await self._run(
             [
