@@ -21,7 +21,14 @@ from .contract.backend import (
     Problem,
     bound_text,
 )
-from .contract.kit import EvaluationRecord, child_import_path, last_json_line, run_failure
+from .contract.kit import (
+    EvaluationRecord,
+    applying_limits,
+    child_import_path,
+    last_json_line,
+    limits_section,
+    run_failure,
+)
 from .contract.plugins import make_backend
 from .contract.resources import Resources
 from .contract.screening import Finding, attribute_root
@@ -68,6 +75,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
+    "applying_limits",
     "attribute_root",
     "below_lower_bound",
     "bound_text",
@@ -75,6 +83,7 @@ __all__ = [
     "evaluation_seeds",
     "hookimpl",
     "last_json_line",
+    "limits_section",
     "make_backend",
     "optimize",
     "optimize_async",

@@ -15,8 +15,10 @@ from autocomp_core import (
     EvaluationRecord,
     FailureKind,
     SandboxLimits,
+    applying_limits,
     child_import_path,
     last_json_line,
+    limits_section,
     run_failure,
     run_sandboxed,
 )
@@ -104,3 +106,22 @@ def test_an_evaluation_record_says_what_passed_before_a_failure():
     assert result.duration_s >= result.extra["build_s"]
     good = record.result(True, metric=10.0, extra={"cycles": 10.0})
     assert good.extra == {"build_s": result.extra["build_s"], "cycles": 10.0}
+
+
+def test_the_model_limits_that_apply_and_their_section():
+    limits = [
+        ("slow_memory", lambda cycles, loads: f"{loads} loads" if loads > 10 else None),
+        ("floor", lambda cycles, loads: "under the floor" if cycles < 64 else None),
+    ]
+    assert applying_limits(limits, 100, 3) == []
+    assert limits_section([]) == ""
+    found = applying_limits(limits, 10, 20)
+    assert found == [
+        {"limit": "slow_memory", "detail": "20 loads"},
+        {"limit": "floor", "detail": "under the floor"},
+    ]
+    assert limits_section(found).splitlines() == [
+        "Model limits that apply to this program (where the modelled number is least certain):",
+        "- 20 loads",
+        "- under the floor",
+    ]

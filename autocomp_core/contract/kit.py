@@ -5,7 +5,9 @@
 - ``last_json_line``: the report a child prints last, as a JSON object;
 - ``run_failure``: how a sandboxed run ended badly, as a failure kind and one line;
 - ``EvaluationRecord``: an evaluation's steps timed into ``EvalResult.extra`` and what it
-  verified into ``EvalResult.verification``, so a failed evaluation still says what passed.
+  verified into ``EvalResult.verification``, so a failed evaluation still says what passed;
+- ``applying_limits`` and ``limits_section``: the known blind spots of a backend's model that
+  apply to one program, and the feedback's section naming them.
 
 All of it is importable from ``autocomp_core``; the ``new-backend`` template uses it.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -108,3 +110,29 @@ class EvaluationRecord:
         fields.setdefault("duration_s", time.perf_counter() - self.started)
         extra = {**self.extra, **fields.pop("extra", {})}
         return EvalResult(correct=correct, extra=extra, verification=self.verification, **fields)
+
+
+#: a model limit: its name, and a detector that says in one line how the limit applies to the
+#: program at hand (None when it does not)
+ModelLimit = tuple[str, Callable[..., str | None]]
+
+
+def applying_limits(limits: Iterable[ModelLimit], *facts: Any) -> list[dict[str, str]]:
+    """The limits whose detector, given ``facts`` (what the model measured of the program),
+    says they apply: ``[{"limit": name, "detail": one line}, ...]`` in the order given."""
+    found = []
+    for name, detect in limits:
+        detail = detect(*facts)
+        if detail:
+            found.append({"limit": name, "detail": detail})
+    return found
+
+
+def limits_section(limits: list[dict[str, str]]) -> str:
+    """The feedback's section on the limits that apply ('' when none does)."""
+    if not limits:
+        return ""
+    lines = [
+        "Model limits that apply to this program (where the modelled number is least certain):"
+    ]
+    return "\n".join([*lines, *(f"- {item['detail']}" for item in limits)])

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autocomp_core import applying_limits, limits_section
+
 from .model.timing import TimingParams
 
 #: Configs.scala (defaultConfig): max_in_flight_mem_reqs. The DMA's reader and writer hold at
@@ -132,20 +134,7 @@ LIMITS: tuple[tuple[str, Callable[[dict, TimingParams], str | None]], ...] = (
 
 def applying(results: dict, params: TimingParams) -> list[dict[str, str]]:
     """The limits that matter for this run: [{"limit": name, "detail": one line}, ...]."""
-    found = []
-    for name, detect in LIMITS:
-        detail = detect(results, params)
-        if detail:
-            found.append({"limit": name, "detail": detail})
-    return found
+    return applying_limits(LIMITS, results, params)
 
 
-def section(limits: list[dict[str, str]]) -> str:
-    """The feedback's section on them ('' when none applies)."""
-    if not limits:
-        return ""
-    lines = [
-        "Model limits that apply to this program (where the modelled number is least certain):"
-    ]
-    lines += [f"- {item['detail']}" for item in limits]
-    return "\n".join(lines)
+section = limits_section  # the feedback's section on them, as every backend writes it

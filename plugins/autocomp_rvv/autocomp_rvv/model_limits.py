@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from autocomp_core import applying_limits, limits_section
+
 from .costmodel import CoreParams, ModelReport
 from .trace import Insn
 
@@ -99,18 +101,7 @@ LIMITS: tuple[tuple[str, Callable[[Sequence[Insn], ModelReport, CoreParams], str
 
 def applying(insns: Sequence[Insn], report: ModelReport, p: CoreParams) -> list[dict[str, str]]:
     """The limits that matter for this call: [{"limit": name, "detail": one line}, ...]."""
-    found = []
-    for name, detect in LIMITS:
-        detail = detect(insns, report, p)
-        if detail:
-            found.append({"limit": name, "detail": detail})
-    return found
+    return applying_limits(LIMITS, insns, report, p)
 
 
-def section(limits: list[dict[str, str]]) -> str:
-    """The feedback's section on them ('' when none applies)."""
-    if not limits:
-        return ""
-    lines = ["Model limits that apply to this kernel (where the modelled number is least certain):"]
-    lines += [f"- {item['detail']}" for item in limits]
-    return "\n".join(lines)
+section = limits_section  # the feedback's section on them, as every backend writes it

@@ -19,7 +19,7 @@ from autocomp_rvv.trace import Insn
 from autocomp_core import EvalContext, EvalResult
 
 CANDIDATES = Path(__file__).parent / "candidates"
-SECTION = "Model limits that apply to this kernel"
+SECTION = "Model limits that apply to this program"
 SATURN = CORE_PRESETS["saturn"]
 K230 = CORE_PRESETS["k230"]
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autocomp_core import applying_limits, limits_section
+
 from .emulator.cost import ENGINE_NAMES, CostReport
 from .emulator.hardware import Generation
 
@@ -152,20 +154,7 @@ LIMITS: tuple[tuple[str, Callable[[CostReport, Generation], str | None]], ...] =
 
 def applying(report: CostReport, gen: Generation) -> list[dict[str, str]]:
     """The limits that matter for this program: [{"limit": name, "detail": one line}, ...]."""
-    found = []
-    for name, detect in LIMITS:
-        detail = detect(report, gen)
-        if detail:
-            found.append({"limit": name, "detail": detail})
-    return found
+    return applying_limits(LIMITS, report, gen)
 
 
-def section(limits: list[dict[str, str]]) -> str:
-    """The feedback's section on them ('' when none applies)."""
-    if not limits:
-        return ""
-    lines = [
-        "Model limits that apply to this program (where the modelled number is least certain):"
-    ]
-    lines += [f"- {item['detail']}" for item in limits]
-    return "\n".join(lines)
+section = limits_section  # the feedback's section on them, as every backend writes it
