@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
 
 from ..packbuilder import STAGES
+
+if TYPE_CHECKING:
+    from ..packbuilder.builder import BuildOptions
 
 
 def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
@@ -22,6 +25,13 @@ def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
             raise ConfigError(f"--set {item.split('=')[0]}: build-pack takes llm.* settings only")
         apply_override(data, item)
     return validated(LLMSettings, data.get("llm", {}), "llm")
+
+
+def _crawl_option(name: str, low: int, default: int, what: str):
+    """One of the crawl's bounds: a whole number of at least ``low``."""
+    return click.option(
+        name, type=click.IntRange(low), default=default, show_default=True, help=f"Crawl: {what}."
+    )
 
 
 @click.command("build-pack")
@@ -44,34 +54,10 @@ def _llm_settings(config_file: str | None, overrides: tuple[str, ...]):
 @click.option("--target", help="The target's name in prompts (default: the --out folder's name).")
 @click.option("--backend", help="Check code examples with this backend's eval.")
 @click.option("--problem", help="Problem the examples are built as (default: the backend's first).")
-@click.option(
-    "--max-depth",
-    type=click.IntRange(0),
-    default=2,
-    show_default=True,
-    help="Crawl: links followed from a start URL.",
-)
-@click.option(
-    "--max-pages",
-    type=click.IntRange(1),
-    default=50,
-    show_default=True,
-    help="Crawl: pages per start URL.",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(1),
-    default=20_000_000,
-    show_default=True,
-    help="Crawl: bytes per start URL, all pages together.",
-)
-@click.option(
-    "--max-page-bytes",
-    type=click.IntRange(1),
-    default=5_000_000,
-    show_default=True,
-    help="Crawl: bytes of one page.",
-)
+@_crawl_option("--max-depth", 0, 2, "links followed from a start URL")
+@_crawl_option("--max-pages", 1, 50, "pages per start URL")
+@_crawl_option("--max-bytes", 1, 20_000_000, "bytes per start URL, all pages together")
+@_crawl_option("--max-page-bytes", 1, 5_000_000, "bytes of one page")
 @click.option("--budget-usd", type=click.FloatRange(0))
 @click.option("--budget-tokens", type=click.IntRange(0))
 @click.option("--budget-calls", type=click.IntRange(0))
@@ -117,45 +103,18 @@ def build_pack(
     """Build a knowledge pack from a target's documents: SOURCES are Markdown, HTML, text or
     PDF files, folders of them, and URLs (crawled on their own site). A killed build
     resumes where it stopped when the same command is run again."""
-    from ..contract.packs import PackError
-    from ..packbuilder.answers import BuildError
-    from ..packbuilder.packfiles import describe_pack
-    from ..packbuilder.sources import SourceError
-    from .common import emit_json, fail, loaded_plugins
+    from .common import emit_json, fail
 
     if inspect_dir:
-        try:
-            text = describe_pack(inspect_dir)
-        except PackError as exc:
-            fail(str(exc))
-        from ..packbuilder.builder import build_status
-
-        status = build_status(Path(inspect_dir))
-        if as_json:
-            from ..contract.packs import read_pack
-
-            pack = read_pack(inspect_dir)
-            emit_json(
-                {
-                    "pack": {k: v for k, v in vars(pack).items() if k != "examples"},
-                    "examples": [vars(e) for e in pack.examples],
-                    "build": status,
-                }
-            )
-        else:
-            click.echo(text)
-            if status:
-                click.echo(
-                    f"\nbuilt from {status['documents']} documents with {status['model']}: "
-                    f"{status['llm_calls']} LLM calls, {status['tokens']} tokens"
-                )
+        _inspect(inspect_dir, as_json)
         return
     if not out:
         fail("--out: required (the folder the pack is written to)")
     from ..config import BudgetConfig
-    from ..packbuilder.builder import BuildOptions, BuildStopped, PackBuilder
+    from ..packbuilder.builder import BuildOptions
     from ..packbuilder.crawl import CrawlLimits
 
+    budget = {"usd": budget_usd, "tokens": budget_tokens, "llm_calls": budget_calls}
     options = BuildOptions(
         sources=list(sources),
         out=Path(out),
@@ -164,40 +123,72 @@ def build_pack(
         backend=backend,
         problem=problem,
         crawl=CrawlLimits(max_depth, max_pages, max_bytes, max_page_bytes),
-        budget=BudgetConfig(
-            **{
-                k: v
-                for k, v in (
-                    ("usd", budget_usd),
-                    ("tokens", budget_tokens),
-                    ("llm_calls", budget_calls),
-                )
-                if v is not None
-            }
-        ),
+        budget=BudgetConfig(**{k: v for k, v in budget.items() if v is not None}),
         reruns=list(rerun),
         min_menu_items=min_menu_items,
         llm=_llm_settings(config_file, overrides),
         quiet=quiet,
     )
-    try:
-        builder = PackBuilder(options, loaded_plugins())
-    except (BuildError, SourceError) as exc:
-        fail(str(exc))
-    try:
-        result = anyio.run(builder.dry_run if dry_run else builder.build)
-    except SourceError as exc:
-        fail(str(exc))
-    except BuildStopped as exc:
-        fail(f"stopped: {exc}", 1)
-    except (BuildError, PackError) as exc:
-        fail(str(exc), 1)
+    result = _run_builder(options, dry_run)
     if as_json:
         emit_json(result)
     elif dry_run:
         _print_dry_run(result)
     else:
         _print_summary(result, out)
+
+
+def _inspect(inspect_dir: str, as_json: bool) -> None:
+    """``--inspect``: the pack's contents and sizes, and what its build spent."""
+    from ..contract.packs import PackError, read_pack
+    from ..packbuilder.builder import build_status
+    from ..packbuilder.packfiles import describe_pack
+    from .common import emit_json, fail
+
+    try:
+        text = describe_pack(inspect_dir)
+    except PackError as exc:
+        fail(str(exc))
+    status = build_status(Path(inspect_dir))
+    if as_json:
+        pack = read_pack(inspect_dir)
+        emit_json(
+            {
+                "pack": {k: v for k, v in vars(pack).items() if k != "examples"},
+                "examples": [vars(e) for e in pack.examples],
+                "build": status,
+            }
+        )
+        return
+    click.echo(text)
+    if status:
+        click.echo(
+            f"\nbuilt from {status['documents']} documents with {status['model']}: "
+            f"{status['llm_calls']} LLM calls, {status['tokens']} tokens"
+        )
+
+
+def _run_builder(options: BuildOptions, dry_run: bool) -> dict[str, Any]:
+    """The build's summary, or a dry run's estimate; a build error ends the command with
+    its one-line message (exit 1 once the build has started, 2 before)."""
+    from ..contract.packs import PackError
+    from ..packbuilder.answers import BuildError
+    from ..packbuilder.builder import BuildStopped, PackBuilder
+    from ..packbuilder.sources import SourceError
+    from .common import fail, loaded_plugins
+
+    try:
+        builder = PackBuilder(options, loaded_plugins())
+    except (BuildError, SourceError) as exc:
+        fail(str(exc))
+    try:
+        return anyio.run(builder.dry_run if dry_run else builder.build)
+    except SourceError as exc:
+        fail(str(exc))
+    except BuildStopped as exc:
+        fail(f"stopped: {exc}", 1)
+    except (BuildError, PackError) as exc:
+        fail(str(exc), 1)
 
 
 def _print_dry_run(result: dict[str, Any]) -> None:
