@@ -86,11 +86,12 @@ class EvaluationRecord:
         self.started = time.perf_counter()
         self.extra: dict[str, float] = {}
         self.checks: list[str] = []
-        self.verification: dict[str, Any] = {"checks": self.checks}
+        self.verification: dict[str, Any] = {}
         if seeds is not None:
             self.verification["seeds"] = seeds
         if shapes is not None:
             self.verification["shapes"] = shapes
+        self.verification["checks"] = self.checks
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:

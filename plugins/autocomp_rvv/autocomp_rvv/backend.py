@@ -12,7 +12,6 @@ own; the verdict comes only from the verifier's process and the evaluator.
 from __future__ import annotations
 
 import math
-import time
 
 from autocomp_core import (
     Backend,
@@ -124,7 +123,6 @@ class RvvBackend(Backend):
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         """The steps of evaluation.py in order; a step's failure is the result."""
-        started = time.perf_counter()
         spec = spec_for(problem)  # an unknown problem or a missing tool raises: the engine
         builder = self._get_builder()  # records that as the evaluator's failure (INFRA_ERROR)
         check_seed, timed_seed = evaluation_seeds(ctx.seed, problem.id, code, 2)
@@ -137,35 +135,27 @@ class RvvBackend(Backend):
             (check_seed, timed_seed),
             self._syscalls,
         )
-        failed = {"correct": False, "extra": steps.extra, "verification": steps.verification}
         with private_workdir("autocomp-rvv-") as workdir:
             workdir.chmod(0o777)
             try:
                 metric, feedback = await steps.run(code, workdir)
             except (BuildFailure, RunFailure) as exc:
-                return EvalResult(
+                return steps.record.result(
+                    False,
                     failure=exc.kind,
                     feedback=exc.feedback,
                     stdout=getattr(exc, "stdout", ""),
                     stderr=exc.stderr,
-                    duration_s=time.perf_counter() - started,
-                    **failed,
                 )
             except board_mode.BoardError as exc:
-                return EvalResult(
-                    failure=FailureKind.INFRA_ERROR,
-                    feedback=str(exc),
-                    duration_s=time.perf_counter() - started,
-                    **failed,
+                return steps.record.result(
+                    False, failure=FailureKind.INFRA_ERROR, feedback=str(exc)
                 )
-        return EvalResult(
-            correct=True,
+        return steps.record.result(
+            True,
             metric=metric,
             unit=self.metric_unit,
             feedback=feedback if ctx.want_feedback else "",
-            extra=steps.extra,
-            verification=steps.verification,
-            duration_s=time.perf_counter() - started,
         )
 
     def params_for(self, hw: RvvHardware) -> CoreParams:

@@ -15,13 +15,9 @@ what had passed before it.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from autocomp_core import EvalContext
+from autocomp_core import EvalContext, EvaluationRecord
 
 from . import board as board_mode, model_limits
 from .build import Builder, Built
@@ -52,20 +48,10 @@ class Evaluation:
         # inputs no candidate can know in advance: the correctness cases use check_seed + i
         self.check_seed, self.timed_seed = seeds
         self.syscalls = syscalls  # per problem: the reference runner's calls (the backend's cache)
-        self.checks: list[str] = []
-        self.verification: dict[str, Any] = {
-            "seeds": {"checks": self.check_seed, "timed": self.timed_seed},
-            "shapes": {"checks": list(spec.case_shapes), "timed": spec.bench_shape},
-            "checks": self.checks,
-        }
-        self.extra: dict[str, float] = {}
-
-    @contextmanager
-    def _timed(self, step: str) -> Iterator[None]:
-        """Times the block into extra[`<step>_s`] if it completes (a failure records nothing)."""
-        started = time.perf_counter()
-        yield
-        self.extra[f"{step}_s"] = time.perf_counter() - started
+        self.record = EvaluationRecord(
+            seeds={"checks": self.check_seed, "timed": self.timed_seed},
+            shapes={"checks": list(spec.case_shapes), "timed": spec.bench_shape},
+        )
 
     async def run(self, code: str, workdir: Path) -> tuple[float, str]:
         """Every step in order: (the metric, the feedback). A step's failure raises
@@ -80,7 +66,7 @@ class Evaluation:
         return metric, feedback
 
     async def build(self, code: str, workdir: Path) -> Built:
-        with self._timed("build"):
+        with self.record.timed("build"):
             built = await self.builder.build(
                 self.spec,
                 code,
@@ -89,18 +75,18 @@ class Evaluation:
                 self.timed_seed,
                 board=self.hw.board is not None,
             )
-        self.checks += [
+        self.record.passed(
             "source: no counters, CSRs, host interface, inline assembly or constructors",
             "object: the kernel its only global symbol; only memcpy/memset/memmove "
             "undefined; code only in executable .text sections holding instructions; no "
             "system calls, counter or CSR access, or init sections in the machine code",
-        ]
+        )
         return built
 
     async def qemu_checks(self, built: Built) -> list[tuple[str, bytes]]:
         """The runner at every check VLEN at once: each VLEN's recorded outputs."""
         vlens, timeout_s = self.hw.all_check_vlens, self.ctx.timeout_s
-        with self._timed("qemu"):
+        with self.record.timed("qemu"):
             expected = self.syscalls.get(self.spec.id)
             if expected is None:  # the baseline's runner, once per problem
                 expected = await reference_syscalls(
@@ -122,26 +108,28 @@ class Evaluation:
                 if isinstance(outcome, BaseException):
                     raise outcome
                 runs.append((f"VLEN={vlen}", outcome))
-        self.checks += [
-            f"qemu-user VLEN={vlen}: every case run in a fresh dir, guard pages, read-only "
-            "inputs, no system call but the harness's (qemu's log)"
-            for vlen in vlens
-        ]
+        self.record.passed(
+            *(
+                f"qemu-user VLEN={vlen}: every case run in a fresh dir, guard pages, read-only "
+                "inputs, no system call but the harness's (qemu's log)"
+                for vlen in vlens
+            )
+        )
         return runs
 
     async def spike_run(self, built: Built) -> SpikeRun:
-        with self._timed("spike"):
+        with self.record.timed("spike"):
             run = await spike_count(
                 self.tools.spike, built.baremetal, self.hw.effective_vlen, self.ctx.timeout_s
             )
-        self.checks.append("timed run (Spike): minstret equals the traced instruction count")
+        self.record.passed("timed run (Spike): minstret equals the traced instruction count")
         return run
 
     async def verify(self, built: Built, runs: list[tuple[str, bytes]], run: SpikeRun) -> None:
         """The verifier judges the outputs of every check run and of the timed run."""
-        with self._timed("verify"):
+        with self.record.timed("verify"):
             image = outputs_image(run.insns, parse_layout(run.stdout))
-            self.checks.append(
+            self.record.passed(
                 "timed run (Spike): every store lands in an output or the kernel's stack"
             )
             await verify_outputs(
@@ -153,12 +141,14 @@ class Evaluation:
                 self.timed_seed,
                 self.ctx.timeout_s,
             )
-        self.checks += [
-            f"qemu-user VLEN={vlen}: every case's outputs match the reference on inputs "
-            "set up again from the seed (judged without the candidate in the process)"
-            for vlen in self.hw.all_check_vlens
-        ]
-        self.checks.append(
+        self.record.passed(
+            *(
+                f"qemu-user VLEN={vlen}: every case's outputs match the reference on inputs "
+                "set up again from the seed (judged without the candidate in the process)"
+                for vlen in self.hw.all_check_vlens
+            )
+        )
+        self.record.passed(
             "timed run (Spike): its outputs, rebuilt from the commit log, match the "
             "reference (checked without the candidate in the process)"
         )
@@ -167,7 +157,7 @@ class Evaluation:
         """The modelled cycles and their feedback."""
         hw = self.hw
         report = model_cycles(run.insns, self.params)
-        self.extra.update(
+        self.record.extra.update(
             instructions=float(run.instret),
             modelled_cycles=float(report.cycles),
             vector_instructions=float(report.vector_instructions),
@@ -177,7 +167,7 @@ class Evaluation:
         feedback = f"{report.summary()}\nExact instruction count (Spike): {run.instret}."
         if hw.board is None:  # the metric is the model's: say where it is weakest
             limits = model_limits.applying(run.insns, report, self.params)
-            self.verification["model_limits"] = limits
+            self.record.verification["model_limits"] = limits
             if limits:
                 feedback += "\n" + model_limits.section(limits)
         return float(report.cycles), feedback
@@ -186,9 +176,9 @@ class Evaluation:
         """The cycles measured on the board, which become the metric."""
         board = self.hw.board
         assert board is not None and built.board is not None
-        with self._timed("board"):
+        with self.record.timed("board"):
             cycles, instret = await board_mode.run_on_board(board, built.board, self.timed_seed)
-        self.extra.update(board_cycles=float(cycles), board_instret=float(instret))
-        self.checks.append(f"board: each of the {board.reps} timed calls checked, on fresh inputs")
+        self.record.extra.update(board_cycles=float(cycles), board_instret=float(instret))
+        self.record.passed(f"board: each of the {board.reps} timed calls checked, on fresh inputs")
         measured = f"\nMeasured on the board {board.host}: {cycles} cycles, {instret} instructions."
         return float(cycles), feedback + measured
