@@ -1,7 +1,7 @@
 """What the emulator's cost model does not model, or models on an assumption, and whether it
 matters for the program just evaluated.
 
-Each limit is true of ``emulator/cost.py``, ``replay.py`` and ``vectorize.py`` as they stand, and
+Each limit is true of ``emulator/cost.py``, ``replay/`` and ``vectorize.py`` as they stand, and
 the published trn1 measurements that expose it are named in docs/fidelity.md (Trainium). Each
 detector reads only what the replay recorded for this program (its ``CostReport``). The feedback
 lists the limits that fired, so the search and the user know where the modelled number is least
