@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import enum
 
-from . import language as nl
 from .indexing import IndexExpr, Mask, NkiError
+from .recording import (
+    ACT_FUNCS,
+    ALU_OPS,
+    bview,
+    check_operand,
+    dtype_name,
+    emit,
+    fresh,
+    is_scalar,
+    op_name,
+    reduced_shape,
+    shape_and_par,
+)
 from .tracer import PSUM, SBUF, Tile
 
 
@@ -62,7 +74,7 @@ def _engine(value, default: str) -> str:
 
 
 def _tile(x, what: str) -> Tile:
-    nl._check_operand(x, what)
+    check_operand(x, what)
     if not isinstance(x, Tile):
         raise NkiError(f"{what} must be a tile")
     return x
@@ -74,11 +86,11 @@ def _out(dst, shape, dtype: str, buffer: str = SBUF):
         if not isinstance(dst, Tile):
             raise NkiError("dst must be a tile")
         return dst, False
-    return nl.fresh(shape, dtype, buffer), True
+    return fresh(shape, dtype, buffer), True
 
 
 def _finish(name, out, new, srcs, attrs, mask=None, mask_ref=None, extra_dsts=()):
-    nl.emit(name, [out, *extra_dsts], srcs, attrs, mask, mask_ref, result=out if new else None)
+    emit(name, [out, *extra_dsts], srcs, attrs, mask, mask_ref, result=out if new else None)
     return out if new else None
 
 
@@ -104,7 +116,7 @@ def nc_matmul(
         # v1: TensorE reads SBUF only, and the compiler stages an operand a kernel holds in PSUM
         # (a TensorE transpose's result, say) through SBUF, as it does for nl.store; with v2's
         # explicit destinations nothing is inserted and the replay refuses a PSUM operand
-        s, m = (nl.copy(x) if x.buffer == PSUM else x for x in (s, m))
+        s, m = (tensor_copy(x) if x.buffer == PSUM else x for x in (s, m))
     if (
         dst is None and s.shape[1] > 128
     ):  # the result tile could not even exist (the replay re-checks)
@@ -139,7 +151,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     out, new = _out(
         dst,
         (x.shape[1], x.shape[0]),
-        nl._dtype_name(dtype, x) if eng != "tensor" else nl._dtype_name(dtype or "float32"),
+        dtype_name(dtype, x) if eng != "tensor" else dtype_name(dtype or "float32"),
         buffer,
     )
     return _finish("transpose", out, new, [x], {"engine": eng}, mask)
@@ -148,13 +160,13 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
 def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, dst=None, **_kw):
     """Element-wise ``op(data1, data2)`` on VectorE (GpSimd for power): same shapes."""
     a, b = _tile(data1, "data1"), _tile(data2, "data2")
-    name = nl.op_name(op, nl.ALU_OPS, "tensor_tensor op")
+    name = op_name(op, ALU_OPS, "tensor_tensor op")
     if a.shape != b.shape:
         raise NkiError(
             f"tensor_tensor operands differ in shape: {a.shape} vs {b.shape}",
             "err_num_partition_mismatch",
         )
-    out, new = _out(dst, a.shape, nl._dtype_name(dtype, a, b))
+    out, new = _out(dst, a.shape, dtype_name(dtype, a, b))
     return _finish(
         "tensor_tensor",
         out,
@@ -188,7 +200,7 @@ def tensor_scalar(
     x = _tile(data, "data")
     srcs = [x]
     attrs: dict = {
-        "op0": nl.op_name(op0, nl.ALU_OPS, "op0"),
+        "op0": op_name(op0, ALU_OPS, "op0"),
         "reverse0": bool(reverse0),
         "engine": _engine(engine, "vector"),
     }
@@ -198,13 +210,13 @@ def tensor_scalar(
         if isinstance(operand, Tile):
             attrs[key] = "ap"
             srcs.append(operand)
-        elif nl.is_scalar(operand):
+        elif is_scalar(operand):
             attrs[key] = float(operand)
         else:
-            nl._check_operand(operand, key)
+            check_operand(operand, key)
     if op1 is not None:
-        attrs["op1"], attrs["reverse1"] = nl.op_name(op1, nl.ALU_OPS, "op1"), bool(reverse1)
-    out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
+        attrs["op1"], attrs["reverse1"] = op_name(op1, ALU_OPS, "op1"), bool(reverse1)
+    out, new = _out(dst, x.shape, dtype_name(dtype, x))
     return _finish("tensor_scalar", out, new, srcs, attrs, mask)
 
 
@@ -213,7 +225,7 @@ def tensor_reduce(
 ):
     """Reduce free axes (consecutive, ending at the last) on VectorE."""
     x = _tile(data, "data")
-    name = nl.op_name(op, nl.ALU_OPS, "tensor_reduce op")
+    name = op_name(op, ALU_OPS, "tensor_reduce op")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a + x.ndim if a < 0 else a for a in axes)
     if 0 in axes:
@@ -221,14 +233,8 @@ def tensor_reduce(
             "reductions run over free axes only (not the partition axis 0)",
             "err_unsupported_reduce_axis",
         )
-    shape = (
-        tuple((1 if a in axes else n) for a, n in enumerate(x.shape))
-        if keepdims
-        else tuple(n for a, n in enumerate(x.shape) if a not in axes)
-    )
-    if len(shape) < 2:
-        shape = (shape[0] if shape else 1, 1)
-    out, new = _out(dst, shape, nl._dtype_name(dtype, x))
+    shape = reduced_shape(x.shape, axes, keepdims)
+    out, new = _out(dst, shape, dtype_name(dtype, x))
     return _finish(
         "tensor_reduce",
         out,
@@ -249,7 +255,7 @@ def tensor_reduce(
 def tensor_copy(src, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     """Copy (with cast) on VectorE, ScalarE or GpSimd."""
     x = _tile(src, "src")
-    out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
+    out, new = _out(dst, x.shape, dtype_name(dtype, x))
     return _finish("tensor_copy", out, new, [x], {"engine": _engine(engine, "vector")}, mask)
 
 
@@ -259,7 +265,7 @@ def _act_operand(value, what: str, srcs: list, attrs: dict, key: str) -> None:
     if isinstance(value, Tile):
         attrs[key] = "ap"
         srcs.append(value)
-    elif nl.is_scalar(value) and key == "scale":
+    elif is_scalar(value) and key == "scale":
         attrs[key] = float(value)
     else:
         raise NkiError(
@@ -288,7 +294,7 @@ def activation(
     registers after the instruction. Without ``reduce_cmd``, ``reduce_res`` means reset_reduce
     (``activation_reduce``)."""
     x = _tile(data, "data")
-    func = nl.op_name(op, nl.ACT_FUNCS, "activation function")
+    func = op_name(op, ACT_FUNCS, "activation function")
     srcs, attrs = [x], {"func": func, "scale": 1.0}
     _act_operand(bias, "bias", srcs, attrs, "bias")
     _act_operand(scale, "scale", srcs, attrs, "scale")
@@ -297,7 +303,7 @@ def activation(
         if not isinstance(reduce_cmd, _ReduceCmd):
             raise NkiError(f"reduce_cmd= takes an nisa.reduce_cmd, got {reduce_cmd!r}")
         attrs["reduce_cmd"] = reduce_cmd.name
-    if reduce_op is not None and nl.op_name(reduce_op, nl.ALU_OPS, "reduce_op") != "add":
+    if reduce_op is not None and op_name(reduce_op, ALU_OPS, "reduce_op") != "add":
         raise NkiError(
             "activation reduces with add only on this NeuronCore", "err_unsupported_reduce_op"
         )
@@ -306,7 +312,7 @@ def activation(
             raise NkiError("reduce_res must be a [P, 1] tile")
         attrs["reduce"] = "add"
         extra = [reduce_res]
-    out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
+    out, new = _out(dst, x.shape, dtype_name(dtype, x))
     return _finish("activation", out, new, srcs, attrs, mask, extra_dsts=extra)
 
 
@@ -342,17 +348,17 @@ def activation_reduce(
 def reciprocal(data, *, dtype=None, mask=None, dst=None, **_kw):
     """1/x on VectorE (precise, 8x the cost of a ScalarE activation)."""
     x = _tile(data, "data")
-    out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
+    out, new = _out(dst, x.shape, dtype_name(dtype, x))
     return _finish("reciprocal", out, new, [x], {"engine": "vector"}, mask)
 
 
 def memset(shape=None, value=0.0, dtype=None, *, mask=None, engine=None, dst=None, **_kw):
     """A new tile filled with ``value`` (VectorE or GpSimd)."""
-    if not nl.is_scalar(value):
+    if not is_scalar(value):
         raise NkiError("memset value must be a scalar")
     if dst is None:
-        shape, _ = nl._shape_and_par(shape)
-    out, new = _out(dst, shape, nl._dtype_name(dtype or "float32"))
+        shape, _ = shape_and_par(shape)
+    out, new = _out(dst, shape, dtype_name(dtype or "float32"))
     return _finish(
         "memset", out, new, [], {"value": float(value), "engine": _engine(engine, "vector")}, mask
     )
@@ -364,7 +370,7 @@ def iota(expr, dtype, *, mask=None, dst=None, **_kw):
         raise NkiError("iota takes an nl.arange / nl.mgrid expression")
     if expr.ndim < 2:
         raise NkiError("iota expression must be at least 2-D", "err_1d_arange_not_supported")
-    out, new = _out(dst, expr.shape, nl._dtype_name(dtype))
+    out, new = _out(dst, expr.shape, dtype_name(dtype))
     return _finish(
         "iota",
         out,
@@ -383,7 +389,7 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
             "err_unsupported_expression_in_mask",
         )
     x = _tile(on_true_tile, "on_true_tile")
-    if not nl.is_scalar(on_false_value):
+    if not is_scalar(on_false_value):
         raise NkiError("on_false_value must be a scalar")
     shape, coeffs, const, op = pred.terms[0]
     if len(shape) != x.ndim:
@@ -391,7 +397,7 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
             "affine_select predicate rank differs from the tile's",
             "err_unsupported_expression_in_mask",
         )
-    out, new = _out(dst, x.shape, nl._dtype_name(dtype, x))
+    out, new = _out(dst, x.shape, dtype_name(dtype, x))
     return _finish(
         "affine_select",
         out,
@@ -429,8 +435,8 @@ def tensor_tensor_scan(
     srcs, attrs = (
         [a, b],
         {
-            "op0": nl.op_name(op0, nl.ALU_OPS, "op0"),
-            "op1": nl.op_name(op1, nl.ALU_OPS, "op1"),
+            "op0": op_name(op0, ALU_OPS, "op0"),
+            "op1": op_name(op1, ALU_OPS, "op1"),
             "reverse0": bool(reverse0),
             "reverse1": bool(reverse1),
             "engine": "vector",
@@ -439,24 +445,24 @@ def tensor_tensor_scan(
     if isinstance(initial, Tile):
         attrs["initial"] = "ap"
         srcs.append(initial)
-    elif nl.is_scalar(initial):
+    elif is_scalar(initial):
         attrs["initial"] = float(initial)
     else:
-        nl._check_operand(initial, "initial")
-    out, new = _out(dst, a.shape, nl._dtype_name(dtype, a, b))
+        check_operand(initial, "initial")
+    out, new = _out(dst, a.shape, dtype_name(dtype, a, b))
     return _finish("scan", out, new, srcs, attrs, mask)
 
 
 def tensor_partition_reduce(op, data, *, mask=None, dtype=None, dst=None, **_kw):
     """Reduce across partitions on GpSimd: [P, F] -> [1, F]."""
     x = _tile(data, "data")
-    out, new = _out(dst, (1, *x.shape[1:]), nl._dtype_name(dtype, x))
+    out, new = _out(dst, (1, *x.shape[1:]), dtype_name(dtype, x))
     return _finish(
         "partition_reduce",
         out,
         new,
         [x],
-        {"op": nl.op_name(op, nl.ALU_OPS, "op"), "engine": "gpsimd"},
+        {"op": op_name(op, ALU_OPS, "op"), "engine": "gpsimd"},
         mask,
         mask_ref=x,
     )
@@ -467,12 +473,12 @@ def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=No
     d, s = _tile(dst, "dst"), _tile(src, "src")
     attrs: dict = {}
     if dst_rmw_op is not None:
-        if nl.op_name(dst_rmw_op, nl.ALU_OPS, "dst_rmw_op") != "add":
+        if op_name(dst_rmw_op, ALU_OPS, "dst_rmw_op") != "add":
             raise NkiError("dma_copy dst_rmw_op supports np.add only")
         attrs["acc"] = True
     if d.shape != s.shape:
-        s = nl._bview(s, d.shape)
-    nl.emit("dma", [d], [s], attrs, mask)
+        s = bview(s, d.shape)
+    emit("dma", [d], [s], attrs, mask)
 
 
 PUBLIC = (

@@ -3,19 +3,24 @@
 A kernel runs against these objects inside the sandboxed tracing process. They hold shapes,
 dtypes and buffers, never data: converting one to NumPy, truth-testing it or iterating over it
 is an error, so no host-side computing can stand in for NKI instructions. Each NKI call appends
-one event to the trace; the trusted replay (``replay.py``) re-checks every rule, computes the
+one event to the trace; the trusted replay (``replay/``) re-checks every rule, computes the
 outputs from the inputs and costs the schedule. Nothing here is trusted.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import MAX_EVENTS, dtypes
 from .indexing import DynSlice, IndexExpr, Mask, NkiError, row_major_strides, subscript
 
 HBM, SBUF, PSUM = "hbm", "sbuf", "psum"
+
+#: the ``nki.language`` calls a tile's operators and assignments are (``t + u`` is ``nl.add``),
+#: by name; ``language``, which builds on this module, fills it when it is imported
+LANGUAGE: dict[str, Callable] = {}
 
 
 class Tracer:
@@ -187,14 +192,10 @@ class Tile:
         return True
 
     def broadcast_to(self, shape) -> Tile:
-        from . import language
-
-        return language.broadcast_to(self, shape=shape)
+        return LANGUAGE["broadcast_to"](self, shape=shape)
 
     def astype(self, dtype) -> Tile:
-        from . import language
-
-        return language.copy(self, dtype=dtype)
+        return LANGUAGE["copy"](self, dtype=dtype)
 
     def expand_dims(self, axis: int) -> Tile:
         if axis == 0:
@@ -238,8 +239,6 @@ class Tile:
 
     # ------------------------------------------------------------------ assignment
     def __setitem__(self, key, value) -> None:
-        from . import language
-
         dst = self[key] if key is not Ellipsis else Tile(self.tensor, self.offset, list(self.dims))
         if (
             isinstance(value, Tile)
@@ -249,14 +248,12 @@ class Tile:
             and value.dims == dst.dims
         ):
             return  # the write-back half of `t[i] += x`: already done in place
-        language.assign(dst, value)
+        LANGUAGE["assign"](dst, value)
 
     # operators map to nki.language calls (as the real tracer does)
     def _bin(name, reverse=False):
         def method(self, other):
-            from . import language
-
-            fn = getattr(language, name)
+            fn = LANGUAGE[name]
             return fn(other, self) if reverse else fn(self, other)
 
         return method
@@ -271,32 +268,22 @@ class Tile:
     __and__, __or__, __xor__ = _bin("bitwise_and"), _bin("bitwise_or"), _bin("bitwise_xor")
 
     def __eq__(self, other):  # type: ignore[override]
-        from . import language
-
-        return language.equal(self, other)
+        return LANGUAGE["equal"](self, other)
 
     def __ne__(self, other):  # type: ignore[override]
-        from . import language
-
-        return language.not_equal(self, other)
+        return LANGUAGE["not_equal"](self, other)
 
     def __neg__(self):
-        from . import language
-
-        return language.negative(self)
+        return LANGUAGE["negative"](self)
 
     def __iadd__(self, other):
-        from . import language
-
-        language.accumulate(self, other, "add")
+        LANGUAGE["accumulate"](self, other, "add")
         self.accumulated = True
         return self
 
     def _inplace(name):
         def method(self, other):
-            from . import language
-
-            language.assign(self, getattr(language, name)(self, other))
+            LANGUAGE["assign"](self, LANGUAGE[name](self, other))
             self.accumulated = True
             return self
 
