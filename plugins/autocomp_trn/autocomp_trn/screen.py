@@ -6,6 +6,8 @@ message early."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from autocomp_core import Finding, attribute_root
 
@@ -68,133 +70,137 @@ def _stored_attributes(target: ast.AST):
             yield from _stored_attributes(element)
 
 
+@dataclass(frozen=True)
+class Names:
+    """What the kernel calls the NKI modules and NumPy, and the imports it may make."""
+
+    nki: set[str]
+    numpy: set[str]
+    allowed: str
+
+
 def check(source: str) -> list[Finding]:
     """Every finding; an empty list lets the kernel run. Syntax errors are left to the tracer."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    nki_names = _nki_aliases(tree)
-    np_names = _numpy_aliases(tree)
+    names = Names(
+        _nki_aliases(tree),
+        _numpy_aliases(tree),
+        ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"})),
+    )
     findings: list[Finding] = []
-    allowed = ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))
     for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
+        rule = NODE_RULES.get(type(node))
+        if rule is not None:
+            findings.extend(rule(node, names, getattr(node, "lineno", 0)))
+    findings.extend(_import_time_work(tree, names))
+    unique = {(f.rule, f.message, f.line): f for f in findings}
+    return sorted(unique.values(), key=lambda f: f.line)
+
+
+def _imports(node: ast.Import | ast.ImportFrom, names: Names, line: int) -> Iterator[Finding]:
+    modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    if isinstance(node, ast.ImportFrom) and node.level:
+        modules = ["." + (node.module or "")]
+    for name in modules:
+        if name.split(".")[0] not in ALLOWED_IMPORTS:
+            yield Finding(
+                "forbidden-import", f"imports {name}: kernels may import only {names.allowed}", line
             )
-            if isinstance(node, ast.ImportFrom) and node.level:
-                names = ["." + (node.module or "")]
-            for name in names:
-                if name.split(".")[0] not in ALLOWED_IMPORTS:
-                    findings.append(
-                        Finding(
-                            "forbidden-import",
-                            f"imports {name}: kernels may import only {allowed}",
-                            line,
-                        )
-                    )
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in FORBIDDEN_CALLS
-        ):
-            findings.append(
-                Finding(
-                    "forbidden-call",
-                    f"calls {node.func.id}(): {FORBIDDEN_CALLS[node.func.id]}",
+
+
+def _call(node: ast.Call, names: Names, line: int) -> Iterator[Finding]:
+    if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+        yield Finding(
+            "forbidden-call", f"calls {node.func.id}(): {FORBIDDEN_CALLS[node.func.id]}", line
+        )
+
+
+def _attribute(node: ast.Attribute, names: Names, line: int) -> Iterator[Finding]:
+    if node.attr.startswith("__") and node.attr.endswith("__") and node.attr != "__init__":
+        yield Finding("introspection", f"uses .{node.attr}: kernels need no Python internals", line)
+    elif node.attr.startswith("_") and attribute_root(node) in names.nki:
+        yield Finding(
+            "private-api", f"uses {ast.unparse(node)}: only the public NKI API exists", line
+        )
+    elif node.attr == "random" and attribute_root(node) in names.numpy:
+        yield Finding(
+            "host-compute",
+            "uses numpy.random: data made on the host never reaches the device",
+            line,
+        )
+
+
+def _store(node: ast.stmt, names: Names, line: int) -> Iterator[Finding]:
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    for target in targets:
+        for sub in _stored_attributes(target):
+            if attribute_root(sub) in names.nki | names.numpy:
+                yield Finding(
+                    "monkeypatch",
+                    f"assigns to {ast.unparse(sub)}: the NKI API and NumPy are read-only",
                     line,
                 )
-            )
-        elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("__") and node.attr.endswith("__") and node.attr != "__init__":
-                findings.append(
-                    Finding(
-                        "introspection",
-                        f"uses .{node.attr}: kernels need no Python internals",
-                        line,
-                    )
-                )
-            elif node.attr.startswith("_") and attribute_root(node) in nki_names:
-                findings.append(
-                    Finding(
-                        "private-api",
-                        f"uses {ast.unparse(node)}: only the public NKI API exists",
-                        line,
-                    )
-                )
-            elif node.attr == "random" and attribute_root(node) in np_names:
-                findings.append(
-                    Finding(
-                        "host-compute",
-                        "uses numpy.random: data made on the host never reaches the device",
-                        line,
-                    )
-                )
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                for sub in _stored_attributes(target):
-                    if attribute_root(sub) in nki_names | np_names:
-                        findings.append(
-                            Finding(
-                                "monkeypatch",
-                                f"assigns to {ast.unparse(sub)}: the NKI API and "
-                                "NumPy are read-only",
-                                line,
-                            )
-                        )
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            findings.append(
-                Finding(
-                    "state",
-                    f"declares {'global' if isinstance(node, ast.Global) else 'nonlocal'} "
-                    f"{', '.join(node.names)}: a kernel is a pure function of its inputs",
-                    line,
-                )
-            )
-        elif isinstance(node, ast.Try):
-            findings.append(
-                Finding(
-                    "try",
-                    "catches exceptions: NKI kernels cannot handle errors at run time, and "
-                    "must not behave differently under this emulator",
-                    line,
-                )
-            )
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and any(w in node.value.lower() for w in ("autocomp", "emulat"))
-        ):
-            findings.append(
-                Finding("emulator-detection", "names the evaluation harness in a string", line)
-            )
-    for node in tree.body:  # module level: imports, definitions and constants only
+
+
+def _state(node: ast.Global | ast.Nonlocal, names: Names, line: int) -> Iterator[Finding]:
+    yield Finding(
+        "state",
+        f"declares {'global' if isinstance(node, ast.Global) else 'nonlocal'} "
+        f"{', '.join(node.names)}: a kernel is a pure function of its inputs",
+        line,
+    )
+
+
+def _try(node: ast.Try, names: Names, line: int) -> Iterator[Finding]:
+    yield Finding(
+        "try",
+        "catches exceptions: NKI kernels cannot handle errors at run time, and "
+        "must not behave differently under this emulator",
+        line,
+    )
+
+
+def _string(node: ast.Constant, names: Names, line: int) -> Iterator[Finding]:
+    if isinstance(node.value, str) and any(w in node.value.lower() for w in ("autocomp", "emulat")):
+        yield Finding("emulator-detection", "names the evaluation harness in a string", line)
+
+
+#: the rule each kind of syntax node is held to
+NODE_RULES: dict[type, Callable[..., Iterator[Finding]]] = {
+    ast.Import: _imports,
+    ast.ImportFrom: _imports,
+    ast.Call: _call,
+    ast.Attribute: _attribute,
+    ast.Assign: _store,
+    ast.AugAssign: _store,
+    ast.AnnAssign: _store,
+    ast.Delete: _store,
+    ast.Global: _state,
+    ast.Nonlocal: _state,
+    ast.Try: _try,
+    ast.Constant: _string,
+}
+
+
+def _import_time_work(tree: ast.Module, names: Names) -> Iterator[Finding]:
+    """Module level: imports, definitions and constants only."""
+    for node in tree.body:
         if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
             if value is not None and any(
-                isinstance(n, ast.Call) and attribute_root(n.func) in np_names
+                isinstance(n, ast.Call) and attribute_root(n.func) in names.numpy
                 for n in ast.walk(value)
             ):
-                findings.append(
-                    Finding(
-                        "host-compute",
-                        "computes with NumPy at import time: host data never "
-                        "reaches the device, kernels compute with NKI instructions",
-                        node.lineno,
-                    )
-                )
-        elif isinstance(node, (ast.For, ast.While, ast.With)):
-            findings.append(
-                Finding(
+                yield Finding(
                     "host-compute",
-                    "runs code at import time: put all work in the kernel",
+                    "computes with NumPy at import time: host data never "
+                    "reaches the device, kernels compute with NKI instructions",
                     node.lineno,
                 )
+        elif isinstance(node, (ast.For, ast.While, ast.With)):
+            yield Finding(
+                "host-compute", "runs code at import time: put all work in the kernel", node.lineno
             )
-    unique = {(f.rule, f.message, f.line): f for f in findings}
-    return sorted(unique.values(), key=lambda f: f.line)
