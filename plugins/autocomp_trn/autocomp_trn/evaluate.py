@@ -38,7 +38,7 @@ from autocomp_core import (
 
 from . import screen
 from .emulator import MAX_EVENTS
-from .emulator.hardware import GENERATIONS
+from .emulator.hardware import GENERATIONS, Generation
 from .problems.spec import ProblemSpec
 
 
@@ -275,25 +275,49 @@ class EmulatorEvaluator:
         if spec.language == "pytorch" and code.strip() == spec.baseline_code().strip():
             return await self._framework(spec, seeds, replay_s)
         t = time.perf_counter()
-        if use_screen:
-            findings = screen.check(code)
-            if findings:
-                return Verdict(
-                    "rejected",
-                    "refused before running:\n" + "\n".join(map(str, findings)),
-                    line=findings[0].line,
-                    code=findings[0].rule,
-                    phases_s={"screen_s": time.perf_counter() - t},
-                )
+        if use_screen and (findings := screen.check(code)):
+            return Verdict(
+                "rejected",
+                "refused before running:\n" + "\n".join(map(str, findings)),
+                line=findings[0].line,
+                code=findings[0].rule,
+                phases_s={"screen_s": time.perf_counter() - t},
+            )
         phases["screen_s"] = time.perf_counter() - t
         gen = GENERATIONS[s.generation]
+        traced = await self._trace(spec, code, gen, full, trace_s, phases)
+        if isinstance(traced, Verdict):
+            return traced
+        replay = {
+            "problem": spec.id,
+            "seeds": seeds,
+            "generation": gen.name,
+            "full": full,
+            "numeric": numeric,
+        }
+        # a fresh dir the tracing process never could write, the trace carried by value (after
+        # the request's line, as is: not escaped into it and parsed twice)
+        run = await self._run_child("replay", replay, replay_s, phases, None, traced)
+        return self._verdict(run, "replaying the trace", replay_s, phases)
+
+    async def _trace(
+        self,
+        spec: ProblemSpec,
+        code: str,
+        gen: Generation,
+        full: bool,
+        trace_s: float,
+        phases: dict[str, float],
+    ) -> bytes | Verdict:
+        """Trace the kernel in its sandboxed process: the trace it wrote, or the verdict on why
+        there is none."""
         inputs, _ = spec.shapes(full)
         request = {
             "kernel": code,
             "entry": spec.entry,
             "generation": gen.name,
             "sbuf_bytes": gen.sbuf_bytes_per_partition,
-            "max_events": s.max_events,
+            "max_events": self.settings.max_events,
             "inputs": [[i.name, list(i.shape), i.dtype] for i in inputs],
             "kwargs": spec.kwargs,
         }
@@ -334,17 +358,7 @@ class EmulatorEvaluator:
             v.status = "crash"
             v.phases_s = phases
             return v
-        replay = {
-            "problem": spec.id,
-            "seeds": seeds,
-            "generation": gen.name,
-            "full": full,
-            "numeric": numeric,
-        }
-        # a fresh dir the tracing process never could write, the trace carried by value (after
-        # the request's line, as is: not escaped into it and parsed twice)
-        run = await self._run_child("replay", replay, replay_s, phases, None, trace_bytes)
-        return self._verdict(run, "replaying the trace", replay_s, phases)
+        return trace_bytes
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
         out = last_json(run.stdout) if not run.timed_out else None
