@@ -129,19 +129,15 @@ CudaOptions = create_model(
 )
 
 
-class CudaBackend(Backend):
+class CudaBackend(Backend[CudaHardware, _CudaOptions]):
     name = "cuda"
     description = "NVIDIA GPUs (and CPU for CI): KernelBench-format PyTorch problems, CUDA/C++/Triton candidates"
     file_extension = ".py"
     language = "python"
     code_anchor = "class ModelNew"
     metric_unit = "ms"
-    hardware_config_type = CudaHardware
-    options_type = CudaOptions
+    options_type = CudaOptions  # typed as _CudaOptions: its fields, and the harness settings
     capabilities = frozenset({Capability.HW_FEEDBACK})
-
-    hardware: CudaHardware
-    options: _CudaOptions  # a CudaOptions: these fields, and the harness settings
 
     # ------------------------------------------------------------------ configuration
     @cached_property

@@ -28,7 +28,7 @@ KNOWLEDGE_DIR = toolchain.PACKAGE_DIR / "knowledge"
 INT8_ONLY = ("gemm", "conv")
 
 
-class GemminiBackend(Backend):
+class GemminiBackend(Backend[GemminiConfig, GemminiOptions]):
     name: ClassVar[str] = "gemmini"
     description: ClassVar[str] = (
         "Gemmini systolic-array accelerator: C against gemmini.h, built for bare-metal "
@@ -37,12 +37,7 @@ class GemminiBackend(Backend):
     file_extension: ClassVar[str] = ".c"
     language: ClassVar[str] = "c"
     metric_unit: ClassVar[str] = "cycles"
-    hardware_config_type: ClassVar[type[GemminiConfig]] = GemminiConfig
-    options_type: ClassVar[type[GemminiOptions]] = GemminiOptions
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HW_FEEDBACK})
-
-    hardware: GemminiConfig
-    options: GemminiOptions
 
     def problems(self) -> list[Problem]:
         return [catalog.to_problem(spec) for spec in catalog.specs().values()]

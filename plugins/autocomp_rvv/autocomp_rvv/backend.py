@@ -15,6 +15,7 @@ import math
 
 from autocomp_core import (
     Backend,
+    BackendOptions,
     Capability,
     DoctorCheck,
     EvalContext,
@@ -42,16 +43,15 @@ SCALAR_BITS_PER_CYCLE = 64
 BOARD = "rvv_board"
 
 
-class RvvBackend(Backend):
+class RvvBackend(Backend[RvvHardware, BackendOptions]):
+    """Everything is in ``[hardware]``: the backend takes no options."""
+
     name = "rvv"
     description = "RISC-V Vector 1.0 (C intrinsics): qemu-user correctness, Spike instruction counts, modelled cycles"
     file_extension = ".c"
     language = "c"
     metric_unit = "cycles"
-    hardware_config_type = RvvHardware
     capabilities = frozenset({Capability.HW_FEEDBACK})
-
-    hardware: RvvHardware  # everything is in [hardware]: the backend takes no options
 
     def __init__(self, hardware=None, options=None) -> None:
         super().__init__(hardware, options)

@@ -80,7 +80,7 @@ class TrnOptions(BackendOptions):
     benchmark_warmup: int = Field(2, ge=0, description="Neuron mode: warm-up iterations")
 
 
-class TrnBackend(Backend):
+class TrnBackend(Backend[TrnHardware, TrnOptions]):
     name = "trn"
     description = (
         "AWS Trainium NKI kernels: NumPy NKI emulator with a per-engine cost model, or a NeuronCore"
@@ -89,12 +89,7 @@ class TrnBackend(Backend):
     language = "python"
     code_anchor = "import"
     metric_unit = "modelled us"
-    hardware_config_type = TrnHardware
-    options_type = TrnOptions
     capabilities = frozenset({Capability.HW_FEEDBACK})  # evaluate() reports per-engine busy time
-
-    hardware: TrnHardware
-    options: TrnOptions
 
     # -- mode -----------------------------------------------------------------------------
     @cached_property
