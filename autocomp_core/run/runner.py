@@ -12,6 +12,7 @@ import math
 import os
 import socket
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ from ..errors import ConfigError
 from ..executors import Executor, create_executor
 from ..executors.local import LocalExecutor
 from ..ledger.accounting import Budget, Ledger
-from ..ledger.store import RunStore
+from ..ledger.store import Candidate, RunStore
 from ..llm.client import LLMClient, default_models
 from ..llm.errors import LLMConfigError
 from ..sandbox import isolation_level
@@ -232,31 +233,59 @@ async def execute(
     cfg = prep.config
     slots = evaluation_slots(cfg, prep.backend, prep.executor)  # bad input: before the journal
     await prep.executor.prepare(prep.backend, slots)
-    store = RunStore(run_dir)
-    store.set_meta("config", cfg.to_toml_dict(only_set=True))
-    store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
-    store.set_meta("target", target_info(prep.backend, prep.problem))
-    if prep.client is not None:
-        store.set_meta("prices", prep.client.price_table())
-    store.set_meta("isolation", isolation_level())
-    (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
+    store = _open_journal(prep, run_dir)
     ledger = Ledger.from_store(store)
     if suite is not None:  # the suite's budget counts every run; its display shows this one
         budget, progress = suite.join(run_dir, prep, ledger)
     else:
         budget, progress = (
             Budget(cfg.budget, ledger),
-            Progress.for_terminal(
-                ledger,
-                prep.backend.metric_unit,
-                cfg.search.iterations,
-                quiet=not progress_stream,
-                budget=cfg.budget,
-                title=f"{prep.backend.name} / {prep.problem.id}",
-            ),
+            _terminal_progress(prep, ledger, progress_stream),
         )
-    stop_of_recorded = recorded_stop(replay_source) if replay_source is not None else None
-    evaluator = Evaluator(
+    evaluator = _evaluator(prep, store, ledger, budget, slots, replay_source, reevaluate, suite)
+    llm = JournaledLLM(
+        prep.client,
+        store,
+        ledger,
+        budget,
+        replay_source=replay_source,
+        max_in_flight=cfg.llm.max_concurrency,
+    )
+    progress.watch(llm, evaluator)
+    exporter = _iteration_exporter(prep, run_dir, store, ledger)
+    search = Search(prep, store, llm, evaluator, progress, on_iteration=exporter)
+    store.event("session_start", pid=os.getpid(), host=socket.gethostname())
+    beam = None
+    stop_reason = "interrupted"
+    try:
+        beam, stop_reason = await _run_search(
+            search, prep, ledger, progress, own_client=suite is None
+        )
+        return finish(store, search, prep, run_dir, stop_reason, ledger)
+    finally:
+        store.set_meta("wall_s", ledger.wall_s)
+        if beam is None:  # crashed or interrupted: still leave readable exports behind
+            try:
+                finish(store, search, prep, run_dir, stop_reason, ledger)
+            except Exception:  # the journal is intact; exports can be redone with `report`
+                log.warning("could not write exports", run_dir=str(run_dir))
+        store.close()
+
+
+def _evaluator(
+    prep: Prepared,
+    store: RunStore,
+    ledger: Ledger,
+    budget: Budget,
+    slots: int,
+    replay_source: RunStore | None,
+    reevaluate: bool,
+    suite: SharedRuns | None,
+) -> Evaluator:
+    """The run's evaluations: a replay reuses its source's (unless ``reevaluate``) and stops
+    where its source stopped."""
+    cfg = prep.config
+    return Evaluator(
         prep.backend,
         prep.problem,
         store,
@@ -267,20 +296,44 @@ async def execute(
         cfg.seed,
         want_feedback=cfg.search.hw_feedback_probability > 0,
         recorded=None if reevaluate else replay_source,
-        recorded_stop=stop_of_recorded,
+        recorded_stop=recorded_stop(replay_source) if replay_source is not None else None,
         executor=prep.executor,
         limiter=suite.limiter if suite else None,
     )
-    llm = JournaledLLM(
-        prep.client,
-        store,
+
+
+def _open_journal(prep: Prepared, run_dir: Path) -> RunStore:
+    """The run's journal, holding what the run is (config, models, target, prices,
+    isolation), and its config written out as ``config.toml``."""
+    cfg = prep.config
+    store = RunStore(run_dir)
+    store.set_meta("config", cfg.to_toml_dict(only_set=True))
+    store.set_meta("models", {"plan": prep.plan_models, "code": prep.code_models})
+    store.set_meta("target", target_info(prep.backend, prep.problem))
+    if prep.client is not None:
+        store.set_meta("prices", prep.client.price_table())
+    store.set_meta("isolation", isolation_level())
+    (run_dir / "config.toml").write_text(tomli_w.dumps(cfg.to_toml_dict()))
+    return store
+
+
+def _terminal_progress(prep: Prepared, ledger: Ledger, stream: bool) -> Progress:
+    """The display of a run on its own (``stream`` False: quiet)."""
+    return Progress.for_terminal(
         ledger,
-        budget,
-        replay_source=replay_source,
-        max_in_flight=cfg.llm.max_concurrency,
+        prep.backend.metric_unit,
+        prep.config.search.iterations,
+        quiet=not stream,
+        budget=prep.config.budget,
+        title=f"{prep.backend.name} / {prep.problem.id}",
     )
-    progress.watch(llm, evaluator)
-    drop_root = Translation.of(cfg.translation).drop_root
+
+
+def _iteration_exporter(
+    prep: Prepared, run_dir: Path, store: RunStore, ledger: Ledger
+) -> Callable[[int], None]:
+    """Rewrites the exports after each iteration; a failure to write them is logged."""
+    drop_root = Translation.of(prep.config.translation).drop_root
 
     def export_iteration(i: int) -> None:
         try:
@@ -297,32 +350,28 @@ async def execute(
         except OSError as exc:  # a full disk must not end the run: the journal has it all
             log.warning("could not write exports", run_dir=str(run_dir), error=str(exc))
 
-    search = Search(prep, store, llm, evaluator, progress, on_iteration=export_iteration)
-    store.event("session_start", pid=os.getpid(), host=socket.gethostname())
+    return export_iteration
+
+
+async def _run_search(
+    search: Search, prep: Prepared, ledger: Ledger, progress: Progress, own_client: bool
+) -> tuple[list[Candidate] | None, str]:
+    """The search, with the backend (and the LLM client, when the run owns it) entered and
+    closed around it even on a crash or Ctrl-C: (its beam, why it stopped). The beam is None
+    when the run was cut ``WALL_GRACE_S`` after ``budget.wall_s``."""
+    wall_s = prep.config.budget.wall_s
+    hard_stop = None  # the doors stop new work at budget.wall_s; this ends the rest
+    if wall_s is not None:
+        hard_stop = max(0.0, wall_s - ledger.prior_wall_s) + WALL_GRACE_S
     beam = None
-    stop_reason = "interrupted"
-    try:
-        hard_stop = None  # the doors stop new work at budget.wall_s; this ends the rest
-        if cfg.budget.wall_s is not None:
-            hard_stop = max(0.0, cfg.budget.wall_s - ledger.prior_wall_s) + WALL_GRACE_S
-        with anyio.move_on_after(hard_stop) as scope, progress:
-            async with AsyncExitStack() as resources:  # closed even on a crash or Ctrl-C
-                await resources.enter_async_context(prep.backend)
-                if prep.client is not None and suite is None:
-                    await resources.enter_async_context(prep.client)
-                beam = await search.run()
-        stop_reason = (
-            "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
-        )
-        return finish(store, search, prep, run_dir, stop_reason, ledger)
-    finally:
-        store.set_meta("wall_s", ledger.wall_s)
-        if beam is None:  # crashed or interrupted: still leave readable exports behind
-            try:
-                finish(store, search, prep, run_dir, stop_reason, ledger)
-            except Exception:  # the journal is intact; exports can be redone with `report`
-                log.warning("could not write exports", run_dir=str(run_dir))
-        store.close()
+    with anyio.move_on_after(hard_stop) as scope, progress:
+        async with AsyncExitStack() as resources:
+            await resources.enter_async_context(prep.backend)
+            if prep.client is not None and own_client:
+                await resources.enter_async_context(prep.client)
+            beam = await search.run()
+    stop_reason = "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
+    return beam, stop_reason
 
 
 def finish(
