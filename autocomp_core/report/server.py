@@ -35,6 +35,7 @@ from typing import Any
 
 import anyio
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..errors import ConfigError
@@ -164,108 +165,137 @@ class Dashboard:
 
 
 # -- HTTP ------------------------------------------------------------------------------
+DASHBOARD = web.AppKey("dashboard", Dashboard)
+PAGE = web.AppKey("page", bytes)
+
+
 def make_app(dashboard: Dashboard, token: str | None = None) -> web.Application:
-    page = render_page(f"autocomp: {dashboard.root.resolve().name}").encode()
+    app = web.Application(middlewares=[_guard(token)])
+    app[DASHBOARD] = dashboard
+    app[PAGE] = render_page(f"autocomp: {dashboard.root.resolve().name}").encode()
+    app.router.add_get("/", _index)
+    app.router.add_get("/api/runs", _runs)
+    app.router.add_get("/api/runs/{name:.+}", _one_run)
+    app.router.add_get("/api/events", _events)
+    app.on_shutdown.append(_close_streams)
+    return app
+
+
+def _guard(token: str | None) -> Middleware:
+    """The middleware every request passes: the access rules, then headers on every answer."""
 
     @web.middleware
-    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-        if token is None:
-            if not _loopback_host_header(request.host):
-                # a page elsewhere that rebinds its name to 127.0.0.1 must not read the runs
-                return web.Response(status=403, text="forbidden host\n")
-        else:
-            given = (
-                request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-                or request.cookies.get(TOKEN_COOKIE)
-                or request.query.get("token")
-                or ""
-            )
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                return web.Response(
-                    status=401, text="a token is required\n", headers={"WWW-Authenticate": "Bearer"}
-                )
-            if "token" in request.query:  # keep it in a cookie, and out of the address bar
-                query = {k: v for k, v in request.query.items() if k != "token"}
-                target = str(request.rel_url.with_query(query))
-                response = web.Response(status=302, headers={"Location": target})
-                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-                return response
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = _refusal(request, token)
+        if refused is not None:
+            return refused
         response = await handler(request)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         return response
 
-    async def index(request: web.Request) -> web.Response:
+    return guard
+
+
+def _refusal(request: web.Request, token: str | None) -> web.Response | None:
+    """The answer to a request that may not pass (None: it may): without a token, one
+    naming a host other than loopback; with one, one that lacks it, and one that carries it
+    in the address (sent back without it, the token set as a cookie)."""
+    if token is None:
+        if not _loopback_host_header(request.host):
+            # a page elsewhere that rebinds its name to 127.0.0.1 must not read the runs
+            return web.Response(status=403, text="forbidden host\n")
+        return None
+    given = (
+        request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        or request.cookies.get(TOKEN_COOKIE)
+        or request.query.get("token")
+        or ""
+    )
+    if not hmac.compare_digest(given.encode(), token.encode()):
         return web.Response(
-            body=page,
-            content_type="text/html",
-            charset="utf-8",
-            headers={"Content-Security-Policy": CSP_LIVE, "Cache-Control": "no-store"},
+            status=401, text="a token is required\n", headers={"WWW-Authenticate": "Bearer"}
         )
-
-    async def runs(request: web.Request) -> web.Response:
-        rows = []
-        for _, run in sorted(dashboard.runs.items()):
-            with contextlib.suppress(Unreadable):  # listed once it can be read
-                rows.append((await dashboard.fresh(run)).row)
-        return web.json_response(rows, headers={"Cache-Control": "no-store"})
-
-    async def one_run(request: web.Request) -> web.Response:
-        run = dashboard.runs.get(request.match_info["name"])
-        if run is None:
-            raise web.HTTPNotFound(text="no such run\n")
-        try:
-            run = await dashboard.fresh(run)
-        except Unreadable as exc:
-            raise web.HTTPServiceUnavailable(text=f"cannot read the run yet: {exc}\n") from None
-        headers = {"ETag": run.etag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"}
-        if request.headers.get("If-None-Match") == run.etag:
-            return web.Response(status=304, headers=headers)
-        if "gzip" in request.headers.get("Accept-Encoding", ""):
-            headers["Content-Encoding"] = "gzip"
-            body = run.body
-        else:
-            body = gzip.decompress(run.body)
-        return web.Response(body=body, content_type="application/json", headers=headers)
-
-    async def events(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
-        )
-        await response.prepare(request)
-        send, receive = anyio.create_memory_object_stream[str | None](math.inf)
-        dashboard.subscribers.add(send)
-        try:
-            await response.write(b"retry: 2000\n\n")
-            while True:
-                with anyio.move_on_after(HEARTBEAT_S) as idle:
-                    message = await receive.receive()
-                if idle.cancelled_caught:
-                    await response.write(b": keep-alive\n\n")
-                    continue
-                if message is None:  # the server is shutting down
-                    break
-                await response.write(f"event: update\ndata: {message}\n\n".encode())
-        except ConnectionResetError:  # the page went away
-            pass
-        finally:
-            dashboard.subscribers.discard(send)
-            send.close()
-            receive.close()
+    if "token" in request.query:  # keep it in a cookie, and out of the address bar
+        query = {k: v for k, v in request.query.items() if k != "token"}
+        target = str(request.rel_url.with_query(query))
+        response = web.Response(status=302, headers={"Location": target})
+        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
         return response
+    return None
 
-    async def close_streams(app: web.Application) -> None:
-        for stream in dashboard.subscribers:
-            stream.send_nowait(None)
 
-    app = web.Application(middlewares=[guard])
-    app["dashboard"] = dashboard
-    app.router.add_get("/", index)
-    app.router.add_get("/api/runs", runs)
-    app.router.add_get("/api/runs/{name:.+}", one_run)
-    app.router.add_get("/api/events", events)
-    app.on_shutdown.append(close_streams)
-    return app
+async def _index(request: web.Request) -> web.Response:
+    return web.Response(
+        body=request.app[PAGE],
+        content_type="text/html",
+        charset="utf-8",
+        headers={"Content-Security-Policy": CSP_LIVE, "Cache-Control": "no-store"},
+    )
+
+
+async def _runs(request: web.Request) -> web.Response:
+    dashboard = request.app[DASHBOARD]
+    rows = []
+    for _, run in sorted(dashboard.runs.items()):
+        with contextlib.suppress(Unreadable):  # listed once it can be read
+            rows.append((await dashboard.fresh(run)).row)
+    return web.json_response(rows, headers={"Cache-Control": "no-store"})
+
+
+async def _one_run(request: web.Request) -> web.Response:
+    dashboard = request.app[DASHBOARD]
+    run = dashboard.runs.get(request.match_info["name"])
+    if run is None:
+        raise web.HTTPNotFound(text="no such run\n")
+    try:
+        run = await dashboard.fresh(run)
+    except Unreadable as exc:
+        raise web.HTTPServiceUnavailable(text=f"cannot read the run yet: {exc}\n") from None
+    headers = {"ETag": run.etag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"}
+    if request.headers.get("If-None-Match") == run.etag:
+        return web.Response(status=304, headers=headers)
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        body = run.body
+    else:
+        body = gzip.decompress(run.body)
+    return web.Response(body=body, content_type="application/json", headers=headers)
+
+
+async def _events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: which runs changed, a keep-alive when idle, until the page goes
+    or the server shuts down."""
+    dashboard = request.app[DASHBOARD]
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+    )
+    await response.prepare(request)
+    send, receive = anyio.create_memory_object_stream[str | None](math.inf)
+    dashboard.subscribers.add(send)
+    try:
+        await response.write(b"retry: 2000\n\n")
+        while True:
+            with anyio.move_on_after(HEARTBEAT_S) as idle:
+                message = await receive.receive()
+            if idle.cancelled_caught:
+                await response.write(b": keep-alive\n\n")
+                continue
+            if message is None:  # the server is shutting down
+                break
+            await response.write(f"event: update\ndata: {message}\n\n".encode())
+    except ConnectionResetError:  # the page went away
+        pass
+    finally:
+        dashboard.subscribers.discard(send)
+        send.close()
+        receive.close()
+    return response
+
+
+async def _close_streams(app: web.Application) -> None:
+    for stream in app[DASHBOARD].subscribers:
+        stream.send_nowait(None)
 
 
 def _loopback_host_header(host: str) -> bool:
