@@ -10,6 +10,8 @@ are. The runtime checks in the worker back every rule up, so these are a first l
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from autocomp_core import Finding, attribute_root
 
@@ -83,90 +85,100 @@ def _torch_aliases(tree: ast.AST) -> set[str]:
         aliases |= grown
 
 
+@dataclass(frozen=True)
+class _Program:
+    """What the rules need to know of the whole program besides the node at hand."""
+
+    reference_module: str
+    aliases: set[str]  # names bound to torch or a part of it
+    defines_model: bool  # a class Model of its own (a baseline as shipped)
+
+
+def _imports(node: ast.Import | ast.ImportFrom, line: int, p: _Program) -> Iterator[Finding]:
+    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    for name in names:
+        top = name.split(".")[0]
+        if top in FORBIDDEN_MODULES:
+            yield Finding("forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line)
+        if top == p.reference_module:
+            yield Finding("reference", "imports the reference problem", line)
+    if isinstance(node, ast.ImportFrom) and node.module == "sys":
+        for a in node.names:
+            if a.name in ("_getframe", "modules"):
+                yield Finding("introspection", f"imports sys.{a.name}", line)
+
+
+def _calls(node: ast.Call, line: int, p: _Program) -> Iterator[Finding]:
+    if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+        yield Finding("dynamic-code", f"calls {node.func.id}(): not needed by a kernel", line)
+
+
+def _attributes(node: ast.Attribute, line: int, p: _Program) -> Iterator[Finding]:
+    if node.attr == "modules":
+        if attribute_root(node) == "sys":
+            yield Finding("introspection", "reads sys.modules", line)
+    elif FORBIDDEN_ATTRS.get(node.attr):
+        why = FORBIDDEN_ATTRS[node.attr]
+        yield Finding("forbidden-attribute", f"uses .{node.attr}: {why}", line)
+
+
+def _assignments(
+    node: ast.Assign | ast.AugAssign | ast.AnnAssign, line: int, p: _Program
+) -> Iterator[Finding]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Attribute) and attribute_root(sub) in p.aliases:
+                yield Finding("monkeypatch", f"assigns to {ast.unparse(sub)}", line)
+
+
+def _classes(node: ast.ClassDef, line: int, p: _Program) -> Iterator[Finding]:
+    for base in node.bases:
+        text = ast.unparse(base)
+        if text.endswith("Tensor") or text.endswith("_TensorBase"):
+            yield Finding("tensor-subclass", f"class {node.name} subclasses {text}", line)
+        if text == "Model" and not p.defines_model:
+            yield Finding("reference", f"class {node.name} subclasses the reference Model", line)
+
+
+def _names(node: ast.Name, line: int, p: _Program) -> Iterator[Finding]:
+    if node.id == "Model" and isinstance(node.ctx, ast.Load) and not p.defines_model:
+        yield Finding("reference", "uses the reference Model", line)
+
+
+def _strings(node: ast.Constant, line: int, p: _Program) -> Iterator[Finding]:
+    if isinstance(node.value, str) and p.reference_module in node.value:
+        yield Finding("reference", "names the reference module", line)
+
+
+#: The rules, by the kind of node each reads (the kinds do not overlap).
+RULES: list[tuple[type | tuple[type, ...], Callable[..., Iterator[Finding]]]] = [
+    ((ast.Import, ast.ImportFrom), _imports),
+    (ast.Call, _calls),
+    (ast.Attribute, _attributes),
+    ((ast.Assign, ast.AugAssign, ast.AnnAssign), _assignments),
+    (ast.ClassDef, _classes),
+    (ast.Name, _names),
+    (ast.Constant, _strings),
+]
+
+
 def check(source: str, reference_module: str = "reference_problem") -> list[Finding]:
     """All findings; an empty list means the candidate may run."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []  # the build step reports syntax errors with their line
+    program = _Program(
+        reference_module,
+        _torch_aliases(tree),
+        any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body),
+    )
     findings: list[Finding] = []
-    aliases = _torch_aliases(tree)
-    defines_model = any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-            )
-            for name in names:
-                top = name.split(".")[0]
-                if top in FORBIDDEN_MODULES:
-                    findings.append(
-                        Finding(
-                            "forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line
-                        )
-                    )
-                if top == reference_module:
-                    findings.append(Finding("reference", "imports the reference problem", line))
-            if isinstance(node, ast.ImportFrom) and node.module == "sys":
-                for a in node.names:
-                    if a.name in ("_getframe", "modules"):
-                        findings.append(Finding("introspection", f"imports sys.{a.name}", line))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in FORBIDDEN_CALLS
-        ):
-            findings.append(
-                Finding("dynamic-code", f"calls {node.func.id}(): not needed by a kernel", line)
-            )
-        elif isinstance(node, ast.Attribute):
-            if node.attr == "modules":
-                if attribute_root(node) == "sys":
-                    findings.append(Finding("introspection", "reads sys.modules", line))
-            elif FORBIDDEN_ATTRS.get(node.attr):
-                findings.append(
-                    Finding(
-                        "forbidden-attribute",
-                        f"uses .{node.attr}: {FORBIDDEN_ATTRS[node.attr]}",
-                        line,
-                    )
-                )
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and attribute_root(sub) in aliases:
-                        findings.append(
-                            Finding("monkeypatch", f"assigns to {ast.unparse(sub)}", line)
-                        )
-        elif isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                text = ast.unparse(base)
-                if text.endswith("Tensor") or text.endswith("_TensorBase"):
-                    findings.append(
-                        Finding("tensor-subclass", f"class {node.name} subclasses {text}", line)
-                    )
-                if text == "Model" and not defines_model:
-                    findings.append(
-                        Finding(
-                            "reference", f"class {node.name} subclasses the reference Model", line
-                        )
-                    )
-        elif (
-            isinstance(node, ast.Name)
-            and node.id == "Model"
-            and isinstance(node.ctx, ast.Load)
-            and not defines_model
-        ):
-            findings.append(Finding("reference", "uses the reference Model", line))
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and reference_module in node.value
-        ):
-            findings.append(Finding("reference", "names the reference module", line))
+        for kinds, rule in RULES:
+            if isinstance(node, kinds):
+                findings.extend(rule(node, line, program))
     unique = {(f.rule, f.message, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: f.line)
