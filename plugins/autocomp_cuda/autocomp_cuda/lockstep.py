@@ -116,72 +116,103 @@ def drive_blocking(
         cpu_ms={who: [] for _, who in steps},
         digests={who: [] for _, who in steps},
     )
+    driver = _Driver(ends, alive, deadline, cpu_clock, result)
     rng = random.SystemRandom()
-    ledgers: dict[str, proc_clock.Ledger] = {}
-    current = ""
     try:
         for name in ends:  # connected while setting up, before its candidate was imported
-            current = name
-            _accept(ends[name], alive[name], deadline)
-            if cpu_clock:
-                ledgers[name] = proc_clock.Ledger(proc_clock.sandbox_root(ends[name].pid))
+            driver.connect(name)
         for name in ends:  # every worker done with its warm-up before the first timed call
-            current = name
-            line = _receive(ends[name], alive[name], deadline)
-            if line != protocol.READY:
-                raise _Stop(
-                    "garbled", f"an answer out of turn ({line[:80]!r} where 'ready' was due)"
-                )
-            if cpu_clock and not proc_clock.cannot_start_tasks(ends[name].pid):
-                raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
+            driver.await_ready(name)
         for r, seed in enumerate(seeds):
             rng.shuffle(steps)
             for name, who in steps:
-                current = name
-                if cpu_clock:  # every worker waiting, its CPU time settled
-                    for end in ends.values():
-                        proc_clock.wait_asleep(end.pid)
-                before = {n: ledger.read_ns() for n, ledger in ledgers.items()}
-                started = time.perf_counter()
-                ends[name].order(r, who, seed)
-                line = _receive(ends[name], alive[name], deadline)
-                took = (time.perf_counter() - started) * 1e3
-                if cpu_clock:  # (it waits for 'settle' now: its CPU time stands still)
-                    proc_clock.wait_asleep(ends[name].pid)
-                spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
-                cpu = spent.get(name, 0.0)
-                for other in ledgers:
-                    if other != name:
-                        result.idle_cpu_ms[other] = (
-                            result.idle_cpu_ms.get(other, 0.0) + spent[other]
-                        )
-                        result.others_ms[other] = result.others_ms.get(other, 0.0) + took
-                match = _ANSWER.fullmatch(line)
-                if match is None or (int(match[1]), match[2]) != (r, who):
-                    raise _Stop(
-                        "garbled",
-                        f"an answer out of turn ({line[:80]!r} where the answer to '{r} {who}' was due)",
-                    )
-                if match[3] != "none":  # (a contender the worker could not make: no time)
-                    result.seen_ms[who].append(took)
-                    result.digests[who].append(match[3])
-                    if cpu_clock:
-                        result.cpu_ms[who].append(cpu)
-                ends[name].tell(protocol.SETTLE)
-                line = _receive(ends[name], alive[name], deadline)  # its checks, untimed
-                if line != protocol.SETTLED:
-                    raise _Stop(
-                        "garbled", f"an answer out of turn ({line[:80]!r} where 'settled' was due)"
-                    )
-                ended = ledgers[name].ended if cpu_clock else set()
-                if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
-                    raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
+                driver.call(name, r, who, seed)
             result.calls_done = r + 1
     except _Stop as stop:
-        result.outcome, result.worker, result.detail = stop.outcome, current, stop.detail
+        result.outcome, result.worker, result.detail = stop.outcome, driver.current, stop.detail
     except OSError as exc:  # the worker's end went away mid-message
-        result.outcome, result.worker, result.detail = "ended", current, str(exc)
+        result.outcome, result.worker, result.detail = "ended", driver.current, str(exc)
     return result
+
+
+class _Driver:
+    """The engine's side of one drive: each step names the worker it waits on (``current``),
+    to whom a stop is attributed."""
+
+    def __init__(
+        self,
+        ends: dict[str, protocol.EngineEnds],
+        alive: dict[str, Callable[[], bool]],
+        deadline: float,
+        cpu_clock: bool,
+        result: Drive,
+    ) -> None:
+        self.ends, self.alive, self.deadline = ends, alive, deadline
+        self.cpu_clock, self.result = cpu_clock, result
+        self.ledgers: dict[str, proc_clock.Ledger] = {}
+        self.current = ""
+
+    def _receive(self, name: str) -> str:
+        return _receive(self.ends[name], self.alive[name], self.deadline)
+
+    def connect(self, name: str) -> None:
+        self.current = name
+        _accept(self.ends[name], self.alive[name], self.deadline)
+        if self.cpu_clock:
+            self.ledgers[name] = proc_clock.Ledger(proc_clock.sandbox_root(self.ends[name].pid))
+
+    def await_ready(self, name: str) -> None:
+        self.current = name
+        line = self._receive(name)
+        if line != protocol.READY:
+            raise _Stop("garbled", f"an answer out of turn ({line[:80]!r} where 'ready' was due)")
+        if self.cpu_clock and not proc_clock.cannot_start_tasks(self.ends[name].pid):
+            raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
+
+    def call(self, name: str, r: int, who: str, seed: int) -> None:
+        """Timed call r of ``who`` in worker ``name``: the window runs from the order to the
+        answer; the worker's checks after it are untimed."""
+        self.current = name
+        end, ledgers = self.ends[name], self.ledgers
+        if self.cpu_clock:  # every worker waiting, its CPU time settled
+            for other_end in self.ends.values():
+                proc_clock.wait_asleep(other_end.pid)
+        before = {n: ledger.read_ns() for n, ledger in ledgers.items()}
+        started = time.perf_counter()
+        end.order(r, who, seed)
+        line = self._receive(name)
+        took = (time.perf_counter() - started) * 1e3
+        if self.cpu_clock:  # (it waits for 'settle' now: its CPU time stands still)
+            proc_clock.wait_asleep(end.pid)
+        spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
+        for other in ledgers:
+            if other != name:
+                self.result.idle_cpu_ms[other] = (
+                    self.result.idle_cpu_ms.get(other, 0.0) + spent[other]
+                )
+                self.result.others_ms[other] = self.result.others_ms.get(other, 0.0) + took
+        self._record(line, r, who, took, spent.get(name, 0.0))
+        end.tell(protocol.SETTLE)
+        line = self._receive(name)  # its checks, untimed
+        if line != protocol.SETTLED:
+            raise _Stop("garbled", f"an answer out of turn ({line[:80]!r} where 'settled' was due)")
+        ended = ledgers[name].ended if self.cpu_clock else set()
+        if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
+            raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
+
+    def _record(self, line: str, r: int, who: str, took: float, cpu: float) -> None:
+        """The answer to call r of ``who``: its window and the digest it committed to."""
+        match = _ANSWER.fullmatch(line)
+        if match is None or (int(match[1]), match[2]) != (r, who):
+            raise _Stop(
+                "garbled",
+                f"an answer out of turn ({line[:80]!r} where the answer to '{r} {who}' was due)",
+            )
+        if match[3] != "none":  # (a contender the worker could not make: no time)
+            self.result.seen_ms[who].append(took)
+            self.result.digests[who].append(match[3])
+            if self.cpu_clock:
+                self.result.cpu_ms[who].append(cpu)
 
 
 async def drive(
