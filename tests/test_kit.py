@@ -87,7 +87,14 @@ async def test_how_a_sandboxed_run_ended():
 
     slow = await run_sandboxed(python("while True: pass"), limits=SandboxLimits(wall_s=1.0))
     kind, message = run_failure(slow, "the runner")
-    assert kind == FailureKind.TIMEOUT and "time limit" in message
+    assert (kind, message) == (
+        FailureKind.TIMEOUT,
+        "the runner ran past its time limit and was killed",
+    )
+    assert (
+        run_failure(slow, "the runner", 1.0)[1]
+        == "the runner ran past its 1 s limit and was killed"
+    )
 
 
 def test_an_evaluation_record_says_what_passed_before_a_failure():

@@ -60,13 +60,17 @@ def last_json_line(text: str) -> dict[str, Any] | None:
     return None
 
 
-def run_failure(run: SandboxResult, what: str) -> tuple[FailureKind, str] | None:
+def run_failure(
+    run: SandboxResult, what: str, limit_s: float | None = None
+) -> tuple[FailureKind, str] | None:
     """None when ``run`` ended well (exit 0 within its time); else ``TIMEOUT`` or ``CRASH``
-    with one line saying how ``what`` ended, followed by the tail of its output."""
+    with one line saying how ``what`` ended (``limit_s``: the time limit it was given),
+    followed by the tail of its output."""
     if run.ok:
         return None
     if run.timed_out:
-        return FailureKind.TIMEOUT, f"{what} ran past its time limit and was killed"
+        limit = f"{limit_s:.0f} s limit" if limit_s is not None else "time limit"
+        return FailureKind.TIMEOUT, f"{what} ran past its {limit} and was killed"
     how = (
         f"was killed by signal {run.signal}"
         if run.signal

@@ -28,13 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autocomp_core import (
+    FailureKind,
     PreloadServer,
     SandboxLimits,
     SandboxResult,
+    child_import_path,
     evaluation_seeds,
+    last_json_line,
     private_workdir,
+    run_failure,
     run_sandboxed,
 )
+
+import autocomp_trn
 
 from . import screen
 from .emulator import MAX_EVENTS
@@ -102,20 +108,9 @@ def verification(spec: ProblemSpec, code: str, seed: int, count: int) -> dict:
     }
 
 
-def import_path() -> str:
-    """Where this process imports autocomp_core and autocomp_trn from, for the child interpreters."""
-    import autocomp_core
-
-    import autocomp_trn
-
-    roots = [str(Path(m.__file__).resolve().parent.parent) for m in (autocomp_trn, autocomp_core)]
-    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return os.pathsep.join(dict.fromkeys(roots))
-
-
 def child_env() -> dict[str, str]:
     return {
-        "PYTHONPATH": import_path(),
+        "PYTHONPATH": child_import_path(autocomp_trn),
         "PYTHONDONTWRITEBYTECODE": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
@@ -159,32 +154,18 @@ def read_result(folder: Path, name: str) -> bytes | None:
         return f.read(RESULT_LIMIT_BYTES + 1)
 
 
-def last_json(text: str) -> dict | None:
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
-
-
 def _line(value: object) -> int:
     """A line number from an untrusted report (0 when it is none)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _ended_badly(run: SandboxResult, what: str, limit: float) -> Verdict:
-    if run.timed_out:
-        return Verdict("timeout", f"{what} ran past its {limit:.0f} s limit and was killed")
-    tail = (run.stderr or run.stdout or "").strip()[-1500:]
-    if run.signal:
-        return Verdict(
-            "crash", f"{what} was killed by signal {run.signal}" + (f":\n{tail}" if tail else "")
-        )
-    return Verdict(
-        "crash", f"{what} exited with status {run.returncode}" + (f":\n{tail}" if tail else "")
-    )
+    """A step that failed, or that exited 0 without what it was to leave."""
+    ended = run_failure(run, what, limit)
+    if ended is None:
+        tail = (run.stderr or run.stdout or "").strip()[-1500:]
+        ended = FailureKind.CRASH, f"{what} exited with status 0" + (f":\n{tail}" if tail else "")
+    return Verdict(ended[0].value, ended[1])
 
 
 class EmulatorEvaluator:
@@ -361,7 +342,7 @@ class EmulatorEvaluator:
         return trace_bytes
 
     def _verdict(self, run: SandboxResult, what: str, limit: float, phases: dict) -> Verdict:
-        out = last_json(run.stdout) if not run.timed_out else None
+        out = last_json_line(run.stdout) if not run.timed_out else None
         if out is None:
             v = _ended_badly(run, what, limit)
             if v.status == "timeout":

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocomp_core import SandboxLimits, private_workdir, run_sandboxed
+from autocomp_core import SandboxLimits, last_json_line, private_workdir, run_sandboxed
 
-from .evaluate import Verdict, child_env, last_json, seeds_for
+from .evaluate import Verdict, child_env, seeds_for
 from .problems.spec import ProblemSpec
 
 RESULT_TAG = "AUTOCOMP_TRN_RESULT "
@@ -115,7 +115,7 @@ def parse_result(stdout: str) -> dict | None:
                 return json.loads(line[len(RESULT_TAG) :])
             except ValueError:
                 return None
-    return last_json(stdout)
+    return last_json_line(stdout)
 
 
 class NeuronEvaluator:
