@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import ModuleType, TracebackType
@@ -271,14 +271,14 @@ def trace_hook_calls(manager: pluggy.PluginManager, out: TextIO | None = None) -
     milliseconds it took; for a plugin author asking why a hook did or did not run."""
     started: list[float] = []
 
-    def before(name: str, impls: list[pluggy.HookImpl], kwargs: dict[str, Any]) -> None:
+    def before(name: str, impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, Any]) -> None:
         started.append(time.perf_counter())
 
     def after(
         outcome: pluggy.Result[Any],
         name: str,
-        impls: list[pluggy.HookImpl],
-        kwargs: dict[str, Any],
+        impls: Sequence[pluggy.HookImpl],
+        kwargs: Mapping[str, Any],
     ) -> None:
         took = time.perf_counter() - started.pop()
         error = outcome.exception
