@@ -74,20 +74,27 @@ def judge(
         "model_limits": model_limits.applying(cost, gen),
     }
     if numeric:
-        t = time.perf_counter()
-        per_seed = [
-            spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
-            for s in range(len(seeds))
-        ]
-        refs = [np.stack([r[k] for r in per_seed]) for k in range(len(out_specs))]
-        timings["reference_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        verdict = compare(result.outputs, refs, spec.atol, spec.rtol)
-        timings["check_s"] = time.perf_counter() - t
-        out["worst_error_ratio"] = verdict.worst_ratio
-        if not verdict.ok:
-            out.update(status="wrong_answer", message=verdict.message)
+        out.update(_checked(spec, inputs, result.outputs, len(seeds), out_specs, timings))
     out["timings"] = timings
+    return out
+
+
+def _checked(spec: ProblemSpec, inputs, outputs, n_seeds: int, out_specs, timings: dict) -> dict:
+    """The outputs against the float64 reference on every seed: the worst error, and the
+    wrong answer's status and message where they differ."""
+    t = time.perf_counter()
+    per_seed = [
+        spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
+        for s in range(n_seeds)
+    ]
+    refs = [np.stack([r[k] for r in per_seed]) for k in range(len(out_specs))]
+    timings["reference_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    verdict = compare(outputs, refs, spec.atol, spec.rtol)
+    timings["check_s"] = time.perf_counter() - t
+    out: dict = {"worst_error_ratio": verdict.worst_ratio}
+    if not verdict.ok:
+        out.update(status="wrong_answer", message=verdict.message)
     return out
 
 

@@ -87,10 +87,6 @@ def trace_source(
     max_events: int,
 ) -> tuple[dict, str | None]:
     """Run the kernel twice under the tracer; (status, trace JSON text or None)."""
-
-    def status(kind: str, message: str = "", code: str = "", line: int = 0) -> tuple[dict, None]:
-        return {"status": kind, "message": message, "code": code, "line": line}, None
-
     modules.install(generation, sbuf_bytes)
     try:
         code = compile(source, KERNEL_FILE, "exec")
@@ -102,7 +98,6 @@ def trace_source(
         "__file__": KERNEL_FILE,
     }
     specs = [(n, tuple(s), d) for n, s, d in inputs]
-    traces = []
     try:
         exec(code, namespace)
         kernel = namespace.get(entry)
@@ -112,28 +107,15 @@ def trace_source(
                 f"the program defines no kernel function named {entry!r}",
                 "err_missing_entry",
             )
-        for _ in range(2):
-            traces.append(
-                json.dumps(
-                    harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
-                    separators=(",", ":"),
-                )
+        traces = [
+            json.dumps(
+                harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
+                separators=(",", ":"),
             )
+            for _ in range(2)
+        ]
     except NkiError as exc:
-        line = exc.line or next(
-            (
-                f.lineno
-                for f in reversed(traceback.extract_tb(exc.__traceback__))
-                if f.filename == KERNEL_FILE
-            ),
-            0,
-        )
-        return status(
-            "rejected" if exc.code in REFUSAL_CODES else "compile_error",
-            exc.message,
-            exc.code,
-            line or 0,
-        )
+        return _refused(exc)
     except RecursionError as exc:
         return status("compile_error", kernel_frames(exc), "err_recursion")
     except Exception as exc:  # the kernel's own Python error, as the NKI tracer would report it
@@ -146,6 +128,30 @@ def trace_source(
             "err_nondeterministic_trace",
         )
     return {"status": "ok", "message": "", "code": "", "line": 0}, traces[0]
+
+
+def status(kind: str, message: str = "", code: str = "", line: int = 0) -> tuple[dict, None]:
+    """A result without a trace."""
+    return {"status": kind, "message": message, "code": code, "line": line}, None
+
+
+def _refused(exc: NkiError) -> tuple[dict, None]:
+    """What the emulator refused, at the kernel line it names (else the kernel's last line in the
+    traceback)."""
+    line = exc.line or next(
+        (
+            f.lineno
+            for f in reversed(traceback.extract_tb(exc.__traceback__))
+            if f.filename == KERNEL_FILE
+        ),
+        0,
+    )
+    return status(
+        "rejected" if exc.code in REFUSAL_CODES else "compile_error",
+        exc.message,
+        exc.code,
+        line or 0,
+    )
 
 
 def main(argv: list[str]) -> int:
