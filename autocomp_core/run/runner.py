@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from ..executors import Executor, create_executor
 from ..executors.local import LocalExecutor
 from ..ledger.accounting import Budget, Ledger
-from ..ledger.store import Candidate, RunStore
+from ..ledger.store import RunStore
 from ..llm.client import LLMClient, default_models
 from ..llm.errors import LLMConfigError
 from ..sandbox import isolation_level
@@ -252,19 +252,18 @@ async def execute(
         max_in_flight=cfg.llm.max_concurrency,
     )
     progress.watch(llm, evaluator)
-    exporter = _iteration_exporter(prep, run_dir, store, ledger)
-    search = Search(prep, store, llm, evaluator, progress, on_iteration=exporter)
+    search = Search(prep, store, llm, evaluator, progress)
+    search.on_iteration = _iteration_exporter(prep, run_dir, store, ledger, search.translation)
     store.event("session_start", pid=os.getpid(), host=socket.gethostname())
-    beam = None
+    summary = None
     stop_reason = "interrupted"
     try:
-        beam, stop_reason = await _run_search(
-            search, prep, ledger, progress, own_client=suite is None
-        )
-        return finish(store, search, prep, run_dir, stop_reason, ledger)
+        stop_reason = await _run_search(search, prep, ledger, progress, own_client=suite is None)
+        summary = finish(store, search, prep, run_dir, stop_reason, ledger)
+        return summary
     finally:
         store.set_meta("wall_s", ledger.wall_s)
-        if beam is None:  # crashed or interrupted: still leave readable exports behind
+        if summary is None:  # crashed or interrupted: still leave readable exports behind
             try:
                 finish(store, search, prep, run_dir, stop_reason, ledger)
             except Exception:  # the journal is intact; exports can be redone with `report`
@@ -330,10 +329,10 @@ def _terminal_progress(prep: Prepared, ledger: Ledger, stream: bool) -> Progress
 
 
 def _iteration_exporter(
-    prep: Prepared, run_dir: Path, store: RunStore, ledger: Ledger
+    prep: Prepared, run_dir: Path, store: RunStore, ledger: Ledger, translation: Translation
 ) -> Callable[[int], None]:
     """Rewrites the exports after each iteration; a failure to write them is logged."""
-    drop_root = Translation.of(prep.config.translation).drop_root
+    drop_root = translation.drop_root
 
     def export_iteration(i: int) -> None:
         try:
@@ -355,23 +354,21 @@ def _iteration_exporter(
 
 async def _run_search(
     search: Search, prep: Prepared, ledger: Ledger, progress: Progress, own_client: bool
-) -> tuple[list[Candidate] | None, str]:
+) -> str:
     """The search, with the backend (and the LLM client, when the run owns it) entered and
-    closed around it even on a crash or Ctrl-C: (its beam, why it stopped). The beam is None
-    when the run was cut ``WALL_GRACE_S`` after ``budget.wall_s``."""
+    closed around it even on a crash or Ctrl-C; why it stopped (``budget.wall_s`` also when
+    the work under way was cut ``WALL_GRACE_S`` after that budget)."""
     wall_s = prep.config.budget.wall_s
     hard_stop = None  # the doors stop new work at budget.wall_s; this ends the rest
     if wall_s is not None:
         hard_stop = max(0.0, wall_s - ledger.prior_wall_s) + WALL_GRACE_S
-    beam = None
     with anyio.move_on_after(hard_stop) as scope, progress:
         async with AsyncExitStack() as resources:
             await resources.enter_async_context(prep.backend)
             if prep.client is not None and own_client:
                 await resources.enter_async_context(prep.client)
-            beam = await search.run()
-    stop_reason = "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
-    return beam, stop_reason
+            await search.run()
+    return "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
 
 
 def finish(
@@ -387,7 +384,7 @@ def finish(
         prep.problem,
         ledger,
         stop_reason=stop_reason,
-        drop_root=Translation.of(prep.config.translation).drop_root,
+        drop_root=search.translation.drop_root,
         stop_detail=search.stop_detail if stop_reason == search.stop_reason else "",
     )
     return RunSummary(run_dir, data)
