@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autocomp_core import PreloadServer, SandboxLimits, SandboxResult, run_sandboxed
+from autocomp_core import (
+    PreloadServer,
+    SandboxLimits,
+    SandboxResult,
+    child_import_path,
+    run_sandboxed,
+)
+
+import autocomp_cuda
 
 from ..workers import CANDIDATE_MAIN, REFERENCE_MAIN, ReferenceServer, Worker
 from .settings import INDUCTOR_ENV, Settings
@@ -29,7 +37,8 @@ class Children:
         env = {
             "PYTHONDONTWRITEBYTECODE": "1",
             "MAX_JOBS": str(max(1, os.cpu_count() or 1)),
-            "PYTHONPATH": import_path(),
+            # where this process imports the plugin and the core from (a checkout passed on)
+            "PYTHONPATH": child_import_path(autocomp_cuda),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, os.cpu_count() or 1))),
             **INDUCTOR_ENV,
         }
@@ -114,18 +123,3 @@ class Children:
             hidden=self.hidden,
             preload=self.preload(None),
         )
-
-
-def import_path() -> str:
-    """Where this process imports autocomp_core and autocomp_cuda from, for the workers'
-    interpreters: installed packages need nothing, a checkout on PYTHONPATH needs it passed on."""
-    import autocomp_core
-
-    import autocomp_cuda
-
-    roots = [
-        str(Path(module.__file__).resolve().parent.parent)
-        for module in (autocomp_cuda, autocomp_core)
-    ]
-    roots += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return os.pathsep.join(dict.fromkeys(roots))
