@@ -31,7 +31,7 @@ from .contract.kit import (
 )
 from .contract.plugins import make_backend
 from .contract.resources import Resources
-from .contract.screening import Finding, attribute_root
+from .contract.screening import Finding, attribute_root, imported_modules, module_aliases
 from .contract.validity import IMPOSSIBLE_RESULT, below_lower_bound, evaluation_seeds
 from .errors import ConfigError, FidelityUnsupported, RunError
 from .hookspecs import hookimpl
@@ -82,9 +82,11 @@ __all__ = [
     "child_import_path",
     "evaluation_seeds",
     "hookimpl",
+    "imported_modules",
     "last_json_line",
     "limits_section",
     "make_backend",
+    "module_aliases",
     "optimize",
     "optimize_async",
     "parse_assignments",

@@ -17,8 +17,10 @@ from autocomp_core import (
     SandboxLimits,
     applying_limits,
     child_import_path,
+    imported_modules,
     last_json_line,
     limits_section,
+    module_aliases,
     run_failure,
     run_sandboxed,
 )
@@ -132,3 +134,20 @@ def test_the_model_limits_that_apply_and_their_section():
         "- 20 loads",
         "- under the floor",
     ]
+
+
+def test_a_screen_sees_every_spelling_of_a_module():
+    import ast
+
+    tree = ast.parse(
+        "import torch as t\n"
+        "import numpy\n"
+        "from torch.nn import functional as G, init\n"
+        "from . import helpers\n"
+        "T = t\n"
+        "relu = T.nn.functional.relu\n"
+        "x = t.zeros(3)\n"  # a tensor, not an alias
+    )
+    assert module_aliases(tree, {"torch"}) == {"torch", "t", "G", "init", "T", "relu"}
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [imported_modules(n) for n in imports] == [["torch"], ["numpy"], ["torch.nn"], ["."]]

@@ -31,3 +31,48 @@ def attribute_root(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement names: each of ``import a.b, c``; the module of
+    ``from a.b import x``, with its leading dots when relative (``from . import x``: ``.``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return ["." * node.level + (node.module or "")]
+
+
+def module_path_root(node: ast.AST) -> str | None:
+    """The root of a plain ``a.b.c`` path (no calls or subscripts: ``x = torch.zeros(3)``
+    makes a tensor, not an alias of torch), or None."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def module_aliases(tree: ast.AST, roots: set[str]) -> set[str]:
+    """``roots`` and every name the program binds to one of those modules or a part of it:
+    ``import torch as t``, ``from torch import nn``, ``from torch.nn import functional as F``,
+    and assignments of a plain path (``T = torch``, ``relu = torch.nn.functional.relu``),
+    followed to a fixpoint so chains of aliases count too. What a screen needs to see that
+    ``t.add = ...`` patches torch however the program spells it."""
+    aliases = set(roots)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in roots:
+                    aliases.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            if (node.module or "").split(".")[0] in roots:
+                aliases.update(alias.asname or alias.name for alias in node.names)
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    while True:
+        grown = {
+            target.id
+            for n in assigns
+            if module_path_root(n.value) in aliases
+            for target in n.targets
+            if isinstance(target, ast.Name)
+        } - aliases
+        if not grown:
+            return aliases
+        aliases |= grown

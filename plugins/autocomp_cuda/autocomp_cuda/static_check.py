@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from autocomp_core import Finding, attribute_root
+from autocomp_core import Finding, attribute_root, imported_modules, module_aliases
 
 FORBIDDEN_MODULES = {
     "threading": "background threads (work finishing after forward returns)",
@@ -54,37 +54,6 @@ FORBIDDEN_ATTRS = {
 TORCH_ROOTS = {"torch", "time", "math", "F", "nn", "triton", "tl"}
 
 
-def _module_path_root(node: ast.AST) -> str | None:
-    """The root of a plain ``a.b.c`` path (no calls or subscripts: ``x = torch.zeros(3)``
-    makes a tensor, not an alias of torch)."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _torch_aliases(tree: ast.AST) -> set[str]:
-    """Names bound to torch or any part of it (``import torch as t``, ``T = torch``,
-    ``nn = torch.nn``), followed to a fixpoint so chains of aliases count too."""
-    aliases = set(TORCH_ROOTS)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.split(".")[0] in TORCH_ROOTS:
-                    aliases.add((a.asname or a.name).split(".")[0])
-    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
-    while True:
-        grown = {
-            t.id
-            for n in assigns
-            if _module_path_root(n.value) in aliases
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        } - aliases
-        if not grown:
-            return aliases
-        aliases |= grown
-
-
 @dataclass(frozen=True)
 class _Program:
     """What the rules need to know of the whole program besides the node at hand."""
@@ -95,9 +64,8 @@ class _Program:
 
 
 def _imports(node: ast.Import | ast.ImportFrom, line: int, p: _Program) -> Iterator[Finding]:
-    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-    for name in names:
-        top = name.split(".")[0]
+    for name in imported_modules(node):
+        top = name.lstrip(".").split(".")[0]
         if top in FORBIDDEN_MODULES:
             yield Finding("forbidden-import", f"imports {name}: {FORBIDDEN_MODULES[top]}", line)
         if top == p.reference_module:
@@ -171,7 +139,7 @@ def check(source: str, reference_module: str = "reference_problem") -> list[Find
         return []  # the build step reports syntax errors with their line
     program = _Program(
         reference_module,
-        _torch_aliases(tree),
+        module_aliases(tree, TORCH_ROOTS),
         any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in tree.body),
     )
     findings: list[Finding] = []

@@ -146,6 +146,8 @@ def test_static_rules_allow_honest_constructs_and_catch_evasions():
     for bad in (
         "import threading",
         "T = torch\nT.allclose = None",
+        "from torch.nn import functional as G\nG.relu = None",  # a from-import is an alias too
+        "from torch import testing as tt\nT = tt\nT.assert_close = None",
         "setattr(torch, 'equal', None)",
         "import sys\nsys._getframe(0)",
         "torch.backends.cuda.matmul.allow_tf32 = True",

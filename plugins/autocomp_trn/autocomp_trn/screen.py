@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from autocomp_core import Finding, attribute_root
+from autocomp_core import Finding, attribute_root, imported_modules, module_aliases
 
 from .runtime import ALLOWED_IMPORTS
 
@@ -30,18 +30,6 @@ FORBIDDEN_CALLS = {
     "input": "console input",
 }
 NKI_ROOTS = {"nki", "neuronxcc"}
-
-
-def _nki_aliases(tree: ast.AST) -> set[str]:
-    names = set(NKI_ROOTS)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.split(".")[0] in NKI_ROOTS:
-                    names.add((a.asname or a.name).split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in NKI_ROOTS:
-            names.update(a.asname or a.name for a in node.names)
-    return names
 
 
 def _numpy_aliases(tree: ast.AST) -> set[str]:
@@ -86,7 +74,7 @@ def check(source: str) -> list[Finding]:
     except SyntaxError:
         return []
     names = Names(
-        _nki_aliases(tree),
+        module_aliases(tree, NKI_ROOTS),
         _numpy_aliases(tree),
         ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"})),
     )
@@ -101,10 +89,7 @@ def check(source: str) -> list[Finding]:
 
 
 def _imports(node: ast.Import | ast.ImportFrom, names: Names, line: int) -> Iterator[Finding]:
-    modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-    if isinstance(node, ast.ImportFrom) and node.level:
-        modules = ["." + (node.module or "")]
-    for name in modules:
+    for name in imported_modules(node):
         if name.split(".")[0] not in ALLOWED_IMPORTS:
             yield Finding(
                 "forbidden-import", f"imports {name}: kernels may import only {names.allowed}", line
