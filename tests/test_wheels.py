@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from uv import find_uv_bin
 
-from autocomp_core.testing import LLMTestServer
+from autocomp_core.testing import LLMTestServer, optimize_args
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = [ROOT, *sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))]
@@ -223,26 +223,8 @@ def test_one_iteration_optimize_against_an_llm_server(user_env, tmp_path):
     server = LLMTestServer(respond).start_in_thread()
     try:
         run_dir = tmp_path / "run"
-        user_env(
-            "optimize",
-            "--backend",
-            "gemmini",
-            "--problem",
-            "gemm-64x64x64",
-            "--model",
-            f"openai-compatible@{server.openai_base_url}::scripted",
-            "--iterations",
-            "1",
-            "--beam-size",
-            "1",
-            "--plans",
-            "1",
-            "--codes",
-            "1",
-            "--run-dir",
-            str(run_dir),
-            "--quiet",
-        )
+        model = f"openai-compatible@{server.openai_base_url}::scripted"
+        user_env(*optimize_args("gemmini", "gemm-64x64x64", model, run_dir))
     finally:
         server.stop_thread()
     summary = json.loads((run_dir / "summary.json").read_text())

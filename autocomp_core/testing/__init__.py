@@ -4,9 +4,10 @@
 scripted replies, configurable latency and injected faults; ``Proposals`` scripts it as a
 model that proposes named programs. ``check_backend`` checks that a backend keeps the
 contract of ``autocomp_core.Backend``. ``preloaded_cli`` runs ``autocomp-core`` without paying
-its imports on every command.
+its imports on every command; ``optimize_args`` is the command line of a small scripted run.
 """
 
+from .commands import optimize_args
 from .contract import check_backend
 from .llm_server import Fault, FaultPlan, LLMTestServer, Reply, ScriptedRequest, count_tokens
 from .preloaded_cli import preloaded_cli
@@ -23,6 +24,7 @@ __all__ = [
     "count_tokens",
     "fenced",
     "is_planning",
+    "optimize_args",
     "plan_of",
     "preloaded_cli",
 ]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autocomp_core.testing import optimize_args
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
@@ -161,28 +162,7 @@ def test_optimize_with_the_third_party_backend(site, tmp_path):
         run_dir = tmp_path / "run"
         model = f"openai-compatible@{server.openai_base_url}::acme-coder"
         out = subprocess.run(
-            [
-                *CLI,
-                "optimize",
-                "--backend",
-                "acme",
-                "--problem",
-                "shrink",
-                "--model",
-                model,
-                "--iterations",
-                "1",
-                "--beam-size",
-                "1",
-                "--plans",
-                "1",
-                "--codes",
-                "1",
-                "--run-dir",
-                str(run_dir),
-                "--quiet",
-                "--json",
-            ],
+            [*CLI, *optimize_args("acme", "shrink", model, str(run_dir))],
             env=env_with(site),
             capture_output=True,
             text=True,

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from autocomp_core.ledger.store import RunStore
+from autocomp_core.testing import optimize_args
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.scripted import fenced, is_planning, plan_of
 
@@ -105,25 +106,13 @@ def optimize(
             sys.executable,
             "-c",
             "from autocomp_core.cli import main; main()",
-            "optimize",
-            "--backend",
-            "cuda",
-            "--problem",
-            problem,
-            "--model",
-            f"openai-compatible@{server.openai_base_url}::scripted",
-            "--iterations",
-            "1",
-            "--beam-size",
-            "1",
-            "--plans",
-            "3",
-            "--codes",
-            "1",
-            "--run-dir",
-            str(run_dir),
-            "--quiet",
-            "--json",
+            *optimize_args(
+                "cuda",
+                problem,
+                f"openai-compatible@{server.openai_base_url}::scripted",
+                str(run_dir),
+                plans=3,
+            ),
             *[a for k, v in settings.items() for a in ("--set", f"{k}={json.dumps(v)}")],
         ],
         capture_output=True,

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from autocomp_core.api import optimize_async
 from autocomp_core.ledger.store import RunStore
-from autocomp_core.testing import LLMTestServer, Proposals, preloaded_cli
+from autocomp_core.testing import LLMTestServer, Proposals, optimize_args, preloaded_cli
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness.children import Children
@@ -42,29 +42,17 @@ def test_optimize_on_the_cpu_device_keeps_the_honest_kernel_and_refuses_the_rest
         done = subprocess.run(
             [
                 *preloaded_cli(),
-                "optimize",
-                "--backend",
-                "cuda",
-                "--problem",
-                "L2/scale_bias_clamp_mul",
-                "--model",
-                f"openai-compatible@{server.openai_base_url}::scripted",
-                "--iterations",
-                "1",
-                "--beam-size",
-                "1",
-                "--plans",
-                "6",
-                "--codes",
-                "1",
-                "--run-dir",
-                str(run_dir),
-                "--quiet",
-                "--json",
-                "--set",
-                f"backend_options.cache_dir={json.dumps(str(cuda_cache))}",
-                "--set",
-                "backend_options.reps=5",
+                *optimize_args(
+                    "cuda",
+                    "L2/scale_bias_clamp_mul",
+                    f"openai-compatible@{server.openai_base_url}::scripted",
+                    str(run_dir),
+                    plans=6,
+                    sets=[
+                        f"backend_options.cache_dir={json.dumps(str(cuda_cache))}",
+                        "backend_options.reps=5",
+                    ],
+                ),
             ],
             capture_output=True,
             text=True,

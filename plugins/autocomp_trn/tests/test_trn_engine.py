@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 from autocomp_core.ledger.store import RunStore
-from autocomp_core.testing import LLMTestServer, Proposals, fenced, is_planning, preloaded_cli
+from autocomp_core.testing import (
+    LLMTestServer,
+    Proposals,
+    fenced,
+    is_planning,
+    optimize_args,
+    preloaded_cli,
+)
 
 import autocomp_trn
 from autocomp_trn.adversarial import ROOT as ADV
@@ -58,29 +65,14 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
         proc = subprocess.Popen(
             [
                 *cli,
-                "optimize",
-                "--backend",
-                "trn",
-                "--problem",
-                "tutorial/gemm",
-                "--model",
-                f"openai-compatible@{server.openai_base_url}::scripted",
-                "--iterations",
-                "1",
-                "--beam-size",
-                "1",
-                "--plans",
-                "6",
-                "--codes",
-                "1",
-                "--run-dir",
-                str(run_dir),
-                "--quiet",
-                "--json",
-                "--set",
-                'hardware.mode="emulator"',
-                "--set",
-                "backend_options.seeds=2",
+                *optimize_args(
+                    "trn",
+                    "tutorial/gemm",
+                    f"openai-compatible@{server.openai_base_url}::scripted",
+                    str(run_dir),
+                    plans=6,
+                    sets=['hardware.mode="emulator"', "backend_options.seeds=2"],
+                ),
             ],
             env=env,
             stdout=subprocess.DEVNULL,
@@ -165,31 +157,17 @@ def test_a_translation_run_turns_the_pytorch_source_into_an_nki_kernel(tmp_path)
         done = subprocess.run(
             [
                 *preloaded_cli(),
-                "optimize",
-                "--backend",
-                "trn",
-                "--problem",
-                "pytorch/swiglu",
-                "--model",
-                f"openai-compatible@{server.openai_base_url}::scripted",
-                "--iterations",
-                "1",
-                "--beam-size",
-                "1",
-                "--plans",
-                "1",
-                "--codes",
-                "1",
-                "--run-dir",
-                str(run_dir),
-                "--quiet",
-                "--json",
-                "--set",
-                "translation.iterations=1",
-                "--set",
-                'hardware.mode="emulator"',
-                "--set",
-                "backend_options.seeds=1",
+                *optimize_args(
+                    "trn",
+                    "pytorch/swiglu",
+                    f"openai-compatible@{server.openai_base_url}::scripted",
+                    str(run_dir),
+                    sets=[
+                        "translation.iterations=1",
+                        'hardware.mode="emulator"',
+                        "backend_options.seeds=1",
+                    ],
+                ),
             ],
             env=engine_env(tmp_path),
             capture_output=True,
