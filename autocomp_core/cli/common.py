@@ -85,3 +85,24 @@ EXECUTOR_OPTION = click.option(
     help="Where evaluations run: local (default) or ray (see [executor] for the "
     "cluster's address).",
 )
+
+
+#: where evaluations run, config overrides and output: the last flags of both optimize commands
+RUN_OPTIONS = (
+    EXECUTOR_OPTION,
+    click.option(
+        "--set",
+        "overrides",
+        multiple=True,
+        metavar="SECTION.KEY=VALUE",
+        help="Override any config key (repeatable).",
+    ),
+    click.option("--quiet", is_flag=True, help="No progress output."),
+    click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON."),
+)
+
+
+def run_options(command: Any) -> Any:
+    for option in reversed(RUN_OPTIONS):  # so that --help lists them in this order
+        command = option(command)
+    return command

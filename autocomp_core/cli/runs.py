@@ -9,7 +9,7 @@ import anyio
 import click
 
 from ..config import load_config
-from .common import EXECUTOR_OPTION, config_from_flags, emit_json, search_options
+from .common import config_from_flags, emit_json, run_options, search_options
 from .group import cli
 
 
@@ -20,16 +20,7 @@ from .group import cli
 @search_options
 @click.option("--budget-usd", type=float)
 @click.option("--run-dir", type=click.Path(file_okay=False))
-@EXECUTOR_OPTION
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="SECTION.KEY=VALUE",
-    help="Override any config key (repeatable).",
-)
-@click.option("--quiet", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@run_options
 def optimize(
     config_file: str | None, overrides: tuple[str, ...], quiet: bool, as_json: bool, **flags: Any
 ) -> None:
@@ -90,16 +81,7 @@ def _print_summary(summary: Any, as_json: bool) -> None:
 )
 @search_options
 @click.option("--budget-usd", type=float, help="For the whole suite.")
-@EXECUTOR_OPTION
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="SECTION.KEY=VALUE",
-    help="Override any config key (repeatable).",
-)
-@click.option("--quiet", is_flag=True, help="No progress output.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@run_options
 def optimize_suite(
     problems: tuple[str, ...],
     config_file: str | None,
