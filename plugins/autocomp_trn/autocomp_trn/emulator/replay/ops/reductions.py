@@ -47,7 +47,7 @@ def tensor_reduce(core: Core, dsts, srcs, attrs) -> None:
         if attrs.get("negate"):
             r = -r
         d.write(r.reshape((core.seeds, *d.shape)))
-    k = 0.5 if s.t.dtype == "bfloat16" and op in ("add", "max") else None  # nisa docs: N/2
+    k = 0.5 if s.t.dtype == "bfloat16" and op in ("add", "maximum") else None  # nisa docs: N/2
     if pricing.merged_into_activation(core, core.fusions.reduce_into_act, d, "tensor_reduce"):
         pricing.not_issued(
             core, "activation_reduce", "dve", "tensor_reduce", free(s), dsts, srcs, k=k
