@@ -19,12 +19,10 @@ from .run import (
     SandboxLimits,
     SandboxResult,
     isolation_level,
-    private_workdir,
-    remove_tree,
     run_sandboxed,
 )
 from .supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
-from .workdirs import HeldDir
+from .workdirs import HeldDir, private_workdir, remove_tree
 
 __all__ = [
     "BUBBLEWRAP",

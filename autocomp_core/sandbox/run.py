@@ -53,6 +53,8 @@ level than the strongest available (``user namespaces``, ``bubblewrap``, ``none`
 
 from __future__ import annotations
 
+import abc
+
 # asyncio for one thing anyio lacks: callbacks that read a pipe whenever it is readable
 # (loop.add_reader), so output is drained while the run awaits its deadline.
 import asyncio
@@ -83,15 +85,13 @@ from ..errors import BackendError
 from . import supervisor
 from .preload import PreloadedRun, PreloadServer
 from .supervisor import BUBBLEWRAP, NAMESPACES, NONE, UID_ONLY, USER_NAMESPACES
-from .workdirs import HeldDir, private_workdir, remove_tree
+from .workdirs import HeldDir
 
 __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
     "isolation_level",
-    "private_workdir",
-    "remove_tree",
     "run_sandboxed",
 ]
 
@@ -329,7 +329,7 @@ def _find_program(argv0: str, env: dict[str, str], workdir: Path) -> None:
 # ---------------------------------------------------------------- in the engine
 
 
-class _PipeReader:
+class _PipeReader(abc.ABC):
     """A pipe read whenever it is readable (``_on_readable``), never blocking the loop;
     ``closed`` is set once it is closed, at its end or by ``close``."""
 
@@ -339,8 +339,9 @@ class _PipeReader:
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._on_readable)
 
+    @abc.abstractmethod
     def _on_readable(self) -> None:
-        raise NotImplementedError
+        """Read what the pipe holds (called by the loop whenever it is readable)."""
 
     def close(self) -> None:
         if self.fd >= 0:

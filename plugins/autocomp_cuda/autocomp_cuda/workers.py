@@ -14,6 +14,7 @@ same sandbox: the import is paid once per device slot instead of once per proces
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import dataclasses
 import json
@@ -53,7 +54,7 @@ def _waiting(loop, task: asyncio.Future, since: float, idle_s: float) -> bool:
     return current is loop and not task.done() and idle < idle_s - min(IDLE_MARGIN_S, idle_s / 2)
 
 
-class _Sandboxed:
+class _Sandboxed(abc.ABC):
     """A sandboxed worker process, started now, in a work dir of its own that is held while
     the process lives (a killed engine's is swept). Each kind says its work dir's prefix, its
     state, its command line and its sandbox's limits, and what is left once it ends."""
@@ -87,17 +88,21 @@ class _Sandboxed:
         # (an event loop that ends right after starting a standby worker).
         self.task.add_done_callback(self._ended)
 
+    @abc.abstractmethod
     def _prepare(self) -> None:
         """This kind's state, set before the process starts."""
 
+    @abc.abstractmethod
     def _argv(self) -> list[str]:
-        raise NotImplementedError
+        """The process's command line."""
 
+    @abc.abstractmethod
     def _life_limits(self, limits: SandboxLimits) -> SandboxLimits:
-        raise NotImplementedError
+        """Its sandbox's limits, from the evaluation's."""
 
+    @abc.abstractmethod
     def _ended(self, _task: asyncio.Future) -> None:
-        raise NotImplementedError
+        """What is left once the process ends."""
 
     async def close(self) -> None:
         """Stop the process (if running) and wait until it is gone."""
