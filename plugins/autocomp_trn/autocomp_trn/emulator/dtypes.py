@@ -18,6 +18,8 @@ _STORAGE: dict[str, type | str] = {
     "tfloat32": np.float32,  # tf32 is stored as fp32 (the PE reads 10 mantissa bits)
     "float8_e4m3": "float8_e4m3",
     "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fn": "float8_e4m3fn",  # OCP fp8 (current API, NKI 0.4): no inf, one NaN
+    "float8_e8m0fnu": "float8_e8m0fnu",  # MX scale: an unsigned power of two (NKI 0.5)
     "int8": np.int8,
     "uint8": np.uint8,
     "int16": np.int16,
@@ -26,7 +28,13 @@ _STORAGE: dict[str, type | str] = {
     "uint32": np.uint32,
     "bool_": np.uint8,
 }
-_ML_DTYPE_BYTES = {"bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
+_ML_DTYPE_BYTES = {
+    "bfloat16": 2,
+    "float8_e4m3": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fn": 1,
+    "float8_e8m0fnu": 1,
+}
 #: bytes per element, known without loading ml_dtypes (the engine's bounds need only these)
 ITEMSIZE: dict[str, int] = {
     name: _ML_DTYPE_BYTES[name] if isinstance(t, str) else np.dtype(t).itemsize
@@ -51,8 +59,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-FLOATS = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2"}
-LOW_PRECISION = {"bfloat16", "float16", "float8_e4m3", "float8_e5m2"}  # 8/16-bit PE inputs
+FP8 = {"float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu"}
+FLOATS = {"float32", "bfloat16", "float16", "tfloat32", *FP8}
+LOW_PRECISION = {"bfloat16", "float16", *FP8}  # 8/16-bit PE inputs
+#: the two 4-bit-exponent fp8 formats a kernel must not mix (NKI 0.4)
+FP8_E4M3_FLAVOURS = {"float8_e4m3", "float8_e4m3fn"}
 
 
 def itemsize(name: str) -> int:
@@ -92,7 +103,7 @@ def promote(a: str, b: str) -> str:
         pair = {a, b}
         if pair == {"float16", "bfloat16"}:
             return "float32"
-        if pair == {"float8_e4m3", "float8_e5m2"}:
+        if pair <= FP8:  # two different fp8 formats meet in bf16
             return "bfloat16"
         return a if itemsize(a) >= itemsize(b) else b
     if {a, b} == {"int32", "uint32"}:

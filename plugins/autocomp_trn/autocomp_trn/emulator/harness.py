@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .indexing import NkiError
+from .modules import Kernel
 from .tracer import CURRENT, HBM, MAX_EVENTS, Tile, Tracer
 
 
@@ -12,9 +13,18 @@ def trace_kernel(
     kwargs: dict,
     filename: str = "",
     max_events: int = MAX_EVENTS,
+    current: bool = False,
 ) -> dict:
-    """Run ``func`` once on handles named/shaped/typed by ``input_specs``; return its trace."""
-    tr = Tracer(filename, max_events)
+    """Run ``func`` once on handles named/shaped/typed by ``input_specs``; return its trace.
+    ``current``: the kernel speaks the current API (NKI 0.8), whose verification rules apply."""
+    if current:
+        for name, value in kwargs.items():
+            if isinstance(value, list):
+                raise NkiError(
+                    f"verification error (NKI 0.3): kernel argument {name} is a list; pass a tuple",
+                    "err_list_argument",
+                )
+    tr = Tracer(filename, max_events, current)
     CURRENT.append(tr)
     try:
         inputs = []
@@ -44,4 +54,14 @@ def trace_kernel(
                 "the kernel must return whole HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
                 "err_wrong_outputs",
             )
-    return tr.to_json([o.tensor.tid for o in outs], [i.tensor.tid for i in inputs])
+        if current and out.tensor.hbm_kind != "shared":
+            raise NkiError(
+                "verification error (NKI 0.3): kernel outputs must be allocated in "
+                f"nl.shared_hbm, not {out.tensor.hbm_kind or 'an input'} HBM",
+                "err_output_not_shared_hbm",
+            )
+    trace = tr.to_json([o.tensor.tid for o in outs], [i.tensor.tid for i in inputs])
+    config = getattr(func, "compile_config", None)
+    if isinstance(func, Kernel) and config is not None:
+        trace["compile_config"] = config.recorded()
+    return trace

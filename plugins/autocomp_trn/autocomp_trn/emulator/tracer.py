@@ -9,11 +9,13 @@ outputs from the inputs and costs the schedule. Nothing here is trusted.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from . import MAX_EVENTS, dtypes
+from .hardware import PMAX
 from .indexing import DynSlice, IndexExpr, Mask, NkiError, row_major_strides, subscript
 
 HBM, SBUF, PSUM = "hbm", "sbuf", "psum"
@@ -26,12 +28,18 @@ LANGUAGE: dict[str, Callable] = {}
 class Tracer:
     """Records one kernel call. Events are plain lists so the trace serializes as JSON."""
 
-    def __init__(self, filename: str = "", max_events: int = MAX_EVENTS) -> None:
+    def __init__(
+        self, filename: str = "", max_events: int = MAX_EVENTS, current: bool = False
+    ) -> None:
         self.events: list[list | None] = []
         self.tensors: list[Tensor] = []
         self.filename = filename
         self.max_events = max_events
         self.loop_depth = 0
+        self.current = (
+            current  # the kernel speaks the current API (``import nki``), not the legacy one
+        )
+        self.fp8_flavours: set[str] = set()
 
     def line(self) -> int:
         """The candidate's source line that made the current call (0 when not found)."""
@@ -58,7 +66,10 @@ class Tracer:
         shape = tuple(int(n) for n in shape)
         if any(n <= 0 for n in shape):
             raise NkiError(f"tensor shape {shape} has an empty dimension")
-        t = Tensor(self, len(self.tensors), shape, dtypes.name_of(dtype), buffer, par_axis, name)
+        dtype = dtypes.name_of(dtype)
+        if self.current:
+            self._verify(shape, dtype, buffer, par_axis)
+        t = Tensor(self, len(self.tensors), shape, dtype, buffer, par_axis, name)
         self.tensors.append(t)
         t.alloc_event = self.emit(
             [
@@ -72,6 +83,23 @@ class Tracer:
             ]
         )
         return t
+
+    def _verify(self, shape, dtype: str, buffer: str, par_axis: int | None) -> None:
+        """The current toolchain's verification rules an allocation can break."""
+        if buffer != HBM and par_axis is not None and shape[par_axis] > PMAX:
+            raise NkiError(
+                f"verification error (NKI 0.6): a {buffer.upper()} tensor of shape {list(shape)} "
+                f"has {shape[par_axis]} partitions, more than the {PMAX} the hardware has",
+                "err_num_partition_exceed_arch_limit",
+            )
+        if dtype in dtypes.FP8_E4M3_FLAVOURS:
+            self.fp8_flavours.add(dtype)
+            if len(self.fp8_flavours) > 1:
+                raise NkiError(
+                    "verification error (NKI 0.4): the OCP float8_e4m3fn and the legacy "
+                    "float8_e4m3 must not be mixed in one kernel",
+                    "err_mixed_fp8_flavours",
+                )
 
     def to_json(self, returned: list[int], inputs: list[int]) -> dict[str, Any]:
         return {
@@ -91,6 +119,7 @@ class Tensor:
         "consumed",
         "dtype",
         "fresh_event",
+        "hbm_kind",
         "is_input",
         "name",
         "par_axis",
@@ -108,6 +137,7 @@ class Tensor:
         self.consumed = False
         self.strides = row_major_strides(shape)
         self.is_input = False
+        self.hbm_kind = ""  # "shared" or "private" for HBM tensors the kernel allocated
 
     def full(self) -> Tile:
         return Tile(self, 0, list(zip(self.shape, self.strides)))
@@ -178,7 +208,11 @@ class Tile:
         for n in shape:
             size *= n
         if size != _prod(self.shape):
-            raise NkiError(f"cannot reshape a tile of shape {self.shape} into {shape}")
+            raise NkiError(
+                f"reshape must keep the element count (NKI 0.5): a view of shape "
+                f"{list(self.shape)} has {_prod(self.shape)} elements, {list(shape)} has {size}",
+                "err_reshape_element_count",
+            )
         if not self._contiguous():
             raise NkiError("reshape needs a contiguous tile (copy it first)")
         return Tile(self.tensor, self.offset, list(zip(shape, row_major_strides(shape))))
@@ -203,6 +237,136 @@ class Tile:
         dims = list(self.dims)
         dims.insert(axis, (1, 0))
         return Tile(self.tensor, self.offset, dims)
+
+    # ------------------------------------------------------------------ NkiTensor views (NKI 0.5)
+    def _dim(self, dim: int, what: str, partition_ok: bool = True) -> int:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -self.ndim <= dim < self.ndim:
+            raise NkiError(f"{what}: dim {dim!r} is not a dimension of a rank-{self.ndim} view")
+        dim %= self.ndim
+        if dim == 0 and not partition_ok and self.buffer != HBM:
+            raise NkiError(
+                f"{what} cannot change the partition dimension (dim 0) of an on-chip tensor",
+                "err_partition_dim_view",
+            )
+        return dim
+
+    def _view(self, offset: int, dims: list[tuple[int, int]]) -> Tile:
+        if self.bounds:
+            raise NkiError(
+                "take views of a tile that reaches past its tensor only once, directly in the "
+                "instruction",
+                "err_tensor_access_out_of_bound",
+            )
+        if not dims:
+            raise NkiError("a view keeps at least one dimension", "err_insufficient_rank")
+        return Tile(self.tensor, offset, dims)
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> Tile:
+        """The elements ``start:end:step`` of one dimension."""
+        dim = self._dim(dim, "slice")
+        key = [slice(None)] * self.ndim
+        key[dim] = slice(start, end, step)
+        return self[tuple(key)]
+
+    def select(self, dim: int, index: int) -> Tile:
+        """One index of a dimension, which the view drops."""
+        dim = self._dim(dim, "select", partition_ok=False)
+        n, s = self.dims[dim]
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+            raise NkiError(
+                f"select index {index!r} is out of range for a dimension of size {n}",
+                "err_tensor_access_out_of_bound",
+            )
+        return self._view(self.offset + index * s, self.dims[:dim] + self.dims[dim + 1 :])
+
+    def permute(self, *dims) -> Tile:
+        """The dimensions in a new order (``permute(0, 2, 1)`` or ``permute((0, 2, 1))``)."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        if sorted(dims) != list(range(self.ndim)):
+            raise NkiError(f"permute needs each of the {self.ndim} dimensions once, got {dims}")
+        if dims[0] != 0 and self.buffer != HBM:
+            raise NkiError(
+                "permute cannot move the partition dimension (dim 0) of an on-chip tensor: "
+                "transpose it with nisa.nc_transpose or nisa.dma_transpose",
+                "err_partition_dim_view",
+            )
+        return self._view(self.offset, [self.dims[d] for d in dims])
+
+    def broadcast(self, dim: int, size: int) -> Tile:
+        """A size-1 dimension repeated ``size`` times (stride 0, no copy)."""
+        dim = self._dim(dim, "broadcast", partition_ok=False)
+        if self.dims[dim][0] != 1:
+            raise NkiError(
+                f"broadcast expands a size-1 dimension; dim {dim} has size {self.dims[dim][0]}"
+            )
+        dims = list(self.dims)
+        dims[dim] = (int(size), 0)
+        return self._view(self.offset, dims)
+
+    def expand_dim(self, dim: int) -> Tile:
+        """A new size-1 dimension at position ``dim``."""
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim <= self.ndim:
+            raise NkiError(f"expand_dim: position {dim!r} is outside 0..{self.ndim}")
+        if dim == 0 and self.buffer != HBM:
+            raise NkiError(
+                "expand_dim cannot insert before the partition dimension of an on-chip tensor",
+                "err_partition_dim_view",
+            )
+        return self._view(self.offset, self.dims[:dim] + [(1, 0)] + self.dims[dim:])
+
+    def squeeze_dim(self, dim: int) -> Tile:
+        """Drop a size-1 dimension."""
+        dim = self._dim(dim, "squeeze_dim", partition_ok=False)
+        if self.dims[dim][0] != 1:
+            raise NkiError(
+                f"squeeze_dim drops a size-1 dimension; dim {dim} has size {self.dims[dim][0]}"
+            )
+        return self._view(self.offset, self.dims[:dim] + self.dims[dim + 1 :])
+
+    def reshape_dim(self, dim: int, shape) -> Tile:
+        """Split one dimension into ``shape`` (same element count)."""
+        dim = self._dim(dim, "reshape_dim", partition_ok=False)
+        shape = tuple(int(n) for n in shape)
+        n, s = self.dims[dim]
+        if _prod(shape) != n:
+            raise NkiError(
+                f"reshape_dim must keep the element count: dim {dim} has {n}, {list(shape)} has "
+                f"{_prod(shape)}",
+                "err_reshape_element_count",
+            )
+        inner = [(m, st * s) for m, st in zip(shape, row_major_strides(shape))]
+        return self._view(self.offset, self.dims[:dim] + inner + self.dims[dim + 1 :])
+
+    def flatten_dims(self, start_dim: int, end_dim: int) -> Tile:
+        """Merge the dimensions ``start_dim..end_dim`` (inclusive) into one; they must be
+        contiguous with each other."""
+        lo = self._dim(start_dim, "flatten_dims", partition_ok=False)
+        hi = self._dim(end_dim, "flatten_dims")
+        if hi < lo:
+            raise NkiError(f"flatten_dims: end_dim {end_dim} comes before start_dim {start_dim}")
+        group = self.dims[lo : hi + 1]
+        for (_, s_outer), (n_inner, s_inner) in itertools.pairwise(group):
+            if s_outer != n_inner * s_inner:
+                raise NkiError(
+                    f"flatten_dims: dims {lo}..{hi} are not contiguous with each other in storage"
+                )
+        merged = (_prod(n for n, _ in group), group[-1][1])
+        return self._view(self.offset, self.dims[:lo] + [merged] + self.dims[hi + 1 :])
+
+    def rearrange(self, pattern: str) -> Tile:
+        """An einops-style reordering such as ``"p a b -> p b a"`` (a permutation of named dims)."""
+        try:
+            src, dst = (side.split() for side in pattern.split("->"))
+        except ValueError:
+            raise NkiError(f"rearrange pattern {pattern!r} is not 'names -> names'") from None
+        if len(src) != self.ndim or sorted(src) != sorted(dst) or len(set(src)) != len(src):
+            raise NkiError(
+                f"rearrange: this emulator supports permutations of the {self.ndim} named "
+                f"dimensions only (got {pattern!r})",
+                "err_unsupported_api",
+            )
+        return self.permute(*(src.index(name) for name in dst))
 
     # ------------------------------------------------------------------ refusals
     def __bool__(self):

@@ -56,11 +56,13 @@ REFUSAL_CODES = {
 
 
 def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level != 0 or name.split(".")[0] not in ALLOWED_IMPORTS:
+    root = name.split(".")[0]
+    if level != 0 or root not in ALLOWED_IMPORTS:
         allowed = ", ".join(sorted(ALLOWED_IMPORTS - {"__future__"}))
         raise NkiError(
             f"kernels may import only {allowed} (tried {name!r})", "err_forbidden_import"
         )
+    modules.note_import(root)  # the API the kernel speaks; both at once is refused
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
@@ -109,7 +111,14 @@ def trace_source(
             )
         traces = [
             json.dumps(
-                harness.trace_kernel(kernel, specs, kwargs, KERNEL_FILE, max_events),
+                harness.trace_kernel(
+                    kernel,
+                    specs,
+                    kwargs,
+                    KERNEL_FILE,
+                    max_events,
+                    current=modules.imported_api() == "current",
+                ),
                 separators=(",", ":"),
             )
             for _ in range(2)

@@ -14,11 +14,18 @@ from ..tracer import HBM, PSUM, SBUF, Tile, tracer
 
 
 class Buffer(str):
-    """A memory location for ``nl.ndarray(..., buffer=...)``."""
+    """A memory location for ``nl.ndarray(..., buffer=...)``; an HBM one says whether every
+    program of the SPMD grid sees it (``shared``) or only its own (``private``)."""
+
+    def __new__(cls, name: str, kind: str = "") -> Buffer:
+        buffer = super().__new__(cls, name)
+        buffer.kind = kind
+        return buffer
 
 
-sbuf, psum, hbm = Buffer(SBUF), Buffer(PSUM), Buffer(HBM)
-shared_hbm = private_hbm = hbm
+sbuf, psum = Buffer(SBUF), Buffer(PSUM)
+shared_hbm, private_hbm = Buffer(HBM, "shared"), Buffer(HBM, "private")
+hbm = private_hbm  # the documented alias
 
 float32 = dtypes.DTYPES["float32"]
 bfloat16 = dtypes.DTYPES["bfloat16"]
@@ -63,7 +70,9 @@ def ndarray(shape, dtype, *, buffer=None, name: str = "", **_ignored) -> Tile:
         raise NkiError(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm)")
     if buffer == HBM:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        return tracer().new_tensor(shape, dtype, HBM, None, name).full()
+        tensor = tracer().new_tensor(shape, dtype, HBM, None, name)
+        tensor.hbm_kind = getattr(buffer, "kind", "")
+        return tensor.full()
     shape, par = shape_and_par(shape)
     return tracer().new_tensor(shape, dtype, buffer, par, name).full()
 

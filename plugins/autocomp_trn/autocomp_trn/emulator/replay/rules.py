@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import hardware as hw
+from .. import dtypes, hardware as hw
 from ..cost import ENGINE_OF
 from .state import AP, Frame, fail
 
@@ -72,6 +72,19 @@ def elementwise_checks(engine: str, dsts, srcs, what: str, line: int) -> None:
         onchip(ap, f"{what} input", line)
     if engine == "pool" and any(ap.t.buffer == "psum" for ap in (*dsts, *srcs)):
         fail("GpSimd cannot access PSUM", "err_unsupported_memory", line)
+    one_fp8_flavour([*dsts, *srcs], what, line)
+
+
+def one_fp8_flavour(aps, what: str, line: int) -> None:
+    """The OCP float8_e4m3fn and the legacy float8_e4m3 are not mixed in one instruction
+    (NKI 0.4)."""
+    if len({ap.t.dtype for ap in aps} & dtypes.FP8_E4M3_FLAVOURS) > 1:
+        fail(
+            f"{what} mixes the OCP float8_e4m3fn with the legacy float8_e4m3 (a verification "
+            "error since NKI 0.4)",
+            "err_mixed_fp8_flavours",
+            line,
+        )
 
 
 def psum_bank(d: AP, what: str, line: int) -> None:

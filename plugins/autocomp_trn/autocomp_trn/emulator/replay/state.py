@@ -137,13 +137,20 @@ class AP:
 
     def write(self, value: np.ndarray, acc: bool = False) -> None:
         view = self.view()
-        if self.t.dtype not in dtypes.FLOATS:
-            value = np.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0)
         with np.errstate(all="ignore"):
             if acc:
-                view[...] = view.astype(np.float32) + value
-            else:
-                view[...] = value
+                value = view.astype(np.float32) + value
+            if self.t.dtype not in dtypes.FLOATS:
+                value = to_int(value, view.dtype)
+            view[...] = value
+
+
+def to_int(value, dtype: np.dtype) -> np.ndarray:
+    """A float-to-integer cast as the engines and the NKI 0.6 simulator make it: round to
+    nearest, ties to even, then saturate to the type's range (NaN becomes 0)."""
+    info = np.iinfo(dtype)
+    wide = np.nan_to_num(np.asarray(value, dtype=np.float64), nan=0.0)
+    return np.clip(np.rint(wide), info.min, info.max).astype(dtype)
 
 
 def free(ap: AP) -> int:
