@@ -271,11 +271,19 @@ def fidelity(
 @cli.command()
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--model", "models", multiple=True, help="Model string to check (repeatable).")
+@click.option(
+    "--prices",
+    "show_prices",
+    is_flag=True,
+    help="Show each model's price per million tokens and where it came from (asks no server).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> None:
+def models(
+    config_file: str | None, models: tuple[str, ...], show_prices: bool, as_json: bool
+) -> None:
     """List configured LLM providers and models, and whether each answers."""
     from ..contract.plugins import build_registry
-    from ..llm.client import check_models
+    from ..llm.client import check_models, price_rows
     from ..llm.settings import LLMSettings
 
     data = load_config(config_file).model_dump() if config_file else {}
@@ -285,12 +293,21 @@ def models(config_file: str | None, models: tuple[str, ...], as_json: bool) -> N
         *data.get("models", {}).get("code", []),
     ]
     plugins = build_registry(data["plugins"]) if data.get("plugins") else loaded_plugins()
+    if show_prices:
+        rows = price_rows(settings, plugins.llm_providers(), wanted or None)
+        if as_json:
+            emit_json(rows)
+        else:
+            click.echo(format_price_rows(rows))
+        return
     rows = anyio.run(check_models, settings, plugins.llm_providers(), wanted or None)
     if as_json:
         emit_json(rows)
         return
+    width = max((len(r["model"]) for r in rows), default=0)
     for r in rows:
-        click.echo("  ".join(f"{k}={v}" for k, v in r.items()))
+        detail = r["error"] or f"{r['latency_s']} s, key: {r['key']}"
+        click.echo(f"{r['model'].ljust(width)}  {r['status']}  ({detail})")
 
 
 @cli.command()
@@ -372,3 +389,27 @@ def _doctor_executor(reg: PluginRegistry, kind: str, address: str | None, as_jso
                     or "none"
                 )
             )
+
+
+def format_price_rows(rows: list[dict]) -> str:
+    """One line per model: USD per million input / cached input / output tokens, and source."""
+
+    def usd(value) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    table = [("model", "input", "cached", "output", "source (USD per million tokens)")]
+    table += [
+        (
+            r["model"],
+            usd(r.get("input")),
+            usd(r.get("cached_input")),
+            usd(r.get("output")),
+            r["source"],
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in table
+    )

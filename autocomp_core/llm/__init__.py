@@ -7,7 +7,7 @@
 - ``providers`` / ``builtin_providers``: ``ProviderSpec`` and the OpenAI, Anthropic,
   OpenAI-compatible and embedded local providers (registered through the plugin hook)
 - ``keys``: API keys from the environment or a private key file; redaction
-- ``limits``, ``errors``, ``prices`` (+ ``prices.toml``), ``usage``
+- ``limits``, ``errors``, ``prices`` (+ ``price_lists/*.toml``), ``usage``
 - ``parsing``: plans, code and structured edits out of responses
 - ``types``: requests and responses shared with the engine
 """

@@ -20,7 +20,7 @@ from .errors import BUGS, DROPPABLE_PARAMS, Classified, LLMConfigError, classify
 from .keys import KeyStore, key_file_path, redact
 from .limits import Limits
 from .modelstring import ModelRef, parse_model_string
-from .prices import PriceBook, load_prices
+from .prices import PRICE_FIELDS, PriceBook, load_prices
 from .providers import CallParams, ProviderClient, ProviderContext, ProviderReply, ProviderSpec
 from .settings import LLMSettings
 from .types import ErrorKind, LLMError, LLMRequest, LLMResponse, Prompt, Usage
@@ -79,7 +79,9 @@ class LLMClient:
         (``PluginRegistry.llm_providers``)."""
         self.settings = settings
         self.providers: dict[str, ProviderSpec] = providers
-        self.prices = PriceBook(load_prices(settings.prices_file, settings.prices))
+        sources: dict = {}
+        table = load_prices(settings.prices_file, settings.prices, sources)
+        self.prices = PriceBook(table, sources)
         self.usage = UsageLedger()
         self._keys: KeyStore | None = None
         self._clients: dict[tuple[str, str | None], ProviderClient] = {}
@@ -155,11 +157,24 @@ class LLMClient:
                 self._validated.append(model)
 
     def missing_price(self, model: str) -> tuple[str, str] | None:
-        """(provider, model id) when ``model`` has no price in the table, else None."""
+        """(provider, model id) when ``model`` has no price, else None."""
         ref, spec = self.resolve(model)
-        return (
-            None if self.prices.lookup(spec.name, ref.model) is not None else (spec.name, ref.model)
+        found = self.prices.lookup(
+            spec.name, ref.model, self._base_url(ref, spec), spec.free_when_self_hosted
         )
+        return None if found is not None else (spec.name, ref.model)
+
+    def price_of(self, model: str) -> dict:
+        """``model``'s prices per million tokens and where they came from (no network)."""
+        ref, spec = self.resolve(model)
+        where = (spec.name, ref.model, self._base_url(ref, spec), spec.free_when_self_hosted)
+        entry = self.prices.lookup(*where)
+        return {
+            "model": model,
+            "provider": spec.name,
+            **{field: (entry or {}).get(field) for field in PRICE_FIELDS},
+            "source": self.prices.source(*where) or "no price: a usd budget is refused",
+        }
 
     def price_table(self) -> dict:
         """The merged price table in use (the engine snapshots it into the run)."""
@@ -352,6 +367,8 @@ class LLMClient:
             reply.usage.output_tokens,
             reply.usage.cached_tokens,
             reply.cache_write_tokens,
+            base_url=self._base_url(ref, spec),
+            self_hosting=spec.free_when_self_hosted,
         )
 
     def _learn_refusal(
@@ -441,6 +458,23 @@ def default_models(settings: LLMSettings) -> list[str]:
     return [DEFAULT_LOCAL_MODEL]
 
 
+def price_rows(
+    settings: LLMSettings, providers: dict[str, ProviderSpec], models: list[str] | None = None
+) -> list[dict]:
+    """For ``autocomp-core models --prices``: per model, its prices per million tokens and
+    where each came from. Asks no server."""
+    if not models:
+        models = list(dict.fromkeys([*default_models(settings), *settings.aliases]))
+    client = LLMClient(settings, providers)
+    rows = []
+    for model in models:
+        try:
+            rows.append(client.price_of(model))
+        except LLMConfigError as exc:
+            rows.append({"model": model, "provider": None, "source": redact(str(exc))})
+    return rows
+
+
 async def check_models(
     settings: LLMSettings,
     providers: dict[str, ProviderSpec],
@@ -466,6 +500,7 @@ async def check_models(
                 "answers": False,
                 "latency_s": None,
                 "error": None,
+                "status": None,
             }
             rows.append(row)
             try:
@@ -480,6 +515,7 @@ async def check_models(
                 client.validate_models([model])
             except LLMConfigError as exc:
                 row["error"] = redact(str(exc))
+                row["status"] = "not usable"
                 continue
             response = await client.complete(
                 LLMRequest(
@@ -497,4 +533,18 @@ async def check_models(
             row["latency_s"] = round(response.duration_s, 3)
             if error is not None and not row["answers"]:
                 row["error"] = f"{error.kind.value}: {error.message[:300]}"
+                row["status"] = check_status(error)
+            else:
+                row["status"] = "answers"
     return rows
+
+
+def check_status(error: LLMError) -> str:
+    """What a failed check means to a user, in two words."""
+    if error.kind is ErrorKind.AUTHENTICATION:
+        return "wrong key"
+    if error.status == 404 or (error.kind is ErrorKind.BAD_REQUEST and "model" in error.message):
+        return "unknown model"
+    if error.kind in (ErrorKind.CONNECTION, ErrorKind.TIMEOUT):
+        return "unreachable"
+    return error.kind.value.replace("_", " ")

@@ -84,6 +84,9 @@ class ProviderSpec:
     endpoint_in_model_string: bool = False
     validate: Callable[[ModelRef, LLMSettings], None] | None = None  # raises LLMConfigError
     description: str = ""
+    #: a server the user runs: free without a price of its own when its address is loopback or
+    #: private (prices.is_self_hosted); anywhere else it needs a price like any paid service
+    free_when_self_hosted: bool = False
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -364,7 +367,32 @@ OPENAI_COMPATIBLE = ProviderSpec(
     default_base_url="http://127.0.0.1:8000/v1",
     endpoint_in_model_string=True,
     create=lambda ctx: OpenAIChatClient(ctx, official=False),
-    description="any OpenAI-compatible server: vLLM, Ollama, llama.cpp, Together, OpenRouter",
+    description="any OpenAI-compatible server: vLLM, llama.cpp, OpenRouter, ...",
+    free_when_self_hosted=True,
+)
+
+# Presets of the OpenAI-compatible client: a base URL, a key variable and a price list
+# (price_lists/together.toml), no code of their own.
+TOGETHER = ProviderSpec(
+    name="together",
+    key_env="TOGETHER_API_KEY",
+    base_url_env="TOGETHER_BASE_URL",
+    default_base_url="https://api.together.xyz/v1",
+    endpoint_in_model_string=True,
+    create=lambda ctx: OpenAIChatClient(ctx, official=False),
+    description="Together AI (OpenAI-compatible API)",
+)
+
+OLLAMA = ProviderSpec(
+    name="ollama",
+    key_env="OLLAMA_API_KEY",
+    key_required=False,
+    base_url_env="OLLAMA_BASE_URL",
+    default_base_url="http://127.0.0.1:11434/v1",
+    endpoint_in_model_string=True,
+    create=lambda ctx: OpenAIChatClient(ctx, official=False),
+    description="Ollama's OpenAI-compatible API (default 127.0.0.1:11434)",
+    free_when_self_hosted=True,
 )
 
 LOCAL = ProviderSpec(
@@ -376,4 +404,4 @@ LOCAL = ProviderSpec(
     description="embedded llama.cpp server on 127.0.0.1 (no key, no network)",
 )
 
-BUILTIN_PROVIDERS = (OPENAI, ANTHROPIC, OPENAI_COMPATIBLE, LOCAL)
+BUILTIN_PROVIDERS = (OPENAI, ANTHROPIC, OPENAI_COMPATIBLE, TOGETHER, OLLAMA, LOCAL)

@@ -142,6 +142,28 @@ def test_usd_budget_with_a_model_that_has_no_price_is_refused_up_front(tmp_path)
     assert not (tmp_path / "r").exists()
 
 
+def test_usd_budget_over_a_remote_openai_compatible_model_without_a_price_is_refused(tmp_path):
+    """A paid remote endpoint (OpenRouter, a company gateway) has no price of ours: the
+    budget is refused up front instead of counting its calls as $0 (which never binds)."""
+    env = {**os.environ, "HOME": str(tmp_path)}
+    model = "openai-compatible@https://openrouter.ai/api/v1::qwen/qwen3-coder"
+    out = subprocess.run(
+        [
+            *CLI,
+            "optimize",
+            str(unpriced_config(tmp_path, model, usd=5.0)),
+            "--run-dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 2, out.stderr
+    assert f"error: budget.usd: model {model} has no price" in out.stderr
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.asyncio
 async def test_an_inline_price_makes_the_usd_budget_bind(tmp_path, monkeypatch):
     async with LLMTestServer(lambda r: reply(r.prompt)) as server:

@@ -172,9 +172,34 @@ def test_models_lists_and_checks_each_model(thread_server, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    text = json.dumps(rows)
-    assert "scripted" in text and "nobody-home" in text
+    assert [r["status"] for r in rows] == ["answers", "unreachable"]
     assert thread_server.request_count >= 1
+    keyless = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    home = tmp_path / "home"  # no key file either
+    text = cli(
+        "models",
+        "--model",
+        model,
+        "--model",
+        "openai::gpt-5-mini",
+        env={**keyless, "HOME": str(home)},
+    ).stdout
+    lines = text.strip().splitlines()
+    assert lines[0].startswith(model) and "  answers  (" in lines[0]
+    assert lines[1].startswith("openai::gpt-5-mini") and "not usable" in lines[1]
+
+
+def test_models_prices_shows_each_price_and_its_source_without_asking(thread_server):
+    model = f"openai-compatible@{thread_server.openai_base_url}::scripted"
+    before = thread_server.request_count
+    out = cli("models", "--prices", "--model", model, "--model", "openai::gpt-5-mini", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["model"]: r for r in json.loads(out.stdout)}
+    assert rows[model]["input"] == 0 and rows[model]["source"].startswith("self-hosted at 127.")
+    assert rows["openai::gpt-5-mini"]["source"] == "price_lists/openai.toml"
+    assert thread_server.request_count == before  # no call was made
+    text = cli("models", "--prices", "--model", "together::unlisted/m").stdout
+    assert "no price: a usd budget is refused" in text
 
 
 def test_a_bug_in_a_provider_is_reported_as_a_bug(config, tmp_path):

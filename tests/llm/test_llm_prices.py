@@ -35,7 +35,71 @@ def test_llm_cost_arithmetic_and_dated_ids():
     assert cost == pytest.approx(0.6 * 3 + 0.4 * 0.3 + 0.1 * 15)
     assert book.cost("openai", "gpt-5-mini-2025-08-07", 1_000_000, 0) == pytest.approx(0.25)
     assert book.cost("local", "smollm2", 10**6, 10**6) == 0
-    assert book.cost("openai-compatible", "meta-llama/Llama-3.1-8B", 10**6, 10**6) == 0
+
+
+@pytest.mark.parametrize(
+    "url, free",
+    [
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://10.1.2.3:8000/v1", True),
+        ("http://192.168.0.7/v1", True),
+        ("https://openrouter.ai/api/v1", False),
+        ("https://api.together.xyz/v1", False),
+        ("http://gpu-box.internal:8000/v1", False),  # a name is not resolved: remote
+        ("http://8.8.8.8/v1", False),
+        (None, False),
+    ],
+)
+def test_llm_a_self_hosted_server_is_free_only_at_a_loopback_or_private_address(url, free):
+    """Every OpenAI-compatible model was priced $0 by a wildcard, so a usd budget over a paid
+    remote endpoint (Together, OpenRouter) never bound: now only self-hosted ones are free."""
+    book = PriceBook(load_prices())
+    found = book.lookup("openai-compatible", "meta-llama/Llama-3.1-8B", url, self_hosting=True)
+    assert (found is not None) is free
+    if free:
+        assert (
+            book.cost("openai-compatible", "m", 10**6, 10**6, base_url=url, self_hosting=True) == 0
+        )
+        assert book.source("openai-compatible", "m", url, self_hosting=True).startswith(
+            "self-hosted at "
+        )
+    # a provider that does not self-host (the real OpenAI API behind a local proxy) is never free
+    assert book.lookup("openai", "gpt-99", url, self_hosting=False) is None
+
+
+def test_llm_remote_openai_compatible_models_have_no_price_until_given():
+    client = LLMClient(LLMSettings(), PROVIDERS)
+    remote = "openai-compatible@https://openrouter.ai/api/v1::qwen/qwen3-coder"
+    assert client.missing_price(remote) == ("openai-compatible", "qwen/qwen3-coder")
+    assert client.missing_price("openai-compatible@http://127.0.0.1:8000/v1::qwen") is None
+    assert client.missing_price("ollama::qwen2.5-coder:7b") is None  # 127.0.0.1 by default
+    assert client.missing_price("together::meta-llama/Llama-3.3-70B-Instruct-Turbo") is None
+    assert client.missing_price("together::some/unlisted-model") == (
+        "together",
+        "some/unlisted-model",
+    )
+    priced = LLMClient(
+        LLMSettings(
+            prices={"openai-compatible": {"qwen/qwen3-coder": {"input": 0.3, "output": 1}}}
+        ),
+        PROVIDERS,
+    )
+    assert priced.missing_price(remote) is None
+    assert priced.price_of(remote)["source"] == "[llm] prices"
+
+
+def test_llm_each_price_says_where_it_came_from(tmp_path):
+    user = tmp_path / "prices.toml"
+    user.write_text('[openai."gpt-5-mini"]\noutput = 3.0\n')
+    client = LLMClient(LLMSettings(prices_file=str(user)), PROVIDERS)
+    mini = client.price_of("openai::gpt-5-mini")
+    assert (mini["input"], mini["output"]) == (0.25, 3.0)
+    assert mini["source"] == f"price_lists/openai.toml + {user}"
+    dated = client.price_of("anthropic::claude-sonnet-4-5-20250929")
+    assert dated["source"] == "price_lists/anthropic.toml (anthropic.'claude-sonnet-4-5')"
+    assert client.price_of("openai::gpt-99")["source"] == "no price: a usd budget is refused"
 
 
 def test_llm_unknown_model_costs_zero_with_one_warning():
