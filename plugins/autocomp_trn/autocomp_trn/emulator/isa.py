@@ -56,12 +56,12 @@ class oob_mode(enum.Enum):
     skip = 1
 
 
-NC_VERSION = {"trn1": 2, "trn2": 3}
+NC_VERSION = {"trn1": 2, "trn2": 3, "trn3": 4}
 _generation = ["trn1"]
 
 
 def get_nc_version() -> int:
-    """The NeuronCore version of the target (2 on Trn1, 3 on Trn2)."""
+    """The NeuronCore version of the target (2 on Trn1, 3 on Trn2, 4 on Trn3)."""
     return NC_VERSION[_generation[0]]
 
 
@@ -259,13 +259,17 @@ def tensor_copy(src, *, mask=None, dtype=None, engine=None, dst=None, **_kw):
     return _finish("tensor_copy", out, new, [x], {"engine": _engine(engine, "vector")}, mask)
 
 
-def _act_operand(value, what: str, srcs: list, attrs: dict, key: str) -> None:
+def _act_operand(
+    value, what: str, srcs: list, attrs: dict, key: str, scalar_bias: bool = False
+) -> None:
+    """An activation's bias or scale: a [P, 1] tile, or a scalar (a scalar bias only in the
+    current API, ``scalar_bias``)."""
     if value is None:
         return
     if isinstance(value, Tile):
         attrs[key] = "ap"
         srcs.append(value)
-    elif is_scalar(value) and key == "scale":
+    elif is_scalar(value) and (key == "scale" or scalar_bias):
         attrs[key] = float(value)
     else:
         raise NkiError(
@@ -286,6 +290,7 @@ def activation(
     mask=None,
     dtype=None,
     dst=None,
+    scalar_bias=False,
     **_kw,
 ):
     """``op(data * scale + bias)`` on ScalarE. The add-reduction of the result along the free axis
@@ -296,7 +301,7 @@ def activation(
     x = _tile(data, "data")
     func = op_name(op, ACT_FUNCS, "activation function")
     srcs, attrs = [x], {"func": func, "scale": 1.0}
-    _act_operand(bias, "bias", srcs, attrs, "bias")
+    _act_operand(bias, "bias", srcs, attrs, "bias", scalar_bias)
     _act_operand(scale, "scale", srcs, attrs, "scale")
     extra = []
     if reduce_cmd is not None:
@@ -468,10 +473,13 @@ def tensor_partition_reduce(op, data, *, mask=None, dtype=None, dst=None, **_kw)
     )
 
 
-def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, **_kw):
-    """DMA copy HBM<->SBUF, HBM->HBM or SBUF->SBUF (with cast); ``dst_rmw_op=np.add`` accumulates."""
+def dma_copy(
+    *, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, dge=None, **_kw
+):
+    """DMA copy HBM<->SBUF, HBM->HBM or SBUF->SBUF (with cast); ``dst_rmw_op=np.add`` accumulates.
+    ``dge``: the descriptor generation the current API asked for ("hwdge", "swdge", "none")."""
     d, s = _tile(dst, "dst"), _tile(src, "src")
-    attrs: dict = {}
+    attrs: dict = {"dge": dge} if dge else {}
     if dst_rmw_op is not None:
         if op_name(dst_rmw_op, ALU_OPS, "dst_rmw_op") != "add":
             raise NkiError("dma_copy dst_rmw_op supports np.add only")

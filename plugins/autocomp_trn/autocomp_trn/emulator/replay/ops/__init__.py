@@ -14,8 +14,11 @@ from .elementwise import (
     tensor_scalar,
     tensor_tensor,
 )
-from .movement import dma, matmul, pbroadcast, transpose
+from .fused import activate2, exponential, scalar_tensor_tensor, tensor_scalar_reduce
+from .movement import dma, dma_transpose, matmul, pbroadcast, transpose
+from .patterns import affine_select_pattern, iota_pattern
 from .reductions import partition_reduce, scan, tensor_reduce
+from .statistics import bn_aggr, bn_stats, find_index8, max8
 
 OPS = {
     "dma": dma,
@@ -34,4 +37,16 @@ OPS = {
     "scan": scan,
     "reciprocal": reciprocal,
     "partition_reduce": partition_reduce,
+    # the current API's (NKI 0.8) own instructions
+    "dma_transpose": dma_transpose,
+    "scalar_tensor_tensor": scalar_tensor_tensor,
+    "tensor_scalar_reduce": tensor_scalar_reduce,
+    "exponential": exponential,
+    "activate2": activate2,
+    "iota_pattern": iota_pattern,
+    "affine_select_pattern": affine_select_pattern,
+    "bn_stats": bn_stats,
+    "bn_aggr": bn_aggr,
+    "max8": max8,
+    "find_index8": find_index8,
 }

@@ -11,18 +11,18 @@ import numpy as np
 
 from ... import dtypes
 from .. import pricing
-from ..numerics import ACT, ALU, BITWISE, REDUCE_CMDS, affine_values
+from ..numerics import ACT, BITWISE, REDUCE_CMDS, affine_values
 from ..pricing import POOL_FIXED, tensor_tensor_k
 from ..rules import elementwise_checks, onchip, pick_engine, shape_eq
 from ..state import AP, Core, as_int, fail, free
+from .generations import alu
 
 
 def tensor_tensor(core: Core, dsts, srcs, attrs) -> None:
     (d,), (a, b) = dsts, srcs
     engine = pick_engine(attrs, ("dve", "pool"), "dve", core.line)
     op = attrs["op"]
-    if op not in ALU:
-        raise ValueError("op")
+    fn = alu(core, op)
     elementwise_checks(engine, dsts, srcs, f"tensor_tensor {op}", core.line)
     shape_eq(a, b, "tensor_tensor operands", core.line)
     shape_eq(a, d, "tensor_tensor output", core.line)
@@ -36,7 +36,7 @@ def tensor_tensor(core: Core, dsts, srcs, attrs) -> None:
         fail(f"{op} needs integer operands", "err_unsupported_dtype", core.line)
     if core.numeric:
         with np.errstate(all="ignore"):
-            d.write(ALU[op](a.read(), b.read()))
+            d.write(fn(a.read(), b.read()))
     k = tensor_tensor_k(op, a, b, d) if engine == "dve" else None
     pricing.compute(core, engine, "tensor_tensor", free(d), dsts, srcs, k=k)
 
@@ -68,9 +68,8 @@ def tensor_scalar(core: Core, dsts, srcs, attrs) -> None:
     elementwise_checks(engine, dsts, srcs[:1], "tensor_scalar", core.line)
     shape_eq(data, d, "tensor_scalar output", core.line)
     op0, op1 = attrs["op0"], attrs.get("op1")
-    if op0 not in ALU or (op1 is not None and op1 not in ALU):
-        raise ValueError("op")
-    if engine == "act" and core.gen.name == "trn2" and {op0, op1} - {"multiply", "add", None}:
+    f0, f1 = alu(core, op0), None if op1 is None else alu(core, op1)
+    if engine == "act" and core.gen.nc_version == 3 and {op0, op1} - {"multiply", "add", None}:
         fail(
             "ScalarE tensor_scalar on Trn2 supports multiply and add only",
             "err_unsupported_engine",
@@ -85,9 +84,9 @@ def tensor_scalar(core: Core, dsts, srcs, attrs) -> None:
     if core.numeric:
         x = data.read()
         with np.errstate(all="ignore"):
-            x = ALU[op0](v0, x) if attrs.get("reverse0") else ALU[op0](x, v0)
-            if op1 is not None:
-                x = ALU[op1](v1, x) if attrs.get("reverse1") else ALU[op1](x, v1)
+            x = f0(v0, x) if attrs.get("reverse0") else f0(x, v0)
+            if f1 is not None:
+                x = f1(v1, x) if attrs.get("reverse1") else f1(x, v1)
         d.write(x)
     pricing.compute(core, engine, "tensor_scalar", free(d), dsts, srcs)
 
@@ -107,6 +106,8 @@ def activation(core: Core, dsts, srcs, attrs) -> None:
         x = x * (scale.read().reshape(shape1) if scale is not None else np.float32(attrs["scale"]))
         if bias is not None:
             x = x + bias.read().reshape(shape1)
+        elif "bias" in attrs:  # a scalar bias (current API)
+            x = x + np.float32(attrs["bias"])
         with np.errstate(all="ignore"):
             y = ACT[func](x).astype(np.float32)
         d.write(y)
@@ -133,6 +134,10 @@ def _activation_operands(core: Core, data: AP, srcs, attrs) -> tuple[AP | None, 
     if attrs.get("bias") == "ap":
         bias = _vector(core, srcs[k], data, "bias")
         k += 1
+    elif "bias" in attrs and (
+        isinstance(attrs["bias"], bool) or not isinstance(attrs["bias"], (int, float))
+    ):
+        raise ValueError("bias")
     if attrs.get("scale") == "ap":
         scale = _vector(core, srcs[k], data, "scale")
         k += 1

@@ -12,6 +12,7 @@ from ... import dtypes, hardware as hw
 from .. import pricing
 from ..rules import onchip, pick_engine, psum_bank
 from ..state import AP, Core, fail
+from .generations import require
 
 
 def dma(core: Core, dsts, srcs, attrs) -> None:
@@ -22,27 +23,102 @@ def dma(core: Core, dsts, srcs, attrs) -> None:
             "err_store_dst_shape_smaller_than_other_shape",
             core.line,
         )
-    for ap, what in ((d, "DMA destination"), (s, "DMA source")):
-        if ap.t.buffer == "psum":
-            fail(
-                f"{what} is in PSUM: DMA moves HBM and SBUF data only (copy PSUM to SBUF first)",
-                "err_unsupported_memory",
-                core.line,
-            )
-        if ap.t.buffer == "sbuf":
-            onchip(ap, what, core.line, ("sbuf",))
+    _dma_operands(core, d, s, attrs.get("dge"))
     acc = bool(attrs.get("acc"))
     if core.numeric:
         d.write(s.read() if (acc or d.t.dtype != s.t.dtype) else s.view(), acc)
     pricing.dma(core, d, s, "dma_transpose" if attrs.get("transpose") else "dma")
 
 
+def _dma_operands(core: Core, d: AP, s: AP, dge) -> None:
+    """A DMA's operands are in HBM or SBUF (no DMA from or to PSUM, NKI 0.3); the hardware DGE
+    (NeuronCore-v3+) moves without casting."""
+    for ap, what in ((d, "DMA destination"), (s, "DMA source")):
+        if ap.t.buffer == "psum":
+            fail(
+                f"{what} is in PSUM: DMA moves HBM and SBUF data only, there is no DMA from or "
+                "to PSUM (NKI 0.3; copy PSUM to SBUF first)",
+                "err_unsupported_memory",
+                core.line,
+            )
+        if ap.t.buffer == "sbuf":
+            onchip(ap, what, core.line, ("sbuf",))
+    if dge is None:
+        return
+    if dge not in ("none", "swdge", "hwdge"):
+        raise ValueError("dge")
+    if dge == "hwdge":
+        if core.gen.nc_version < 3:
+            fail(
+                f"dge_mode=hwdge needs NeuronCore-v3 or newer; this kernel targets {core.gen.name}",
+                hw.UNSUPPORTED,
+                core.line,
+            )
+        if d.t.dtype != s.t.dtype:
+            fail(
+                f"DMA with dge_mode=hwdge cannot cast {s.t.dtype} to {d.t.dtype}: the hardware "
+                "DGE needs matching dtypes (NKI 0.3)",
+                "err_dma_dtype_mismatch",
+                core.line,
+            )
+
+
+#: the permutation dma_transpose applies, by rank (nisa.dma_transpose)
+DMA_TRANSPOSE_AXES = {2: [1, 0], 3: [2, 1, 0], 4: [3, 1, 2, 0]}
+
+
+def dma_transpose(core: Core, dsts, srcs, attrs) -> None:
+    """The current API's DMA transpose into SBUF; ``axes`` has exactly src's rank (NKI 0.4)."""
+    (d,), (s,) = dsts, srcs
+    rank = len(s.dims)
+    axes = attrs.get("axes")
+    if axes != DMA_TRANSPOSE_AXES.get(rank) or len(d.dims) != rank:
+        fail(
+            f"dma_transpose of a rank-{rank} src takes axes {DMA_TRANSPOSE_AXES.get(rank)} and a "
+            f"rank-{rank} dst exactly (NKI 0.4), got axes {axes} and a rank-{len(d.dims)} dst",
+            "err_dma_transpose_rank",
+            core.line,
+        )
+    want = tuple(s.shape[a] for a in axes)
+    if d.shape != want:
+        fail(
+            f"dma_transpose dst {list(d.shape)} is not the transposed src {list(want)}",
+            "err_store_dst_shape_smaller_than_other_shape",
+            core.line,
+        )
+    if s.t.buffer not in ("hbm", "sbuf") or d.t.buffer != "sbuf":
+        fail(
+            "dma_transpose reads HBM or SBUF and writes SBUF",
+            "err_unsupported_memory",
+            core.line,
+        )
+    _dma_operands(core, d, s, attrs.get("dge"))
+    if attrs.get("dge") == "hwdge" and (s.shape[0] != 16 or s.shape[-1] % 128 or s.t.itemsize != 2):
+        fail(
+            "dma_transpose with dge_mode=hwdge needs src.shape[0] == 16, src.shape[-1] a multiple "
+            f"of 128 and a 2-byte dtype, got {list(s.shape)} {s.t.dtype}",
+            "err_dma_transpose_hwdge",
+            core.line,
+        )
+    if core.numeric:
+        d.write(s.read().transpose(0, *(a + 1 for a in axes)))
+    pricing.dma(core, d, s, "dma_transpose")
+
+
 def matmul(core: Core, dsts, srcs, attrs) -> None:
     (d,), (st, mv) = dsts, srcs
     k1, m, n = _matmul_operands(core, d, st, mv)
     acc = attrs.get("acc", False)
-    if acc not in (True, False, "auto"):
+    if acc not in (True, False, "auto", "checked"):
         raise ValueError("acc")
+    if acc == "checked" and d.t.writes == 0:
+        # the simulator warns; the hardware adds to whatever the PSUM held
+        fail(
+            "nc_matmul(accumulate=True) onto a PSUM tile nothing has written: the first matmul "
+            "of an accumulation group must overwrite (accumulate=None or False)",
+            "err_accumulate_uninitialized_psum",
+            core.line,
+        )
     if core.numeric:
         _matmul_values(d, st, mv, acc)
     fp32 = st.t.dtype not in dtypes.LOW_PRECISION
@@ -97,13 +173,22 @@ def _matmul_operands(core: Core, d: AP, st: AP, mv: AP) -> tuple[int, int, int]:
             "err_num_partition_mismatch",
             core.line,
         )
-    if d.t.dtype != "float32":
+    if d.t.dtype == "bfloat16":  # NKI 0.5: bf16 destinations of up to 8,192 elements (16 KiB)
+        require(core, "bf16_psum_matmul", "an nc_matmul into a bfloat16 PSUM tile")
+        if math.prod(d.shape[1:]) > 8192:
+            fail(
+                f"a bf16 matmul output holds at most 8192 elements per partition, got {list(d.shape)}",
+                "err_size_of_dimension_exceed_arch_limit",
+                core.line,
+            )
+    elif d.t.dtype != "float32":
         fail(
-            "matmul accumulates in fp32: the PSUM output must be float32",
+            "matmul accumulates in fp32: the PSUM output must be float32 (or bfloat16)",
             "err_unsupported_dtype",
             core.line,
         )
-    psum_bank(d, "matmul output", core.line)
+    else:
+        psum_bank(d, "matmul output", core.line)
     low = {st.t.dtype in dtypes.LOW_PRECISION, mv.t.dtype in dtypes.LOW_PRECISION}
     if len(low) > 1:
         fail(

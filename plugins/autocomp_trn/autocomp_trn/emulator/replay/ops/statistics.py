@@ -1,0 +1,138 @@
+"""Per-partition statistics and searches on VectorE: bn_stats / bn_aggr (mean and variance),
+max8 (the 8 largest values) and nc_find_index8 (where 8 values first occur)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import hardware as hw
+from .. import pricing
+from ..rules import elementwise_checks
+from ..state import AP, Core, fail, free
+
+
+def _per_partition(core: Core, ap: AP) -> np.ndarray:
+    """``ap`` as [seeds, partitions, free elements] in fp32."""
+    return ap.read().reshape(core.seeds, ap.dims[0][0], -1)
+
+
+def _same_partitions(core: Core, d: AP, s: AP, what: str) -> None:
+    if d.dims[0][0] != s.dims[0][0]:
+        fail(
+            f"{what}: dst has {d.dims[0][0]} partitions, the input {s.dims[0][0]}",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+
+
+def _free_size(core: Core, ap: AP, want: int, what: str) -> None:
+    if free(ap) != want:
+        fail(
+            f"{what} must hold {want} elements per partition, got {list(ap.shape)}",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+
+
+def _moments(x: np.ndarray) -> list[np.ndarray]:
+    """(count, mean, variance * count) of ``x`` along its last axis."""
+    n = x.shape[-1]
+    if n == 0:
+        zero = np.zeros(x.shape[:-1], np.float32)
+        return [zero, zero, zero]
+    mean = x.mean(axis=-1, dtype=np.float32)
+    m2 = np.square(x - mean[..., None]).sum(axis=-1, dtype=np.float32)
+    return [np.full(x.shape[:-1], n, np.float32), mean, m2]
+
+
+def bn_stats(core: Core, dsts, srcs, attrs) -> None:
+    (d,), (s,) = dsts, srcs
+    elementwise_checks("dve", dsts, srcs, "bn_stats", core.line)
+    _same_partitions(core, d, s, "bn_stats")
+    _free_size(core, d, 6, "bn_stats dst")
+    if free(s) > hw.BN_STATS_FMAX:
+        fail(
+            f"bn_stats reads at most {hw.BN_STATS_FMAX} elements per partition "
+            f"(nl.tile_size.bn_stats_fmax), got {free(s)}",
+            "err_size_of_dimension_exceed_arch_limit",
+            core.line,
+        )
+    if core.numeric:
+        x = _per_partition(core, s)
+        stats = _moments(x[..., 0::2]) + _moments(x[..., 1::2])
+        d.write(np.stack(stats, axis=-1).reshape((core.seeds, *d.shape)))
+    pricing.compute(core, "dve", "bn_stats", free(s), dsts, srcs, k=1.0)
+
+
+def bn_aggr(core: Core, dsts, srcs, attrs) -> None:
+    (d,), (s,) = dsts, srcs
+    elementwise_checks("dve", dsts, srcs, "bn_aggr", core.line)
+    _same_partitions(core, d, s, "bn_aggr")
+    _free_size(core, d, 2, "bn_aggr dst")
+    if free(s) % 3:
+        fail(
+            f"bn_aggr reads (count, mean, variance*count) triples: {free(s)} elements per "
+            "partition is not a multiple of 3",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+    if core.numeric:
+        t = _per_partition(core, s).reshape(core.seeds, s.dims[0][0], -1, 3)
+        count, mean, m2 = t[..., 0], t[..., 1], t[..., 2]
+        with np.errstate(all="ignore"):
+            n = count.sum(axis=-1)
+            total = (count * mean).sum(axis=-1) / n
+            var = (m2 + count * np.square(mean - total[..., None])).sum(axis=-1) / n
+        d.write(np.stack([total, var], axis=-1).reshape((core.seeds, *d.shape)))
+    # nisa docs: max(MIN_II, 13 * N / 3) cycles
+    pricing.compute(core, "dve", "bn_aggr", free(s), dsts, srcs, k=13 / 3)
+
+
+def max8(core: Core, dsts, srcs, attrs) -> None:
+    (d,), (s,) = dsts, srcs
+    elementwise_checks("dve", dsts, srcs, "max8", core.line)
+    _same_partitions(core, d, s, "max8")
+    _free_size(core, d, 8, "max8 dst")
+    if not 8 <= free(s) <= 16384:
+        fail(
+            f"max8 reads 8 to 16384 elements per partition, got {free(s)}",
+            "err_size_of_dimension_exceed_arch_limit",
+            core.line,
+        )
+    if core.numeric:
+        x = _per_partition(core, s)
+        top = -np.sort(-x, axis=-1)[..., :8]  # descending
+        d.write(top.reshape((core.seeds, *d.shape)))
+    pricing.compute(core, "dve", "max8", free(s), dsts, srcs, k=1.0)
+
+
+#: the largest value of each index dtype: what nc_find_index8 writes for a value not found
+_NOT_FOUND = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF}
+
+
+def find_index8(core: Core, dsts, srcs, attrs) -> None:
+    (d,), (s, vals) = dsts, srcs
+    elementwise_checks("dve", dsts, srcs, "nc_find_index8", core.line)
+    _same_partitions(core, d, s, "nc_find_index8")
+    _same_partitions(core, vals, s, "nc_find_index8 vals")
+    _free_size(core, d, 8, "nc_find_index8 dst")
+    _free_size(core, vals, 8, "nc_find_index8 vals")
+    if d.t.dtype not in _NOT_FOUND:
+        fail(
+            f"nc_find_index8 writes uint16 or uint32 indices, dst is {d.t.dtype}",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    if not 8 <= free(s) <= 16384:
+        fail(
+            f"nc_find_index8 reads 8 to 16384 elements per partition, got {free(s)}",
+            "err_size_of_dimension_exceed_arch_limit",
+            core.line,
+        )
+    if core.numeric:
+        x, v = _per_partition(core, s), _per_partition(core, vals)
+        hit = x[:, :, None, :] == v[:, :, :, None]  # [seeds, P, 8, F]
+        index = hit.argmax(axis=-1).astype(np.int64)
+        index[~hit.any(axis=-1)] = _NOT_FOUND[d.t.dtype]  # all ones when unmatched (NKI 0.6)
+        d.view()[...] = index.reshape((core.seeds, *d.shape)).astype(d.t.data.dtype)
+    pricing.compute(core, "dve", "find_index8", free(s), dsts, srcs, k=1.0)

@@ -1,0 +1,396 @@
+"""The current ``nki.isa`` (NKI 0.8): each instruction through the real tracing and replay path,
+its numbers against NumPy, and each verification error raised with a message naming the rule
+(on the candidate side where the API refuses a call, and again by the trusted replay)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from trn_testkit import problem
+
+from autocomp_trn.emulator import modules
+from autocomp_trn.judge import emulate, judge
+from autocomp_trn.problems.spec import Input
+from autocomp_trn.runtime.trace_main import trace_source
+
+HEADER = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n"
+
+X = [Input("x", (128, 64))]
+SAME = [((128, 64), "float32")]
+
+
+def run(spec, body: str, generation: str = "trn2") -> dict:
+    return emulate(spec, HEADER + body, generation=generation)
+
+
+def ok(result: dict) -> None:
+    assert result["status"] == "ok", result.get("message")
+
+
+def refused(result: dict, *words: str) -> None:
+    assert result["status"] == "compile_error", result
+    for word in words:
+        assert word in result["message"], result["message"]
+
+
+#: a kernel that loads x [128, 64] into sbuf tile ``a``, runs BODY, and stores tile ``r``
+def kernel(body: str, out_shape=(128, 64), out_dtype="nl.float32") -> str:
+    lines = "\n".join("    " + line for line in body.strip().splitlines())
+    return f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray({out_shape}, dtype={out_dtype}, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    r = nl.ndarray({out_shape}, dtype={out_dtype}, buffer=nl.sbuf)
+{lines}
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def test_activation_takes_a_scalar_bias():
+    spec = problem(X, SAME, lambda x: (np.exp(x - 1.0),), atol=1e-4, rtol=1e-4)
+    ok(run(spec, kernel("nisa.activation(dst=r, op=nl.exp, data=a, bias=-1.0)")))
+
+
+def test_scalar_tensor_tensor():
+    spec = problem(X, SAME, lambda x: ((x * 2.0) - x * x,))
+    body = """
+sq = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+nisa.tensor_tensor(dst=sq, data1=a, data2=a, op=nl.multiply)
+nisa.scalar_tensor_tensor(dst=r, data=a, op0=nl.multiply, operand0=2.0, op1=nl.subtract, operand1=sq)
+"""
+    ok(run(spec, kernel(body)))
+
+
+def test_tensor_scalar_reduce_writes_the_result_and_its_reduction():
+    spec = problem(
+        X,
+        [((128, 64), "float32"), ((128, 1), "float32")],
+        lambda x: (x * 3.0, -(x * 3.0).max(axis=1, keepdims=True)),
+    )
+    code = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    red = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=r, data=a, op0=nl.multiply, operand0=3.0, reduce_op=nl.maximum,
+                              reduce_res=m, reduce_res_negate=True)
+    nisa.dma_copy(dst=out, src=r)
+    nisa.dma_copy(dst=red, src=m)
+    return out, red
+"""
+    ok(run(spec, code))
+
+
+def test_iota_fills_the_affine_pattern():
+    p, f = np.meshgrid(np.arange(128), np.arange(64), indexing="ij")
+    spec = problem(X, SAME, lambda x: (x + (5 + 64 * p + 2 * (f // 8) + 16 * (f % 8)),))
+    body = """
+idx = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+nisa.iota(dst=idx, pattern=[[2, 8], [16, 8]], offset=5, channel_multiplier=64)
+nisa.tensor_tensor(dst=r, data1=a, data2=idx, op=nl.add)
+"""
+    ok(run(spec, kernel(body)))
+
+
+def test_affine_select_applies_a_causal_mask():
+    q = np.arange(128)[:, None]
+    k = np.arange(64)[None, :]
+    spec = problem(X, SAME, lambda x: (np.where(q - k >= 0, x, -9984.0),))
+    body = """
+nisa.affine_select(dst=r, pattern=[[-1, 64]], offset=0, channel_multiplier=1, on_true_tile=a,
+                   on_false_value=-9984.0, cmp_op=nl.greater_equal)
+"""
+    ok(run(spec, kernel(body)))
+
+
+def test_bn_stats_and_bn_aggr_give_mean_and_variance():
+    spec = problem(
+        X,
+        [((128, 2), "float32")],
+        lambda x: (np.stack([x.mean(axis=1), x.var(axis=1)], axis=1),),
+        atol=1e-4,
+        rtol=1e-4,
+    )
+    body = """
+st = nl.ndarray((128, 12), dtype=nl.float32, buffer=nl.sbuf)
+nisa.bn_stats(dst=st[:, 0:6], data=a[:, 0:40])
+nisa.bn_stats(dst=st[:, 6:12], data=a[:, 40:64])
+nisa.bn_aggr(dst=r, data=st)
+"""
+    ok(run(spec, kernel(body, (128, 2))))
+
+
+def test_max8_and_nc_find_index8_find_the_largest_values_and_where_they_are():
+    def ref(x):
+        order = np.argsort(-x, axis=1, kind="stable")[:, :8]
+        return (np.take_along_axis(x, order, axis=1), order.astype(np.uint32))
+
+    spec = problem(X, [((128, 8), "float32"), ((128, 8), "uint32")], ref, atol=1e-6, rtol=0)
+    code = """
+@nki.jit
+def solution(x):
+    top = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    where = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    m = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    i = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.max8(dst=m, src=a)
+    nisa.nc_find_index8(dst=i, data=a, vals=m)
+    nisa.dma_copy(dst=top, src=m)
+    nisa.dma_copy(dst=where, src=i)
+    return top, where
+"""
+    ok(run(spec, code))
+
+
+def test_nc_find_index8_writes_all_ones_for_a_value_not_found():
+    spec = problem(X, [((128, 8), "uint32")], lambda x: (np.full((128, 8), 0xFFFFFFFF, np.uint32),))
+    body = """
+v = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+nisa.memset(dst=v, value=1000.0)
+nisa.nc_find_index8(dst=r, data=a, vals=v)
+"""
+    ok(run(spec, kernel(body, (128, 8), "nl.uint32")))
+
+
+def test_dma_transpose_of_a_2d_tile():
+    spec = problem([Input("x", (64, 128))], [((128, 64), "float32")], lambda x: (x.T,))
+    code = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    ok(run(spec, code))
+
+
+MATMUL_K256 = problem(
+    [Input("xT", (256, 128), "bfloat16", "uniform"), Input("w", (256, 64), "bfloat16", "uniform")],
+    [((128, 64), "float32")],
+    lambda xT, w: (xT.T.astype(np.float32) @ w.astype(np.float32),),
+    atol=1e-3,
+    rtol=1e-3,
+)
+
+
+def matmul_kernel(first: str, psum_dtype: str = "nl.float32") -> str:
+    return f"""
+@nki.jit
+def solution(xT, w):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype={psum_dtype}, buffer=nl.psum)
+    for k in range(2):
+        a = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+        b = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=xT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=b, src=w[k * 128:(k + 1) * 128, :])
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate={first} if k == 0 else True)
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=acc)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+
+
+def test_nc_matmul_accumulates_after_a_first_overwrite():
+    ok(emulate(MATMUL_K256, HEADER + matmul_kernel("False"), generation="trn2"))
+
+
+def test_a_bf16_psum_matmul_destination_runs_on_trn3_and_is_refused_on_trn2():
+    code = HEADER + matmul_kernel("False", "nl.bfloat16")
+    # the first product is rounded to bf16 in PSUM before the second adds to it
+    spec = problem(MATMUL_K256.inputs, MATMUL_K256.outputs, MATMUL_K256.reference, 0.1, 2e-2)
+    ok(emulate(spec, code, generation="trn3"))
+    refused(emulate(spec, code, generation="trn2"), "bfloat16 PSUM", "NeuronCore-v4")
+
+
+def test_get_nc_version_names_the_target():
+    spec = problem(X, SAME, lambda x: (x * 3.0,))
+    body = """
+factor = 3.0 if nisa.get_nc_version() == nisa.nc_version.gen3 else 5.0
+nisa.tensor_scalar(dst=r, data=a, op0=nl.multiply, operand0=factor)
+"""
+    ok(run(spec, kernel(body), "trn2"))
+    assert run(spec, kernel(body), "trn3")["status"] == "wrong_answer"
+
+
+# ---------------------------------------------------------------- NeuronCore-v4 instructions
+
+EXP = problem(
+    X,
+    [((128, 64), "float32"), ((128, 1), "float32")],
+    lambda x: (np.exp(x - 0.5), np.exp(x - 0.5).sum(axis=1, keepdims=True)),
+    atol=1e-4,
+    rtol=1e-4,
+)
+EXP_CODE = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(dst=r, src=a, max_value=0.5, reduce_res=s,
+                     reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.dma_copy(dst=out, src=r)
+    nisa.dma_copy(dst=total, src=s)
+    return out, total
+"""
+
+
+def test_exponential_on_trn3():
+    ok(run(EXP, EXP_CODE, "trn3"))
+
+
+def test_exponential_is_refused_on_trn2_by_the_candidate_side():
+    refused(run(EXP, EXP_CODE, "trn2"), "exponential", "NeuronCore-v4")
+
+
+def _trace(code: str, inputs, generation: str) -> dict:
+    with modules.installed(generation):
+        status, text = trace_source(
+            HEADER + code, "solution", inputs, {}, generation, 192 * 1024, 10_000
+        )
+    assert status["status"] == "ok", status
+    return json.loads(text)
+
+
+def test_a_trn3_trace_replayed_for_trn2_is_refused_by_the_trusted_side():
+    trace = _trace(EXP_CODE, [["x", [128, 64], "float32"]], "trn3")
+    assert judge(EXP, json.dumps(trace), [1], "trn3")["status"] == "ok"
+    result = judge(EXP, json.dumps(trace), [1], "trn2")
+    refused(result, "nki.isa.exponential", "NeuronCore-v4", "trn2")
+
+
+def test_activate2_on_trn3_and_refused_on_trn2():
+    spec = problem(X, SAME, lambda x: (np.tanh(x * 2.0 - 0.25),), atol=1e-5, rtol=1e-4)
+    body = """
+nisa.activate2(dst=r, op=nl.tanh, data=a, imm0=2.0, imm1=0.25, op0=nl.multiply, op1=nl.subtract)
+"""
+    ok(run(spec, kernel(body), "trn3"))
+    refused(run(spec, kernel(body), "trn2"), "activate2", "NeuronCore-v4")
+
+
+def test_an_abs_max_tensor_scalar_is_refused_on_trn2_by_the_trusted_side():
+    spec = problem(X, SAME, lambda x: (np.where(np.abs(x) > 0.5, x, 0.5),))
+    body = "nisa.tensor_scalar(dst=r, data=a, op0=nl.maximum, operand0=0.5)"
+    trace = _trace(kernel(body), [["x", [128, 64], "float32"]], "trn2")
+    for e in trace["events"]:
+        if e[0] == "op" and e[1] == "tensor_scalar":
+            e[4]["op0"] = "abs_max"  # as a trace recording nl.abs_max reads
+    assert judge(spec, json.dumps(trace), [1], "trn3")["status"] == "ok"
+    refused(judge(spec, json.dumps(trace), [1], "trn2"), "abs_max", "NeuronCore-v4")
+
+
+# ---------------------------------------------------------------- verification errors
+
+
+def test_accumulate_true_onto_psum_nothing_wrote_is_refused():
+    result = emulate(MATMUL_K256, HEADER + matmul_kernel("True"), generation="trn2")
+    refused(result, "accumulate=True", "nothing has written")
+
+
+def test_memset_value_types_are_strict():
+    spec = problem(X, [((128, 64), "int32")], lambda x: (np.full((128, 64), 2, np.int32),))
+    refused(run(spec, kernel("nisa.memset(dst=r, value=2.5)", out_dtype="nl.int32")), "not a int32")
+    refused(
+        run(spec, kernel("nisa.memset(dst=r, value=True)", out_dtype="nl.int32")), "int or float"
+    )
+    ok(run(spec, kernel("nisa.memset(dst=r, value=2)", out_dtype="nl.int32")))
+
+
+def test_dma_from_psum_is_refused():
+    body = """
+p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+nisa.tensor_copy(dst=p, src=a)
+nisa.dma_copy(dst=r, src=p)
+"""
+    refused(run(problem(X, SAME, lambda x: (x,)), kernel(body)), "PSUM", "NKI 0.3")
+
+
+def test_dma_copy_on_the_hardware_dge_does_not_cast():
+    spec = problem(X, [((128, 64), "bfloat16")], lambda x: (x,), atol=1e-2, rtol=1e-2)
+    body = "nisa.dma_copy(dst=r, src=a, dge_mode=nisa.dge_mode.{})"
+    refused(
+        run(spec, kernel(body.format("hwdge"), out_dtype="nl.bfloat16")), "hwdge", "cannot cast"
+    )
+    ok(run(spec, kernel(body.format("unknown"), out_dtype="nl.bfloat16")))
+
+
+def test_the_trusted_side_rechecks_the_hardware_dge_dtypes():
+    spec = problem(X, [((128, 64), "bfloat16")], lambda x: (x,), atol=1e-2, rtol=1e-2)
+    trace = _trace(
+        kernel("nisa.dma_copy(dst=r, src=a)", out_dtype="nl.bfloat16"),
+        [["x", [128, 64], "float32"]],
+        "trn2",
+    )
+    assert judge(spec, json.dumps(trace), [1], "trn2")["status"] == "ok"
+    for e in trace["events"]:
+        if e[0] == "op" and e[1] == "dma":
+            e[4]["dge"] = "hwdge"
+    refused(judge(spec, json.dumps(trace), [1], "trn2"), "hardware DGE needs matching dtypes")
+
+
+def test_dma_transpose_checks_the_exact_rank():
+    spec = problem([Input("x", (4, 8, 16))], [((16, 8, 4), "float32")], lambda x: (x.T,))
+    code = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((16, 8, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((16, 8, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=t, src=x, axes={})
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    ok(run(spec, code.format("(2, 1, 0)")))
+    refused(run(spec, code.format("(1, 0)")), "exactly", "NKI 0.4")
+
+
+def test_nc_transpose_keeps_the_dtype():
+    spec = problem(X, [((64, 128), "float32")], lambda x: (x.T,))
+    code = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    p = nl.ndarray((64, 128), dtype={}, buffer=nl.psum)
+    nisa.nc_transpose(dst=p, data=a)
+    r = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+    ok(run(spec, code.format("nl.float32")))
+    refused(run(spec, code.format("nl.bfloat16")), "nc_transpose dst must have data's dtype")
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        ("nisa.tensor_copy_dynamic_src(r, a)", ("removed in NKI 0.4", "nisa.dma_copy")),
+        ("nisa.register_alloc(0)", ("deprecated since NKI 0.8", "scalar_load")),
+        ("nisa.core_barrier(r)", ("moved to nki.lnc",)),
+        ("nisa.tensor_copy(dst=r, src=a, engine=2)", ("raw integers",)),
+    ],
+)
+def test_api_the_current_nki_removed_or_refuses(call, words):
+    refused(run(problem(X, SAME, lambda x: (x,)), kernel(call)), *words)
