@@ -84,6 +84,7 @@ def check(source: str) -> list[Finding]:
         if rule is not None:
             findings.extend(rule(node, names, getattr(node, "lineno", 0)))
     findings.extend(_import_time_work(tree, names))
+    findings.extend(_api_rules(tree))
     unique = {(f.rule, f.message, f.line): f for f in findings}
     return sorted(unique.values(), key=lambda f: f.line)
 
@@ -189,3 +190,39 @@ def _import_time_work(tree: ast.Module, names: Names) -> Iterator[Finding]:
             yield Finding(
                 "host-compute", "runs code at import time: put all work in the kernel", node.lineno
             )
+
+
+def _api_rules(tree: ast.Module) -> Iterator[Finding]:
+    """The current API's rules a reader can see in the source: one API per kernel, and no
+    ``is`` comparisons (NKI 0.3) other than with None, True or False. The tracing process
+    refuses a kernel mixing the APIs again, at its imports."""
+    roots = {
+        name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name in imported_modules(node)
+    } & NKI_ROOTS
+    if roots == NKI_ROOTS:
+        yield Finding(
+            "mixed-api",
+            "imports both nki (the current API) and neuronxcc.nki (the legacy API): use only "
+            "`import nki`",
+            0,
+        )
+    if "nki" not in roots:
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops
+        ):
+            operands = [node.left, *node.comparators]
+            if not any(
+                isinstance(x, ast.Constant) and any(x.value is c for c in (None, True, False))
+                for x in operands
+            ):
+                yield Finding(
+                    "identity-comparison",
+                    "compares with `is`: NKI kernels may use `is` only with None, True or False "
+                    "(NKI 0.3); compare values with ==",
+                    node.lineno,
+                )

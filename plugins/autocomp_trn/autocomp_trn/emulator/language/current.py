@@ -9,12 +9,21 @@ from __future__ import annotations
 
 from .. import dtypes, hardware
 from ..indexing import NkiError
+from ..recording import ACT_FUNCS, ALU_OPS
 from ..tracer import Tile, tracer
+from .elementwise import _make_binary, _make_unary
 
 NkiTensor = Tile  # what nl.ndarray returns; kernels annotate their arguments with it
 float8_e4m3fn = dtypes.DTYPES["float8_e4m3fn"]
 float8_e8m0fnu = dtypes.DTYPES["float8_e8m0fnu"]
 tfloat32 = "tfloat32"  # a PE input format stored as fp32: named by string
+
+
+abs_max, abs_min, bypass = (_make_binary(o) for o in ("abs_max", "abs_min", "bypass"))
+gelu_apprx_tanh = _make_unary("gelu_apprx_tanh")
+for _fn in (abs_max, abs_min, bypass):
+    ALU_OPS[id(_fn)] = _fn.__name__
+ACT_FUNCS[id(gelu_apprx_tanh)] = "gelu_apprx_tanh"
 
 
 def _bounds(name: str, args: tuple) -> range:
@@ -147,5 +156,6 @@ REMOVED = {
 
 PUBLIC = (
     "NkiTensor float8_e4m3fn float8_e8m0fnu tfloat32 affine_range sequential_range static_range "
-    "fori_loop while_loop program_id num_programs program_ndim tile_size"
+    "fori_loop while_loop program_id num_programs program_ndim tile_size abs_max abs_min bypass "
+    "gelu_apprx_tanh"
 ).split()

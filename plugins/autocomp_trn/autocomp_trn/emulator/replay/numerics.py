@@ -43,7 +43,9 @@ ACT = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
     "relu": lambda x: np.maximum(x, 0),
-    "gelu": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    # nl.gelu is the exact GELU, x * Phi(x); the tanh form is nl.gelu_apprx_tanh
+    "gelu": lambda x: 0.5 * x * (1.0 + erf(x / math.sqrt(2.0))),
+    "gelu_apprx_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
     "silu": lambda x: x / (1.0 + np.exp(-x)),
     "square": np.square,
     "abs": np.abs,
