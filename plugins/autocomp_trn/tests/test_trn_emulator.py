@@ -4,14 +4,11 @@ refused or caught by the trusted replay."""
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
 from trn_testkit import DOUBLE, MATMUL, run
 
-from autocomp_trn.backend import HERE
-from autocomp_trn.emulator import isa, isa_v2, language
 from autocomp_trn.emulator.hardware import TRN1
 from autocomp_trn.emulator.replay import TraceRefused, replay
 from autocomp_trn.judge import emulate, judge
@@ -60,33 +57,6 @@ def test_different_seeds_draw_different_inputs():
     spec = spec_by_id("advanced/rope")
     a, b = spec.make_inputs([1]), spec.make_inputs([2])
     assert not np.array_equal(a[0], b[0])
-
-
-def _documented(section: str) -> set[str]:
-    text = (HERE / "knowledge" / "isa.md").read_text()
-    part = text.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
-    prefix = "nl" if "language" in section else "nisa"
-    return set(re.findall(rf"`{prefix}\.([a-z_0-9]+)", part))
-
-
-def test_the_isa_text_documents_exactly_the_api_the_emulator_implements():
-    assert _documented("nki.language (nl)") == set(language.PUBLIC)
-    assert _documented("nki.isa (nisa)") == set(isa.PUBLIC)
-    v2 = (HERE / "knowledge" / "isa.md").read_text().split("## v2", 1)[1]
-    assert set(re.findall(r"`([a-z_0-9]+)\(dst", v2)) | {
-        "engine",
-        "tensor_engine",
-        "vector_engine",
-        "scalar_engine",
-        "gpsimd_engine",
-        "unknown_engine",
-        "reduce_cmd",
-        "dge_mode",
-        "oob_mode",
-        "get_nc_version",
-    } == set(isa_v2.PUBLIC)
-    for name in language.PUBLIC:
-        assert hasattr(language, name), name
 
 
 # ---------------------------------------------------------------- forged traces
