@@ -73,6 +73,9 @@ class SearchConfig(_Section):
     #: stop when best(now)/best(N iterations ago) >= threshold (0 = off)
     early_stop_iterations: int = Field(0, ge=0)
     early_stop_threshold: float = Field(1.0, gt=0.0)
+    #: stop once the best program reaches this fraction of the speed of the backend's lower
+    #: bound (``metric_lower_bound``): 0.95 stops when best <= bound / 0.95 (None = never)
+    stop_at_bound: float | None = Field(None, gt=0.0, le=1.0)
     #: pipelined: each plan/program moves on the moment it arrives; barrier: plan all, then
     #: implement all, then evaluate all (the original's schedule, kept for comparison)
     schedule: Literal["pipelined", "barrier"] = "pipelined"

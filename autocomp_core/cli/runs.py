@@ -45,7 +45,9 @@ def _print_summary(summary: Any, as_json: bool) -> None:
         f"{d['llm_calls']} LLM calls, ${d['cost_usd']:.4f}; "
         f"sandbox isolation: {d.get('isolation')}"
     )
-    if d.get("stop_detail"):
+    if d.get("stop_detail") and d["stop_reason"] == "stop_at_bound":
+        click.echo(f"stopped: {d['stop_detail']}")
+    elif d.get("stop_detail"):
         click.echo(
             f"stopped: {d['stop_detail']}; continue with: autocomp-core resume {summary.run_dir}"
         )

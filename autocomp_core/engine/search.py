@@ -119,6 +119,9 @@ class Search:
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
         for i in range(1, self.s.iterations + 1):
+            reached = self.reached_bound(beam)
+            if reached:
+                return self.stopped("stop_at_bound", i - 1, beam, reached)
             if should_early_stop(
                 self.losses,
                 i,
@@ -142,8 +145,23 @@ class Search:
                     return self.stopped(it.gate.stop.reason, i, beam, it.gate.stop.detail)
                 beam = self.select(it)
             self.losses.append(min(c.score for c in beam))
+        reached = self.reached_bound(beam)
+        if reached:
+            return self.stopped("stop_at_bound", self.s.iterations, beam, reached)
         self.stop_reason = "completed"
         return beam
+
+    def reached_bound(self, beam: list[Candidate]) -> str:
+        """Why the run may stop at the bound (``search.stop_at_bound``), or ``""``."""
+        fraction = self.s.stop_at_bound
+        bound = self.backend.metric_lower_bound(self.problem) if fraction else None
+        best = min((c.score for c in beam), default=float("inf"))
+        if not fraction or not bound or best > bound / fraction:
+            return ""
+        return (
+            f"the best program ({best:g}) reached {bound / best:.0%} of the speed of the "
+            f"lower bound ({bound:g}); search.stop_at_bound = {fraction:g}"
+        )
 
     def stopped(
         self, reason: str, iteration: int, beam: list[Candidate], detail: str = ""
@@ -153,7 +171,9 @@ class Search:
             "stopped", iteration=iteration, reason=reason, **({"detail": detail} if detail else {})
         )
         if detail:
-            log.warning("run stopped", reason=reason, detail=detail)
+            (log.info if reason == "stop_at_bound" else log.warning)(
+                "run stopped", reason=reason, detail=detail
+            )
         return beam
 
     def saved_beam(self, i: int) -> list[Candidate] | None:

@@ -90,10 +90,17 @@ def changed(section: BaseModel, key: str) -> bool:
     ].get_default(call_default_factory=True)
 
 
-def refuse_dead_switches(config: RunConfig, backend: Backend, pack: KnowledgePack) -> None:
+def refuse_dead_switches(
+    config: RunConfig, backend: Backend, problem: Problem, pack: KnowledgePack
+) -> None:
     """An option that cannot apply is refused up front, never silently ignored."""
     s, t = config.search, config.translation
     caps = backend.capabilities
+    if s.stop_at_bound is not None and backend.metric_lower_bound(problem) is None:
+        raise ConfigError(
+            f"search.stop_at_bound: backend {backend.name} declares no lower bound for "
+            f"problem {problem.id}"
+        )
     if s.hw_feedback_probability > 0 and Capability.HW_FEEDBACK not in caps:
         raise ConfigError(
             f"search.hw_feedback_probability: backend {backend.name} gives no hardware feedback"
@@ -149,7 +156,7 @@ def prepare(
     config = validate(config)
     plugins = plugins or build_registry(config.plugins)  # the run's one registry
     backend, problem, pack = load_backend(config, plugins)
-    refuse_dead_switches(config, backend, pack)
+    refuse_dead_switches(config, backend, problem, pack)
     executor = create_executor(config.executor, plugins.executors(), tuple(config.plugins))
     if config.executor.kind == "local":  # a resource the machine lacks is bad input, now
         evaluation_slots(config, backend, executor)

@@ -416,15 +416,19 @@ async def test_continue_from_another_run(llm_server, tmp_path):
         ({"early_stop_threshold": 0.9}, {}, "search.early_stop_threshold"),
         ({"codes_per_combine": 3}, {}, "search.codes_per_combine"),
         ({}, {"regression_allowance": 3.0}, "translation.regression_allowance"),
+        ({"stop_at_bound": 0.9, "_no_bound": True}, {}, "search.stop_at_bound: backend toy"),
     ],
 )
 async def test_dead_switches_are_refused_up_front(
     llm_server, tmp_path, search, translation, needle
 ):
+    no_bound = search.pop("_no_bound", False)
     cfg = toy_config(
         llm_server, tmp_path, iterations=1, plans_per_candidate=1, codes_per_plan=1, **search
     )
     cfg["translation"] = translation
+    if no_bound:
+        cfg["backend_options"] = {"declare_lower_bound": False}
     if needle is None:
         await optimize_async(cfg)
         return
@@ -432,3 +436,19 @@ async def test_dead_switches_are_refused_up_front(
         await optimize_async(cfg)
     assert llm_server.request_count == 0
     assert not (tmp_path / "run").exists()
+
+
+async def test_a_run_stops_once_its_best_reaches_the_bound(llm_server, tmp_path):
+    """The scripted toy search improves 16499 -> 1224 -> 618 -> 12 lines against a bound of
+    12: at stop_at_bound = 0.015 (best <= 800) it ends after the second iteration."""
+    full, _ = await run(llm_server, tmp_path / "full", iterations=3)
+    cfg = toy_config(llm_server, tmp_path / "stop", iterations=3, stop_at_bound=0.015)
+    stopped = await optimize_async(cfg)
+    assert full.stop_reason == "completed" and full.data["iterations_completed"] == 3
+    assert stopped.stop_reason == "stop_at_bound"
+    assert stopped.data["iterations_completed"] == 2
+    assert stopped.data["best_score"] <= 12 / 0.015 < full.data["initial_score"]
+    assert "of the speed of the lower bound (12)" in stopped.data["stop_detail"]
+    assert stopped.data["llm_calls"] < full.data["llm_calls"]
+    store = RunStore(tmp_path / "stop" / "run")
+    assert [e["reason"] for e in store.events("stopped")] == ["stop_at_bound"]

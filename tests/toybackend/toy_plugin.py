@@ -70,6 +70,9 @@ class ToyOptions(BackendOptions):
             "results below the bound)"
         ),
     )
+    declare_lower_bound: bool = Field(
+        True, description="declare a lower bound at all (tests of options that need one)"
+    )
 
 
 class ToyBackend(Backend):
@@ -105,6 +108,8 @@ class ToyBackend(Backend):
         return KnowledgePack.from_dir(HERE / "knowledge")
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
+        if not self.options.declare_lower_bound:
+            return None
         if self.options.claimed_lower_bound is not None:
             return self.options.claimed_lower_bound
         # Every workload call enters `solution` (one call) and runs at least one line of it.
