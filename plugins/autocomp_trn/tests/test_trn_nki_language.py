@@ -5,6 +5,7 @@ real tracing process code and the trusted replay (``judge.emulate``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -322,3 +323,56 @@ def test_lnc_on_one_core_barrier_waits_for_nothing_and_sendrecv_is_refused():
     assert result["code"] == "err_unsupported_api" and "LNC degree 2" in result["message"]
     grid = v2(FORI + "\n    assert nl.program_id(0) == 0 and nl.num_programs() == 1")
     assert emulate(DOUBLE, grid, generation="trn2")["status"] == "ok"
+
+
+# ---------------------------------------------------------------- the coverage table
+
+COVERAGE = Path(__file__).resolve().parents[3] / "docs" / "nki-coverage.md"
+PRESENT = {"emulated", "deprecated", "refused"}
+ABSENT = {"not emulated", "removed"}
+
+
+def _tables() -> dict[str, dict[str, str]]:
+    """Each table of the coverage page, by its heading: name -> status."""
+    tables: dict[str, dict[str, str]] = {}
+    heading = ""
+    for line in COVERAGE.read_text().splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip().strip("`").split("`")[0].strip()
+        elif line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            tables.setdefault(heading, {})[cells[0].strip("`")] = cells[1]
+    return tables
+
+
+def _public(obj) -> set[str]:
+    return {n for n in vars(obj) if not n.startswith("_")}
+
+
+def _split(table: dict[str, str]) -> tuple[set[str], set[str]]:
+    assert set(table.values()) <= PRESENT | ABSENT, set(table.values())
+    return (
+        {n for n, s in table.items() if s in PRESENT},
+        {n for n, s in table.items() if s in ABSENT},
+    )
+
+
+def test_the_coverage_table_matches_the_emulated_modules():
+    from autocomp_trn.emulator.language import current
+
+    tables = _tables()
+    built = modules.build()
+    for name in ("nki", "nki.language", "nki.isa", "nki.typing", "nki.compiler", "nki.lnc"):
+        present, absent = _split(tables[name])
+        assert present == _public(built[name]), name  # every emulated name listed, and no other
+        for missing in absent:
+            with pytest.raises(NkiError):
+                getattr(built[name], missing)
+    methods, no_methods = _split(tables["NkiTensor"])
+    assert all(callable(getattr(current.NkiTensor, m, None)) for m in methods)
+    assert not any(hasattr(current.NkiTensor, m) for m in no_methods)
+    sizes, no_sizes = _split(tables["tile_size"])
+    assert sizes == {n for n in dir(current.tile_size) if not n.startswith("_")} - {"set_sbuf"}
+    assert not any(hasattr(current.tile_size, n) for n in no_sizes)
+    options, no_options = _split(tables["CompileConfig"])
+    assert options == set(compiler.OPTIONS) and no_options == set(compiler.NOT_EMULATED)

@@ -177,7 +177,15 @@ class Tile:
     def buffer(self) -> str:
         return self.tensor.buffer
 
-    def ap(self) -> list:
+    def ap(self, *pattern) -> list:
+        """The access as the trace records it. (NKI's ``NkiTensor.ap(pattern)``, a raw access
+        pattern override, is not emulated: called with a pattern it is refused.)"""
+        if pattern:
+            raise NkiError(
+                "NkiTensor.ap (raw access patterns) is not emulated: use the view methods "
+                "(slice, select, permute, reshape_dim, ...)",
+                "err_unsupported_api",
+            )
         return [self.tensor.tid, self.offset, [[n, s] for n, s in self.dims]]
 
     def is_whole(self) -> bool:
