@@ -166,6 +166,85 @@ nisa.nc_find_index8(dst=r, data=a, vals=v)
     ok(run(spec, kernel(body, (128, 8), "nl.uint32")))
 
 
+def test_duplicate_values_pair_with_distinct_positions():
+    # nisa docs: find_index8 pairs duplicates in ascending order, match_replace8 in descending
+    data = np.array([1, 2, 3, 4] + [8] * 7 + [0] * 5, np.float32)
+    spec = problem(
+        X,
+        [((128, 8), "uint32"), ((128, 8), "uint32"), ((128, 16), "float32")],
+        lambda x: (
+            np.tile(np.array([2, 4, 5, 6, 7, 8, 9, 10], np.uint32), (128, 1)),
+            np.tile(np.array([2, 10, 9, 8, 7, 6, 5, 4], np.uint32), (128, 1)),
+            np.tile(np.where(np.isin(np.arange(16), [2, *range(4, 11)]), -1.0, data), (128, 1)),
+        ),
+        atol=1e-6,
+        rtol=0,
+    )
+    code = """
+@nki.jit
+def solution(x):
+    o1 = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    o2 = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    o3 = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    d = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.iota(dst=d[:, 0:4], pattern=[[1, 4]], offset=1)
+    nisa.memset(dst=d[:, 4:11], value=8.0)
+    nisa.memset(dst=d[:, 11:16], value=0.0)
+    v = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=v[:, 0:1], value=3.0)
+    nisa.memset(dst=v[:, 1:8], value=8.0)
+    i1 = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    i2 = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    r = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=i1, data=d, vals=v)
+    nisa.nc_match_replace8(dst=r, data=d, vals=v, imm=-1.0, dst_idx=i2)
+    nisa.dma_copy(dst=o1, src=i1)
+    nisa.dma_copy(dst=o2, src=i2)
+    nisa.dma_copy(dst=o3, src=r)
+    return o1, o2, o3
+"""
+    ok(run(spec, code))
+
+
+def test_tensor_copy_predicated_keeps_dst_where_the_predicate_is_zero():
+    spec = problem(X, SAME, lambda x: (np.where(x > 0.0, x, 7.0),))
+    body = """
+nisa.memset(dst=r, value=7.0)
+p = nl.ndarray((128, 64), dtype=nl.uint8, buffer=nl.sbuf)
+nisa.tensor_scalar(dst=p, data=a, op0=nl.greater, operand0=0.0)
+nisa.tensor_copy_predicated(dst=r, src=a, predicate=p)
+"""
+    ok(run(spec, kernel(body)))
+    scalar = body.replace("src=a, predicate=p)", "src=1, predicate=p)")
+    refused(run(spec, kernel(scalar)), "must be of dst's kind")
+
+
+RANGE = """
+lo = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+hi = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+nisa.iota(dst=lo, pattern=[[0, 1]], offset=0, channel_multiplier=0)
+nisa.iota(dst=hi, pattern=[[0, 1]], offset=0, channel_multiplier=1)
+m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+nisa.range_select(dst=r, on_true_tile=a, comp_op0=nl.greater_equal, comp_op1=nl.less_equal,
+                  bound0=lo, bound1=hi, reduce_res=m, reduce_op=nl.maximum,
+                  reduce_cmd=nisa.reduce_cmd.reset_reduce, on_false_value=-100.0)
+"""
+
+
+def test_range_select_keeps_a_per_partition_range_on_trn2_and_is_refused_on_trn1():
+    keep = np.arange(64)[None, :] <= np.arange(128)[:, None]
+    spec = problem(X, SAME, lambda x: (np.where(keep, x, -100.0),))
+    ok(run(spec, kernel(RANGE), "trn2"))
+    refused(run(spec, kernel(RANGE), "trn1"), "range_select", "NeuronCore-v3")
+
+
+def test_nl_abs_max_as_a_tensor_scalar_op_on_trn3_and_refused_on_trn2():
+    spec = problem(X, SAME, lambda x: (np.where(np.abs(x) > 0.5, x, 0.5),))
+    body = "nisa.tensor_scalar(dst=r, data=a, op0=nl.abs_max, operand0=0.5)"
+    ok(run(spec, kernel(body), "trn3"))
+    refused(run(spec, kernel(body), "trn2"), "abs_max", "NeuronCore-v4")
+
+
 def test_dma_transpose_of_a_2d_tile():
     spec = problem([Input("x", (64, 128))], [((128, 64), "float32")], lambda x: (x.T,))
     code = """

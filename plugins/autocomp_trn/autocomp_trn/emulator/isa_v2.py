@@ -464,6 +464,8 @@ def iota(dst, pattern, offset, channel_multiplier=0, name=None):
     )
 
 
+#: range_select's default fill: the lowest fp32 (a max reduction of a fully masked row stays finite)
+FP32_LOWEST = float(np.finfo(np.float32).min)
 _CMP = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
 
 
@@ -523,6 +525,78 @@ def nc_find_index8(dst, data, vals, name=None):
         [isa._tile(data, "data"), isa._tile(vals, "vals")],
         {},
     )
+
+
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
+    """VectorE: ``data`` with the first occurrence of each of the 8 ``vals`` replaced by the
+    scalar ``imm``; ``dst_idx`` (uint16/uint32), when given, receives their positions."""
+    if not is_scalar(imm):
+        raise NkiError("nc_match_replace8 imm must be a scalar")
+    dsts = [_dst(dst)] + ([] if dst_idx is None else [_dst(dst_idx, "dst_idx")])
+    emit(
+        "match_replace8",
+        dsts,
+        [isa._tile(data, "data"), isa._tile(vals, "vals")],
+        {"imm": float(imm)},
+    )
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
+    """VectorE: ``dst = src`` where ``predicate`` (uint8/16/32) is nonzero (zero with
+    ``reverse_pred``, which needs a scalar src); ``dst`` keeps its values elsewhere."""
+    d = _dst(dst)
+    srcs: list = []
+    attrs: dict = {"reverse": bool(reverse_pred)}
+    if is_scalar(src):
+        if (d.tensor.dtype in dtypes.FLOATS) != isinstance(src, float):
+            raise NkiError(
+                f"tensor_copy_predicated scalar src {src!r} must be of dst's kind ({d.tensor.dtype}): "
+                "a Python float for a float dst, an int for an integer dst",
+                "err_unsupported_dtype",
+            )
+    _operand(src, "src", srcs, attrs)
+    srcs.append(isa._tile(predicate, "predicate"))
+    emit("copy_predicated", [d], srcs, attrs)
+
+
+def range_select(
+    dst,
+    on_true_tile,
+    comp_op0,
+    comp_op1,
+    bound0,
+    bound1,
+    reduce_cmd=reduce_cmd.idle,
+    reduce_res=None,
+    reduce_op="maximum",
+    range_start=0.0,
+    on_false_value=FP32_LOWEST,
+    name=None,
+):
+    """NeuronCore-v3+ VectorE: keep ``on_true_tile`` where ``comp_op0(i + range_start, bound0)``
+    and ``comp_op1(i + range_start, bound1)`` hold for the free index i (bounds are [P, 1]
+    tiles), ``on_false_value`` elsewhere; ``reduce_res`` receives ``reduce_op`` of the result."""
+    _nc_at_least(3, "nisa.range_select")
+    cmp0 = op_name(comp_op0, ALU_OPS, "comp_op0")
+    cmp1 = op_name(comp_op1, ALU_OPS, "comp_op1")
+    if cmp0 not in _CMP or cmp1 not in _CMP:
+        raise NkiError(f"range_select comparisons must be comparison ops, got {cmp0}, {cmp1}")
+    _reduce_command(reduce_cmd, ("idle", "reset_reduce"), "range_select")
+    if not (is_scalar(range_start) and is_scalar(on_false_value)):
+        raise NkiError("range_select range_start and on_false_value must be scalars")
+    attrs = {
+        "cmp0": cmp0,
+        "cmp1": cmp1,
+        "range_start": float(range_start),
+        "on_false": float(on_false_value),
+    }
+    dsts = [_dst(dst)]
+    if reduce_res is not None:
+        attrs["reduce_op"] = op_name(reduce_op, ALU_OPS, "reduce_op")
+        dsts.append(_dst(reduce_res, "reduce_res"))
+    srcs = [isa._tile(on_true_tile, "on_true_tile")]
+    srcs += [isa._tile(b, what) for b, what in ((bound0, "bound0"), (bound1, "bound1"))]
+    emit("range_select", dsts, srcs, attrs)
 
 
 # ---------------------------------------------------------------- DMA
@@ -652,7 +726,7 @@ INSTRUCTIONS = (
     "nc_matmul nc_transpose tensor_tensor tensor_scalar scalar_tensor_tensor tensor_scalar_reduce "
     "tensor_reduce tensor_partition_reduce tensor_copy activation activation_reduce activate2 "
     "exponential reciprocal tensor_tensor_scan memset iota affine_select bn_stats bn_aggr max8 "
-    "nc_find_index8 dma_copy dma_transpose"
+    "nc_find_index8 nc_match_replace8 tensor_copy_predicated range_select dma_copy dma_transpose"
 ).split()
 #: the enumerations and target queries
 ENUMS = (

@@ -18,7 +18,8 @@ from .fused import activate2, exponential, scalar_tensor_tensor, tensor_scalar_r
 from .movement import dma, dma_transpose, matmul, pbroadcast, transpose
 from .patterns import affine_select_pattern, iota_pattern
 from .reductions import partition_reduce, scan, tensor_reduce
-from .statistics import bn_aggr, bn_stats, find_index8, max8
+from .selection import copy_predicated, range_select
+from .statistics import bn_aggr, bn_stats, find_index8, match_replace8, max8
 
 OPS = {
     "dma": dma,
@@ -49,4 +50,7 @@ OPS = {
     "bn_aggr": bn_aggr,
     "max8": max8,
     "find_index8": find_index8,
+    "match_replace8": match_replace8,
+    "copy_predicated": copy_predicated,
+    "range_select": range_select,
 }

@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import dtypes, hardware as hw
 from .. import pricing
-from ..rules import onchip, pick_engine, psum_bank
+from ..rules import onchip, one_fp8_flavour, pick_engine, psum_bank
 from ..state import AP, Core, fail
 from .generations import require
 
@@ -33,6 +33,7 @@ def dma(core: Core, dsts, srcs, attrs) -> None:
 def _dma_operands(core: Core, d: AP, s: AP, dge) -> None:
     """A DMA's operands are in HBM or SBUF (no DMA from or to PSUM, NKI 0.3); the hardware DGE
     (NeuronCore-v3+) moves without casting."""
+    one_fp8_flavour([d, s], "DMA", core.line)
     for ap, what in ((d, "DMA destination"), (s, "DMA source")):
         if ap.t.buffer == "psum":
             fail(
@@ -131,6 +132,7 @@ def matmul(core: Core, dsts, srcs, attrs) -> None:
 
 def _matmul_operands(core: Core, d: AP, st: AP, mv: AP) -> tuple[int, int, int]:
     """The rules of a matmul's operands; returns its contraction and output sizes."""
+    one_fp8_flavour([d, st, mv], "nc_matmul", core.line)
     for ap, what in ((st, "matmul stationary"), (mv, "matmul moving")):
         if ap.t.buffer != "sbuf":
             fail(
@@ -241,6 +243,7 @@ def _onezero_hint(core: Core, hint, st: AP, mv: AP) -> bool:
 def transpose(core: Core, dsts, srcs, attrs) -> None:
     (d,), (s,) = dsts, srcs
     engine = pick_engine(attrs, ("pe", "dve"), "pe", core.line)
+    one_fp8_flavour([d, s], "nc_transpose", core.line)
     if len(s.dims) != 2 or len(d.dims) != 2:
         fail("transpose takes a 2-D tile", "err_exceed_max_supported_dimension", core.line)
     p, f = s.shape

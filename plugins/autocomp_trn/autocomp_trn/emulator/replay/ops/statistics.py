@@ -1,5 +1,6 @@
 """Per-partition statistics and searches on VectorE: bn_stats / bn_aggr (mean and variance),
-max8 (the 8 largest values) and nc_find_index8 (where 8 values first occur)."""
+max8 (the 8 largest values), nc_find_index8 (where 8 values first occur) and
+nc_match_replace8 (replace them)."""
 
 from __future__ import annotations
 
@@ -131,8 +132,55 @@ def find_index8(core: Core, dsts, srcs, attrs) -> None:
         )
     if core.numeric:
         x, v = _per_partition(core, s), _per_partition(core, vals)
-        hit = x[:, :, None, :] == v[:, :, :, None]  # [seeds, P, 8, F]
-        index = hit.argmax(axis=-1).astype(np.int64)
-        index[~hit.any(axis=-1)] = _NOT_FOUND[d.t.dtype]  # all ones when unmatched (NKI 0.6)
+        index, _ = _match8(x, v, range(8), _NOT_FOUND[d.t.dtype])
         d.view()[...] = index.reshape((core.seeds, *d.shape)).astype(d.t.data.dtype)
     pricing.compute(core, "dve", "find_index8", free(s), dsts, srcs, k=1.0)
+
+
+def _match8(x: np.ndarray, v: np.ndarray, order, missing: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair each of the 8 values ``v[..., i]`` (taken in ``order``) with the first position of
+    ``x`` that holds it and no earlier value took, so duplicate values get distinct positions.
+    Returns the positions ([..., 8], ``missing`` where none is left) and the taken mask."""
+    taken = np.zeros(x.shape, dtype=bool)
+    index = np.full(v.shape, missing, dtype=np.int64)
+    lanes = np.indices(x.shape[:-1])
+    for i in order:
+        hit = (x == v[..., i : i + 1]) & ~taken
+        found = hit.any(axis=-1)
+        first = hit.argmax(axis=-1)
+        index[..., i] = np.where(found, first, missing)
+        taken[(*lanes, first)] |= found
+    return index, taken
+
+
+def match_replace8(core: Core, dsts, srcs, attrs) -> None:
+    """nc_match_replace8: ``data`` with the first occurrence of each of the 8 ``vals`` replaced
+    by ``imm`` (vals taken from the last to the first, as the hardware does with duplicates);
+    the second destination, when given, receives the positions."""
+    d, (s, vals) = dsts[0], srcs
+    imm = attrs["imm"]
+    if isinstance(imm, bool) or not isinstance(imm, (int, float)) or len(dsts) > 2:
+        raise ValueError("match_replace8")
+    elementwise_checks("dve", dsts, srcs, "nc_match_replace8", core.line)
+    _same_partitions(core, d, s, "nc_match_replace8")
+    _same_partitions(core, vals, s, "nc_match_replace8 vals")
+    _free_size(core, vals, 8, "nc_match_replace8 vals")
+    _free_size(core, d, free(s), "nc_match_replace8 dst")
+    idx = dsts[1] if len(dsts) == 2 else None
+    if idx is not None:
+        _same_partitions(core, idx, s, "nc_match_replace8 dst_idx")
+        _free_size(core, idx, 8, "nc_match_replace8 dst_idx")
+        if idx.t.dtype not in _NOT_FOUND:
+            fail(
+                f"nc_match_replace8 writes uint16 or uint32 indices, dst_idx is {idx.t.dtype}",
+                "err_unsupported_dtype",
+                core.line,
+            )
+    if core.numeric:
+        x, v = _per_partition(core, s), _per_partition(core, vals)
+        missing = _NOT_FOUND.get(idx.t.dtype if idx is not None else "uint32")
+        index, taken = _match8(x, v, range(7, -1, -1), missing)
+        d.write(np.where(taken, np.float32(imm), x).reshape((core.seeds, *d.shape)))
+        if idx is not None:
+            idx.view()[...] = index.reshape((core.seeds, *idx.shape)).astype(idx.t.data.dtype)
+    pricing.compute(core, "dve", "match_replace8", free(s), dsts, srcs, k=1.0)
