@@ -1,9 +1,21 @@
 """Neuron mode: compile with the installed NKI, run on a NeuronCore, check, measure.
 
+Current-API kernels (``import nki``, NKI 0.8 / Neuron 2.34): the ``@nki.jit`` kernel, called with
+NumPy arrays, compiles (with the ``CompileConfig`` its decorator carries, as written) and runs on
+the device; ``NKI_ARTIFACTS_DIR`` keeps its NEFF, which ``nrtpy`` times on the device (a separate
+Python: the ``nrtpy`` and ``nki`` wheels cannot share one environment) or, without it,
+neuron-explorer/neuron-profile. Legacy kernels (``neuronxcc.nki``) keep ``nki.baremetal`` and
+``nki.benchmark`` where the SDK still has them (removed in NKI 0.8).
+
+Before the first candidate of an API, a known kernel (the drift canary) runs on the device: a
+result of all zeros, a constant or a wrong one makes every evaluation ``infra_error`` instead of
+a candidate's verdict (the known failure after an SDK upgrade, nki-samples #134).
+
 Nothing here can run without a Trainium machine; what is tested without one is device
-detection, the commands built, and the parsing of what the SDK prints. The plugin README lists
-what is unverified. One candidate runs per NeuronCore at a time (``NEURON_RT_VISIBLE_CORES``);
-candidates on different cores compile in parallel.
+detection, the commands and environments built, the parsing of what the SDK prints, the canary's
+judgement on device results made in the tests, and the evaluator's flow with a stand-in harness.
+The plugin README lists what is unverified. One candidate runs per NeuronCore at a time
+(``NEURON_RT_VISIBLE_CORES``); candidates on different cores compile in parallel.
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ import asyncio
 import glob
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -19,43 +32,74 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from autocomp_core import SandboxLimits, last_json_line, private_workdir, run_sandboxed
 
 from .evaluate import Verdict, child_env, seeds_for
-from .problems.spec import ProblemSpec
+from .problems.spec import Input, ProblemSpec, Work
 
 RESULT_TAG = "AUTOCOMP_TRN_RESULT "
-CORES_PER_DEVICE = {"trn1": 2, "trn2": 8}
+#: physical NeuronCores per device; the harness runs at LNC=1, one physical core per candidate
+CORES_PER_DEVICE = {"trn1": 2, "trn2": 8, "trn3": 8}
+#: where a Python with ``nrtpy`` is named, when it is not this one
+NRTPY_PYTHON_ENV = "AUTOCOMP_TRN_NRTPY_PYTHON"
+LEGACY_REMOVED = (
+    "this Neuron SDK has no neuronxcc.nki (the legacy NKI API, removed in NKI 0.8 / Neuron 2.34): "
+    "write the kernel in the current API (import nki, nki.language, nki.isa)"
+)
+CANARY_MESSAGE = "the Neuron SDK returned a wrong result for a known kernel (drift canary)"
 
 
 @dataclass
 class NeuronEnv:
     devices: list[str]
     cores: int
-    v1: bool  # neuronxcc.nki importable
+    v1: bool  # neuronxcc.nki importable (legacy; gone from Neuron 2.34)
     v2: bool  # nki importable
-    profiler: str | None  # neuron-profile (or neuron-explorer) on PATH
+    profiler: str | None  # neuron-explorer (or the legacy neuron-profile) on PATH
+    nrtpy: str | None = None  # a Python that imports nrtpy (times a NEFF on the device)
 
     @property
     def usable(self) -> bool:
         return bool(self.devices) and (self.v1 or self.v2)
 
 
-def detect(generation: str = "trn1", dev_glob: str = "/dev/neuron*") -> NeuronEnv:
-    """What this machine has: Neuron devices, the SDK's NKI front-ends, the profiler."""
+def importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package; a module without a spec
+        return False
+
+
+def nrtpy_python(env: dict[str, str] | None = None) -> str | None:
+    """This Python where it imports nrtpy, else the one ``AUTOCOMP_TRN_NRTPY_PYTHON`` names."""
+    if importable("nrtpy"):
+        return sys.executable
+    named = (os.environ if env is None else env).get(NRTPY_PYTHON_ENV, "")
+    return named if named and os.access(named, os.X_OK) else None
+
+
+def detect(generation: str = "trn2", dev_glob: str = "/dev/neuron*") -> NeuronEnv:
+    """What this machine has: Neuron devices, the SDK's NKI front-ends, the timing tools."""
     devices = sorted(d for d in glob.glob(dev_glob) if re.fullmatch(r".*/neuron\d+", d))
     return NeuronEnv(
         devices=devices,
         cores=len(devices) * CORES_PER_DEVICE.get(generation, 2),
-        v1=importlib.util.find_spec("neuronxcc") is not None,
-        v2=importlib.util.find_spec("nki") is not None,
-        profiler=shutil.which("neuron-profile") or shutil.which("neuron-explorer"),
+        v1=importable("neuronxcc.nki"),
+        v2=importable("nki"),
+        profiler=shutil.which("neuron-explorer") or shutil.which("neuron-profile"),
+        nrtpy=nrtpy_python(),
     )
 
 
 def api_version(code: str) -> str:
-    """``v1`` for kernels written against ``neuronxcc.nki``, else ``v2``."""
-    return "v1" if re.search(r"^\s*(from|import)\s+neuronxcc", code, re.MULTILINE) else "v2"
+    """``v1`` for kernels written against the legacy ``neuronxcc.nki``, ``v2`` for the current
+    ``nki``, ``mixed`` for a kernel importing both (refused, as the emulator refuses it)."""
+    legacy = re.search(r"^\s*(from|import)\s+neuronxcc", code, re.MULTILINE)
+    current = re.search(r"^\s*(from\s+nki\b|import\s+nki\b)", code, re.MULTILINE)
+    if legacy and current:
+        return "mixed"
+    return "v1" if legacy else "v2"
 
 
 def harness_command(python: str, request_path: Path) -> list[str]:
@@ -63,8 +107,126 @@ def harness_command(python: str, request_path: Path) -> list[str]:
 
 
 def core_env(core: int) -> dict[str, str]:
-    """Pin the child to one NeuronCore."""
-    return {"NEURON_RT_VISIBLE_CORES": str(core), "NEURON_RT_NUM_CORES": "1"}
+    """Pin the child to one physical NeuronCore (LNC=1)."""
+    return {
+        "NEURON_RT_VISIBLE_CORES": str(core),
+        "NEURON_RT_NUM_CORES": "1",
+        "NEURON_LOGICAL_NC_CONFIG": "1",
+    }
+
+
+def harness_env(
+    core: int, generation: str, work: Path, outer: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The harness's environment: the Neuron settings of this process (``NEURON_*``, ``NKI_*``,
+    the runtime's ``LD_LIBRARY_PATH``; the sandbox starts from an empty environment), the core,
+    the target the compiler builds for (``nki.jit`` reads ``NEURON_PLATFORM_TARGET_OVERRIDE``),
+    and where the NEFF is kept (``NKI_ARTIFACTS_DIR``, read when ``nki`` is imported)."""
+    outer = os.environ if outer is None else outer
+    return {
+        **{
+            k: v
+            for k, v in outer.items()
+            if k.startswith(("NEURON_", "NKI_")) or k == "LD_LIBRARY_PATH"
+        },
+        **core_env(core),
+        "NEURON_PLATFORM_TARGET_OVERRIDE": generation,
+        "NKI_ARTIFACTS_DIR": str(work / "artifacts"),
+    }
+
+
+def nrtpy_command(python: str, neff: Path, inputs: Path, warmup: int, iters: int) -> list[str]:
+    """Device-side timing of a NEFF by nrtpy (``runtime/nrtpy_bench.py``, run as a file: the
+    nrtpy Python need not have this plugin)."""
+    script = Path(__file__).parent / "runtime" / "nrtpy_bench.py"
+    return [python, str(script), str(neff), str(inputs), str(warmup), str(iters)]
+
+
+def p99_us(durations_ms: list[float]) -> float:
+    """The 99th percentile of nrtpy's per-iteration device times (ms) in microseconds."""
+    if not durations_ms:
+        raise ValueError("nrtpy returned no timed iteration")
+    return float(np.percentile(np.asarray(durations_ms, dtype=np.float64), 99)) * 1e3
+
+
+def find_neff(artifacts: Path) -> Path:
+    """The NEFF the standalone ``nki.jit`` call left under ``NKI_ARTIFACTS_DIR`` (the newest)."""
+    neffs = sorted(artifacts.rglob("*.neff"), key=lambda p: p.stat().st_mtime)
+    if not neffs:
+        raise FileNotFoundError(f"no NEFF under {artifacts} after compiling the kernel")
+    return neffs[-1]
+
+
+# ---------------------------------------------------------------- the drift canary
+
+#: the known kernel: out = a * 2 + b on one [128, 512] fp32 tile, in each API generation
+CANARY_SPEC = ProblemSpec(
+    id="canary/scale_add",
+    title="drift canary",
+    description="a known kernel run before any candidate: out = 2a + b",
+    inputs=[Input("a", (128, 512)), Input("b", (128, 512))],
+    outputs=[((128, 512), "float32")],
+    reference=lambda a, b: (2.0 * a + b,),
+    atol=1e-5,
+    rtol=1e-5,
+    work=lambda ins: Work(),
+    baseline="",
+    entry="canary",
+)
+CANARY_SEEDS = [20260, 20261]
+CANARY_SOURCE = {
+    "v2": """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def canary(a, b):
+    ta = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    tb = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a)
+    nisa.dma_copy(dst=tb, src=b)
+    twice = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=twice, data=ta, op0=nl.multiply, operand0=2.0)
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=res, data1=twice, data2=tb, op=nl.add)
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+""",
+    "v1": """from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def canary(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.multiply(nl.load(a), 2.0), nl.load(b)))
+    return out
+""",
+}
+
+
+def canary_failure(outputs: list[np.ndarray], references: list[np.ndarray]) -> str | None:
+    """Why the device's result for the known kernel is wrong (None: it is right). ``outputs`` and
+    ``references``: one array per output, leading axis = seed. All zeros and a constant are named
+    as such: the known failure of a drifted SDK (nki-samples #134)."""
+    from .check import compare
+
+    for k, (out, ref) in enumerate(zip(outputs, references, strict=True)):
+        o = np.asarray(out, dtype=np.float64)
+        if o.shape != np.shape(ref):
+            return f"output {k} has shape {list(o.shape)}, expected {list(np.shape(ref))}"
+        if np.isfinite(o).all() and not o.any():
+            return f"output {k} is all zeros"
+        if np.isfinite(o).all() and np.ptp(o) == 0:
+            return f"output {k} is the constant {o.flat[0]:.6g}"
+    verdict = compare(outputs, references, CANARY_SPEC.atol, CANARY_SPEC.rtol)
+    return None if verdict.ok else verdict.message
+
+
+def canary_verdict(reason: str) -> Verdict:
+    return Verdict("infra_error", f"{CANARY_MESSAGE}: {reason}")
 
 
 def profile_commands(
@@ -119,7 +281,8 @@ def parse_result(stdout: str) -> dict | None:
 
 
 class NeuronEvaluator:
-    """Evaluates on NeuronCores: a queue of free cores, one candidate per core at a time."""
+    """Evaluates on NeuronCores: a queue of free cores, one candidate per core at a time. The
+    drift canary runs once per API generation before that generation's first candidate."""
 
     def __init__(
         self,
@@ -135,6 +298,8 @@ class NeuronEvaluator:
         self.timeout_s, self.warmup, self.iters = timeout_s, warmup, iters
         self.cores = list(range(min(cores or env.cores, env.cores) or 1))
         self._free: asyncio.Queue[int] | None = None
+        self._canary: dict[str, Verdict | None] = {}  # api -> None (passed) or the verdict
+        self._canary_lock: asyncio.Lock | None = None
 
     async def _core(self) -> int:
         if self._free is None:
@@ -143,30 +308,77 @@ class NeuronEvaluator:
                 self._free.put_nowait(c)
         return await self._free.get()
 
-    def request(self, spec: ProblemSpec, code: str, seed: int) -> dict:
+    def request(self, spec: ProblemSpec, code: str, seed: int, canary: bool = False) -> dict:
         return {
             "problem": spec.id,
             "kernel": "kernel.py",
             "entry": spec.entry,
             "api": api_version(code),
-            "seeds": seeds_for(seed, spec.id, code, self.seeds),
+            "generation": self.generation,
+            "seeds": CANARY_SEEDS if canary else seeds_for(seed, spec.id, code, self.seeds),
             "warmup": self.warmup,
             "iters": self.iters,
             "kwargs": spec.kwargs,
             "profiler": self.env.profiler,
+            "nrtpy": self.env.nrtpy,
+            "canary": canary,
         }
+
+    async def canary(self, api: str) -> Verdict | None:
+        """None where the known kernel gives the right answer on this SDK and device, else the
+        ``infra_error`` every evaluation of that API gets (checked once per evaluator)."""
+        if self._canary_lock is None:
+            self._canary_lock = asyncio.Lock()
+        async with self._canary_lock:
+            if api not in self._canary:
+                v = await self._run(CANARY_SPEC, CANARY_SOURCE[api], 0, self.timeout_s, True)
+                if v.ok:
+                    self._canary[api] = None
+                elif v.status == "infra_error" and v.message.startswith(CANARY_MESSAGE):
+                    self._canary[api] = v
+                else:  # the known kernel did not even run: the SDK is no more to be trusted
+                    last = (v.message.strip().splitlines() or [""])[-1]
+                    self._canary[api] = canary_verdict(
+                        f"the known kernel did not run ({v.status}) {last}".strip()
+                    )
+        return self._canary[api]
 
     async def evaluate(
         self, spec: ProblemSpec, code: str, seed: int = 0, timeout_s: float | None = None
     ) -> Verdict:
         """``timeout_s`` (the run's evaluation limit) caps this evaluator's own limit."""
-        limit = min(self.timeout_s, timeout_s or float("inf"))
+        api = api_version(code)
+        if api == "mixed":
+            return Verdict(
+                "compile_error",
+                "the kernel imports both the current nki API and the legacy neuronxcc.nki: use "
+                "one (the current: import nki)",
+                code="err_mixed_api",
+            )
+        if api == "v1" and not self.env.v1:
+            return Verdict("compile_error", LEGACY_REMOVED, code="err_legacy_api_removed")
+        if api == "v2" and not self.env.v2:
+            return Verdict(
+                "compile_error",
+                "this Neuron SDK has no nki package (the current API, Neuron 2.27 and later): "
+                "only legacy neuronxcc.nki kernels run here",
+                code="err_no_current_api",
+            )
+        failed = await self.canary(api)
+        if failed is not None:
+            return failed
+        return await self._run(spec, code, seed, min(self.timeout_s, timeout_s or float("inf")))
+
+    async def _run(
+        self, spec: ProblemSpec, code: str, seed: int, limit: float, canary: bool = False
+    ) -> Verdict:
         core = await self._core()
         try:
             with private_workdir("autocomp-trn-neuron-") as work:
                 work.chmod(0o755)
                 (work / "kernel.py").write_text(code)
-                (work / "request.json").write_text(json.dumps(self.request(spec, code, seed)))
+                request = self.request(spec, code, seed, canary)
+                (work / "request.json").write_text(json.dumps(request))
                 t = time.perf_counter()
                 run = await run_sandboxed(
                     harness_command(sys.executable, work / "request.json"),
@@ -174,7 +386,7 @@ class NeuronEvaluator:
                         wall_s=limit, memory_mb=None, max_processes=256, file_size_mb=4096
                     ),
                     cwd=work,
-                    env={**child_env(), **core_env(core)},
+                    env={**child_env(), **harness_env(core, self.generation, work)},
                 )
                 phases = {"neuron_s": time.perf_counter() - t}
         finally:
@@ -191,6 +403,7 @@ class NeuronEvaluator:
             f"measured P99 latency {out.get('latency_us', 0):.2f} us on a NeuronCore"
             if out.get("latency_us")
             else "",
+            code=out.get("code", ""),
             details=out,
             phases_s=phases,
         )

@@ -10,7 +10,6 @@ and fails (``autocomp-core trn simulate-diff``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .emulator.hardware import GENERATIONS
-from .neuron import api_version
+from .neuron import api_version, importable
 from .problems.spec import ProblemSpec
 
 #: exit codes of the command
@@ -35,11 +34,7 @@ NO_SDK_MESSAGE = (
 def sdk_missing() -> str | None:
     """Why the simulator cannot run here (None where ``nki`` is importable; the child checks
     ``nki.simulate`` itself)."""
-    try:
-        found = importlib.util.find_spec("nki") is not None
-    except ValueError:  # a stand-in module without a spec (the emulator's, installed in-process)
-        found = False
-    return None if found else NO_SDK_MESSAGE
+    return None if importable("nki") else NO_SDK_MESSAGE
 
 
 @dataclass

@@ -1,15 +1,22 @@
-"""Neuron mode without a Trainium machine: detection with nothing present, the commands built and
-the SDK output parsed. Running on a NeuronCore is unverified here (see the README)."""
+"""Neuron mode without a Trainium machine: detection with nothing present, the commands and
+environments built, the SDK output parsed, the drift canary judged on device results made here,
+and the evaluator's flow through a stand-in harness (the real harness with its device call
+replaced). Running on a NeuronCore is unverified here (see the README)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autocomp_trn import neuron
 from autocomp_trn.backend import TrnBackend
+from autocomp_trn.judge import emulate
 
 
 def test_detection_finds_nothing_here_and_auto_mode_falls_back_to_the_emulator(tmp_path):
@@ -23,17 +30,39 @@ def test_detection_counts_cores_per_device(tmp_path):
     for name in ("neuron0", "neuron1", "neuron_log"):
         (tmp_path / name).touch()
     assert neuron.detect("trn2", dev_glob=str(tmp_path / "neuron*")).cores == 16
+    assert neuron.detect("trn3", dev_glob=str(tmp_path / "neuron*")).cores == 16
     assert neuron.detect("trn1", dev_glob=str(tmp_path / "neuron*")).cores == 4
+
+
+def test_no_legacy_front_end_is_seen_where_neuronxcc_nki_cannot_be_imported():
+    env = neuron.detect("trn2")
+    assert env.v1 == neuron.importable("neuronxcc.nki") and not neuron.importable("no_such.nki")
+
+
+def test_the_nrtpy_python_is_this_one_or_the_one_named(tmp_path):
+    if neuron.importable("nrtpy"):
+        assert neuron.nrtpy_python({}) == sys.executable
+        return
+    assert neuron.nrtpy_python({}) is None
+    assert neuron.nrtpy_python({neuron.NRTPY_PYTHON_ENV: sys.executable}) == sys.executable
+    (tmp_path / "python").write_text("")  # not executable
+    assert neuron.nrtpy_python({neuron.NRTPY_PYTHON_ENV: str(tmp_path / "python")}) is None
 
 
 def test_the_api_generation_is_read_from_the_imports():
     assert neuron.api_version("import neuronxcc.nki.language as nl\n") == "v1"
     assert neuron.api_version("from neuronxcc import nki\n") == "v1"
     assert neuron.api_version("import nki\nimport nki.language as nl\n") == "v2"
+    assert neuron.api_version("import nki\nimport neuronxcc.nki.language as nl\n") == "mixed"
+    assert neuron.api_version("from nki.compiler import CompileConfig\n") == "v2"
 
 
 def test_commands_pin_one_core_and_profile_one_execution():
-    assert neuron.core_env(3) == {"NEURON_RT_VISIBLE_CORES": "3", "NEURON_RT_NUM_CORES": "1"}
+    assert neuron.core_env(3) == {
+        "NEURON_RT_VISIBLE_CORES": "3",
+        "NEURON_RT_NUM_CORES": "1",
+        "NEURON_LOGICAL_NC_CONFIG": "1",
+    }
     assert neuron.harness_command("/py", Path("/w/request.json")) == [
         "/py",
         "-m",
@@ -86,12 +115,15 @@ def test_the_request_names_the_api_the_seeds_and_the_benchmark():
 
     env = neuron.NeuronEnv(devices=["/dev/neuron0"], cores=2, v1=True, v2=False, profiler=None)
     ev = neuron.NeuronEvaluator(env, "trn1", seeds=3, timeout_s=60, warmup=2, iters=10)
-    spec = spec_by_id("tutorial/rmsnorm")
+    spec = spec_by_id("tutorial/rmsnorm@legacy")
     req = ev.request(spec, spec.baseline_code(), seed=1)
     assert (
         req["api"] == "v1" and len(req["seeds"]) == 3 and (req["warmup"], req["iters"]) == (2, 10)
     )
+    assert req["generation"] == "trn1" and not req["canary"]
     assert ev.cores == [0, 1]
+    canary = ev.request(neuron.CANARY_SPEC, neuron.CANARY_SOURCE["v2"], seed=1, canary=True)
+    assert canary["canary"] and canary["seeds"] == neuron.CANARY_SEEDS and canary["api"] == "v2"
 
 
 def test_a_constant_output_never_passes_unless_the_reference_is_constant():
@@ -102,3 +134,200 @@ def test_a_constant_output_never_passes_unless_the_reference_is_constant():
     ref = [np.arange(6.0).reshape(1, 2, 3)]
     assert not compare([np.zeros((1, 2, 3))], ref, 1e9, 1e9).ok  # even with a huge tolerance
     assert compare([np.full((1, 2, 3), 5.0)], [np.full((1, 2, 3), 5.0)], 1e-6, 1e-6).ok
+
+
+# ---------------------------------------------------------------- the current SDK's paths
+
+
+def test_the_harness_environment_keeps_the_neuron_settings_and_sets_target_and_artifacts():
+    outer = {
+        "NEURON_CC_FLAGS": "--auto-cast=none",
+        "NKI_PRECISE_FP": "1",
+        "LD_LIBRARY_PATH": "/opt/aws/neuron/lib",
+        "HOME": "/root",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "NEURON_RT_VISIBLE_CORES": "0-7",  # the core pin wins over the outer value
+    }
+    env = neuron.harness_env(5, "trn3", Path("/w"), outer)
+    assert env["NEURON_CC_FLAGS"] == "--auto-cast=none" and env["NKI_PRECISE_FP"] == "1"
+    assert env["LD_LIBRARY_PATH"] == "/opt/aws/neuron/lib"
+    assert "HOME" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["NEURON_RT_VISIBLE_CORES"] == "5" and env["NEURON_LOGICAL_NC_CONFIG"] == "1"
+    assert env["NEURON_PLATFORM_TARGET_OVERRIDE"] == "trn3"
+    assert env["NKI_ARTIFACTS_DIR"] == "/w/artifacts"
+
+
+def test_nrtpy_timing_command_percentile_and_the_neff_left_by_the_compile(tmp_path):
+    cmd = neuron.nrtpy_command("/nrtpy/python", Path("/w/k.neff"), Path("/w/in.npz"), 2, 10)
+    assert cmd[0] == "/nrtpy/python" and cmd[1].endswith("runtime/nrtpy_bench.py")
+    assert Path(cmd[1]).is_file() and cmd[2:] == ["/w/k.neff", "/w/in.npz", "2", "10"]
+    assert neuron.p99_us([float(i) for i in range(1, 101)]) == pytest.approx(99010.0)
+    assert neuron.p99_us([0.0032] * 5) == pytest.approx(3.2)
+    with pytest.raises(ValueError, match="no timed iteration"):
+        neuron.p99_us([])
+    with pytest.raises(FileNotFoundError, match="no NEFF"):
+        neuron.find_neff(tmp_path)
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "kernel.neff").write_bytes(b"neff")
+    assert neuron.find_neff(tmp_path).name == "kernel.neff"
+
+
+def test_bf16_inputs_travel_to_nrtpy_as_their_bytes():
+    import ml_dtypes
+
+    from autocomp_trn.runtime.neuron_main import _as_bytes
+
+    x = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
+    assert _as_bytes(x).dtype == np.uint16 and _as_bytes(x).tobytes() == x.tobytes()
+    y = np.ones(3, np.float32)
+    assert _as_bytes(y) is y
+
+
+# ---------------------------------------------------------------- the drift canary
+
+
+@pytest.mark.parametrize(("api", "generation"), [("v2", "trn2"), ("v2", "trn3"), ("v1", "trn1")])
+def test_the_canary_kernels_are_right_on_the_emulator(api, generation):
+    result = emulate(neuron.CANARY_SPEC, neuron.CANARY_SOURCE[api], neuron.CANARY_SEEDS, generation)
+    assert result["status"] == "ok", result.get("message")
+
+
+def _canary_case(device):
+    """The device's result for the canary's inputs, judged."""
+    a, b = neuron.CANARY_SPEC.make_inputs(neuron.CANARY_SEEDS)
+    ref = 2.0 * a.astype(np.float64) + b
+    return neuron.canary_failure([device(a, b).astype(np.float32)], [ref])
+
+
+def test_the_canary_passes_the_right_result_and_names_each_wrong_one():
+    assert _canary_case(lambda a, b: 2 * a + b) is None
+    assert _canary_case(lambda a, b: np.zeros_like(a)) == "output 0 is all zeros"
+    assert _canary_case(lambda a, b: np.full_like(a, 7.0)) == "output 0 is the constant 7"
+    off = _canary_case(lambda a, b: 2 * a + b + 1e-3)
+    assert off is not None and "differs from the reference" in off
+    assert "NaN" in _canary_case(lambda a, b: np.where(a > 2, np.nan, 2 * a + b))
+    assert "shape" in _canary_case(lambda a, b: (2 * a + b)[:, :64])
+    verdict = neuron.canary_verdict("output 0 is all zeros")
+    assert verdict.status == "infra_error" and verdict.message == (
+        "the Neuron SDK returned a wrong result for a known kernel (drift canary): "
+        "output 0 is all zeros"
+    )
+
+
+STAND_IN = """
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from autocomp_trn.emulator import modules
+from autocomp_trn.neuron import CANARY_SPEC
+from autocomp_trn.problems.catalog import spec_by_id
+from autocomp_trn.runtime import neuron_main
+
+MODE = {mode!r}
+modules.install()  # the kernel file imports nki: the emulator's stand-in loads it
+
+
+def device(kernel, api, work):
+    req = json.loads((work / "request.json").read_text())
+    spec = CANARY_SPEC if req["canary"] else spec_by_id(req["problem"])
+
+    def run(*arrays, **kwargs):
+        if MODE == "zeros":
+            return np.zeros(spec.outputs[0][0], np.float32)
+        ref = spec.reference(*[x.astype(np.float64) for x in arrays], **spec.kwargs)
+        return ref[0].astype(np.float32)
+
+    return run
+
+
+neuron_main.device_runner = device
+neuron_main.latency_us = lambda *args: 12.5
+sys.exit(neuron_main.main([sys.argv[0], sys.argv[1]]))
+"""
+
+CANDIDATE = textwrap.dedent(
+    """
+    import nki
+    import nki.language as nl
+
+
+    @nki.jit
+    def solution(a, g):
+        return nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    """
+)
+
+
+def _evaluations(monkeypatch, mode: str, count: int):
+    """``count`` evaluations through the real harness, its device call replaced by one that
+    returns zeros (a drifted SDK) or the reference (a sound one); and how often it ran."""
+    from autocomp_trn.problems.catalog import spec_by_id
+
+    calls = []
+
+    def command(python, request):  # the stand-in goes where the sandbox lets it be read
+        calls.append(json.loads(Path(request).read_text())["canary"])
+        script = Path(request).parent / "stand_in.py"
+        script.write_text(STAND_IN.format(mode=mode))
+        return [python, str(script), str(request)]
+
+    monkeypatch.setattr(neuron, "harness_command", command)
+    env = neuron.NeuronEnv(devices=["/dev/neuron0"], cores=1, v1=False, v2=True, profiler=None)
+    ev = neuron.NeuronEvaluator(env, "trn2", seeds=2, timeout_s=120, warmup=1, iters=2)
+    spec = spec_by_id("tutorial/rmsnorm")
+
+    async def go():
+        return [await ev.evaluate(spec, CANDIDATE, seed=s) for s in range(count)]
+
+    return asyncio.run(go()), calls
+
+
+def test_a_drifted_sdk_makes_every_evaluation_an_infra_error_and_no_candidate_runs(monkeypatch):
+    verdicts, calls = _evaluations(monkeypatch, "zeros", 2)
+    assert calls == [True]  # the canary alone ran, once
+    for v in verdicts:
+        assert v.status == "infra_error"
+        assert v.message.startswith(neuron.CANARY_MESSAGE) and "all zeros" in v.message
+
+
+def test_a_sound_sdk_runs_the_canary_once_then_the_candidates(monkeypatch):
+    verdicts, calls = _evaluations(monkeypatch, "right", 2)
+    assert calls == [True, False, False]
+    assert [(v.status, v.latency_us) for v in verdicts] == [("ok", 12.5), ("ok", 12.5)]
+
+
+def test_the_backend_reports_a_canary_failure_as_the_evaluators_not_the_candidates():
+    """The backend raises on infra_error: the engine records an infrastructure failure, never
+    a verdict on the program."""
+    from autocomp_core import EvalContext
+
+    verdict = neuron.canary_verdict("output 0 is all zeros")
+
+    class Drifted:
+        async def evaluate(self, *args, **kwargs):
+            return verdict
+
+    backend = TrnBackend({"mode": "neuron"})
+    backend.__dict__["neuron_evaluator"] = Drifted()
+    problem = backend.load_problem("tutorial/rmsnorm")
+    with pytest.raises(RuntimeError, match="drift canary"):
+        asyncio.run(backend.evaluate(problem, CANDIDATE, EvalContext(seed=0)))
+
+
+def test_mixed_and_missing_apis_are_refused_before_anything_runs(monkeypatch):
+    from autocomp_trn.problems.catalog import spec_by_id
+
+    monkeypatch.setattr(neuron, "harness_command", lambda *a: pytest.fail("nothing may run"))
+    spec = spec_by_id("tutorial/rmsnorm")
+    current = neuron.NeuronEnv(devices=["/dev/neuron0"], cores=1, v1=False, v2=True, profiler=None)
+    ev = neuron.NeuronEvaluator(current, "trn2", seeds=1, timeout_s=60, warmup=1, iters=1)
+    mixed = asyncio.run(ev.evaluate(spec, "import nki\nimport neuronxcc.nki as old\n"))
+    assert (mixed.status, mixed.code) == ("compile_error", "err_mixed_api")
+    legacy = asyncio.run(ev.evaluate(spec, "import neuronxcc.nki as nki\n"))
+    assert legacy.status == "compile_error" and "removed in NKI 0.8" in legacy.message
+    old = neuron.NeuronEnv(devices=["/dev/neuron0"], cores=1, v1=True, v2=False, profiler=None)
+    ev = neuron.NeuronEvaluator(old, "trn1", seeds=1, timeout_s=60, warmup=1, iters=1)
+    assert asyncio.run(ev.evaluate(spec, CANDIDATE)).code == "err_no_current_api"
