@@ -175,6 +175,14 @@ def test_list_arguments_to_a_current_api_kernel_are_refused():
     assert emulate(with_tuple, source, generation="trn2")["status"] == "ok"
 
 
+def test_buffers_are_the_nl_buffer_objects_not_strings():
+    body = '    s = nl.ndarray((128, 512), dtype=nl.float32, buffer="sbuf")\n' + DOUBLING
+    result = emulate(DOUBLE, kernel(body), generation="trn2")
+    assert refused(result, "err_string_buffer", "NKI 0.3", "'sbuf'")
+    like = "    s = nl.zeros_like(t)\n    e = nl.empty_like(out)\n" + DOUBLING
+    assert emulate(DOUBLE, kernel(like), generation="trn2")["status"] == "ok"
+
+
 # ---------------------------------------------------------------- one API per kernel
 
 

@@ -65,9 +65,15 @@ def ds(start: int, size: int) -> DynSlice:
 
 
 def ndarray(shape, dtype, *, buffer=None, name: str = "", **_ignored) -> Tile:
-    buffer = SBUF if buffer is None else buffer
+    buffer = sbuf if buffer is None else buffer
     if buffer not in (SBUF, PSUM, HBM):
         raise NkiError(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm)")
+    if tracer().current and not isinstance(buffer, Buffer):
+        raise NkiError(
+            f"verification error (NKI 0.3): buffer={buffer!r} is a string; pass nl.sbuf, "
+            "nl.psum, nl.shared_hbm or nl.private_hbm",
+            "err_string_buffer",
+        )
     if buffer == HBM:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         tensor = tracer().new_tensor(shape, dtype, HBM, None, name)
@@ -100,12 +106,19 @@ def ones(shape, dtype, *, buffer=None, name: str = "", **kw) -> Tile:
 
 
 def zeros_like(a: Tile, dtype=None, *, buffer=None, name: str = "") -> Tile:
-    return zeros(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+    return zeros(a.shape, dtype or a.dtype, buffer=buffer or _buffer_of(a), name=name)
 
 
 def ones_like(a: Tile, dtype=None, *, buffer=None, name: str = "") -> Tile:
-    return ones(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+    return ones(a.shape, dtype or a.dtype, buffer=buffer or _buffer_of(a), name=name)
 
 
 def empty_like(a: Tile, dtype=None, *, buffer=None, name: str = "") -> Tile:
-    return ndarray(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+    return ndarray(a.shape, dtype or a.dtype, buffer=buffer or _buffer_of(a), name=name)
+
+
+def _buffer_of(a: Tile) -> Buffer:
+    """The ``nl`` buffer a tensor lives in."""
+    if a.buffer == HBM:
+        return shared_hbm if a.tensor.hbm_kind == "shared" else private_hbm
+    return sbuf if a.buffer == SBUF else psum
