@@ -76,8 +76,8 @@ def while_loop(init, body_fun) -> None:
             "err_unsupported_api",
         )
     t = tracer()
-    t.emit(["loop", "sequential", 0, t.line()])
-    index = len(t.events) - 1
+    index = t.emit(["loop", "sequential", 0, t.line()])
+    t.loop_depth += 1
     count, r = 0, init
     try:
         while r != 0:
@@ -89,6 +89,7 @@ def while_loop(init, body_fun) -> None:
                 )
             count += 1
     finally:
+        t.loop_depth -= 1
         t.emit(["end"])
     t.events[index][2] = count  # the trip count is known once the loop has run
 
