@@ -64,13 +64,28 @@ def simulate_diff(
     ]
     if list_only:
         for p in chosen:
-            click.echo(f"{p.name:<28} nisa.{p.instruction}")
+            click.echo(f"{p.name:<28} nisa.{p.instruction:<24} {' '.join(p.generations)}")
         return
     missing = simdiff.sdk_missing()
     if missing:
         raise click.exceptions.Exit(_fail(missing))
-    jobs = [simdiff.Job(f"probe/{p.name}", p.spec(), p.code) for p in chosen]
+    jobs = [
+        simdiff.Job(f"probe/{p.name}", p.spec(), p.code)
+        for p in chosen
+        if generation in p.generations
+    ]
     extra, skipped = simdiff.problem_jobs(tuple(g for g in problem_patterns if g != "none"))
+    skipped += [
+        simdiff.Row(
+            f"probe/{p.name}",
+            "skipped",
+            list(p.out[0]),
+            p.out[1],
+            note=f"nisa.{p.instruction} is not on {generation}",
+        )
+        for p in chosen
+        if generation not in p.generations
+    ]
     if not jobs + extra:
         raise click.UsageError("no probe or problem matches")
     with tempfile.TemporaryDirectory(prefix="autocomp-trn-simdiff-") as work:

@@ -34,6 +34,8 @@ class Probe:
     reference: Callable[..., np.ndarray]
     atol: float = 1e-5
     rtol: float = 1e-5
+    #: the targets that have the instruction (the Trn3-only ones are refused elsewhere)
+    generations: tuple[str, ...] = ("trn1", "trn2", "trn3")
 
     @property
     def code(self) -> str:
@@ -77,6 +79,27 @@ def _x(name: str = "a", shape=(P, F), dtype: str = "float32", dist: str = "norma
 AB = (_x("a"), _x("b"))
 OUT = ((P, F), "float32")
 ROW = ((P, 1), "float32")
+
+
+def _gelu(x):
+    from math import erf
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _range_select(a, u):
+    lo = (u.astype(np.float32) * np.float32(256)).astype(np.float64)
+    hi = (u.astype(np.float32) * np.float32(256) + np.float32(128)).astype(np.float64)
+    i = np.arange(a.shape[1])[None, :]
+    return np.where((i >= lo) & (i < hi), a, -1000.0)
+
+
+def _bn(a):
+    return np.concatenate([a.mean(axis=1, keepdims=True), a.var(axis=1, keepdims=True)], axis=1)
 
 
 def _bf16(x):
@@ -160,6 +183,8 @@ PROBES: list[Probe] = [
     _act("sigmoid", lambda a: 1 / (1 + np.exp(-a))),
     _act("relu", lambda a: np.maximum(a, 0)),
     _act("silu", lambda a: a / (1 + np.exp(-a))),
+    _act("gelu", _gelu, atol=1e-5, rtol=1e-4),
+    _act("gelu_apprx_tanh", _gelu_tanh, atol=1e-5, rtol=1e-4),
     _act("abs", np.abs),
     _act("sqrt", np.sqrt, dist="positive"),
     _act("rsqrt", lambda a: 1 / np.sqrt(a), dist="positive"),
@@ -265,6 +290,158 @@ PROBES: list[Probe] = [
         _scan,
         1e-4,
         1e-4,
+    ),
+    Probe(
+        "scalar_tensor_tensor",
+        "scalar_tensor_tensor",
+        AB,
+        OUT,
+        "nisa.scalar_tensor_tensor(dst=res, data=ta, op0=nl.multiply, operand0=2.0, op1=nl.add, "
+        "operand1=tb)",
+        lambda a, b: 2 * a + b,
+    ),
+    Probe(
+        "tensor_scalar_reduce",
+        "tensor_scalar_reduce",
+        (_x(),),
+        ROW,
+        "t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.tensor_scalar_reduce(dst=t, data=ta, op0=nl.multiply, operand0=3.0, "
+        "reduce_op=nl.add, reduce_res=res)",
+        lambda a: 3 * a.sum(axis=1, keepdims=True),
+        1e-3,
+        1e-5,
+    ),
+    Probe(
+        "tensor_partition_reduce",
+        "tensor_partition_reduce",
+        (_x(),),
+        ((1, F), "float32"),
+        "nisa.tensor_partition_reduce(dst=res, op=nl.add, data=ta)",
+        lambda a: a.sum(axis=0, keepdims=True),
+        1e-4,
+        1e-5,
+    ),
+    Probe(
+        "activation_reduce",
+        "activation_reduce",
+        (_x(),),
+        ROW,
+        "t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.activation_reduce(dst=t, op=nl.exp, data=ta, reduce_op=nl.add, reduce_res=res)",
+        lambda a: np.exp(a).sum(axis=1, keepdims=True),
+        1e-3,
+        1e-4,
+    ),
+    Probe(
+        "iota",
+        "iota",
+        (_x(),),
+        ((P, F), "int32"),
+        "nisa.iota(dst=res, pattern=[[1, 512]], offset=7, channel_multiplier=512)",
+        lambda a: 7 + np.arange(P)[:, None] * F + np.arange(F)[None, :],
+        0.5,
+        0.0,
+    ),
+    Probe(
+        "affine_select_causal",
+        "affine_select",
+        (_x(),),
+        OUT,
+        "nisa.affine_select(dst=res, pattern=[[-1, 512]], offset=0, channel_multiplier=1, "
+        "on_true_tile=ta, on_false_value=-9984.0, cmp_op=nl.greater_equal)",
+        lambda a: np.where(np.arange(P)[:, None] >= np.arange(F)[None, :], a, -9984.0),
+    ),
+    Probe(
+        "bn_stats_aggr",
+        "bn_stats",
+        (_x(),),
+        ((P, 2), "float32"),
+        "st = nl.ndarray((128, 6), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.bn_stats(dst=st, data=ta)\n"
+        "nisa.bn_aggr(dst=res, data=st)",
+        _bn,
+        1e-5,
+        1e-4,
+    ),
+    Probe(
+        "max8",
+        "max8",
+        (_x(),),
+        ((P, 8), "float32"),
+        "nisa.max8(dst=res, src=ta)",
+        lambda a: -np.sort(-a, axis=1)[:, :8],
+    ),
+    Probe(
+        "dma_transpose_2d",
+        "dma_transpose",
+        (_x("a", (64, P), "bfloat16"),),
+        ((P, 64), "bfloat16"),
+        "nisa.dma_transpose(dst=res, src=ta)",
+        lambda a: a.T,
+        1e-12,
+        0.0,
+    ),
+    Probe(
+        "range_select",
+        "range_select",
+        (_x(), _x("u", (P, 1), dist="unit")),
+        OUT,
+        "lo = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.tensor_scalar(dst=lo, data=tu, op0=nl.multiply, operand0=256.0)\n"
+        "hi = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.tensor_scalar(dst=hi, data=tu, op0=nl.multiply, operand0=256.0, op1=nl.add, "
+        "operand1=128.0)\n"
+        "nisa.range_select(dst=res, on_true_tile=ta, comp_op0=nl.greater_equal, "
+        "comp_op1=nl.less, bound0=lo, bound1=hi, on_false_value=-1000.0)",
+        _range_select,
+        generations=("trn2", "trn3"),
+    ),
+    Probe(
+        "tensor_copy_predicated",
+        "tensor_copy_predicated",
+        AB,
+        OUT,
+        "mask = nl.ndarray((128, 512), dtype=nl.uint8, buffer=nl.sbuf)\n"
+        "nisa.tensor_scalar(dst=mask, data=tb, op0=nl.greater, operand0=0.0)\n"
+        "nisa.memset(dst=res, value=0.0)\n"
+        "nisa.tensor_copy_predicated(dst=res, src=ta, predicate=mask)",
+        lambda a, b: np.where(b > 0, a, 0.0),
+    ),
+    Probe(
+        "nc_find_index8",
+        "nc_find_index8",
+        (_x(),),
+        ((P, 8), "uint32"),
+        "top = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.max8(dst=top, src=ta)\n"
+        "nisa.nc_find_index8(dst=res, data=ta, vals=top)",
+        lambda a: np.argsort(-a, axis=1, kind="stable")[:, :8],
+        0.5,
+        0.0,
+    ),
+    Probe(
+        "activate2_exp",
+        "activate2",
+        (_x(),),
+        OUT,
+        "nisa.activate2(dst=res, op=nl.exp, data=ta, imm0=2.0, imm1=1.0, op0=nl.multiply, "
+        "op1=nl.subtract)",
+        lambda a: np.exp(2 * a - 1),
+        1e-5,
+        1e-4,
+        generations=("trn3",),
+    ),
+    Probe(
+        "exponential",
+        "exponential",
+        (_x(),),
+        OUT,
+        "nisa.exponential(dst=res, src=ta, max_value=1.0)",
+        lambda a: np.exp(a - 1),
+        1e-5,
+        1e-4,
+        generations=("trn3",),
     ),
 ]
 

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from autocomp_trn import probes, simdiff
 from autocomp_trn.cli import trn
+from autocomp_trn.emulator.hardware import GENERATIONS
 from autocomp_trn.evaluate import child_env
 from autocomp_trn.judge import emulate
 
@@ -30,15 +31,23 @@ def test_there_are_at_least_twenty_probes_over_the_emulated_instructions():
     assert len(probes.PROBES) >= 20
     assert len({p.name for p in probes.PROBES}) == len(probes.PROBES)
     covered = {p.instruction for p in probes.PROBES}
-    assert covered <= set(isa_v2.PUBLIC) and len(covered) >= 11
+    assert covered <= set(isa_v2.PUBLIC) and len(covered) >= 20
 
 
 @pytest.mark.parametrize("probe", probes.PROBES, ids=lambda p: p.name)
-def test_every_probe_is_a_current_api_kernel_that_passes_on_the_emulator(probe):
+def test_every_probe_is_a_current_api_kernel_that_passes_on_the_emulator_on_every_generation(
+    probe,
+):
     assert "neuronxcc" not in probe.code and probe.code.startswith(probes.HEADER)
-    for generation in ("trn2", "trn1"):
+    for generation in sorted(GENERATIONS):
         result = emulate(probe.spec(), probe.code, seeds=[3, 4], generation=generation)
-        assert result["status"] == "ok", (generation, result.get("message"))
+        if generation in probe.generations:
+            assert result["status"] == "ok", (generation, result.get("message"))
+        else:  # an instruction the target lacks is refused, naming the rule
+            assert result["status"] == "compile_error", generation
+            assert (
+                f"nisa.{probe.instruction} is available only on NeuronCore-v" in result["message"]
+            )
 
 
 def test_a_probe_fails_against_a_wrong_reference():
@@ -143,3 +152,19 @@ def test_legacy_baselines_are_listed_as_skipped_not_simulated():
     for row in skipped:
         assert row.status == "skipped" and "legacy" in row.note
     assert jobs or skipped
+
+
+@pytest.mark.skipif(
+    SDK_HERE, reason="the Neuron SDK is installed here: its absence cannot be shown"
+)
+def test_the_check_hands_the_jobs_to_the_simulator_process_which_finds_no_sdk(tmp_path):
+    """The request, the inputs and the child process are real; without the SDK the child's
+    one-line reason comes back as an error, never as rows."""
+    p = probes.probe_by_name("tensor_tensor_add")
+    job = simdiff.Job(f"probe/{p.name}", p.spec(), p.code)
+    with pytest.raises(RuntimeError, match="nki package is not installed"):
+        simdiff.run_check([job], [1], "trn2", tmp_path, timeout_s=120)
+    request = json.loads((tmp_path / "request.json").read_text())
+    assert request["jobs"][0]["dtypes"] == ["float32", "float32"]
+    with np.load(tmp_path / "job0" / "inputs.npz") as z:
+        assert z["arr_0"].shape == (1, 128, 512)
