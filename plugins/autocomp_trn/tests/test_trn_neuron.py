@@ -331,3 +331,38 @@ def test_mixed_and_missing_apis_are_refused_before_anything_runs(monkeypatch):
     old = neuron.NeuronEnv(devices=["/dev/neuron0"], cores=1, v1=True, v2=False, profiler=None)
     ev = neuron.NeuronEvaluator(old, "trn1", seeds=1, timeout_s=60, warmup=1, iters=1)
     assert asyncio.run(ev.evaluate(spec, CANDIDATE)).code == "err_no_current_api"
+
+
+def test_the_harness_runs_the_kernels_own_jit_object_so_its_compile_config_goes_as_written(
+    tmp_path,
+):
+    """With the emulator's stand-in ``nki`` (the real one is not here): a jit kernel is called
+    as it is, carrying its CompileConfig; a plain function gets ``nki.jit`` with the defaults."""
+    from autocomp_trn.emulator import modules
+    from autocomp_trn.runtime.neuron_main import device_runner, load_kernel
+
+    (tmp_path / "kernel.py").write_text(
+        textwrap.dedent(
+            """
+            import nki
+            from nki.compiler import Allocation, CompileConfig
+
+
+            @nki.jit(compile_config=CompileConfig(allocation=Allocation.LINEAR, scheduling=True))
+            def tuned(a):
+                return a
+
+
+            def plain(a):
+                return a
+            """
+        )
+    )
+    with modules.installed("trn2"):
+        tuned = load_kernel(tmp_path / "kernel.py", "tuned")
+        assert device_runner(tuned, "v2", tmp_path) is tuned
+        assert tuned.compile_config.scheduling is True
+        plain = load_kernel(tmp_path / "kernel.py", "plain")
+        wrapped = device_runner(plain, "v2", tmp_path)
+        assert wrapped is not plain and type(wrapped) is type(tuned)
+        assert wrapped.compile_config is None
