@@ -211,6 +211,26 @@ def problem_jobs(patterns: tuple[str, ...]) -> tuple[list[Job], list[Row]]:
     return jobs, skipped
 
 
+def references(spec: ProblemSpec, seeds: list[int]) -> list[np.ndarray]:
+    """The float64 reference outputs on the inputs both sides got (leading axis: seed)."""
+    inputs = spec.make_inputs(seeds)
+    per_seed = [
+        spec.reference(*[x[s].astype(np.float64) for x in inputs], **spec.kwargs)
+        for s in range(len(seeds))
+    ]
+    return [np.stack([r[k] for r in per_seed]) for k in range(len(per_seed[0]))]
+
+
+def simulator_against_reference(sim: np.ndarray, ref: np.ndarray, spec: ProblemSpec) -> str:
+    """Which side a difference is on: is the simulator's output itself within the tolerance?"""
+    from .check import compare
+
+    verdict = compare([sim], [ref], spec.atol, spec.rtol)
+    if verdict.ok:
+        return f"simulator within tolerance of the reference (worst {verdict.worst_ratio:.2g})"
+    return "simulator NOT within tolerance of the reference: " + verdict.message.split(";")[0]
+
+
 def run_check(
     jobs: list[Job], seeds: list[int], generation: str, work: Path, timeout_s: float = 1800
 ) -> list[Row]:
@@ -229,9 +249,13 @@ def run_check(
         if isinstance(got, str):
             rows.append(Row(job.name, "failed", first_shape, first_dtype, note=f"simulator {got}"))
             continue
+        refs = references(job.spec, seeds)
         for k, ((_, dtype), e, s) in enumerate(zip(outs, emu, got, strict=False)):
             name = job.name if len(outs) == 1 else f"{job.name}[{k}]"
-            rows.append(difference(name, e, s, job.spec.atol, job.spec.rtol, dtype))
+            row = difference(name, e, s, job.spec.atol, job.spec.rtol, dtype)
+            against = simulator_against_reference(s, refs[k], job.spec)
+            row.note = f"{row.note}; {against}" if row.note else against
+            rows.append(row)
         if len(got) != len(outs):
             rows.append(
                 Row(

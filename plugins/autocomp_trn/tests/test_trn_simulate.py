@@ -168,3 +168,15 @@ def test_the_check_hands_the_jobs_to_the_simulator_process_which_finds_no_sdk(tm
     assert request["jobs"][0]["dtypes"] == ["float32", "float32"]
     with np.load(tmp_path / "job0" / "inputs.npz") as z:
         assert z["arr_0"].shape == (1, 128, 512)
+
+
+def test_each_row_says_whether_the_simulator_itself_meets_the_reference():
+    """Which side a difference is on (arrays made here stand for the simulator's output)."""
+    p = probes.probe_by_name("tensor_tensor_add")
+    (ref,) = simdiff.references(p.spec(), [1, 2])
+    a, b = p.spec().make_inputs([1, 2])
+    np.testing.assert_allclose(ref, a.astype(np.float64) + b)
+    good = simdiff.simulator_against_reference(ref.astype(np.float32), ref, p.spec())
+    assert good.startswith("simulator within tolerance")
+    bad = simdiff.simulator_against_reference(np.zeros_like(ref), ref, p.spec())
+    assert bad.startswith("simulator NOT within tolerance") and "constant" in bad
