@@ -238,6 +238,116 @@ def test_range_select_keeps_a_per_partition_range_on_trn2_and_is_refused_on_trn1
     refused(run(spec, kernel(RANGE), "trn1"), "range_select", "NeuronCore-v3")
 
 
+def test_select_reduce_chooses_by_a_predicate_and_takes_the_max():
+    spec = problem(
+        X,
+        [((128, 64), "float32"), ((128, 1), "float32")],
+        lambda x: (np.where(x < 0.5, x, -5.0), np.where(x < 0.5, x, -5.0).max(1, keepdims=True)),
+    )
+    code = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    mx = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    p = nl.ndarray((128, 64), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=p, data=a, op0=nl.less, operand0=0.5)
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.select_reduce(dst=r, predicate=p, on_true=a, on_false=-5.0, reduce_res=m,
+                       reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.dma_copy(dst=out, src=r)
+    nisa.dma_copy(dst=mx, src=m)
+    return out, mx
+"""
+    ok(run(spec, code))
+
+
+def test_nc_stream_shuffle_moves_partitions_within_each_quadrant():
+    mask = [(i + 1) % 32 for i in range(31)] + [255]
+
+    def ref(x):
+        out = np.full_like(x, 9.0)
+        for q in range(4):
+            for i, m in enumerate(mask):
+                if m != 255:
+                    out[q * 32 + i] = x[q * 32 + m]
+        return (out,)
+
+    body = f"""
+nisa.memset(dst=r, value=9.0)
+nisa.nc_stream_shuffle(dst=r, src=a, shuffle_mask={mask})
+"""
+    ok(run(problem(X, SAME, ref), kernel(body)))
+
+
+def test_tensor_scalar_cumulative_runs_a_reduction_along_the_free_axis():
+    spec = problem(
+        X,
+        [((128, 64), "float32"), ((128, 64), "float32")],
+        lambda x: (np.cumsum(x * 2.0, axis=1), np.maximum.accumulate(x, axis=1).clip(0.5)),
+        atol=1e-4,
+        rtol=1e-4,
+    )
+    code = """
+@nki.jit
+def solution(x):
+    o1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    o2 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    m = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(dst=s, src=a, op0=nl.multiply, op1=nl.add, imm0=2.0)
+    nisa.tensor_scalar_cumulative(dst=m, src=a, op0=nl.add, op1=nl.maximum, imm0=0.0, imm1=0.5,
+                                  reduce_cmd=nisa.reduce_cmd.load_reduce)
+    nisa.dma_copy(dst=o1, src=s)
+    nisa.dma_copy(dst=o2, src=m)
+    return o1, o2
+"""
+    ok(run(spec, code))
+
+
+def test_topk_selects_per_group_of_16_partitions_in_the_snake_layout():
+    n, k = 100, 20  # src [128, 7]: 8 groups of 16 partitions, 100 of their 112 slots active
+
+    def ref(x):
+        vals = np.full((128, k), 0.0, np.float32)
+        idx = np.zeros((128, k), np.uint32)
+        for g in range(8):
+            snake = x[g * 16 : (g + 1) * 16].T.reshape(-1)[:n]
+            order = np.argsort(-snake, kind="stable")[:k]
+            for j, o in enumerate(order):  # result j at partition j % 16, column j // 16
+                vals[g * 16 + j % 16, j // 16] = snake[o]
+                idx[g * 16 + j % 16, j // 16] = o
+        return vals[:, :1], idx[:, :1]  # the first column is complete (k >= 16)
+
+    spec = problem(
+        [Input("x", (128, 7), "bfloat16")],
+        [((128, 1), "bfloat16"), ((128, 1), "uint32")],
+        ref,
+        atol=1e-6,
+        rtol=0,
+    )
+    code = f"""
+@nki.jit
+def solution(x):
+    o1 = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    o2 = nl.ndarray((128, 1), dtype=nl.uint32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 7), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    v = nl.ndarray((128, {k}), dtype=nl.bfloat16, buffer=nl.sbuf)
+    i = nl.ndarray((128, {k}), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.topk(val_dst=v, idx_dst=i, src=a, n={n}, sorted=True)
+    nisa.dma_copy(dst=o1, src=v[:, 0:1])
+    nisa.dma_copy(dst=o2, src=i[:, 0:1])
+    return o1, o2
+"""
+    ok(run(spec, code))
+    refused(run(spec, code.replace("n=100", "n=4")), "topk", "n must be in [8, 65536)")
+
+
 def test_nl_abs_max_as_a_tensor_scalar_op_on_trn3_and_refused_on_trn2():
     spec = problem(X, SAME, lambda x: (np.where(np.abs(x) > 0.5, x, 0.5),))
     body = "nisa.tensor_scalar(dst=r, data=a, op0=nl.abs_max, operand0=0.5)"

@@ -39,6 +39,7 @@ class reduce_cmd(enum.Enum):
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4  # the current API: load a value into the registers, then reduce onto it
 
 
 _ReduceCmd = reduce_cmd  # (``activation``'s parameter of the same name hides the class)

@@ -287,7 +287,8 @@ def activation(
     registers, which ``reduce_res`` receives."""
     if _enum(engine, _Engine, "activation engine") not in (scalar_engine, unknown_engine):
         raise NkiError("activation on GpSimd is not emulated", "err_unsupported_api")
-    cmd = _enum(reduce_cmd, _ReduceCmd, "activation reduce_cmd")
+    _reduce_command(reduce_cmd, ("idle", "reset", "reduce", "reset_reduce"), "activation")
+    cmd = reduce_cmd
     isa.activation(
         op,
         data,
@@ -599,6 +600,78 @@ def range_select(
     emit("range_select", dsts, srcs, attrs)
 
 
+def select_reduce(
+    dst,
+    predicate,
+    on_true,
+    on_false,
+    reduce_res=None,
+    reduce_cmd=reduce_cmd.idle,
+    reduce_op="maximum",
+    reverse_pred=False,
+    name=None,
+):
+    """VectorE: ``dst = on_true`` where ``predicate`` (an 8/16-bit integer tile) is nonzero,
+    ``on_false`` (a float or [P, 1] tile) elsewhere; ``reduce_res`` receives each partition's max."""
+    d = _dst(dst)
+    _reduce_command(reduce_cmd, ("idle", "reset_reduce"), "select_reduce")
+    if op_name(reduce_op, ALU_OPS, "reduce_op") != "maximum":
+        raise NkiError("select_reduce reduces with max only", "err_unsupported_reduce_op")
+    if is_scalar(on_false) and not isinstance(on_false, float):
+        raise NkiError("select_reduce scalar on_false must be a float (float32)")
+    srcs: list = [isa._tile(predicate, "predicate"), isa._tile(on_true, "on_true")]
+    attrs: dict = {"reverse": bool(reverse_pred)}
+    _operand(on_false, "on_false", srcs, attrs)
+    dsts = [d] + ([] if reduce_res is None else [_dst(reduce_res, "reduce_res")])
+    emit("select_reduce", dsts, srcs, attrs)
+
+
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
+    """VectorE: in each quadrant of 32 partitions, dst partition i takes src partition
+    ``shuffle_mask[i]`` (255: keep dst's partition i)."""
+    mask = list(shuffle_mask) if isinstance(shuffle_mask, (list, tuple)) else None
+    if (
+        mask is None
+        or len(mask) != 32
+        or not all(
+            isinstance(m, int) and not isinstance(m, bool) and (0 <= m < 32 or m == 255)
+            for m in mask
+        )
+    ):
+        raise NkiError("nc_stream_shuffle shuffle_mask must be 32 ints in [0, 32) or 255")
+    emit("stream_shuffle", [_dst(dst)], [isa._tile(src, "src")], {"mask": mask})
+
+
+def tensor_scalar_cumulative(
+    dst, src, op0, op1, imm0, imm1=None, reduce_cmd=reduce_cmd.reset_reduce, name=None
+):
+    """VectorE: per partition along the free elements, ``reg = op1(src[i] op0 imm0, reg)`` and
+    ``dst[i] = reg``; reg starts at op1's identity (reset_reduce) or at ``imm1`` (load_reduce)."""
+    cmd = _reduce_command(reduce_cmd, ("reset_reduce", "load_reduce"), "tensor_scalar_cumulative")
+    srcs: list = [isa._tile(src, "src")]
+    attrs: dict = {"op0": _alu(op0, "op0"), "op1": _alu(op1, "op1"), "reduce_cmd": cmd}
+    _operand(imm0, "imm0", srcs, attrs)
+    if cmd == "load_reduce":
+        if imm1 is None:
+            raise NkiError("tensor_scalar_cumulative with load_reduce needs imm1 (the start value)")
+        _operand(imm1, "imm1", srcs, attrs)
+    emit("tensor_scalar_cumulative", [_dst(dst)], srcs, attrs)
+
+
+def topk(val_dst, idx_dst, src, n, sorted=False, name=None):
+    """GpSimd: in each group of 16 partitions, the k largest of the first ``n`` bf16 elements of
+    src's snake layout (element s at partition s % 16, column s // 16) into val_dst, their
+    indices into idx_dst (uint32), in the same snake layout; k is val_dst's free size."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise NkiError(f"topk n must be an int, got {n!r}")
+    emit(
+        "topk",
+        [_dst(val_dst, "val_dst"), _dst(idx_dst, "idx_dst")],
+        [isa._tile(src, "src")],
+        {"n": n, "sorted": bool(sorted)},
+    )
+
+
 # ---------------------------------------------------------------- DMA
 
 
@@ -726,7 +799,8 @@ INSTRUCTIONS = (
     "nc_matmul nc_transpose tensor_tensor tensor_scalar scalar_tensor_tensor tensor_scalar_reduce "
     "tensor_reduce tensor_partition_reduce tensor_copy activation activation_reduce activate2 "
     "exponential reciprocal tensor_tensor_scan memset iota affine_select bn_stats bn_aggr max8 "
-    "nc_find_index8 nc_match_replace8 tensor_copy_predicated range_select dma_copy dma_transpose"
+    "nc_find_index8 nc_match_replace8 tensor_copy_predicated range_select select_reduce "
+    "nc_stream_shuffle tensor_scalar_cumulative topk dma_copy dma_transpose"
 ).split()
 #: the enumerations and target queries
 ENUMS = (

@@ -17,9 +17,9 @@ from .elementwise import (
 from .fused import activate2, exponential, scalar_tensor_tensor, tensor_scalar_reduce
 from .movement import dma, dma_transpose, matmul, pbroadcast, transpose
 from .patterns import affine_select_pattern, iota_pattern
-from .reductions import partition_reduce, scan, tensor_reduce
-from .selection import copy_predicated, range_select
-from .statistics import bn_aggr, bn_stats, find_index8, match_replace8, max8
+from .reductions import cumulative, partition_reduce, scan, tensor_reduce
+from .selection import copy_predicated, range_select, select_reduce, stream_shuffle
+from .statistics import bn_aggr, bn_stats, find_index8, match_replace8, max8, topk
 
 OPS = {
     "dma": dma,
@@ -53,4 +53,8 @@ OPS = {
     "match_replace8": match_replace8,
     "copy_predicated": copy_predicated,
     "range_select": range_select,
+    "select_reduce": select_reduce,
+    "stream_shuffle": stream_shuffle,
+    "tensor_scalar_cumulative": cumulative,
+    "topk": topk,
 }

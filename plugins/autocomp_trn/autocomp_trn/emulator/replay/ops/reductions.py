@@ -1,5 +1,6 @@
 """The reductions: tensor_reduce along free axes (merged into a preceding activation where the
-compiler does that), the tensor_tensor scan, and the reduction across partitions."""
+compiler does that), the tensor_tensor scan, the reduction across partitions, and the current
+API's tensor_scalar_cumulative (a running reduction along the free elements)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from .. import pricing
 from ..numerics import ALU, REDUCE, linear_scan
 from ..rules import elementwise_checks, shape_eq
 from ..state import Core, as_int, fail, free
+from .elementwise import _scalar_operand
+from .generations import alu
 
 
 def tensor_reduce(core: Core, dsts, srcs, attrs) -> None:
@@ -131,3 +134,57 @@ def partition_reduce(core: Core, dsts, srcs, attrs) -> None:
     if core.numeric:
         d.write(REDUCE[op](s.read(), axis=1, keepdims=True))
     pricing.compute(core, "pool", "partition_reduce", free(s) * 2, dsts, srcs)
+
+
+#: the register's starting value of each tensor_scalar_cumulative operator (reduce_cmd=reset_reduce)
+CUMULATIVE_START = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "minimum": np.inf,
+}
+_NO_INT32 = ("int32", "uint32")
+
+
+def cumulative(core: Core, dsts, srcs, attrs) -> None:
+    """tensor_scalar_cumulative: per partition along the free elements,
+    ``reg = op1(op0(x[i], imm0), reg)`` and ``dst[i] = reg``; the register starts at op1's
+    identity (reset_reduce) or at ``imm1`` (load_reduce)."""
+    (d,), data = dsts, srcs[0]
+    op1 = attrs["op1"]
+    f0, f1 = alu(core, attrs["op0"]), alu(core, op1)
+    if op1 not in CUMULATIVE_START:
+        fail(
+            f"tensor_scalar_cumulative op1 must be add, subtract, multiply, max or min, not {op1}",
+            "err_unsupported_reduce_op",
+            core.line,
+        )
+    elementwise_checks("dve", dsts, srcs[:1], "tensor_scalar_cumulative", core.line)
+    shape_eq(data, d, "tensor_scalar_cumulative output", core.line)
+    if {data.t.dtype, d.t.dtype} & set(_NO_INT32):
+        fail(
+            "tensor_scalar_cumulative does not take int32/uint32 input or output",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    v0, k = _scalar_operand(core, attrs, "imm0", srcs, 1, data)
+    start = CUMULATIVE_START[op1]
+    if attrs.get("reduce_cmd", "reset_reduce") == "load_reduce":
+        start, k = _scalar_operand(core, attrs, "imm1", srcs, k, data)
+    elif attrs.get("reduce_cmd", "reset_reduce") != "reset_reduce":
+        raise ValueError("reduce_cmd")
+    if k != len(srcs):
+        raise ValueError("operand count")
+    if core.numeric:
+        p = data.dims[0][0]
+        with np.errstate(all="ignore"):
+            t = f0(data.read(), v0).reshape(core.seeds, p, -1)
+            reg = np.broadcast_to(np.asarray(start, np.float32), (core.seeds, p, 1))
+            reg = reg.reshape(core.seeds, p).astype(np.float32)
+            out = np.empty_like(t)
+            for i in range(t.shape[2]):
+                reg = f1(t[:, :, i], reg)
+                out[:, :, i] = reg
+        d.write(out.reshape((core.seeds, *d.shape)))
+    pricing.compute(core, "dve", "tensor_scalar_cumulative", free(d), dsts, srcs, k=1.0)

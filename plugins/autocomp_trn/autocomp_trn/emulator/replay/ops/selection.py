@@ -1,6 +1,8 @@
 """The current API's VectorE selections: tensor_copy_predicated (copy where a predicate tile is
-nonzero, keep the destination elsewhere) and range_select (keep the elements whose free index
-lies between two per-partition bounds, with a fused reduction; NeuronCore-v3+)."""
+nonzero, keep the destination elsewhere), range_select (keep the elements whose free index
+lies between two per-partition bounds, with a fused reduction; NeuronCore-v3+), select_reduce
+(choose between two operands by a predicate, with a fused max) and nc_stream_shuffle (move
+partitions within each quadrant of 32)."""
 
 from __future__ import annotations
 
@@ -111,3 +113,88 @@ def range_select(core: Core, dsts, srcs, attrs) -> None:
         d.write(y.reshape((core.seeds, *d.shape)))
         _reduce(core, red, y, op)
     pricing.compute(core, "dve", "range_select", free(d), dsts, srcs, k=1.0)
+
+
+SELECT_PREDICATE_DTYPES = ("int8", "uint8", "int16", "uint16")
+
+
+def select_reduce(core: Core, dsts, srcs, attrs) -> None:
+    """``dst = where(predicate, on_true, on_false)`` (on_false a scalar or [P, 1] tile), and
+    the max of each partition of the result into ``reduce_res``."""
+    d = dsts[0]
+    pred, on_true = srcs[0], srcs[1]
+    elementwise_checks("dve", dsts[:1], srcs[:2], "select_reduce", core.line)
+    shape_eq(on_true, d, "select_reduce on_true", core.line)
+    shape_eq(pred, d, "select_reduce predicate", core.line)
+    if pred.t.dtype not in SELECT_PREDICATE_DTYPES:
+        fail(
+            f"select_reduce predicate must be int8, uint8, int16 or uint16, got {pred.t.dtype}",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    if on_true.t.dtype in ("tfloat32", "int32", "uint32"):
+        fail(
+            f"select_reduce on_true cannot be {on_true.t.dtype}", "err_unsupported_dtype", core.line
+        )
+    if pred.t.buffer == "psum" and on_true.t.buffer == "psum":
+        fail(
+            "select_reduce cannot read both on_true and predicate from PSUM",
+            "err_unsupported_memory",
+            core.line,
+        )
+    other = None
+    if attrs.get("on_false") == "ap":
+        if len(srcs) != 3:
+            raise ValueError("operand count")
+        _bound(core, srcs[2], on_true, "on_false")
+        other = srcs[2]
+    elif len(srcs) != 2 or isinstance(attrs.get("on_false"), bool):
+        raise ValueError("on_false")
+    elif not isinstance(attrs.get("on_false"), (int, float)):
+        raise ValueError("on_false")
+    red = _reduce_target(core, dsts, on_true, "select_reduce")
+    if red is not None and red.t.dtype not in ("float32", "bfloat16", "float16"):
+        fail("select_reduce reduce_res must be a float tile", "err_unsupported_dtype", core.line)
+    if core.numeric:
+        keep = pred.read() != 0
+        if attrs.get("reverse"):
+            keep = ~keep
+        shape1 = (core.seeds, on_true.dims[0][0], *([1] * (len(on_true.dims) - 1)))
+        fill = other.read().reshape(shape1) if other is not None else np.float32(attrs["on_false"])
+        y = np.where(keep, on_true.read(), fill)
+        d.write(y)
+        _reduce(core, red, y, "maximum")
+    pricing.compute(core, "dve", "select_reduce", free(d), dsts, srcs, k=1.0)
+
+
+def stream_shuffle(core: Core, dsts, srcs, attrs) -> None:
+    """nc_stream_shuffle: in each quadrant of 32 partitions, dst partition i takes src partition
+    ``mask[i]`` of the same quadrant (255: dst partition i keeps its values)."""
+    (d,), (s,) = dsts, srcs
+    mask = attrs["mask"]
+    if not (isinstance(mask, list) and len(mask) == 32):
+        raise ValueError("mask")
+    if any(
+        isinstance(m, bool) or not isinstance(m, int) or not (0 <= m < 32 or m == 255) for m in mask
+    ):
+        raise ValueError("mask")
+    elementwise_checks("dve", dsts, srcs, "nc_stream_shuffle", core.line)
+    parts = s.dims[0][0]
+    if d.dims[0][0] != parts or parts % 32 or free(d) != free(s):
+        fail(
+            "nc_stream_shuffle src and dst must span the same whole quadrants of 32 partitions "
+            f"and the same elements per partition, got {list(s.shape)} and {list(d.shape)}",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+    if s.t.dtype != d.t.dtype:
+        fail("nc_stream_shuffle dst must have src's dtype", "err_unsupported_dtype", core.line)
+    if core.numeric:
+        x = s.view().reshape(core.seeds, parts, -1)
+        out = d.view().reshape(core.seeds, parts, -1).copy()
+        for q in range(0, parts, 32):
+            for i, m in enumerate(mask):
+                if m != 255:
+                    out[:, q + i] = x[:, q + m]
+        d.view()[...] = out.reshape((core.seeds, *d.shape))
+    pricing.compute(core, "dve", "stream_shuffle", free(d), dsts, srcs, k=1.0)

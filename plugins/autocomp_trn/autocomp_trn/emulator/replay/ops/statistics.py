@@ -1,6 +1,6 @@
 """Per-partition statistics and searches on VectorE: bn_stats / bn_aggr (mean and variance),
 max8 (the 8 largest values), nc_find_index8 (where 8 values first occur) and
-nc_match_replace8 (replace them)."""
+nc_match_replace8 (replace them); and GpSimd's topk."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import hardware as hw
 from .. import pricing
-from ..rules import elementwise_checks
+from ..rules import elementwise_checks, onchip
 from ..state import AP, Core, fail, free
 
 
@@ -184,3 +184,59 @@ def match_replace8(core: Core, dsts, srcs, attrs) -> None:
         if idx is not None:
             idx.view()[...] = index.reshape((core.seeds, *idx.shape)).astype(idx.t.data.dtype)
     pricing.compute(core, "dve", "match_replace8", free(s), dsts, srcs, k=1.0)
+
+
+def topk(core: Core, dsts, srcs, attrs) -> None:
+    """GpSimd topk: each group of 16 partitions holds one bf16 problem in a snake layout
+    (element s at partition s % 16, column s // 16; the first ``n`` count). The k largest
+    (k = val_dst's free size) go to val_dst and their snake indices (uint32) to idx_dst, in the
+    same snake layout, largest first (the emulator's order, also for sorted=False); the slots
+    past k in the last written column are undefined: NaN and all ones here."""
+    (vals, idx), (s,) = dsts, srcs
+    n = attrs["n"]
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError("n")
+    elementwise_checks("pool", dsts, srcs, "topk", core.line)
+    for ap in (vals, idx, s):
+        onchip(ap, "topk operand", core.line, ("sbuf",))
+    parts, k, columns = s.dims[0][0], free(vals), free(s)
+    problems = [
+        (s.t.dtype != "bfloat16" or vals.t.dtype != "bfloat16", "src and val_dst must be bfloat16"),
+        (idx.t.dtype != "uint32", "idx_dst must be uint32"),
+        (vals.dims[0][0] != parts or idx.dims[0][0] != parts, "operands must share partitions"),
+        (free(idx) != k, "idx_dst must have val_dst's free size"),
+        (parts % 16, "the partition count must be a multiple of 16"),
+        (not 8 <= n < 65536, "n must be in [8, 65536)"),
+        (not 1 <= k <= n or k >= 32768, "k (val_dst's free size) must be in [1, 32768) and <= n"),
+        (columns < -(-n // 16), "src must hold ceil(n / 16) columns"),
+    ]
+    for bad, why in problems:
+        if bad:
+            fail(f"topk: {why}", "err_invalid_topk", core.line)
+    if core.numeric:
+        x = _per_partition(core, s)[:, :, : -(-n // 16)]
+        groups = parts // 16
+        # snake order: column-major inside each group of 16 partitions
+        snake = x.reshape(core.seeds, groups, 16, -1).transpose(0, 1, 3, 2)
+        snake = snake.reshape(core.seeds, groups, -1)[:, :, :n]
+        order = np.argsort(-snake, axis=-1, kind="stable")[:, :, :k]
+        best = np.take_along_axis(snake, order, axis=-1)
+        slots = -(-k // 16) * 16
+        pad = slots - k
+        best = np.concatenate([best, np.full((*best.shape[:2], pad), np.nan, np.float32)], -1)
+        where = np.concatenate([order, np.full((*order.shape[:2], pad), 0xFFFFFFFF)], -1)
+
+        def unsnake(a):  # [seeds, groups, slots] -> [seeds, partitions, slots // 16]
+            return (
+                a.reshape(core.seeds, groups, -1, 16)
+                .transpose(0, 1, 3, 2)
+                .reshape(core.seeds, parts, -1)
+            )
+
+        cols = slots // 16
+        for ap, result in ((vals, unsnake(best)), (idx, unsnake(where))):
+            out = ap.view().reshape(core.seeds, parts, -1).copy()  # columns past cols: kept
+            out[:, :, :cols] = result.astype(out.dtype)
+            ap.view()[...] = out.reshape((core.seeds, *ap.shape))
+    # nisa docs: 4 * n + k GpSimd cycles per partition
+    pricing.compute(core, "pool", "topk", 4 * n + k, dsts, srcs, k=1.0)
