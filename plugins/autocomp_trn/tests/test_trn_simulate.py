@@ -180,3 +180,34 @@ def test_each_row_says_whether_the_simulator_itself_meets_the_reference():
     assert good.startswith("simulator within tolerance")
     bad = simdiff.simulator_against_reference(np.zeros_like(ref), ref, p.spec())
     assert bad.startswith("simulator NOT within tolerance") and "constant" in bad
+
+
+def test_the_simulator_process_moves_inputs_and_outputs_per_seed(tmp_path):
+    """Plumbing only, with a plain NumPy function as the kernel and ``nki.simulate`` replaced by
+    the identity: inputs come back in their dtypes (bf16 rounded as stored), one call per seed,
+    outputs stacked. This is not a run of nki.simulate (unverified here)."""
+    from types import SimpleNamespace
+
+    import ml_dtypes
+
+    from autocomp_trn.runtime import simulate_main
+
+    (tmp_path / "kernel.py").write_text(
+        "def probe(a, b):\n    assert a.dtype.name == 'bfloat16'\n    return a.astype('float32') + b\n"
+    )
+    a = np.random.default_rng(0).standard_normal((2, 4, 8)).astype(np.float32)
+    b = np.ones((2, 4, 8), np.float32)
+    np.savez(tmp_path / "inputs.npz", a, b)
+    job = {
+        "name": "j",
+        "folder": str(tmp_path),
+        "entry": "probe",
+        "dtypes": ["bfloat16", "float32"],
+    }
+    job["kwargs"] = {}
+    out = simulate_main.run_job(SimpleNamespace(simulate=lambda kernel: kernel), job)
+    assert out == {"name": "j", "status": "ok", "outputs": 1}
+    with np.load(tmp_path / "outputs.npz") as z:
+        got = z["arr_0"]
+    want = a.astype(ml_dtypes.bfloat16).astype(np.float64) + 1
+    assert got.shape == (2, 4, 8) and np.array_equal(got, want)
