@@ -109,3 +109,6 @@ class Group(click.Group):
 def cli(log_json: bool, verbose: bool) -> None:
     """autocomp: LLM-driven beam search that optimizes kernels for accelerators."""
     configure(json_lines=log_json, verbose=verbose)
+
+
+cli.add_lazy_command("mcp", "autocomp_core.mcp.command:mcp")  # the MCP server (docs/mcp.md)
