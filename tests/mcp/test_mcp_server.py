@@ -189,6 +189,27 @@ async def test_stop_a_running_run_then_resume_it(llm, tmp_path):
         llm.resume()
 
 
+@pytest.mark.asyncio
+async def test_a_run_outlives_its_client_and_a_later_session_stops_it(llm, tmp_path):
+    """The documented lifetime: a run goes on when the client (and with it the server)
+    goes away; a later session finds it by its run directory and stops it cleanly."""
+    run_dir = tmp_path / "outlives"
+    llm.pause()
+    try:
+        async with client(tmp_path) as c:
+            await call(c, "start_run", config=toy_run(llm, run_dir, iterations=1))
+            first = await wait_for(c, str(run_dir), lambda s: s["state"] == "running")
+        # the first server has exited with its client; the run's process has not
+        async with client(tmp_path) as c:
+            status = await call(c, "run_status", run=str(run_dir))
+            assert status["state"] == "running" and status["pid"] == first["pid"], status
+            stopped = await call(c, "stop_run", run=str(run_dir))
+            assert stopped["state"] == "interrupted", stopped
+            assert "pid" not in stopped
+    finally:
+        llm.resume()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
