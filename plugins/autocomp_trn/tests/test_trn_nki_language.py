@@ -235,6 +235,8 @@ def test_a_compile_config_is_recorded_with_only_the_options_the_kernel_set():
         "scheduling": True,
     }
     assert "compile_config" not in trace_of(v2())
+    unset = "(compile_config=nki.compiler.CompileConfig(allocation=None, opt_level=None))"
+    assert trace_of(v2(jit=unset))["compile_config"] == {}  # None is the default: not set
     assert emulate(DOUBLE, v2(jit=jit), generation="trn2")["status"] == "ok"
 
 

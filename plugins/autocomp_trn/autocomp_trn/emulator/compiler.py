@@ -143,6 +143,7 @@ class CompileConfig:
     __slots__ = ("_options",)
 
     def __init__(self, **options) -> None:
+        options = {k: v for k, v in options.items() if v is not None}  # None: the default
         _check_types(options)
         _check_modes(options)
         object.__setattr__(self, "_options", dict(options))
