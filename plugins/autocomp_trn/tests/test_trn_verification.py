@@ -173,6 +173,9 @@ def test_list_arguments_to_a_current_api_kernel_are_refused():
         kwargs={"k": (2,)},
     )
     assert emulate(with_tuple, source, generation="trn2")["status"] == "ok"
+    defaulted = kernel(DOUBLING).replace("def solution(x):", "def solution(x, k=[2]):")
+    result = emulate(DOUBLE, defaulted, generation="trn2")
+    assert refused(result, "err_list_argument", "k is a list")
 
 
 def test_buffers_are_the_nl_buffer_objects_not_strings():

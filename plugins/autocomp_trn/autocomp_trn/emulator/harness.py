@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from .indexing import NkiError
 from .modules import Kernel
 from .tracer import CURRENT, HBM, MAX_EVENTS, Tile, Tracer
@@ -18,12 +20,7 @@ def trace_kernel(
     """Run ``func`` once on handles named/shaped/typed by ``input_specs``; return its trace.
     ``current``: the kernel speaks the current API (NKI 0.8), whose verification rules apply."""
     if current:
-        for name, value in kwargs.items():
-            if isinstance(value, list):
-                raise NkiError(
-                    f"verification error (NKI 0.3): kernel argument {name} is a list; pass a tuple",
-                    "err_list_argument",
-                )
+        _no_list_arguments(func, kwargs)
     tr = Tracer(filename, max_events, current)
     CURRENT.append(tr)
     try:
@@ -65,3 +62,22 @@ def trace_kernel(
     if isinstance(func, Kernel) and config is not None:
         trace["compile_config"] = config.recorded()
     return trace
+
+
+def _no_list_arguments(func, kwargs: dict) -> None:
+    """NKI 0.3: a kernel argument, given or defaulted, is never a list."""
+    arguments = dict(kwargs)
+    try:
+        signature = inspect.signature(getattr(func, "func", func))
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        for name, parameter in signature.parameters.items():
+            if name not in arguments and parameter.default is not inspect.Parameter.empty:
+                arguments[name] = parameter.default
+    for name, value in arguments.items():
+        if isinstance(value, list):
+            raise NkiError(
+                f"verification error (NKI 0.3): kernel argument {name} is a list; pass a tuple",
+                "err_list_argument",
+            )
