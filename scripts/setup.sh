@@ -73,7 +73,7 @@ step_python() {  # the core and every plugin, editable, in one resolution
   local stamp=.venv/.setup-python want
   want=$(cat pyproject.toml plugins/*/pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
   if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then echo "up to date"; return; fi
-  local projects=(".[test,pack,ray]")
+  local projects=(".[test,pack,ray,gemini,bedrock]")
   for plugin in plugins/*/; do
     [ -f "$plugin/pyproject.toml" ] || continue
     # a plugin's "test" extra holds what its tests need beyond the runtime
