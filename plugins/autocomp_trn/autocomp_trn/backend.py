@@ -22,6 +22,7 @@ from autocomp_core import (
     EvalContext,
     EvalResult,
     FailureKind,
+    FidelityUnsupported,
     HardwareConfig,
     KnowledgePack,
     MeasuredProgram,
@@ -48,8 +49,9 @@ class TrnHardware(HardwareConfig):
     (compile and run on a NeuronCore with the installed Neuron SDK), ``auto`` (neuron where a
     device and the SDK are found, else emulator)."""
 
-    generation: Literal["trn1", "trn2"] = Field(
-        "trn1", description="NeuronCore-v2 (Trn1) or NeuronCore-v3 (Trn2)"
+    generation: Literal["trn1", "trn2", "trn3"] = Field(
+        "trn2",
+        description="NeuronCore-v3 (Trn2), NeuronCore-v4 (Trn3) or, legacy, NeuronCore-v2 (Trn1)",
     )
     mode: Literal["auto", "emulator", "neuron"] = "auto"
 
@@ -176,8 +178,15 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
 
     def fidelity_programs(self, source: Path) -> list[MeasuredProgram]:
         """The original system's published optimization traces with their P99 on trn1, each
-        program as our problem at the measured shapes (``fidelity.CHAINS``)."""
-        from .fidelity import measured_programs
+        program as our problem at the measured shapes (``fidelity.CHAINS``). Refused on any
+        other generation: the comparison is only meaningful on the hardware they ran on."""
+        from .fidelity import MEASURED_ON, measured_programs
+
+        if self.hardware.generation != MEASURED_ON:
+            raise FidelityUnsupported(
+                f"the published programs were measured on {MEASURED_ON}, the backend targets "
+                f"{self.hardware.generation}: run with --hw generation={MEASURED_ON}"
+            )
 
         def problem_for(problem_id: str) -> tuple[Problem, str]:
             spec = spec_by_id(problem_id)
@@ -193,9 +202,10 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
             else "Latency is the P99 measured on a NeuronCore."
         )
         return [
-            f"The target is a {gen.name} NeuronCore: SBUF {gen.sbuf_bytes_per_partition // 1024} KiB and "
-            f"PSUM 16 KiB per partition, TensorE {gen.pe_ghz} GHz, VectorE {gen.dve_ghz} GHz, ScalarE "
-            f"{gen.act_ghz} GHz. {where}"
+            f"The target is a {gen.name} {gen.core}{' (legacy)' if gen.legacy else ''}: SBUF "
+            f"{gen.sbuf_bytes_per_partition // 1024} KiB and PSUM "
+            f"{gen.psum_bytes_per_partition // 1024} KiB per partition, TensorE {gen.pe_ghz} GHz, "
+            f"VectorE {gen.dve_ghz} GHz, ScalarE {gen.act_ghz} GHz. {where}"
         ]
 
     # -- evaluation -----------------------------------------------------------------------

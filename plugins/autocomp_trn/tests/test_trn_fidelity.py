@@ -12,7 +12,7 @@ from autocomp_trn.backend import TrnBackend
 from autocomp_trn.fidelity import CHAINS, adapt, read_trace
 from autocomp_trn.problems.catalog import spec_by_id
 
-BACKEND = TrnBackend({"mode": "emulator"}, {"seeds": 1})
+BACKEND = TrnBackend({"mode": "emulator", "generation": "trn1"}, {"seeds": 1})
 
 # A published-style program: the kernel named ``test``, no imports (the harness supplied them).
 # Our own: y = 3x on one [128, 512] tile.

@@ -16,7 +16,7 @@ from autocomp_trn import model_limits
 from autocomp_trn.backend import TrnBackend
 
 SECTION = "Model limits that apply to this program"
-BACKEND = TrnBackend({"mode": "emulator"}, {"seeds": 1})
+BACKEND = TrnBackend({"mode": "emulator", "generation": "trn1"}, {"seeds": 1})
 
 
 def names(body: str, spec=DOUBLE, **kw) -> list[str]:
