@@ -506,6 +506,17 @@ def test_memset_value_types_are_strict():
     ok(run(spec, kernel("nisa.memset(dst=r, value=2)", out_dtype="nl.int32")))
 
 
+def test_rsqrt_reading_psum_is_refused():
+    body = """
+p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+nisa.tensor_copy(dst=p, src=a)
+nisa.activation(dst=r, op=nl.rsqrt, data=p)
+"""
+    spec = problem([Input("x", (128, 64), "float32", "positive")], SAME, lambda x: (x**-0.5,))
+    refused(run(spec, kernel(body)), "rsqrt cannot read PSUM", "NKI 0.5")
+    ok(run(spec, kernel(body.replace("nl.psum", "nl.sbuf"))))
+
+
 def test_dma_from_psum_is_refused():
     body = """
 p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)

@@ -97,6 +97,12 @@ def activation(core: Core, dsts, srcs, attrs) -> None:
     if func not in ACT:
         raise ValueError("func")
     elementwise_checks("act", dsts[:1], srcs[:1], f"activation {func}", core.line)
+    if func == "rsqrt" and data.t.buffer == "psum" and core.gen.nc_version >= 3:
+        fail(  # (Trn1 runs the legacy API, where it could)
+            "rsqrt cannot read PSUM (NKI 0.5): copy the tile to SBUF first",
+            "err_unsupported_memory",
+            core.line,
+        )
     shape_eq(data, d, "activation output", core.line)
     bias, scale = _activation_operands(core, data, srcs, attrs)
     cmd, red = _activation_reduce(core, data, dsts, attrs)
