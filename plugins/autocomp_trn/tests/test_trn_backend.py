@@ -19,7 +19,7 @@ from autocomp_trn.evaluate import STEPS, EmulatorEvaluator, Settings, child_env
 from autocomp_trn.kernels import optimized_source
 from autocomp_trn.problems.catalog import spec_by_id
 
-BACKEND = TrnBackend({"mode": "emulator"}, {"seeds": 2})
+BACKEND = TrnBackend({"mode": "emulator", "generation": "trn1"}, {"seeds": 2})
 ROPE = BACKEND.load_problem("advanced/rope").baseline_code
 
 
