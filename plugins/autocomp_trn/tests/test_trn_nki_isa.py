@@ -104,6 +104,24 @@ nisa.tensor_tensor(dst=r, data1=a, data2=idx, op=nl.add)
     ok(run(spec, kernel(body)))
 
 
+def test_iota_into_an_int32_tile_is_exact_past_fp32_precision():
+    big = 2**24 + 1  # not a float32
+    spec = problem(
+        X,
+        [((128, 64), "int32")],
+        lambda x: (
+            np.broadcast_to(big + np.arange(64, dtype=np.int64), (128, 64)).astype(np.int32),
+        ),
+        atol=0.5,
+        rtol=0,
+    )
+    ok(
+        run(
+            spec, kernel(f"nisa.iota(dst=r, pattern=[[1, 64]], offset={big})", out_dtype="nl.int32")
+        )
+    )
+
+
 def test_affine_select_applies_a_causal_mask():
     q = np.arange(128)[:, None]
     k = np.arange(64)[None, :]

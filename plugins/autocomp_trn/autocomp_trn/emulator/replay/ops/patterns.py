@@ -59,7 +59,7 @@ def iota_pattern(core: Core, dsts, srcs, attrs) -> None:
     onchip(d, "iota output", core.line, ("sbuf",))
     values = _values(core, d, attrs, "iota")
     if core.numeric:
-        d.write(values.astype(np.float32).reshape((1, *d.shape)))
+        d.write(values.astype(np.float64).reshape((1, *d.shape)))  # exact for int32 dsts
     pricing.compute(core, "pool", "iota", free(d), dsts, [], extra_cycles=POOL_FIXED["iota"])
 
 
