@@ -10,12 +10,26 @@ import numpy as np
 
 from . import model_limits
 from .check import compare
+from .emulator.compiler import CompileConfigError, validate_recorded
+from .emulator.cost import CompilePolicy
 from .emulator.hardware import GENERATIONS
 from .emulator.replay import Replayer, TraceRefused
 from .problems.spec import ProblemSpec
 
 #: refusals (a tampered or oversized trace) rather than honest compile errors
 REFUSED = ("err_trace_tampered", "err_trace_too_long", "err_false_hint", "err_hbm_capacity")
+
+
+def compile_policy(trace) -> CompilePolicy:
+    """The kernel's CompileConfig as the schedule applies it, checked again from scratch (the
+    tracing process recorded it; its word is not taken)."""
+    recorded = trace.get("compile_config") if isinstance(trace, dict) else None
+    if recorded is None:
+        return CompilePolicy()
+    try:
+        return CompilePolicy.of(validate_recorded(recorded))
+    except CompileConfigError as exc:
+        raise TraceRefused(exc.message, exc.code) from None
 
 
 def judge(
@@ -42,14 +56,16 @@ def judge(
     timings["inputs_s"] = time.perf_counter() - t
     t = time.perf_counter()
     try:
-        result = Replayer(
+        replayer = Replayer(
             trace,
             gen,
             [(i.shape, i.dtype) for i in in_specs],
             inputs,
             out_specs,
             len(seeds) if numeric else 1,
-        ).run()
+        )
+        replayer.core.sched.set_policy(compile_policy(trace))
+        result = replayer.run()
     except TraceRefused as exc:
         return {
             "status": "rejected" if exc.code in REFUSED else "compile_error",

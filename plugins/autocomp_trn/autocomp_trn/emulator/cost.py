@@ -15,6 +15,15 @@ the copy of its output, a PSUM zeroing that a matmul group overwrites
 (``replay.compiler_fusions``), and short affine_range loops of elementwise instructions, each
 issued as one fused instruction per body instruction (``vectorize.py``).
 
+A kernel's ``CompileConfig`` (``CompilePolicy``) changes when a write may start. By default
+neuronx-cc allocates (as above). Under NKI allocation (``allocation=Allocation.LINEAR``) a
+load's destination tile takes the address its previous instance (the same declaration, one
+iteration earlier) freed after its last read, so the load waits for those reads, unless
+``prefetch_auto`` puts it in the prefetch ring; ``split_reused_buffers`` gives a DMA load into a
+buffer the kernel reuses a second buffer to alternate with, so the load waits only for the reads
+of the value two loads back (docs: "Deep dive: NKI compile configuration", "How to tune a NKI
+kernel with CompileConfig", ``nki.compiler.AllocationMode``).
+
 Everything here is computed by the trusted side from the replayed trace (nki.md section 5).
 """
 
@@ -76,10 +85,41 @@ class Timeline:
         return t
 
 
-class Regions:
-    """Per-tensor grid of last-write / last-read completion times, for dependencies."""
+@dataclass(frozen=True)
+class CompilePolicy:
+    """What a kernel's CompileConfig changes in the schedule; the default is neuronx-cc's
+    allocation. ``unmodelled``: the options the kernel set whose effect the model leaves out."""
 
-    __slots__ = ("cb", "cols", "r_end", "rb", "rows", "w_end", "w_eng")
+    nki_allocation: bool = False  # allocation=Allocation.LINEAR
+    prefetch: bool = False  # prefetch_auto (also on at opt_level O2)
+    split_reused: bool = False  # split_reused_buffers
+    unmodelled: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()  # every option set, as (name, value) for the report
+
+    @classmethod
+    def of(cls, options: dict) -> CompilePolicy:
+        """From a validated CompileConfig (``compiler.validate_recorded``): enums and bools."""
+        values = {k: getattr(v, "value", v) for k, v in options.items()}
+        linear = values.get("allocation") == "linear"
+        o2 = values.get("opt_level") == "o2"
+        prefetch = linear and values.get("prefetch_auto", o2)
+        split = linear and values.get("split_reused_buffers", False)
+        # opt_level: only O2's prefetch_auto is modelled, so it is listed as not modelled
+        modelled = {"allocation", "prefetch_auto", "split_reused_buffers"}
+        return cls(
+            nki_allocation=linear,
+            prefetch=bool(prefetch),
+            split_reused=bool(split),
+            unmodelled=tuple(sorted(k for k in values if k not in modelled)),
+            options=tuple(sorted((k, str(v).lower()) for k, v in values.items())),
+        )
+
+
+class Regions:
+    """Per-tensor grid of last-write / last-read completion times, for dependencies;
+    ``r_prev``: the last reads before the latest write (kept under ``split_reused_buffers``)."""
+
+    __slots__ = ("cb", "cols", "r_end", "r_prev", "rb", "rows", "w_end", "w_eng")
 
     def __init__(self, rows: int, cols: int) -> None:
         self.rows, self.cols = rows, cols
@@ -89,6 +129,7 @@ class Regions:
         self.w_end = np.zeros(shape)
         self.r_end = np.zeros(shape)
         self.w_eng = np.full(shape, -1, dtype=np.int8)
+        self.r_prev: np.ndarray | None = None
 
     def box(self, r0: int, r1: int, c0: int, c1: int) -> tuple[slice, slice]:
         return slice(r0 // self.rb, (r1 - 1) // self.rb + 1), slice(
@@ -119,6 +160,8 @@ class CostReport:
     floor_instructions: dict[str, int] = field(default_factory=dict)
     element_dma_ns: float = 0.0  # element-granular transfers' DMA time (per engine, as busy_ns)
     fused_ns: dict[str, float] = field(default_factory=dict)  # per merge: engine time not charged
+    compile_config: tuple[tuple[str, str], ...] = ()  # the kernel's CompileConfig, as set
+    compile_unmodelled: tuple[str, ...] = ()  # of those, the options the model leaves out
 
     @property
     def latency_us(self) -> float:
@@ -175,12 +218,18 @@ class CostReport:
                 else ""
             )
         )
+        if self.compile_config:
+            lines.append("CompileConfig: " + ", ".join(f"{k}={v}" for k, v in self.compile_config))
         return "\n".join(lines)
 
 
 class Scheduler:
-    def __init__(self, gen: Generation) -> None:
+    def __init__(self, gen: Generation, policy: CompilePolicy | None = None) -> None:
         self.gen = gen
+        self.policy = policy or CompilePolicy()
+        # NKI allocation: the latest instance of each tile declaration, and the tiles placed
+        self.instances: dict[tuple, Regions] = {}
+        self.placed: set[int] = set()
         self.lines = {e: Timeline() for e in ENGINES}
         if gen.shared_port_locks:
             self.lines["pool"] = self.lines["dve"]
@@ -197,8 +246,30 @@ class Scheduler:
         }
 
     # ------------------------------------------------------------------ dependencies
-    def _ready(self, engine: str, reads, writes) -> float:
-        """reads/writes: lists of (Regions, r0, r1, c0, c1)."""
+    def set_policy(self, policy: CompilePolicy) -> None:
+        """The kernel's CompileConfig, before the first instruction."""
+        self.policy = policy
+        self.report.compile_config = policy.options
+        self.report.compile_unmodelled = policy.unmodelled
+
+    def place_load(self, tid: int, key: tuple, regions: Regions) -> None:
+        """Under NKI allocation, a load's destination tile, first written here, takes the
+        address the previous instance of its declaration (``key``) freed after its last read:
+        the load waits for those reads, unless ``prefetch_auto`` puts it in the prefetch ring.
+        (Tiles compute writes first are placed as by default: the docs describe the wait for
+        loads.)"""
+        if tid in self.placed:
+            return
+        self.placed.add(tid)
+        prev = self.instances.get(key)
+        self.instances[key] = regions
+        if prev is not None and not self.policy.prefetch:
+            freed = max(prev.r_end.max(initial=0.0), prev.w_end.max(initial=0.0))
+            np.maximum(regions.r_end, freed, out=regions.r_end)
+
+    def _ready(self, engine: str, reads, writes, split: bool = False) -> float:
+        """reads/writes: lists of (Regions, r0, r1, c0, c1). ``split``: a DMA load under
+        ``split_reused_buffers``, which alternates between two buffers."""
         eid = ENGINE_ID[engine]
         t = 0.0
         sem = self.gen.sem_ns
@@ -212,7 +283,10 @@ class Scheduler:
                     t = max(t, m + sem if other.any() and w[other].max() >= m else m)
         for regs, r0, r1, c0, c1 in writes:
             b = regs.box(r0, r1, c0, c1)
-            m = max(regs.w_end[b].max(initial=0.0), regs.r_end[b].max(initial=0.0))
+            if split and regs.w_end[b].max(initial=0.0) > 0:  # a rewrite: the other buffer
+                m = regs.r_prev[b].max(initial=0.0) if regs.r_prev is not None else 0.0
+            else:
+                m = max(regs.w_end[b].max(initial=0.0), regs.r_end[b].max(initial=0.0))
             if m > 0:
                 t = max(t, m + sem)
         return t
@@ -227,13 +301,16 @@ class Scheduler:
                 return True
         return False
 
-    @staticmethod
-    def _commit(end: float, eid: int, reads, writes) -> None:
+    def _commit(self, end: float, eid: int, reads, writes) -> None:
         for regs, r0, r1, c0, c1 in reads:
             b = regs.box(r0, r1, c0, c1)
             np.maximum(regs.r_end[b], end, out=regs.r_end[b])
         for regs, r0, r1, c0, c1 in writes:
             b = regs.box(r0, r1, c0, c1)
+            if self.policy.split_reused:
+                if regs.r_prev is None:
+                    regs.r_prev = np.zeros_like(regs.r_end)
+                regs.r_prev[b] = regs.r_end[b]
             regs.w_end[b] = end
             regs.w_eng[b] = eid
 
@@ -272,12 +349,14 @@ class Scheduler:
         reads,
         writes,
         kind: str,
+        load: bool = False,
     ) -> None:
         """A transfer split over the DMA engines serving its partitions (8 each), each engine's share
         queued into that engine's first idle gap; HBM traffic also takes its share of this core's
-        HBM bandwidth. Completion adds the DMA's issue-to-completion latency."""
+        HBM bandwidth. Completion adds the DMA's issue-to-completion latency. ``load``: HBM to
+        SBUF."""
         g = self.gen
-        ready = self._ready("dma", reads, writes)
+        ready = self._ready("dma", reads, writes, load and self.policy.split_reused)
         first = (p0 // 8) % g.dma_engines
         n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
         if (

@@ -151,7 +151,12 @@ def dma(core: Core, d: AP, s: AP, kind: str) -> None:
     if runs >= elems > parts:
         core.sched.report.strided_dmas += 1
     t = time.perf_counter()
-    core.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [box(s)], [box(d)], kind)
+    load = d.t.buffer == "sbuf" and s.t.buffer == "hbm"
+    if load and core.sched.policy.nki_allocation:
+        tile = d.t  # its declaration: line, shape, dtype and depth of loops
+        key = (tile.line, tile.shape, tile.dtype, len(tile.path))
+        core.sched.place_load(tile.tid, key, tile.regions)
+    core.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [box(s)], [box(d)], kind, load)
     core.cost_s += time.perf_counter() - t
 
 
