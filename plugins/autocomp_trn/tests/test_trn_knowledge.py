@@ -145,9 +145,10 @@ CURRENT = "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.la
 
 
 def _snippet(name: str, indent: str = "    ") -> str:
-    """The first code block of ``examples/<name>.md``, indented into a kernel body."""
+    """The code blocks of ``examples/<name>.md`` in order, indented into a kernel body."""
     code = re.findall(r"```python\n(.*?)```", (PACK / "examples" / f"{name}.md").read_text(), re.S)
-    return "".join(indent + line if line.strip() else line for line in code[0].splitlines(True))
+    lines = "".join(code).splitlines(True)
+    return "".join(indent + line if line.strip() else line for line in lines)
 
 
 def _kernel(args: str, prelude: str, name: str, epilogue: str) -> str:
@@ -268,6 +269,21 @@ return o, sums
 """,
         "trn2",
     ),
+    "dma_transpose": (
+        problem(
+            [Input("x", (256, 128), "bfloat16", "uniform")],
+            [((128, 256), "bfloat16")],
+            lambda x: (x.T,),
+        ),
+        "x",
+        "N = x.shape[0]",
+        """
+out = nl.ndarray((128, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+nisa.dma_copy(dst=out, src=xT)
+return out
+""",
+        "trn2",
+    ),
     "tensor_views": (
         problem(
             [Input("x", (512, 512), "bfloat16", "uniform")],
@@ -368,3 +384,47 @@ def test_the_compile_config_example_decorates_a_kernel():
     )
     assert body in kernel
     assert emulate(DOUBLE, kernel, generation="trn2")["status"] == "ok"
+
+
+# ---------------------------------------------------------------- the preset tables
+
+
+def _row(table: str, label: str) -> list[str]:
+    line = next(ln for ln in table.splitlines() if ln.startswith(f"| {label}"))
+    return [c.strip() for c in line.strip("|").split("|")[1:]]
+
+
+def _preset_columns(table: str) -> list[str]:
+    header = table.splitlines()[0]
+    return re.findall(r"trn[0-9]", header)
+
+
+def _check_table(table: str, sbuf: str, clocks: str, hbm: str) -> None:
+    from autocomp_trn.emulator.hardware import GENERATIONS
+
+    names = _preset_columns(table)
+    assert sorted(names) == sorted(GENERATIONS)
+    for name, s, c, h in zip(names, _row(table, sbuf), _row(table, clocks), _row(table, hbm)):
+        gen = GENERATIONS[name]
+        assert s.startswith(f"{gen.sbuf_bytes_per_partition // 1024} KiB"), (name, s)
+        ghz = " / ".join(f"{f:g}" for f in (gen.pe_ghz, gen.dve_ghz, gen.act_ghz, gen.pool_ghz))
+        assert c.startswith(ghz), (name, c)
+        assert f"{gen.hbm_gbs:g}" in h, (name, h)
+
+
+def test_the_preset_tables_of_the_docs_match_the_presets():
+    docs = (HERE.parents[2] / "docs" / "trainium.md").read_text()
+    table = docs.split("\n| |", 1)[1].split("\n\n", 1)[0]
+    _check_table("| |" + table, "SBUF per partition", "TensorE / VectorE", "HBM bandwidth")
+    readme = (HERE.parent / "README.md").read_text()
+    table = readme.split("\n| preset |", 1)[1].split("\n\n", 1)[0]
+    # the README lists a preset per row: turn it into the docs' column form
+    body = [ln for ln in table.splitlines()[2:] if ln.startswith("| `trn")]
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in body]
+    rows = [
+        "| | " + " | ".join(c[0].strip("`").split("`")[0] for c in cells) + " |",
+        "| SBUF | " + " | ".join(c[2] for c in cells) + " |",
+        "| clocks | " + " | ".join(c[4] for c in cells) + " |",
+        "| HBM | " + " | ".join(c[5] for c in cells) + " |",
+    ]
+    _check_table("\n".join(rows), "SBUF", "clocks", "HBM")
