@@ -4,11 +4,13 @@ and starts, follows, stops and resumes runs that talk to the scripted LLM server
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import socket
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +273,33 @@ def test_http_without_a_token_is_refused():
         out.stderr.strip()
         == "error: --http: needs a token (env AUTOCOMP_MCP_TOKEN or --token-file)"
     )
+
+
+def top_modules(tree: ast.AST) -> set[str]:
+    """The top-level packages a module imports absolutely, anywhere in it."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def test_only_the_server_imports_the_sdk():
+    """`pip install autocomp-core` pulls no MCP SDK, and nothing but the server's own
+    modules imports it (the command imports the server only when it runs)."""
+    root = Path(__file__).parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.lower().startswith("mcp")]
+    assert project["optional-dependencies"]["mcp"]
+    sdk = {"mcp", "mcp_types", "uvicorn", "starlette"}
+    importing = sorted(
+        str(path.relative_to(root))
+        for path in (root / "autocomp_core").rglob("*.py")
+        if top_modules(ast.parse(path.read_text())) & sdk
+    )
+    assert importing == ["autocomp_core/mcp/http_transport.py", "autocomp_core/mcp/server.py"]
+    lazy = ast.parse((root / "autocomp_core/mcp/command.py").read_text())
+    top = [n for n in lazy.body if isinstance(n, ast.ImportFrom) and n.module == "server"]
+    assert not top  # imported inside the command, after the SDK is known to be there
