@@ -366,6 +366,42 @@ def solution(x):
     refused(run(spec, code.replace("n=100", "n=4")), "topk", "n must be in [8, 65536)")
 
 
+GATHER = """
+idx = nl.ndarray((128, 16), dtype=nl.uint32, buffer=nl.sbuf)
+nisa.iota(dst=idx, pattern=[[{step}, 16]], offset=1, channel_multiplier=0)
+g = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+nisa.nc_n_gather(dst=g, data=a, indices=idx)
+nisa.tensor_copy(dst=r, src=g)
+"""
+
+
+def test_nc_n_gather_gathers_inside_each_partition_and_refuses_an_index_past_it():
+    spec = problem(X, [((128, 16), "float32")], lambda x: (x[:, 1::4],))
+    ok(run(spec, kernel(GATHER.format(step=4), (128, 16))))
+    refused(run(spec, kernel(GATHER.format(step=5), (128, 16))), "index 76 is past the 64")
+
+
+def test_nonzero_with_count_on_every_16th_partition():
+    def ref(x):
+        out = np.full((128, 65), 7, np.int32)
+        for p in range(0, 128, 16):
+            hits = np.flatnonzero(x[p] > 0.0)
+            out[p, :] = -1
+            out[p, : len(hits)] = hits + 100
+            out[p, -1] = len(hits)
+        return (out,)
+
+    body = """
+nisa.memset(dst=r, value=7)
+m = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+nisa.tensor_scalar(dst=m, data=a, op0=nl.greater, operand0=0.0)
+nisa.nonzero_with_count(dst=r, src=m, index_offset=100)
+"""
+    spec = problem(X, [((128, 65), "int32")], ref, atol=0.5, rtol=0)
+    ok(run(spec, kernel(body, (128, 65), "nl.int32"), "trn2"))
+    refused(run(spec, kernel(body, (128, 65), "nl.int32"), "trn1"), "NeuronCore-v3")
+
+
 def test_nl_abs_max_as_a_tensor_scalar_op_on_trn3_and_refused_on_trn2():
     spec = problem(X, SAME, lambda x: (np.where(np.abs(x) > 0.5, x, 0.5),))
     body = "nisa.tensor_scalar(dst=r, data=a, op0=nl.abs_max, operand0=0.5)"

@@ -46,10 +46,19 @@ from .compute import (
     tensor_tensor_scan,
 )
 from .dma import dma_copy, dma_transpose
-from .search import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8, topk
+from .search import (
+    bn_aggr,
+    bn_stats,
+    max8,
+    nc_find_index8,
+    nc_match_replace8,
+    nonzero_with_count,
+    topk,
+)
 from .selection import (
     affine_select,
     iota,
+    nc_n_gather,
     nc_stream_shuffle,
     range_select,
     select_reduce,
@@ -64,7 +73,8 @@ INSTRUCTIONS = (
     "tensor_reduce tensor_partition_reduce tensor_copy activation activation_reduce activate2 "
     "exponential reciprocal tensor_tensor_scan memset iota affine_select bn_stats bn_aggr max8 "
     "nc_find_index8 nc_match_replace8 tensor_copy_predicated range_select select_reduce "
-    "nc_stream_shuffle tensor_scalar_cumulative topk dma_copy dma_transpose"
+    "nc_stream_shuffle tensor_scalar_cumulative topk nc_n_gather nonzero_with_count dma_copy "
+    "dma_transpose"
 ).split()
 #: the enumerations and target queries
 ENUMS = (
@@ -101,9 +111,11 @@ __all__ = [
     "nc_find_index8",
     "nc_match_replace8",
     "nc_matmul",
+    "nc_n_gather",
     "nc_stream_shuffle",
     "nc_transpose",
     "nc_version",
+    "nonzero_with_count",
     "oob_mode",
     "range_select",
     "reciprocal",

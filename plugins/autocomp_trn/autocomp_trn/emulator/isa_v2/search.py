@@ -1,12 +1,12 @@
 """The current ``nki.isa``'s statistics and searches: bn_stats / bn_aggr, max8,
-nc_find_index8, nc_match_replace8 (VectorE) and topk (GpSimd)."""
+nc_find_index8, nc_match_replace8 (VectorE), topk and nonzero_with_count (GpSimd)."""
 
 from __future__ import annotations
 
 from .. import isa
 from ..indexing import NkiError
 from ..recording import emit, is_scalar
-from .common import dst_tile
+from .common import dst_tile, nc_at_least
 
 
 def bn_stats(dst, data, name=None):
@@ -61,4 +61,20 @@ def topk(val_dst, idx_dst, src, n, sorted=False, name=None):
         [dst_tile(val_dst, "val_dst"), dst_tile(idx_dst, "idx_dst")],
         [isa._tile(src, "src")],
         {"n": n, "sorted": bool(sorted)},
+    )
+
+
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
+    """NeuronCore-v3+ GpSimd: on partitions 0, 16, ..., 112, the positions of src's nonzero
+    elements (+ index_offset), then padding_val, then their count (dst has one more element per
+    partition than src); dst's other partitions are left as they are."""
+    nc_at_least(3, "nisa.nonzero_with_count")
+    for value, what in ((index_offset, "index_offset"), (padding_val, "padding_val")):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise NkiError(f"nonzero_with_count {what} must be an int, got {value!r}")
+    emit(
+        "nonzero_with_count",
+        [dst_tile(dst)],
+        [isa._tile(src, "src")],
+        {"index_offset": index_offset, "padding_val": padding_val},
     )

@@ -1,6 +1,6 @@
 """The current ``nki.isa``'s pattern and selection instructions: iota and affine_select (the
 0.2+ ``pattern`` form), range_select, select_reduce, tensor_copy_predicated and
-nc_stream_shuffle."""
+nc_stream_shuffle, and nc_n_gather (a gather inside each partition)."""
 
 from __future__ import annotations
 
@@ -191,3 +191,14 @@ def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
     ):
         raise NkiError("nc_stream_shuffle shuffle_mask must be 32 ints in [0, 32) or 255")
     emit("stream_shuffle", [dst_tile(dst)], [isa._tile(src, "src")], {"mask": mask})
+
+
+def nc_n_gather(dst, data, indices, name=None):
+    """GpSimd: per partition, ``dst[p, j] = data[p, indices[p, j]]`` over data's flattened free
+    elements; indices uint32, all in SBUF, dst of data's dtype and of indices' shape."""
+    emit(
+        "n_gather",
+        [dst_tile(dst)],
+        [isa._tile(data, "data"), isa._tile(indices, "indices")],
+        {},
+    )

@@ -18,8 +18,16 @@ from .fused import activate2, exponential, scalar_tensor_tensor, tensor_scalar_r
 from .movement import dma, dma_transpose, matmul, pbroadcast, transpose
 from .patterns import affine_select_pattern, iota_pattern
 from .reductions import cumulative, partition_reduce, scan, tensor_reduce
-from .selection import copy_predicated, range_select, select_reduce, stream_shuffle
-from .statistics import bn_aggr, bn_stats, find_index8, match_replace8, max8, topk
+from .selection import copy_predicated, n_gather, range_select, select_reduce, stream_shuffle
+from .statistics import (
+    bn_aggr,
+    bn_stats,
+    find_index8,
+    match_replace8,
+    max8,
+    nonzero_with_count,
+    topk,
+)
 
 OPS = {
     "dma": dma,
@@ -57,4 +65,6 @@ OPS = {
     "stream_shuffle": stream_shuffle,
     "tensor_scalar_cumulative": cumulative,
     "topk": topk,
+    "n_gather": n_gather,
+    "nonzero_with_count": nonzero_with_count,
 }

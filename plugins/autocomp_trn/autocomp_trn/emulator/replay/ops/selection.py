@@ -198,3 +198,38 @@ def stream_shuffle(core: Core, dsts, srcs, attrs) -> None:
                     out[:, q + i] = x[:, q + m]
         d.view()[...] = out.reshape((core.seeds, *d.shape))
     pricing.compute(core, "dve", "stream_shuffle", free(d), dsts, srcs, k=1.0)
+
+
+def n_gather(core: Core, dsts, srcs, attrs) -> None:
+    """nc_n_gather: per partition, ``dst[p, j] = data[p, indices[p, j]]`` over data's flattened
+    free elements (GpSimd, SBUF only); an index past the partition's elements is refused."""
+    (d,), (data, index) = dsts, srcs
+    elementwise_checks("pool", dsts, srcs, "nc_n_gather", core.line)
+    for ap in (d, data, index):
+        onchip(ap, "nc_n_gather operand", core.line, ("sbuf",))
+    parts = data.dims[0][0]
+    if d.dims[0][0] != parts or index.dims[0][0] != parts or free(d) != free(index):
+        fail(
+            "nc_n_gather data, indices and dst must share partitions, and dst has indices' "
+            "elements per partition",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+    if index.t.dtype != "uint32" or d.t.dtype != data.t.dtype:
+        fail(
+            "nc_n_gather indices must be uint32 and dst must have data's dtype",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    if core.numeric:
+        where = index.view().reshape(core.seeds, parts, -1).astype(np.int64)
+        if (where >= free(data)).any():
+            fail(
+                f"nc_n_gather index {int(where.max())} is past the {free(data)} elements of a "
+                "partition of data",
+                "err_index_out_of_bounds",
+                core.line,
+            )
+        values = data.view().reshape(core.seeds, parts, -1)
+        d.view()[...] = np.take_along_axis(values, where, axis=-1).reshape((core.seeds, *d.shape))
+    pricing.compute(core, "pool", "n_gather", free(d), dsts, srcs, k=1.0)

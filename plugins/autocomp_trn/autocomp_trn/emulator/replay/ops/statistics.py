@@ -1,15 +1,16 @@
 """Per-partition statistics and searches on VectorE: bn_stats / bn_aggr (mean and variance),
 max8 (the 8 largest values), nc_find_index8 (where 8 values first occur) and
-nc_match_replace8 (replace them); and GpSimd's topk."""
+nc_match_replace8 (replace them); and GpSimd's topk and nonzero_with_count."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ... import hardware as hw
+from ... import dtypes, hardware as hw
 from .. import pricing
 from ..rules import elementwise_checks, onchip
 from ..state import AP, Core, fail, free
+from .generations import require
 
 
 def _per_partition(core: Core, ap: AP) -> np.ndarray:
@@ -240,3 +241,31 @@ def topk(core: Core, dsts, srcs, attrs) -> None:
             ap.view()[...] = out.reshape((core.seeds, *ap.shape))
     # nisa docs: 4 * n + k GpSimd cycles per partition
     pricing.compute(core, "pool", "topk", 4 * n + k, dsts, srcs, k=1.0)
+
+
+def nonzero_with_count(core: Core, dsts, srcs, attrs) -> None:
+    """NeuronCore-v3+ GpSimd: on partitions 0, 16, ..., 112 only (each GpSimd core's first),
+    the positions of the nonzero elements (plus ``index_offset``), then ``padding_val``, then
+    their count in the one extra last element; the other partitions of dst are left as they are."""
+    require(core, "nonzero_with_count", "nki.isa.nonzero_with_count")
+    (d,), (s,) = dsts, srcs
+    offset, pad = attrs["index_offset"], attrs["padding_val"]
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (offset, pad)):
+        raise ValueError("nonzero_with_count")
+    elementwise_checks("pool", dsts, srcs, "nonzero_with_count", core.line)
+    _same_partitions(core, d, s, "nonzero_with_count")
+    _free_size(core, d, free(s) + 1, "nonzero_with_count dst")
+    if d.t.dtype in dtypes.FLOATS:
+        fail("nonzero_with_count writes integer indices", "err_unsupported_dtype", core.line)
+    if core.numeric:
+        x = _per_partition(core, s)
+        out = d.view().reshape(core.seeds, d.dims[0][0], -1).astype(np.int64)
+        for p in range(0, x.shape[1], 16):
+            for seed in range(core.seeds):
+                hits = np.flatnonzero(x[seed, p])
+                row = np.full(free(s) + 1, pad, np.int64)
+                row[: len(hits)] = hits + offset
+                row[-1] = len(hits)
+                out[seed, p] = row
+        d.view()[...] = out.reshape((core.seeds, *d.shape)).astype(d.t.data.dtype)
+    pricing.compute(core, "pool", "nonzero_with_count", free(s), dsts, srcs, k=1.0)
