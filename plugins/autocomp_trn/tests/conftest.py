@@ -1,9 +1,10 @@
-"""Shared fixtures: one evaluation of the whole suite (baselines and optimized kernels, in process)
-shared by every test that needs it."""
+"""Shared fixtures: every shipped kernel judged at most once per session (in process), shared by
+every test that needs it."""
 
 from __future__ import annotations
 
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -11,19 +12,25 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # trn_testkit
 
 from autocomp_trn.judge import emulate
-from autocomp_trn.kernels import OPTIMIZED, optimized_source
-from autocomp_trn.problems.catalog import all_specs
+from autocomp_trn.kernels import optimized_source
+from autocomp_trn.problems.catalog import spec_by_id
+
+
+@cache
+def _judged(problem_id: str, program: str, generation: str) -> dict:
+    """The verdict of one shipped kernel on one random input (the evaluations in the other tests
+    use several): ``program`` is "baseline" (the problem's own, current or ``@legacy``) or
+    "optimized" (``kernels.OPTIMIZED``)."""
+    spec = spec_by_id(problem_id)
+    code = (
+        spec.baseline_code()
+        if program == "baseline"
+        else optimized_source(problem_id.split("@")[0])
+    )
+    return emulate(spec, code, seeds=[5], generation=generation)
 
 
 @pytest.fixture(scope="session")
-def suite_results() -> dict[str, dict[str, dict]]:
-    """problem id -> {"baseline": verdict, "optimized": verdict}: every shipped kernel, judged once
-    (on one random input: the evaluations in the other tests use several)."""
-    results: dict[str, dict[str, dict]] = {}
-    for spec in all_specs():
-        if spec.language != "nki":
-            continue
-        results[spec.id] = {"baseline": emulate(spec, spec.baseline_code(), seeds=[5])}
-        if spec.id in OPTIMIZED:
-            results[spec.id]["optimized"] = emulate(spec, optimized_source(spec.id), seeds=[5])
-    return results
+def judged():
+    """``judged(problem_id, program, generation)`` -> verdict, each judged once per session."""
+    return _judged

@@ -125,6 +125,57 @@ def test_optimize_keeps_the_honest_kernel_refuses_the_rest_and_resumes_after_sig
     assert (run_dir / "best.py").read_text().strip() == optimized_source("tutorial/gemm").strip()
 
 
+CURRENT_PROPOSALS = {
+    "sum the squares inside the activation that squares them": (
+        ADV / "honest" / "rmsnorm_current_fused.py"
+    ).read_text(),
+    "process 256 rows per tile": (ADV / "hacks" / "h27_current_partition_over_128.py").read_text(),
+    "load the rows with the legacy nl.load": (ADV / "hacks" / "h28_mixed_api.py").read_text(),
+}
+
+
+def test_optimize_on_a_current_api_problem_keeps_the_honest_kernel_and_refuses_rule_violations(
+    tmp_path,
+):
+    """tutorial/rmsnorm's baseline is a current-API (``import nki``) kernel, evaluated on the
+    default generation: the run keeps the honest fused kernel and refuses a tile of 256
+    partitions (a verification error since NKI 0.6) and a kernel mixing nki with neuronxcc.nki."""
+    proposals = Proposals(CURRENT_PROPOSALS, fallback="process 256 rows per tile")
+    server = LLMTestServer(proposals).start_in_thread()
+    run_dir = tmp_path / "run"
+    try:
+        done = subprocess.run(
+            [
+                *preloaded_cli(),
+                *optimize_args(
+                    "trn",
+                    "tutorial/rmsnorm",
+                    f"openai-compatible@{server.openai_base_url}::scripted",
+                    str(run_dir),
+                    plans=6,
+                    sets=['hardware.mode="emulator"', "backend_options.seeds=2"],
+                ),
+            ],
+            env=engine_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        server.stop_thread()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "import nki\n" in RunStore(run_dir).candidates()[0].code
+    assert proposals.verdicts(run_dir) == {
+        "sum the squares inside the activation that squares them": (True, "status: ok"),
+        "process 256 rows per tile": (False, "status: compile_error"),
+        "load the rows with the legacy nl.load": (False, "status: rejected"),
+    }
+    best = (run_dir / "best.py").read_text().strip()
+    assert (
+        best == CURRENT_PROPOSALS["sum the squares inside the activation that squares them"].strip()
+    )
+
+
 SWIGLU_NKI = """import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 

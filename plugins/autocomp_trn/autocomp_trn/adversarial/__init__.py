@@ -119,8 +119,8 @@ CASES = [
         "gemm_moving_fmax",
     ),
     Case(
-        "h15: the cumsum baseline with its carried loop made affine",
-        "advanced/cumsum",
+        "h15: the legacy cumsum baseline with its carried loop made affine",
+        "advanced/cumsum@legacy",
         "affine_range carried dependency",
         "compile_error",
         "affine_range iterations must be independent",
@@ -192,12 +192,39 @@ CASES = [
         "does not read",
     ),
     Case(
-        "h26: the attention baseline exponentiating the scores without subtracting the row max",
-        "tutorial/attention",
+        "h26: the legacy attention baseline exponentiating the scores without subtracting the row max",
+        "tutorial/attention@legacy",
         "attention without the max subtraction",
         "wrong_answer",
         "NaN",
         patch=("nl.exp(nl.subtract(s_tile, m_tile))", "nl.exp(s_tile)"),
+    ),
+    Case(
+        "h27_current_partition_over_128.py",
+        RMS,
+        "partition dimension over 128 (current API)",
+        "compile_error",
+        "more than the 128 the hardware has",
+        ("compile_error", "more than the 128 the hardware has"),
+    ),
+    Case(
+        "h28_mixed_api.py",
+        RMS,
+        "the current and the legacy API in one kernel",
+        "rejected",
+        "imports both nki",
+        ("compile_error", "imports both the current NKI API"),
+    ),
+    Case(
+        "h29: the current attention baseline exponentiating the scores without subtracting the row max",
+        "tutorial/attention",
+        "attention without the max subtraction (current API)",
+        "wrong_answer",
+        "NaN",
+        patch=(
+            "data=s_tile, op0=nl.subtract, operand0=m_tile",
+            "data=s_tile, op0=nl.add, operand0=0.0",
+        ),
     ),
 ]
 
@@ -221,4 +248,17 @@ HONEST = [
     Honest("index_floordiv_mod.py", "advanced/conv1d", "// and % in index expressions"),
     Honest("rmsnorm_store_through_ds.py", RMS, "a store through x[:, nl.ds(...)] = ..."),
     Honest("softmax_reduce_cmd.py", "pytorch/softmax", "a sum across ScalarE's reduce registers"),
+    Honest(
+        "rmsnorm_current_fused.py", RMS, "current API: a fused square-sum and a per-partition scale"
+    ),
+    Honest(
+        "softmax_current_stable.py",
+        "pytorch/softmax",
+        "current API: softmax with the max subtracted",
+    ),
+    Honest(
+        "transpose_current_multi_tile.py",
+        "advanced/transpose",
+        "current API: four transposes into one PSUM tile",
+    ),
 ]

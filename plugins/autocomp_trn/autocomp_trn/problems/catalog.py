@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .spec import FULL_SUFFIX, Input, ProblemSpec, Work, io_bytes
+from .spec import FULL_SUFFIX, LEGACY_SUFFIX, Input, ProblemSpec, Work, io_bytes
 
 F32, BF16 = "float32", "bfloat16"
 
@@ -162,6 +162,42 @@ def ref_swiglu(a, b):
 
 def ref_linear_relu(x, w):
     return (np.maximum(x @ w, 0.0),)
+
+
+def _silu(z):
+    return z / (1.0 + np.exp(-z))
+
+
+def _rows(x):
+    """A [..., n] array as 2-D rows (NumPy's batched matmul of a 3-D by a 2-D array skips BLAS)."""
+    return x.reshape(-1, x.shape[-1])
+
+
+def ref_llama_mlp_prefill(x, norm_weight, up_proj, gate_proj, down_proj, eps=1e-5):
+    h = _rows(x)
+    h = h / np.sqrt(np.mean(h * h, axis=-1, keepdims=True) + eps) * norm_weight
+    return (((_silu(h @ gate_proj.T) * (h @ up_proj.T)) @ down_proj.T).reshape(x.shape),)
+
+
+def ref_llama_mlp_decode(x, up_proj, gate_proj, down_proj):
+    h = _rows(x)
+    return (((_silu(h @ gate_proj) * (h @ up_proj)) @ down_proj).reshape(x.shape),)
+
+
+def ref_llama_attention(q, k_active, v_active, k_prior, v_prior, attention_mask):
+    """Grouped-query token generation: query head h reads key/value head h // group."""
+    group = q.shape[1] // k_prior.shape[1]
+    kv = np.arange(q.shape[1]) // group
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    prior = q @ np.swapaxes(k_prior[:, kv], 2, 3) * scale          # [b, heads, 1, seq]
+    prior = np.where(attention_mask > 0, prior, -np.inf)
+    active = q @ np.swapaxes(k_active[:, kv], 2, 3) * scale        # [b, heads, 1, 1]
+    p, _, _ = _softmax_rows(np.concatenate([prior, active], axis=-1))
+    return (p[..., :-1] @ v_prior[:, kv] + p[..., -1:] @ v_active[:, kv],)
+
+
+def ref_llama_logits(hidden, lm_head):
+    return ((_rows(hidden) @ lm_head).reshape(*hidden.shape[:-1], lm_head.shape[1]),)
 
 
 # ---------------------------------------------------------------- work for lower bounds
@@ -360,15 +396,93 @@ def pytorch() -> list[ProblemSpec]:
     ]
 
 
+def _mlp_work(ins):
+    x, up = ins[0], ins[-3]
+    tokens = math.prod(x.shape[:-1])
+    inter = max(up.shape)
+    return Work(hbm_bytes=io_bytes(ins, [(x.shape, BF16)]), pe_flops=2.0 * 3 * tokens * x.shape[-1] * inter)
+
+
+def llama() -> list[ProblemSpec]:
+    """The end-to-end Llama 3.2 1B blocks the original system added (hidden 2048, 16 query heads
+    sharing 4 key/value heads of 64, vocabulary 64128), each from a PyTorch reference, bf16 as in
+    its harness. Weights are drawn N(0, 1/fan-in) so every layer's outputs stay O(1)."""
+    H, I_PRE, I_DEC, VOCAB = 2048, 8192, 4096, 64128
+
+    def w(name, shape, fan_in):
+        return Input(name, shape, BF16, "normal", scale=fan_in ** -0.5)
+
+    def decode(batch):
+        return [Input("x", (batch, 1, H), BF16), w("up_proj", (H, I_DEC), H), w("gate_proj", (H, I_DEC), H),
+                w("down_proj", (I_DEC, H), I_DEC)]
+
+    def prefill(hidden, inter):
+        return [Input("x", (1, 64, hidden), BF16), Input("norm_weight", (hidden,), BF16),
+                w("up_proj", (inter, hidden), hidden), w("gate_proj", (inter, hidden), hidden),
+                w("down_proj", (hidden, inter), inter)]
+    att = [Input("q", (1, 16, 1, 64), BF16), Input("k_active", (1, 4, 1, 64), BF16),
+           Input("v_active", (1, 4, 1, 64), BF16), Input("k_prior", (1, 4, 512, 64), BF16),
+           Input("v_prior", (1, 4, 512, 64), BF16), Input("attention_mask", (1, 1, 1, 512), "uint8", "bits")]
+
+    def logits_in(vocab):
+        return [Input("hidden", (1, 1, H), BF16), w("lm_head", (H, vocab), H)]
+
+    mlp = "silu(h @ gate) * (h @ up) @ down"
+    return [
+        _spec(id="llama/mlp_prefill", title="Llama MLP block, prefill",
+              description=f"out = ({mlp}) with h = RMSNorm(x) * norm_weight (eps 1e-5) for x [1, 64, hidden] "
+                          "(64 prompt tokens) and weights in nn.Linear layout [out, in]. Checked and timed at "
+                          f"hidden 1024, intermediate 2048 (the original hidden {H}, intermediate {I_PRE} is kept "
+                          "for trace-only runs)",
+              inputs=prefill(1024, 2048), outputs=[((1, 64, 1024), BF16)], full_inputs=prefill(H, I_PRE),
+              full_outputs=[((1, 64, H), BF16)], reference=ref_llama_mlp_prefill,
+              atol=2e-2, rtol=2e-2, language="pytorch", baseline="mlp_prefill.py", work=_mlp_work),
+        _spec(id="llama/mlp_decode_b1", title="Llama MLP block, decode at batch 1",
+              description=f"out = {mlp} for one token x [1, 1, {H}], weights stored [in, out], intermediate {I_DEC}",
+              inputs=decode(1), outputs=[((1, 1, H), BF16)], reference=ref_llama_mlp_decode,
+              atol=2e-2, rtol=2e-2, language="pytorch", baseline="mlp_decode_b1.py", work=_mlp_work),
+        _spec(id="llama/mlp_decode_b32", title="Llama MLP block, decode at batch 32",
+              description=f"out = {mlp} for one token of each of 32 sequences, x [32, 1, {H}], weights stored "
+                          f"[in, out], intermediate {I_DEC}",
+              inputs=decode(32), outputs=[((32, 1, H), BF16)], reference=ref_llama_mlp_decode,
+              atol=2e-2, rtol=2e-2, language="pytorch", baseline="mlp_decode_b32.py", work=_mlp_work),
+        _spec(id="llama/attention", title="Llama token-generation attention (GQA)",
+              description="softmax over [q k_prior^T / 8 where attention_mask, q k_active^T / 8] times "
+                          "[v_prior; v_active] for q [1, 16, 1, 64], k/v_active [1, 4, 1, 64], k/v_prior "
+                          "[1, 4, 512, 64] (query head h reads key/value head h // 4), attention_mask "
+                          "[1, 1, 1, 512] of 0/1",
+              inputs=att, outputs=[((1, 16, 1, 64), BF16)], reference=ref_llama_attention,
+              atol=2e-2, rtol=2e-2, language="pytorch", baseline="attention.py",
+              work=lambda ins: Work(hbm_bytes=io_bytes(ins, [((1, 16, 1, 64), BF16)]),
+                                    pe_flops=2.0 * 2 * 16 * 513 * 64, act_elems=16 * 513)),
+        _spec(id="llama/logits", title="Llama LM head (logits), batch 1",
+              description=f"logits = hidden @ lm_head for hidden [1, 1, {H}] and lm_head [{H}, vocab]. Checked "
+                          f"and timed at vocab 8320 (65 x 128: like the original {VOCAB} = 501 x 128, not a "
+                          f"multiple of 512); the original {VOCAB} is kept for trace-only runs",
+              inputs=logits_in(8320), outputs=[((1, 1, 8320), BF16)], full_inputs=logits_in(VOCAB),
+              full_outputs=[((1, 1, VOCAB), BF16)], reference=ref_llama_logits, atol=2e-2, rtol=2e-2,
+              language="pytorch", baseline="logits.py",
+              work=lambda ins: Work(hbm_bytes=io_bytes(ins, [((1, 1, ins[1].shape[1]), BF16)]),
+                                    pe_flops=2.0 * H * ins[1].shape[1])),
+    ]
+
+
 def all_specs() -> list[ProblemSpec]:
-    return [*tutorial(), *advanced(), *pytorch()]
+    return [*tutorial(), *advanced(), *pytorch(), *llama()]
 
 
 def spec_by_id(problem_id: str) -> ProblemSpec:
-    """A problem by id; ``<id>@full`` is the problem at its original benchmark's shapes."""
-    base = problem_id.removesuffix(FULL_SUFFIX)
+    """A problem by id; ``<id>@legacy`` is the problem with its legacy (``neuronxcc.nki``)
+    baseline, ``<id>@full`` the problem at its original benchmark's shapes, ``<id>@legacy@full``
+    both."""
+    base, legacy, full = problem_id, False, False
+    if base.endswith(FULL_SUFFIX):
+        base, full = base.removesuffix(FULL_SUFFIX), True
+    if base.endswith(LEGACY_SUFFIX):
+        base, legacy = base.removesuffix(LEGACY_SUFFIX), True
     for spec in all_specs():
         if spec.id == base:
-            return spec if base == problem_id else spec.at_full_shape()
+            spec = spec.with_legacy_baseline() if legacy else spec
+            return spec.at_full_shape() if full else spec
     known = ", ".join(s.id for s in all_specs())
     raise KeyError(f"unknown problem {problem_id!r} for backend 'trn' (known: {known})")

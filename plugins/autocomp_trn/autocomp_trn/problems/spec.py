@@ -15,6 +15,9 @@ from ..emulator.hardware import Generation
 HERE = Path(__file__).parent
 #: the suffix of a problem id naming the problem at its original benchmark's shapes
 FULL_SUFFIX = "@full"
+#: the suffix of a problem id naming the problem with its legacy baseline (``neuronxcc.nki``, the
+#: NKI v1 API the original system's traces used), kept under ``problems/<suite>/legacy/``
+LEGACY_SUFFIX = "@legacy"
 
 
 @dataclass(frozen=True)
@@ -22,9 +25,17 @@ class Input:
     name: str
     shape: tuple[int, ...]
     dtype: str = "float32"
-    dist: str = "normal"  # normal | uniform (-1, 1) | unit (0, 1) | negative | positive
+    dist: str = "normal"  # normal | uniform (-1, 1) | unit (0, 1) | negative | positive | small | bits (0 or 1)
+    #: the drawn values times this (a weight matrix scaled by 1/sqrt(fan-in) keeps a layer's outputs O(1))
+    scale: float = 1.0
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
+        x = self._draw(rng)
+        if self.scale != 1.0:
+            x = x * np.float32(self.scale)
+        return x.astype(dtypes.DTYPES[self.dtype])
+
+    def _draw(self, rng: np.random.Generator) -> np.ndarray:
         n = self.shape
         if self.dist == "normal":
             x = rng.standard_normal(n, dtype=np.float32)
@@ -38,9 +49,11 @@ class Input:
             x = rng.uniform(0.5, 2.0, n).astype(np.float32)
         elif self.dist == "small":
             x = rng.uniform(0.0, 0.1, n).astype(np.float32)
+        elif self.dist == "bits":
+            x = rng.integers(0, 2, n).astype(np.float32)
         else:
             raise ValueError(self.dist)
-        return x.astype(dtypes.DTYPES[self.dtype])
+        return x
 
 
 @dataclass
@@ -83,6 +96,11 @@ class ProblemSpec:
     #: a kernel that is right only on N(0,1)-sized values (a softmax without its max
     #: subtraction overflows exp) fails there; only where the reference stays well defined
     stress: dict[str, float] = field(default_factory=dict)
+    legacy: bool = False  # the baseline is the legacy one (problems/<suite>/legacy/)
+
+    @property
+    def has_legacy(self) -> bool:
+        return not self.legacy and (HERE / self.suite / "legacy" / self.baseline).is_file()
 
     @property
     def suite(self) -> str:
@@ -90,7 +108,7 @@ class ProblemSpec:
 
     @property
     def baseline_path(self) -> Path:
-        return HERE / self.suite / self.baseline
+        return HERE / self.suite / ("legacy" if self.legacy else "") / self.baseline
 
     def baseline_code(self) -> str:
         return self.baseline_path.read_text()
@@ -109,6 +127,18 @@ class ProblemSpec:
             outputs=self.full_outputs or self.outputs,
             full_inputs=None,
             full_outputs=None,
+        )
+
+    def with_legacy_baseline(self) -> ProblemSpec:
+        """This problem with its legacy baseline (the id ``<id>@legacy``): the ``neuronxcc.nki``
+        kernel the original system started from, to compare with its published trn1 numbers."""
+        if not self.has_legacy:
+            raise KeyError(f"problem {self.id!r} has no legacy baseline")
+        return replace(
+            self,
+            id=self.id + LEGACY_SUFFIX,
+            description=f"{self.description}. Legacy baseline: the neuronxcc.nki (NKI v1) kernel",
+            legacy=True,
         )
 
     def shapes(self, full: bool = False) -> tuple[list[Input], list[tuple[tuple[int, ...], str]]]:

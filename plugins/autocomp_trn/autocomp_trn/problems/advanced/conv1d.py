@@ -1,7 +1,6 @@
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
-import numpy as np
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
@@ -14,12 +13,15 @@ def solution(img, filt, padding):
     out = nl.ndarray((N, C, 1, W), dtype=img.dtype, buffer=nl.shared_hbm)
     for c in nl.affine_range(C // 128):
         for n in nl.affine_range(N):
-            padded = nl.zeros((nl.par_dim(128), left + W + right), dtype=img.dtype)
-            padded[:, left:left + W] = nl.load(img[n, c * 128:(c + 1) * 128, 0, :])
-            f = nl.load(filt[c * 128:(c + 1) * 128, 0, 0, :])
-            result = nl.ndarray((nl.par_dim(128), W), dtype=img.dtype)
+            padded = nl.ndarray((128, left + W + right), dtype=img.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=padded, value=0.0)
+            nisa.dma_copy(dst=padded[0:128, left:left + W], src=img[n, c * 128:(c + 1) * 128, 0, 0:W])
+            f = nl.ndarray((128, K), dtype=filt.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=f, src=filt[c * 128:(c + 1) * 128, 0, 0, 0:K])
+            result = nl.ndarray((128, W), dtype=img.dtype, buffer=nl.sbuf)
             for w in nl.affine_range(W):
-                prod = nisa.tensor_tensor(padded[:, w:w + K], f, op=nl.multiply)
-                result[:, w:w + 1] = nisa.tensor_reduce(np.add, prod, axis=(1,), keepdims=True)
-            nl.store(out[n, c * 128:(c + 1) * 128, 0, :], value=result)
+                prod = nl.ndarray((128, K), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_tensor(dst=prod, data1=padded[0:128, w:w + K], data2=f, op=nl.multiply)
+                nisa.tensor_reduce(dst=result[0:128, w:w + 1], op=nl.add, data=prod, axis=1)
+            nisa.dma_copy(dst=out[n, c * 128:(c + 1) * 128, 0, 0:W], src=result)
     return out

@@ -1,6 +1,6 @@
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
@@ -11,17 +11,27 @@ def solution(x, cos, sin):
     out = nl.ndarray((d_head, seq), dtype=x.dtype, buffer=nl.shared_hbm)
     tile_s = 512
     for j in nl.affine_range(seq // tile_s):
-        cols = slice(j * tile_s, (j + 1) * tile_s)
-        x_lo = nl.load(x[0:half, cols])
-        x_hi = nl.load(x[half:d_head, cols])
-        c = nl.load(cos[:, cols])
-        s = nl.load(sin[:, cols])
-        lo_cos = nisa.tensor_tensor(x_lo, c, op=nl.multiply)
-        hi_sin = nisa.tensor_tensor(x_hi, s, op=nl.multiply)
-        out_lo = nisa.tensor_tensor(lo_cos, hi_sin, op=nl.subtract)
-        hi_cos = nisa.tensor_tensor(x_hi, c, op=nl.multiply)
-        lo_sin = nisa.tensor_tensor(x_lo, s, op=nl.multiply)
-        out_hi = nisa.tensor_tensor(hi_cos, lo_sin, op=nl.add)
-        nl.store(out[0:half, cols], value=out_lo)
-        nl.store(out[half:d_head, cols], value=out_hi)
+        c0 = j * tile_s
+        x_lo = nl.ndarray((half, tile_s), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_lo, src=x[0:half, c0:c0 + tile_s])
+        x_hi = nl.ndarray((half, tile_s), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x_hi, src=x[half:d_head, c0:c0 + tile_s])
+        c = nl.ndarray((half, tile_s), dtype=cos.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c, src=cos[0:half, c0:c0 + tile_s])
+        s = nl.ndarray((half, tile_s), dtype=sin.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=sin[0:half, c0:c0 + tile_s])
+        lo_cos = nl.ndarray((half, tile_s), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=lo_cos, data1=x_lo, data2=c, op=nl.multiply)
+        hi_sin = nl.ndarray((half, tile_s), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=hi_sin, data1=x_hi, data2=s, op=nl.multiply)
+        out_lo = nl.ndarray((half, tile_s), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=out_lo, data1=lo_cos, data2=hi_sin, op=nl.subtract)
+        hi_cos = nl.ndarray((half, tile_s), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=hi_cos, data1=x_hi, data2=c, op=nl.multiply)
+        lo_sin = nl.ndarray((half, tile_s), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=lo_sin, data1=x_lo, data2=s, op=nl.multiply)
+        out_hi = nl.ndarray((half, tile_s), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=out_hi, data1=hi_cos, data2=lo_sin, op=nl.add)
+        nisa.dma_copy(dst=out[0:half, c0:c0 + tile_s], src=out_lo)
+        nisa.dma_copy(dst=out[half:d_head, c0:c0 + tile_s], src=out_hi)
     return out

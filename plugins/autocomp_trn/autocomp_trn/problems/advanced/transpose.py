@@ -1,6 +1,6 @@
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
@@ -11,8 +11,11 @@ def solution(x):
     for b in nl.affine_range(B):
         for i in nl.affine_range(R // 128):
             for j in nl.affine_range(C // 128):
-                tile = nl.load(x[b, i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])
-                t_psum = nisa.nc_transpose(tile)
-                t_sbuf = nl.copy(t_psum, dtype=x.dtype)
-                nl.store(out[b, j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], value=t_sbuf)
+                tile = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=tile, src=x[b, i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])
+                t_psum = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.psum)
+                nisa.nc_transpose(dst=t_psum, data=tile)
+                t_sbuf = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=t_sbuf, src=t_psum)
+                nisa.dma_copy(dst=out[b, j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], src=t_sbuf)
     return out

@@ -1,6 +1,6 @@
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
@@ -18,44 +18,75 @@ def solution(q_ref, k_ref, v_ref):
     # 1. scores = q.T @ k, one [128, 512] PSUM tile at a time
     for i in nl.affine_range(seq_q // 128):
         for j in nl.affine_range(seq_k // 512):
-            q_tile = nl.load(q_ref[:, i * 128:(i + 1) * 128])
-            k_tile = nl.load(k_ref[:, j * 512:(j + 1) * 512])
-            s_psum = nisa.nc_matmul(q_tile, k_tile)
-            s_sbuf = nl.copy(s_psum, dtype=nl.float32)
-            nl.store(scores[i * 128:(i + 1) * 128, j * 512:(j + 1) * 512], value=s_sbuf)
+            q_tile = nl.ndarray((d_head, 128), dtype=q_ref.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=q_tile, src=q_ref[0:d_head, i * 128:(i + 1) * 128])
+            k_tile = nl.ndarray((d_head, 512), dtype=k_ref.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=k_tile, src=k_ref[0:d_head, j * 512:(j + 1) * 512])
+            s_psum = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=s_psum, stationary=q_tile, moving=k_tile)
+            s_sbuf = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=s_sbuf, src=s_psum)
+            nisa.dma_copy(dst=scores[i * 128:(i + 1) * 128, j * 512:(j + 1) * 512], src=s_sbuf)
 
     # 2. row maxima
     for i in nl.affine_range(seq_q // 128):
-        s_tile = nl.load(scores[i * 128:(i + 1) * 128, 0:seq_k])
-        nl.store(row_max[i * 128:(i + 1) * 128, 0:1], value=nl.max(s_tile, axis=[1]))
+        s_tile = nl.ndarray((128, seq_k), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s_tile, src=scores[i * 128:(i + 1) * 128, 0:seq_k])
+        m_tile = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=m_tile, op=nl.maximum, data=s_tile, axis=1)
+        nisa.dma_copy(dst=row_max[i * 128:(i + 1) * 128, 0:1], src=m_tile)
 
     # 3. exp(scores - row max)
     for i in nl.affine_range(seq_q // 128):
-        s_tile = nl.load(scores[i * 128:(i + 1) * 128, 0:seq_k])
-        m_tile = nl.load(row_max[i * 128:(i + 1) * 128, 0:1])
-        e_tile = nl.exp(nl.subtract(s_tile, m_tile))
-        nl.store(probs[i * 128:(i + 1) * 128, 0:seq_k], value=e_tile)
+        s_tile = nl.ndarray((128, seq_k), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s_tile, src=scores[i * 128:(i + 1) * 128, 0:seq_k])
+        m_tile = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=m_tile, src=row_max[i * 128:(i + 1) * 128, 0:1])
+        shifted = nl.ndarray((128, seq_k), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=shifted, data=s_tile, op0=nl.subtract, operand0=m_tile)
+        e_tile = nl.ndarray((128, seq_k), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e_tile, op=nl.exp, data=shifted)
+        nisa.dma_copy(dst=probs[i * 128:(i + 1) * 128, 0:seq_k], src=e_tile)
 
     # 4. row sums
     for i in nl.affine_range(seq_q // 128):
-        e_tile = nl.load(probs[i * 128:(i + 1) * 128, 0:seq_k])
-        nl.store(row_sum[i * 128:(i + 1) * 128, 0:1], value=nl.sum(e_tile, axis=[1]))
+        e_tile = nl.ndarray((128, seq_k), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=e_tile, src=probs[i * 128:(i + 1) * 128, 0:seq_k])
+        sum_tile = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=sum_tile, op=nl.add, data=e_tile, axis=1)
+        nisa.dma_copy(dst=row_sum[i * 128:(i + 1) * 128, 0:1], src=sum_tile)
 
     # 5. transpose the probabilities block by block on TensorE
     for i in nl.affine_range(seq_q // 128):
         for j in nl.affine_range(seq_k // 128):
-            p_tile = nl.load(probs[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])
-            p_t = nl.copy(nisa.nc_transpose(p_tile), dtype=nl.float32)
-            nl.store(probs_t[j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], value=p_t)
+            p_tile = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=p_tile, src=probs[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])
+            p_t_psum = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_transpose(dst=p_t_psum, data=p_tile)
+            p_t = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=p_t, src=p_t_psum)
+            nisa.dma_copy(dst=probs_t[j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], src=p_t)
 
     # 6. out = probs @ v.T, normalized by the row sums
     for i in nl.affine_range(seq_q // 128):
-        out_psum = nl.zeros((128, d_head), nl.float32, buffer=nl.psum)
+        out_psum = nl.ndarray((128, d_head), dtype=nl.float32, buffer=nl.psum)
         for j in nl.affine_range(seq_k // 128):
-            p_t_tile = nl.load(probs_t[j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], dtype=nl.bfloat16)
-            v_tile = nl.load(v_ref[:, j * 128:(j + 1) * 128])
-            v_t = nl.copy(nisa.nc_transpose(v_tile), dtype=nl.bfloat16)
-            out_psum += nisa.nc_matmul(p_t_tile, v_t)
-        inv_sum = nl.reciprocal(nl.load(row_sum[i * 128:(i + 1) * 128, 0:1]))
-        nl.store(out_ref[i * 128:(i + 1) * 128, 0:d_head], value=nl.multiply(out_psum, inv_sum))
+            p_t_f32 = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=p_t_f32, src=probs_t[j * 128:(j + 1) * 128, i * 128:(i + 1) * 128])
+            p_t_tile = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=p_t_tile, src=p_t_f32)
+            v_tile = nl.ndarray((d_head, 128), dtype=v_ref.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=v_tile, src=v_ref[0:d_head, j * 128:(j + 1) * 128])
+            v_t_psum = nl.ndarray((128, d_head), dtype=v_ref.dtype, buffer=nl.psum)
+            nisa.nc_transpose(dst=v_t_psum, data=v_tile)
+            v_t = nl.ndarray((128, d_head), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=v_t, src=v_t_psum)
+            nisa.nc_matmul(dst=out_psum, stationary=p_t_tile, moving=v_t)
+        sum_tile = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=sum_tile, src=row_sum[i * 128:(i + 1) * 128, 0:1])
+        inv_sum = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv_sum, data=sum_tile)
+        out_tile = nl.ndarray((128, d_head), dtype=out_ref.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=out_tile, data=out_psum, op0=nl.multiply, operand0=inv_sum)
+        nisa.dma_copy(dst=out_ref[i * 128:(i + 1) * 128, 0:d_head], src=out_tile)
     return out_ref

@@ -1,5 +1,6 @@
-import neuronxcc.nki.language as nl
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
@@ -15,13 +16,15 @@ def solution(lhsT, rhs):
 
     for m in nl.affine_range(M // TILE_M):
         for n in nl.affine_range(N // TILE_N):
-            res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
+            res_psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // TILE_K):
                 lhsT_tile = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=lhsT_tile, src=lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
                 rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                lhsT_tile[...] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
-                rhs_tile[...] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
-                res_psum += nl.matmul(lhsT_tile[...], rhs_tile[...], transpose_x=True)
-            res_sb = nl.copy(res_psum, dtype=result.dtype)
-            nl.store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], value=res_sb)
+                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
+                # the first matmul into res_psum overwrites it, the later ones accumulate
+                nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
+            res_sb = nl.ndarray((TILE_M, TILE_N), dtype=result.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res_sb, src=res_psum)
+            nisa.dma_copy(dst=result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], src=res_sb)
     return result

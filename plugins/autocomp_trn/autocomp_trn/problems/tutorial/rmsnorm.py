@@ -1,29 +1,31 @@
-import math
-
-import neuronxcc.nki.language as nl
-from neuronxcc import nki
+import nki
+import nki.isa as nisa
+import nki.language as nl
 
 
 @nki.jit
 def solution(a_tensor, g_tensor):
-    # RMSNorm of each row of a_tensor, scaled by g_tensor (tutorial version)
-    out_tensor = nl.ndarray(a_tensor.shape, dtype=a_tensor.dtype, buffer=nl.shared_hbm)
-    ix = nl.arange(128)[:, None]
-    iw = nl.arange(1)[:, None]
-    iy = nl.arange(a_tensor.shape[1])[None, :]
-    num_rows = a_tensor.shape[0]
+    # RMSNorm of each row of a_tensor, scaled by g_tensor: one 128-row tile at a time
+    num_rows, num_cols = a_tensor.shape
+    out_tensor = nl.ndarray((num_rows, num_cols), dtype=a_tensor.dtype, buffer=nl.shared_hbm)
 
-    # g is one row; broadcast it over the partitions inside the loop
-    g_tile = nl.load(g_tensor.reshape((1, g_tensor.shape[0]))[iw, iy])
+    # g is one row: the DMA copies it to every partition
+    g_tile = nl.ndarray((128, num_cols), dtype=g_tensor.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g_tile, src=g_tensor.reshape((1, num_cols)))
 
-    for i in nl.affine_range(math.ceil(a_tensor.shape[0] / 128)):
-        a_tile = nl.load(a_tensor[i * 128 + ix, iy], mask=(i * 128 + ix < num_rows))
-        in_square = nl.square(a_tile)
-        square_sum = nl.sum(in_square, axis=[1])
-        mean = square_sum / a_tensor.shape[1]
-        rms_reciprocal = nl.rsqrt(mean)
-        out_tile = nl.multiply(a_tile, rms_reciprocal)
-        g_bcast = g_tile.broadcast_to((128, g_tensor.shape[0]))
-        out_tile[...] = nl.multiply(out_tile, g_bcast, mask=(i * 128 + ix < num_rows))
-        nl.store(out_tensor[i * 128 + ix, iy], value=out_tile, mask=(i * 128 + ix < num_rows))
+    for i in nl.affine_range(num_rows // 128):
+        a_tile = nl.ndarray((128, num_cols), dtype=a_tensor.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_tile, src=a_tensor[i * 128:(i + 1) * 128, 0:num_cols])
+        squares = nl.ndarray((128, num_cols), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=squares, data1=a_tile, data2=a_tile, op=nl.multiply)
+        square_sum = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=square_sum, op=nl.add, data=squares, axis=1)
+        # 1 / sqrt(mean of the squares)
+        rms_reciprocal = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=rms_reciprocal, op=nl.rsqrt, data=square_sum, scale=1.0 / num_cols)
+        normed = nl.ndarray((128, num_cols), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=normed, data=a_tile, op0=nl.multiply, operand0=rms_reciprocal)
+        out_tile = nl.ndarray((128, num_cols), dtype=a_tensor.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=out_tile, data1=normed, data2=g_tile, op=nl.multiply)
+        nisa.dma_copy(dst=out_tensor[i * 128:(i + 1) * 128, 0:num_cols], src=out_tile)
     return out_tensor
