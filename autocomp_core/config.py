@@ -73,6 +73,10 @@ class SearchConfig(_Section):
     #: stop when best(now)/best(N iterations ago) >= threshold (0 = off)
     early_stop_iterations: int = Field(0, ge=0)
     early_stop_threshold: float = Field(1.0, gt=0.0)
+    #: check the best program of each iteration, and the run's reported best, on inputs (and
+    #: shapes, where the backend offers them) the search never evaluated on: one that fails is
+    #: labelled overfit, leaves the beam and is never reported as the best
+    held_out: bool = True
     #: stop once the best program reaches this fraction of the speed of the backend's lower
     #: bound (``metric_lower_bound``): 0.95 stops when best <= bound / 0.95 (None = never)
     stop_at_bound: float | None = Field(None, gt=0.0, le=1.0)

@@ -412,6 +412,13 @@ class Backend(abc.ABC, Generic[HardwareT, OptionsT]):
         Reports show the best result as a fraction of it and flag a result below it."""
         return None
 
+    def held_out_problem(self, problem: Problem) -> Problem | None:
+        """The problem the held-out check evaluates a search's best programs on: the same
+        problem at other shapes where the family allows (a program tuned to the searched
+        shapes must still be right there), or None for the same shapes. The engine always
+        draws the held-out check's inputs from seeds the search never used."""
+        return None
+
     def resources(self) -> Resources:
         """What one evaluation holds while it runs; the engine runs as many at once as fit."""
         return Resources()

@@ -162,6 +162,16 @@ class JournaledLLM:
             )
 
 
+#: the suffix of a held-out evaluation's key (the journal keeps both kinds in one table)
+HELD_OUT_KEY = "/held-out"
+
+
+def held_out_seed(seed: int) -> int:
+    """The run seed of the held-out check: fixed by the run's seed (a run replays exactly),
+    unrelated to it, so no input the search evaluated on is among the held-out ones."""
+    return int.from_bytes(hashlib.sha256(f"held-out\0{seed}".encode()).digest()[:4], "big")
+
+
 def evaluation_key(backend: Backend, problem: Problem, code: str) -> str:
     blob = json.dumps(
         [
@@ -232,13 +242,22 @@ class Evaluator:
         stalled = getattr(self.executor, "stalled", None)  # a plugin's executor may not say
         return stalled() if stalled is not None else None
 
-    def context(self) -> EvalContext:
+    def context(self, held_out: bool = False) -> EvalContext:
         return EvalContext(
-            seed=self.seed, timeout_s=self.timeout_s, want_feedback=self.want_feedback
+            seed=held_out_seed(self.seed) if held_out else self.seed,
+            timeout_s=self.timeout_s,
+            want_feedback=self.want_feedback and not held_out,
         )
 
-    async def evaluate(self, code: str, use_cache: bool = True) -> tuple[str, EvalResult]:
-        key = evaluation_key(self.backend, self.problem, code)
+    async def evaluate(
+        self, code: str, use_cache: bool = True, held_out: bool = False
+    ) -> tuple[str, EvalResult]:
+        """``code``'s evaluation; ``held_out``: on the backend's held-out problem
+        (``Backend.held_out_problem``, else the same one) with inputs from other seeds."""
+        problem = self.problem
+        if held_out:
+            problem = self.backend.held_out_problem(self.problem) or self.problem
+        key = evaluation_key(self.backend, problem, code) + (HELD_OUT_KEY if held_out else "")
         while use_cache and key in self._in_flight:
             await self._in_flight[key].wait()
         cached = self.store.evaluation(key) if use_cache else None
@@ -263,7 +282,9 @@ class Evaluator:
                 async with self.limiter:
                     started = time.monotonic()
                     result = await self.executor.evaluate(
-                        EvalRequest(self.backend, self.problem, code, self.context(), attempt_lost)
+                        EvalRequest(
+                            self.backend, problem, code, self.context(held_out), attempt_lost
+                        )
                     )
                     # the whole evaluation as the engine waited for it, whatever the backend
                     # counts

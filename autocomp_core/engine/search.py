@@ -27,13 +27,14 @@ import structlog
 from ..config import RunConfig
 from ..contract.backend import Backend, EvalResult, KnowledgePack, Problem
 from ..ledger.accounting import RunStopped
-from ..ledger.store import Candidate, RunStore
+from ..ledger.store import Candidate, RunStore, best_candidate
 from ..llm.parsing import extract_plan
 from ..llm.types import LLMResponse, Prompt
 from .answers import parse_score, program_from
 from .context import ContextSelector, isa_sections
 from .drafts import Draft, Drafter, assign_model, code_hash, sample_of
 from .generated_menus import GeneratedMenus
+from .held_out import HeldOut
 from .initial_beam import initial_beam
 from .journal import Evaluator, JournaledLLM
 from .lineage import Lineage
@@ -104,6 +105,7 @@ class Search:
         self.lineage = Lineage(store)
         self.translation = Translation.of(self.cfg.translation)
         self.menus = GeneratedMenus(self.s, setup.pack.menu, store)
+        self.held_out = HeldOut(evaluator, store, self.s.held_out)
         self.losses: list[float] = []
         self.stop_reason: str | None = None
         self.stop_detail = ""  # the stop reason in one line for a person, when it needs one
@@ -121,7 +123,7 @@ class Search:
         for i in range(1, self.s.iterations + 1):
             reached = self.reached_bound(beam)
             if reached:
-                return self.stopped("stop_at_bound", i - 1, beam, reached)
+                return await self.settled(self.stopped("stop_at_bound", i - 1, beam, reached))
             if should_early_stop(
                 self.losses,
                 i,
@@ -131,7 +133,7 @@ class Search:
             ):
                 self.stop_reason = "early_stop"
                 self.store.event("early_stop", iteration=i)
-                return beam
+                return await self.settled(beam)
             saved = self.saved_beam(i)
             if saved is not None:  # finished in an earlier session
                 beam = saved
@@ -143,12 +145,23 @@ class Search:
                 it = await self.iteration(i, beam)
                 if it.gate.stop is not None:
                     return self.stopped(it.gate.stop.reason, i, beam, it.gate.stop.detail)
-                beam = self.select(it)
+                beam = await self.select(it)
             self.losses.append(min(c.score for c in beam))
         reached = self.reached_bound(beam)
         if reached:
-            return self.stopped("stop_at_bound", self.s.iterations, beam, reached)
+            return await self.settled(
+                self.stopped("stop_at_bound", self.s.iterations, beam, reached)
+            )
         self.stop_reason = "completed"
+        return await self.settled(beam)
+
+    async def settled(self, beam: list[Candidate]) -> list[Candidate]:
+        """``beam``, once the program the run will report as its best has passed the
+        held-out check (``held_out.settle_best``)."""
+        drop_root = self.translation.drop_root
+        await self.held_out.settle_best(
+            lambda overfit: best_candidate(self.store.candidates(), drop_root, overfit)
+        )
         return beam
 
     def reached_bound(self, beam: list[Candidate]) -> str:
@@ -362,8 +375,9 @@ class Search:
         return await self.menus.menu(it.number, parent.id, ask)
 
     # -- selection ----------------------------------------------------------------------
-    def select(self, it: Iteration) -> list[Candidate]:
-        """The next beam (``selection.next_beam``), saved with the iteration's statistics."""
+    async def select(self, it: Iteration) -> list[Candidate]:
+        """The next beam (``selection.next_beam``) without the programs that fail the
+        held-out check (its best is checked), saved with the iteration's statistics."""
         i, children = it.number, it.children
         new_beam = next_beam(
             i,
@@ -374,6 +388,7 @@ class Search:
             lookup=self.lineage.get,
             event=self.store.event,
         )
+        new_beam = await self.held_out.screen(new_beam)
         stats = {
             "best": min(c.score for c in new_beam),
             "children": len(children),

@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +67,9 @@ ATTEMPT_LOST = "evaluation_lost"
 #: attempt, or its evaluator failed: the machine's failure, not the program's) with its
 #: result (``key``, ``result``); never reused: a resumed run evaluates the program again
 INFRA_ERROR = "evaluation_infra_error"
+#: the event journaled for a held-out check of one candidate (``engine.held_out``):
+#: ``candidate``, ``passed``, ``score`` (its metric there), ``search_score``, ``key``, ``reason``
+HELD_OUT = "held_out"
 
 
 class Origin(str, enum.Enum):
@@ -102,6 +105,16 @@ class Candidate:
     @property
     def correct(self) -> bool:
         return self.score != float("inf")
+
+
+def best_candidate(
+    cands: list[Candidate], drop_root: bool, overfit: Collection[str] = ()
+) -> Candidate | None:
+    """The run's best program: correct, not ``overfit`` (failed the held-out check)."""
+    correct = [c for c in cands if c.correct and c.id not in overfit]
+    if drop_root and any(c.origin != "root" for c in correct):
+        correct = [c for c in correct if c.origin != "root"]
+    return min(correct, key=lambda c: (c.score, c.iteration, c.id)) if correct else None
 
 
 class RunStore:
@@ -297,6 +310,14 @@ class RunStore:
     def infra_errors(self) -> dict[str, dict[str, Any]]:
         """The latest ``infra_error`` result journaled for each evaluation key."""
         return {e["key"]: e["result"] for e in self.events(INFRA_ERROR) if "key" in e}
+
+    def held_out_verdicts(self) -> dict[str, dict[str, Any]]:
+        """Candidate id -> its held-out verdict, as journaled."""
+        return {e["candidate"]: e for e in self.events(HELD_OUT) if "candidate" in e}
+
+    def overfit(self) -> set[str]:
+        """The candidates that passed the search's checks and failed the held-out one."""
+        return {cid for cid, v in self.held_out_verdicts().items() if not v["passed"]}
 
     def evaluations_ended(self) -> int:
         """Evaluations that ran to an end: those with a result and those that ended in an

@@ -21,10 +21,9 @@ from typing import Any
 from ..config import RunConfig, validate
 from ..engine.translation import Translation
 from ..errors import ConfigError
-from ..ledger.store import DB_NAME, Candidate, RunStore
+from ..ledger.store import DB_NAME, Candidate, RunStore, best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
-from ..run.exports import best_candidate
 
 #: evaluation texts longer than this are cut in the report (the journal keeps them whole)
 TEXT_LIMIT = 4000
@@ -107,7 +106,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     nodes, codes = _candidates(cands, shown, beams, rejected, status["iterations_done"])
     by_id = {c.id: c for c in cands}
     initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
-    best = best_candidate(cands, Translation.of(settings.translation).drop_root)
+    best = best_candidate(cands, Translation.of(settings.translation).drop_root, store.overfit())
     bound = target.get("metric_lower_bound")
     usage, timeline = _usage_and_timeline(store, evals, finished)
     wall = store.get_meta("wall_s", 0.0) or 0.0

@@ -13,13 +13,13 @@ import json
 import math
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..contract.backend import Backend, Problem
 from ..ledger.accounting import Ledger
-from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore
+from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore, best_candidate
 from ..numbers import metric_text
 
 
@@ -55,13 +55,6 @@ def target_info(backend: Backend, problem: Problem) -> dict[str, Any]:
     }
 
 
-def best_candidate(cands: list[Candidate], drop_root: bool) -> Candidate | None:
-    correct = [c for c in cands if c.correct]
-    if drop_root and any(c.origin != "root" for c in correct):
-        correct = [c for c in correct if c.origin != "root"]
-    return min(correct, key=lambda c: (c.score, c.iteration, c.id)) if correct else None
-
-
 def write_exports(
     run_dir: Path,
     store: RunStore,
@@ -83,7 +76,7 @@ def write_exports(
     root = next((c for c in cands if c.origin == "root"), None)
     initial_beam = store.beam(0) or []
     initial = min((c.score for c in cands if c.id in initial_beam), default=math.inf)
-    best = best_candidate(cands, drop_root)
+    best = best_candidate(cands, drop_root, store.overfit())
     if best is not None:
         atomic_write(run_dir / f"best{ext}", best.code or "")
     by_iter: dict[int, list[Candidate]] = defaultdict(list)
@@ -114,6 +107,7 @@ def write_exports(
         "metric_lower_bound": bound,
         "fraction_of_bound": (bound / best_score) if bound and best and best_score > 0 else None,
         "impossible_result": bool(bound and best and best_score < bound),
+        "held_out": held_out_summary(store, best),
         "candidates": len(cands),
         "correct_candidates": sum(c.correct for c in cands),
         "beam_history": {i: s.get("best") for i, s in store.iteration_stats().items()},
@@ -134,6 +128,20 @@ def write_exports(
     atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     atomic_write(run_dir / "report.md", render_report(summary, best, root, backend))
     return summary
+
+
+def held_out_summary(store: RunStore, best: Candidate | None) -> dict[str, Any]:
+    """The held-out check in numbers: programs checked, found overfit, and the best's
+    search score beside its held-out score (None when it was not checked: the baseline,
+    the check off, or a budget reached first)."""
+    verdicts = store.held_out_verdicts()
+    mine = verdicts.get(best.id) if best is not None else None
+    return {
+        "checked": len(verdicts),
+        "overfit": sorted(cid for cid, v in verdicts.items() if not v["passed"]),
+        "best_search_score": _num(best.score) if best is not None else None,
+        "best_held_out_score": _num(mine["score"]) if mine and mine["passed"] else None,
+    }
 
 
 def prompt_context(store: RunStore) -> list[dict[str, Any]]:
@@ -259,6 +267,7 @@ def render_report(
         )
     if s["impossible_result"]:
         lines.append("- **WARNING: the best result beats the lower bound; treat it as suspect.**")
+    lines += _held_out_lines(s, fmt)
     lines += [
         "",
         "## Best score per iteration",
@@ -298,3 +307,23 @@ def render_report(
             "```",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _held_out_lines(s: dict[str, Any], fmt: Callable[[Any], str]) -> list[str]:
+    h = s.get("held_out") or {}
+    if not h.get("checked"):
+        return []
+    best = (
+        f"best {fmt(h['best_search_score'])} in the search, "
+        f"{fmt(h['best_held_out_score'])} on held-out inputs"
+        if h.get("best_held_out_score") is not None
+        else "the best program was not checked (the baseline, or a budget ran out first)"
+    )
+    overfit = h.get("overfit") or []
+    refused = (
+        f"; {len(overfit)} overfit (right in the search, wrong held out, never reported as "
+        f"the best): {', '.join(overfit)}"
+        if overfit
+        else ""
+    )
+    return [f"- held-out check: {h['checked']} programs checked; {best}{refused}"]

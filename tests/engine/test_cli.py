@@ -41,7 +41,7 @@ def config(tmp_path, thread_server):
         (["--set", "hardware.cores=4"], "hardware.cores: unknown key"),
         (
             ["--set", "backend_options.delay=1"],
-            "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)",
+            "backend_options.delay: unknown key (known: delay_s, claimed_lower_bound, declare_lower_bound)",
         ),
         (
             ["--set", "backend_options.delay_s='soon'"],

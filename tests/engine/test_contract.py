@@ -53,7 +53,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     [
         (
             "delay=1",
-            "error: backend_options.delay: unknown key (known: delay_s, claimed_lower_bound)",
+            "error: backend_options.delay: unknown key (known: delay_s, claimed_lower_bound, declare_lower_bound)",
         ),
         ("delay_s=soon", "error: backend_options.delay_s: Input should be a valid number"),
         (
