@@ -571,6 +571,20 @@ nisa.activation(dst=r, op=nl.rsqrt, data=p)
     ok(run(spec, kernel(body.replace("nl.psum", "nl.sbuf"))))
 
 
+def test_the_trusted_side_rechecks_memset_value_types():
+    spec = problem(X, [((128, 64), "int32")], lambda x: (np.full((128, 64), 2, np.int32),))
+    trace = _trace(
+        kernel("nisa.memset(dst=r, value=2)", out_dtype="nl.int32"),
+        [["x", [128, 64], "float32"]],
+        "trn2",
+    )
+    assert judge(spec, json.dumps(trace), [1], "trn2")["status"] == "ok"
+    for e in trace["events"]:
+        if e[0] == "op" and e[1] == "memset":
+            e[4]["value"] = 2.5
+    refused(judge(spec, json.dumps(trace), [1], "trn2"), "not a int32 value", "NKI 0.3")
+
+
 def test_dma_from_psum_is_refused():
     body = """
 p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)

@@ -240,8 +240,17 @@ def memset(core: Core, dsts, srcs, attrs) -> None:
     value = attrs["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or srcs:
         raise ValueError("memset")
+    if d.t.dtype not in dtypes.FLOATS:  # strict memset types (NKI 0.3)
+        info = np.iinfo(dtypes.DTYPES[d.t.dtype])
+        if not (math.isfinite(value) and value == int(value) and info.min <= value <= info.max):
+            fail(
+                f"memset value {value!r} is not a {d.t.dtype} value (strict memset types, NKI 0.3)",
+                "err_memset_invalid_value",
+                core.line,
+            )
     if core.numeric:
-        d.write(np.float32(value))
+        # integers exactly (an fp32 copy would lose int32 values past 2**24)
+        d.write(np.float32(value) if d.t.dtype in dtypes.FLOATS else np.float64(value))
     k = 0.5 if d.t.dtype == "bfloat16" and value == 0 else None  # nisa docs: N/2
     if core.index in core.fusions.zeroing_matmul:  # the first matmul overwrites instead
         pricing.not_issued(core, "zeroing_matmul", engine, "memset", free(d), dsts, [], k=k)
