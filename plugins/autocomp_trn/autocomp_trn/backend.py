@@ -80,6 +80,12 @@ class TrnOptions(BackendOptions):
         10, ge=1, description="Neuron mode: timed iterations (P99 reported)"
     )
     benchmark_warmup: int = Field(2, ge=0, description="Neuron mode: warm-up iterations")
+    neuron_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="Neuron mode: wall-clock limit of compiling, checking and timing one "
+        "candidate on the device",
+    )
 
 
 class TrnBackend(Backend[TrnHardware, TrnOptions]):
@@ -129,7 +135,7 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
             self.neuron_env,
             self.hardware.generation,
             o.seeds,
-            o.trace_timeout_s + o.replay_timeout_s,
+            o.neuron_timeout_s,
             o.benchmark_warmup,
             o.benchmark_iters,
             o.neuron_cores,
@@ -278,12 +284,22 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
                 "run on a Trainium instance with the Neuron driver (aws-neuronx-dkms)",
             )
         )
+        optional = "" if need_neuron else " (optional)"
         checks.append(
             DoctorCheck(
-                "Neuron SDK NKI" + ("" if need_neuron else " (optional)"),
+                "Neuron SDK NKI" + optional,
                 env.v1 or env.v2 or not need_neuron,
-                "neuronxcc.nki" if env.v1 else "nki" if env.v2 else "not installed",
-                "pip install neuronx-cc --extra-index-url=https://pip.repos.neuron.amazonaws.com",
+                "nki" if env.v2 else "neuronxcc.nki (legacy)" if env.v1 else "not installed",
+                "pip install nki --extra-index-url=https://pip.repos.neuron.amazonaws.com",
+            )
+        )
+        timing = env.nrtpy or env.profiler
+        checks.append(
+            DoctorCheck(
+                "Neuron timing (nrtpy or neuron-explorer)" + optional,
+                bool(timing) or not need_neuron,
+                timing or "none found: a current-API kernel in Neuron mode cannot be timed",
+                "install nrtpy in this Python (or set AUTOCOMP_TRN_NRTPY_PYTHON), or neuron-explorer",
             )
         )
         return checks

@@ -8,6 +8,7 @@ import pytest
 from autocomp_core.fidelity import FidelityUnsupported
 from trn_testkit import DOUBLE, problem, run
 
+from autocomp_trn import neuron
 from autocomp_trn.backend import TrnBackend
 from autocomp_trn.emulator.hardware import GENERATIONS, TRN1, TRN2, TRN3, UNSUPPORTED
 from autocomp_trn.problems.spec import Input
@@ -73,6 +74,29 @@ def test_the_backend_targets_trn2_by_default_and_accepts_trn3():
     rules = trn3.rules(trn3.problems()[0])[0]
     assert "trn3 NeuronCore-v4: SBUF 256 KiB and PSUM 16 KiB per partition" in rules
     assert "(legacy)" in TrnBackend({"generation": "trn1"}).rules(trn3.problems()[0])[0]
+
+
+def test_doctor_names_the_current_nki_package_and_the_timing_tool():
+    backend = TrnBackend({"mode": "emulator"})
+    backend.__dict__["neuron_env"] = neuron.NeuronEnv([], 0, v1=True, v2=False, profiler=None)
+    checks = {c.name: c for c in backend.doctor()}
+    sdk = checks["Neuron SDK NKI (optional)"]
+    assert sdk.ok and sdk.detail == "neuronxcc.nki (legacy)" and "pip install nki " in sdk.fix
+    timing = checks["Neuron timing (nrtpy or neuron-explorer) (optional)"]
+    assert timing.ok and "cannot be timed" in timing.detail  # optional in emulator mode
+    backend = TrnBackend({"mode": "neuron"})
+    backend.__dict__["neuron_env"] = neuron.NeuronEnv([], 0, False, True, "neuron-explorer")
+    checks = {c.name: c for c in backend.doctor()}
+    assert checks["Neuron SDK NKI"].detail == "nki"
+    assert checks["Neuron timing (nrtpy or neuron-explorer)"].detail == "neuron-explorer"
+
+
+def test_neuron_mode_has_a_limit_of_its_own():
+    env = neuron.NeuronEnv(["/dev/neuron0"], 8, False, True, "neuron-explorer")
+    for options, limit in (({}, 600.0), ({"neuron_timeout_s": 900}, 900.0)):
+        backend = TrnBackend({"mode": "neuron"}, options)
+        backend.__dict__["neuron_env"] = env
+        assert backend.neuron_evaluator.timeout_s == limit
 
 
 def test_the_fidelity_comparison_asks_for_the_generation_it_was_measured_on(tmp_path):
