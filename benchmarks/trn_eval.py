@@ -1,7 +1,8 @@
 """autocomp-trn: evaluation time per problem and calibration of the cost model, in one run.
 
 Prints
-  * per problem (baseline, and the optimized kernel where there is one): the whole evaluation's
+  * per problem (its current-API baseline on trn2, the default target; its legacy baseline and
+    the optimized kernel, both neuronxcc.nki, on trn1, where there are such): the whole evaluation's
     wall time and its parts -- tracing the kernel (the "build"), the replay (emulating the
     instructions on every seed, cost model included), the cost model alone, the reference and the
     check -- and the instructions emulated per second (for a PyTorch source: its operators); then
@@ -10,8 +11,9 @@ Prints
     the preload server (the default) and started as fresh interpreters, alternated, in wall time
     and in the machine's CPU time, and the ratio;
   * the calibration table: the modelled latency of the start and best kernels of gemm, mamba,
-    attention, sd-attention and conv1d, in trace-only mode at the original full shapes, against
-    the published P99 measurements on trn1 (nki.md 6.3), with the ratio and the start > best check.
+    attention, sd-attention and conv1d (the legacy ``@legacy`` baselines, the kernels the original
+    system started from), in trace-only mode at the original full shapes on trn1, against the
+    published P99 measurements on trn1 (nki.md 6.3), with the ratio and the start > best check.
 
     python benchmarks/trn_eval.py [--only PROBLEM ...] [--skip-timing] [--skip-startup]
                                   [--skip-calibration]
@@ -40,7 +42,17 @@ CALIBRATION = [
 ]
 
 
-async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
+def kernels(spec) -> list[tuple[str, str, str]]:
+    """(label, code, generation) of each kernel a problem is timed with."""
+    found = [("baseline", spec.baseline_code(), "trn2")]
+    if spec.has_legacy:
+        found.append(("legacy", spec.with_legacy_baseline().baseline_code(), "trn1"))
+    if spec.id in OPTIMIZED:
+        found.append(("optimized", optimized_source(spec.id), "trn1"))
+    return found
+
+
+async def timing(evaluators: dict[str, EmulatorEvaluator], only: list[str]) -> None:
     print("Evaluation time per candidate (seconds; emulator mode, 3 seeds, sandboxed)")
     print(
         f"{'problem':26s} {'kernel':9s} {'status':12s} {'total':>6s} {'trace':>6s} {'replay':>6s} "
@@ -50,12 +62,9 @@ async def timing(ev: EmulatorEvaluator, only: list[str]) -> None:
     for spec in all_specs():
         if only and spec.id not in only:
             continue
-        programs = [("baseline", spec.baseline_code())]
-        if spec.id in OPTIMIZED:
-            programs.append(("optimized", optimized_source(spec.id)))
-        for label, code in programs:
+        for label, code, generation in kernels(spec):
             started = time.perf_counter()
-            v = await ev.evaluate(spec, code)
+            v = await evaluators[generation].evaluate(spec, code)
             total = time.perf_counter() - started
             totals.append(total)
             p = v.phases_s
@@ -87,7 +96,7 @@ async def startup(repeat: int = 5) -> None:
     """Forked steps against fresh interpreters, on kernels whose evaluation is mostly start-up."""
     kernels = [("tutorial/gemm", "baseline"), ("advanced/rope", "baseline")]
     kernels += [("tutorial/gemm", "optimized")]
-    ways = {"forked": Settings("trn1"), "fresh": Settings("trn1", preload=False)}
+    ways = {"forked": Settings("trn2"), "fresh": Settings("trn2", preload=False)}
     wall: dict[str, list[float]] = {w: [] for w in ways}
     cpu: dict[str, list[float]] = {w: [] for w in ways}
     rope = spec_by_id("advanced/rope")
@@ -124,7 +133,7 @@ async def calibration(ev: EmulatorEvaluator) -> None:
     )
     within = ordered = 0
     for pid in CALIBRATION:
-        spec = spec_by_id(pid)
+        spec = spec_by_id(pid + "@legacy")
         start = await ev.evaluate(spec, spec.baseline_code(), full=True, numeric=False)
         best = await ev.evaluate(spec, optimized_source(pid), full=True, numeric=False)
         if not (start.ok and best.ok):
@@ -155,13 +164,16 @@ async def main() -> None:
     parser.add_argument("--skip-calibration", action="store_true")
     args = parser.parse_args()
     # trn1: the published start/best pairs the calibration compares with ran there
-    ev = EmulatorEvaluator(Settings("trn1", trace_timeout_s=600, replay_timeout_s=1200))
+    evaluators = {
+        g: EmulatorEvaluator(Settings(g, trace_timeout_s=600, replay_timeout_s=1200))
+        for g in ("trn1", "trn2")
+    }
     if not args.skip_timing:
-        await timing(ev, args.only)
+        await timing(evaluators, args.only)
     if not args.skip_startup:
         await startup()
     if not args.skip_calibration:
-        await calibration(ev)
+        await calibration(evaluators["trn1"])
 
 
 if __name__ == "__main__":

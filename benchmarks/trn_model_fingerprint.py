@@ -33,16 +33,26 @@ TRN1 = {"generation": "trn1"}
 
 def programs(source: Path | None):
     """(name, problem, code, emulate's keyword arguments) of every program fingerprinted."""
-    for spec in all_specs():
-        if spec.language != "nki":
+    for current in all_specs():
+        if current.language != "nki":
             continue
-        yield f"{spec.id} baseline trn1", spec, spec.baseline_code(), TRN1
-        yield f"{spec.id} baseline trn2", spec, spec.baseline_code(), {"generation": "trn2"}
-        if spec.id in OPTIMIZED:
-            yield f"{spec.id} optimized trn1", spec, optimized_source(spec.id), TRN1
+        # "baseline": the legacy kernel, the one these rows measured before the current API
+        spec = current.with_legacy_baseline() if current.has_legacy else current
+        yield f"{current.id} baseline trn1", spec, spec.baseline_code(), TRN1
+        yield f"{current.id} baseline trn2", spec, spec.baseline_code(), {"generation": "trn2"}
+        if current.id in OPTIMIZED:
+            yield f"{current.id} optimized trn1", spec, optimized_source(current.id), TRN1
         if spec.full_inputs is not None:
             trace_only = {"full": True, "numeric": False, **TRN1}
-            yield f"{spec.id} baseline full", spec, spec.baseline_code(), trace_only
+            yield f"{current.id} baseline full", spec, spec.baseline_code(), trace_only
+        if current.has_legacy:  # the current-API baseline, on the generations NKI 0.8 supports
+            for generation in ("trn2", "trn3"):
+                yield (
+                    f"{current.id} current {generation}",
+                    current,
+                    current.baseline_code(),
+                    {"generation": generation},
+                )
     for honest in HONEST:
         yield f"honest {honest.file}", spec_by_id(honest.problem), honest.source, TRN1
     for chain in CHAINS if source else ():

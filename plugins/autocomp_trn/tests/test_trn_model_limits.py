@@ -34,15 +34,15 @@ async def evaluate(problem_id: str) -> EvalResult:
 
 @pytest.mark.asyncio
 async def test_the_recorded_list_and_the_feedback_say_the_same():
-    # the rmsnorm baseline moves its data in and out ([1, 4096] rows of g per tile) and its
-    # squares' sum is merged into the activation; the mamba baseline hits no limit
-    rmsnorm = await evaluate("tutorial/rmsnorm")
+    # the legacy rmsnorm baseline (trn1) moves its data in and out ([1, 4096] rows of g per
+    # tile) and its squares' sum is merged into the activation; the mamba baseline hits no limit
+    rmsnorm = await evaluate("tutorial/rmsnorm@legacy")
     limits = rmsnorm.verification["model_limits"]
     assert [item["limit"] for item in limits] == ["dma_queues", "compiler_merges"]
     section = rmsnorm.feedback[rmsnorm.feedback.index(SECTION) :].splitlines()
     assert section[1:] == [f"- {item['detail']}" for item in limits]
     assert rmsnorm.verification["seeds"] and rmsnorm.verification["checks"]
-    mamba = await evaluate("tutorial/mamba")
+    mamba = await evaluate("tutorial/mamba@legacy")
     assert mamba.verification["model_limits"] == [] and SECTION not in mamba.feedback
 
 
