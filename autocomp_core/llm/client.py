@@ -125,10 +125,11 @@ class LLMClient:
     def _api_key(self, ref: ModelRef, spec: ProviderSpec, model: str) -> str | None:
         if spec.key_env is None:
             return None
-        key = self.keys.get(spec.key_env)
+        names = (spec.key_env, *spec.key_env_fallbacks)
+        key = next((k for k in map(self.keys.get, names) if k is not None), None)
         if key is None and spec.key_required:
             raise LLMConfigError(
-                f"model {model!r} needs an API key: set {spec.key_env} in the "
+                f"model {model!r} needs an API key: set {' or '.join(names)} in the "
                 f"environment or in {key_file_path(self.settings.key_file)}; or, with no "
                 f"key, run the same config on the embedded model: --model {DEFAULT_LOCAL_MODEL}"
             )
@@ -509,7 +510,12 @@ async def check_models(
                 row["key"] = (
                     "not needed"
                     if spec.key_env is None
-                    else client.keys.source(spec.key_env)
+                    else next(
+                        filter(
+                            None, map(client.keys.source, (spec.key_env, *spec.key_env_fallbacks))
+                        ),
+                        None,
+                    )
                     or ("missing" if spec.key_required else "not set (optional)")
                 )
                 client.validate_models([model])

@@ -37,6 +37,7 @@ DROPPABLE_PARAMS = (
     "seed",
     "reasoning_effort",
     "reasoning",
+    "thinking",
     "max_tokens",
     "max_completion_tokens",
     "response_format",
@@ -84,7 +85,51 @@ def _error_message(exc: Exception) -> str:
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
+    aws = _aws_error(exc)
+    if aws and aws.get("Message"):
+        return f"{aws.get('Code', 'error')}: {aws['Message']}"
+    message = getattr(exc, "message", None)  # google-genai's APIError
+    if isinstance(message, str) and message and "APIError" in _names(exc):
+        return message
     return str(exc) or type(exc).__name__
+
+
+def _names(exc: Exception) -> list[str]:
+    return [cls.__name__ for cls in type(exc).__mro__]
+
+
+def _aws_error(exc: Exception) -> dict | None:
+    """The ``Error`` part of a botocore ClientError's parsed response."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and isinstance(response.get("Error"), dict):
+        return response["Error"]
+    return None
+
+
+def _status(exc: Exception) -> int | None:
+    """The HTTP status of a failed call: OpenAI/Anthropic ``status_code``, google-genai
+    ``code``, botocore's response metadata."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and "APIError" in _names(exc):
+        return code
+    if _aws_error(exc) is not None:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")  # type: ignore[attr-defined]
+        return status if isinstance(status, int) else None
+    return None
+
+
+def _google_retry_delay(exc: Exception) -> float | None:
+    """Gemini's RetryInfo detail ({"retryDelay": "17s"}) of a 429."""
+    details = getattr(exc, "details", None)
+    inner = details.get("error", details) if isinstance(details, dict) else None
+    for item in (inner or {}).get("details", []) if isinstance(inner, dict) else []:
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            return parse_retry_after(delay[:-1])
+    return None
 
 
 def _rejected_param(exc: Exception, message: str) -> str | None:
@@ -123,23 +168,41 @@ def classify_status(status: int, message: str) -> ErrorKind:
 
 
 def classify_exception(exc: Exception) -> Classified:
-    """Map any failure of an SDK call (OpenAI or Anthropic, or a transport error) to a kind."""
-    name_chain = [cls.__name__ for cls in type(exc).__mro__]
+    """Map any failure of an SDK call (OpenAI, Anthropic, google-genai, botocore, or a
+    transport error) to a kind."""
+    name_chain = _names(exc)
     message = _error_message(exc)
-    status = getattr(exc, "status_code", None)
+    status = _status(exc)
     if isinstance(status, int):
         kind = classify_status(status, message)
+        if "API_KEY_INVALID" in str(getattr(exc, "details", "")):  # Google: a wrong key is a 400
+            kind = ErrorKind.AUTHENTICATION
         headers = getattr(getattr(exc, "response", None), "headers", None) or {}
         retry_after = parse_retry_after(headers.get("retry-after"))
         if retry_after is None and headers.get("retry-after-ms"):
             retry_after = parse_retry_after(headers.get("retry-after-ms"))
             retry_after = retry_after / 1000 if retry_after is not None else None
+        if retry_after is None:
+            retry_after = _google_retry_delay(exc)
         rejected = _rejected_param(exc, message) if kind is ErrorKind.BAD_REQUEST else None
         return Classified(LLMError(kind, message, status), retry_after, rejected)
-    if isinstance(exc, TimeoutError) or "APITimeoutError" in name_chain:
+    if (
+        isinstance(exc, TimeoutError)
+        or "APITimeoutError" in name_chain
+        or {"ReadTimeoutError", "ConnectTimeoutError"} & set(name_chain)  # botocore
+    ):
         return Classified(LLMError(ErrorKind.TIMEOUT, message or "request timed out"))
-    if "APIConnectionError" in name_chain or isinstance(exc, (ConnectionError, OSError)):
+    if {"NoCredentialsError", "PartialCredentialsError"} & set(name_chain):  # botocore
+        return Classified(LLMError(ErrorKind.AUTHENTICATION, message))
+    if (
+        "APIConnectionError" in name_chain
+        or "ClientConnectionError" in name_chain  # aiohttp (google-genai's transport)
+        or "HTTPClientError" in name_chain  # botocore: connection closed, endpoint unreachable
+        or isinstance(exc, (ConnectionError, OSError))
+    ):
         return Classified(LLMError(ErrorKind.CONNECTION, message))
+    if "ParamValidationError" in name_chain:  # botocore refused the request before sending
+        return Classified(LLMError(ErrorKind.BAD_REQUEST, message))
     if isinstance(exc, json.JSONDecodeError) or "APIResponseValidationError" in name_chain:
         return Classified(LLMError(ErrorKind.SERVER, f"malformed response: {message}"))
     if isinstance(exc, LLMConfigError):

@@ -30,7 +30,9 @@ REDACTED = "[REDACTED]"
 # Everything ever loaded as a key in this process, so any message can be scrubbed.
 _known_secrets: set[str] = set()
 # Shapes of common API keys, scrubbed even when we never loaded them.
-_KEY_SHAPES = re.compile(r"\b(?:sk-(?:ant-)?[A-Za-z0-9_\-]{8,}|key-[A-Za-z0-9]{16,})")
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-(?:ant-)?[A-Za-z0-9_\-]{8,}|key-[A-Za-z0-9]{16,}|AIza[A-Za-z0-9_\-]{30,})"
+)  # OpenAI, Anthropic, generic, Google API keys
 
 
 def remember_secret(value: str | None) -> None:

@@ -25,6 +25,10 @@ log = structlog.get_logger("autocomp.llm")
 
 PRICE_FIELDS = ("input", "output", "cached_input", "cache_write")
 _DATED = re.compile(r"-(?:\d{4}-?\d{2}-?\d{2}|latest)$")
+#: a Bedrock model id's cross-region prefix and version suffix
+#: (us.anthropic.claude-sonnet-4-5-20250929-v1:0 -> anthropic.claude-sonnet-4-5)
+_BEDROCK_GEO = re.compile(r"^(?:us|eu|apac|global|us-gov|jp|au|ca)\.(?=\w+\.)")
+_BEDROCK_VERSION = re.compile(r"(?:-\d{8})?-v\d+(?::\d+)?$")
 #: the price of a model served from a loopback or private address by a self-hosting provider
 SELF_HOSTED = {"input": 0.0, "output": 0.0}
 
@@ -114,7 +118,9 @@ class PriceBook:
 
     def _entry(self, provider: str, model: str) -> tuple[str, dict] | None:
         models = self.table.get(provider, {})
-        for key in (model, _DATED.sub("", model), "*"):
+        unversioned = _BEDROCK_VERSION.sub("", model)
+        family = _BEDROCK_GEO.sub("", unversioned)
+        for key in (model, _DATED.sub("", model), unversioned, family, "*"):
             if key in models:
                 return key, models[key]
         return None

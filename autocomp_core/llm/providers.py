@@ -76,6 +76,7 @@ class ProviderSpec:
     create: Callable[[ProviderContext], ProviderClient]
     aliases: tuple[str, ...] = ()
     key_env: str | None = None  # environment variable (or key-file entry) holding the key
+    key_env_fallbacks: tuple[str, ...] = ()  # looked up in order when key_env is not set
     key_required: bool = True
     base_url_env: str | None = None  # environment variable overriding the base URL
     default_base_url: str | None = None  # None: the SDK's default
@@ -87,6 +88,18 @@ class ProviderSpec:
     #: a server the user runs: free without a price of its own when its address is loopback or
     #: private (prices.is_self_hosted); anywhere else it needs a price like any paid service
     free_when_self_hosted: bool = False
+
+
+#: thinking budgets (tokens) for the reasoning efforts, where a provider takes a budget
+#: (Anthropic's minimum is 1024)
+THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+
+def thinking_budget(effort: str | None) -> int | None:
+    """The budget for ``effort``; 0 for "none"; None when no effort is set (or unknown)."""
+    if effort == "none":
+        return 0
+    return THINKING_BUDGETS.get(effort or "")
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -174,6 +187,22 @@ EDIT_TOOL_DESCRIPTION = (
 )
 
 
+def anthropic_thinks(model: str) -> bool:
+    """Claude models with extended thinking: 3.7 Sonnet and every model from the 4 family on."""
+    return bool(re.search(r"claude-(?:3-7-sonnet|(?:opus|sonnet|haiku)-[4-9])", model))
+
+
+def anthropic_thinking(model: str, params: CallParams) -> dict | None:
+    """The ``thinking`` block for this call, or None: only thinking models, only with an
+    effort, never when the edits tool is forced (the API refuses a forced tool while thinking)."""
+    budget = thinking_budget(params.reasoning_effort)
+    if not budget or not anthropic_thinks(model):
+        return None
+    if params.response_format is ResponseFormat.EDITS:
+        return None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
 def anthropic_default_max_tokens(model: str) -> int:
     if model.startswith("claude-3-5") or model.startswith("claude-3.5"):
         return 8192
@@ -210,6 +239,11 @@ class AnthropicClient:
             "max_tokens": params.max_tokens or anthropic_default_max_tokens(model),
             "messages": [{"role": "user", "content": content}],
         }
+        thinking = anthropic_thinking(model, params)
+        if thinking is not None and "thinking" not in params.dropped:
+            # max_tokens counts thinking too: the answer keeps its own limit on top of it
+            kwargs["thinking"] = thinking
+            kwargs["max_tokens"] += thinking["budget_tokens"]
         if prompt.system:
             kwargs["system"] = prompt.system
         # No temperature: the Anthropic SDK no longer takes sampling parameters (and the
@@ -223,7 +257,7 @@ class AnthropicClient:
                 }
             ]
             kwargs["tool_choice"] = {"type": "tool", "name": EDITS_JSON_SCHEMA["name"]}
-        for name in params.dropped - {"max_tokens"}:  # required by the Messages API
+        for name in params.dropped - {"max_tokens", "thinking"}:  # required / done above
             kwargs.pop(name, None)
         return kwargs
 

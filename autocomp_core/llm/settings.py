@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: how hard a model may think before it answers; each provider maps it to its own knob
+#: (OpenAI reasoning effort, Anthropic / Gemini / Bedrock thinking budgets); "none" asks for
+#: no thinking where the model allows it
+Effort = Literal["none", "minimal", "low", "medium", "high"]
 
 
 class LLMSettings(BaseModel):
@@ -36,6 +43,9 @@ class LLMSettings(BaseModel):
     plan_max_tokens: int | None = Field(None, ge=1, description="plans' limit (else max_tokens)")
     plan_reasoning_effort: str | None = "high"
     code_reasoning_effort: str | None = "medium"
+    #: per phase, over the two settings above: reasoning = { plan = "high", code = "medium" }
+    #: ("code" covers every phase but plans)
+    reasoning: dict[Literal["plan", "code"], Effort] = {}
     local_model_path: str | None = None  # GGUF file for the embedded model
     local_startup_timeout_s: float = Field(120, gt=0)
     local_threads: int | None = None  # llama.cpp threads for prompts (default: all cores)
@@ -45,3 +55,11 @@ class LLMSettings(BaseModel):
     # more llama-cpp-python server options, after (and so over) autocomp's own, e.g.
     # ["--flash_attn", "true"]; `python -m llama_cpp.server --help` lists them
     local_server_args: list[str] = []
+
+    @model_validator(mode="after")
+    def _reasoning_per_phase(self) -> LLMSettings:
+        if "plan" in self.reasoning:
+            self.plan_reasoning_effort = self.reasoning["plan"]
+        if "code" in self.reasoning:
+            self.code_reasoning_effort = self.reasoning["code"]
+        return self

@@ -1,17 +1,21 @@
-"""An HTTP server on 127.0.0.1 that speaks the OpenAI and Anthropic wire protocols.
+"""An HTTP server on 127.0.0.1 that speaks the OpenAI, Anthropic, Gemini and Bedrock wire
+protocols.
 
 Tests and benchmarks point the real SDKs at it: replies are scripted by a ``responder``
 that sees the full prompt text, latency is constant or drawn per request, and faults
 (429 with Retry-After, 500, 529, a hang, a dropped connection, malformed JSON, empty
 content, truncation) are injected at a seeded rate or forced per request.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI) and
-``POST /v1/messages`` (Anthropic), non-streaming.
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models`` (OpenAI),
+``POST /v1/messages`` (Anthropic), ``POST /v1beta/models/MODEL:generateContent`` (Gemini,
+key in ``x-goog-api-key``) and ``POST /model/MODEL_ID/converse`` (Bedrock Converse: every
+request must carry a well-formed SigV4 ``Authorization`` header, and with ``aws_credentials``
+a right signature), non-streaming.
 
 Usage is counted deterministically (``count_tokens``: one token per 4 characters).
-Prompt caching is imitated: Anthropic blocks marked ``cache_control`` and OpenAI's
-automatic prefix caching report cached tokens when a request repeats a prefix of at
-least ``cache_min_tokens`` tokens.
+Prompt caching is imitated: Anthropic blocks marked ``cache_control``, Bedrock
+``cachePoint`` blocks, and OpenAI's and Gemini's automatic prefix caching report cached tokens
+when a request repeats a prefix of at least ``cache_min_tokens`` tokens.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from typing import Any
 
 import anyio
 from aiohttp import web
+
+from .sigv4 import SigV4Error, check_sigv4
 
 CHARS_PER_TOKEN = 4
 # OpenAI caches prompt prefixes in steps of 128 tokens.
@@ -62,7 +68,7 @@ class ScriptedRequest:
 
     index: int
     path: str
-    api: str  # "openai" or "anthropic"
+    api: str  # "openai", "anthropic", "gemini" or "bedrock"
     model: str
     system: str
     messages: list[dict[str, Any]]
@@ -131,12 +137,15 @@ class LLMTestServer:
         faults: FaultPlan | None = None,
         seed: int = 0,
         api_key: str | None = None,
+        aws_credentials: dict[str, str] | None = None,
         cache_min_tokens: int = 1024,
     ):
         self.responder = responder or _default_responder
         self.latency = latency
         self.faults = faults or FaultPlan()
         self.api_key = api_key  # when set, other keys get 401
+        # Bedrock: access key id -> secret key; when set, a wrong signature gets 403
+        self.aws_credentials = aws_credentials
         self.cache_min_tokens = cache_min_tokens
         self.requests: list[ScriptedRequest] = []
         self._rng = random.Random(seed)
@@ -169,6 +178,8 @@ class LLMTestServer:
         app.router.add_post("/v1/chat/completions", self._openai_chat)
         app.router.add_get("/v1/models", self._openai_models)
         app.router.add_post("/v1/messages", self._anthropic_messages)
+        app.router.add_post("/{version}/models/{method}", self._gemini_generate)
+        app.router.add_post("/model/{model_id:.+}/converse", self._bedrock_converse)
         self._closing = anyio.Event()
         self._runner = web.AppRunner(
             app,
@@ -242,7 +253,24 @@ class LLMTestServer:
 
     async def _receive(self, request: web.Request, api: str) -> tuple[ScriptedRequest, dict]:
         body = await request.json()
-        if api == "openai":
+        model = body.get("model", "")
+        if api == "gemini":
+            messages = body.get("contents", [])
+            system = _gemini_text(body.get("systemInstruction"))
+            prompt = "\n\n".join(
+                [system, *map(_gemini_text, messages)] if system else map(_gemini_text, messages)
+            )
+            api_key = request.headers.get("x-goog-api-key")
+            model = request.match_info["method"].partition(":")[0]
+        elif api == "bedrock":
+            messages = body.get("messages", [])
+            system = _bedrock_text(body.get("system", []))
+            prompt = "\n\n".join(
+                [system] * bool(system) + [_bedrock_text(m.get("content", [])) for m in messages]
+            )
+            api_key = None  # SigV4 signs requests; the access key id is kept instead
+            model = request.match_info["model_id"]
+        elif api == "openai":
             messages = body.get("messages", [])
             system = "\n\n".join(
                 _text_of(m.get("content"))
@@ -262,12 +290,16 @@ class LLMTestServer:
                 or request.headers.get("Authorization", "").removeprefix("Bearer ")
                 or None
             )
-        params = {k: v for k, v in body.items() if k not in ("model", "messages", "system")}
+        params = {
+            k: v
+            for k, v in body.items()
+            if k not in ("model", "messages", "system", "contents", "systemInstruction")
+        }
         scripted = ScriptedRequest(
             index=len(self.requests),
             path=request.path,
             api=api,
-            model=body.get("model", ""),
+            model=model,
             system=system,
             messages=messages,
             prompt=prompt,
@@ -296,7 +328,23 @@ class LLMTestServer:
             await self._wait(0.02)
         delay = self.latency(scripted) if callable(self.latency) else self.latency
         await self._wait(float(delay))
-        if self.api_key is not None and scripted.api_key != self.api_key:
+        if api == "bedrock":
+            try:
+                scripted.api_key = check_sigv4(
+                    request.method,
+                    request.raw_path,
+                    request.headers,
+                    await request.read(),
+                    service="bedrock",
+                    secrets=self.aws_credentials,
+                )
+            except SigV4Error as exc:
+                return self._error(api, 403, str(exc), exc.code)
+        elif self.api_key is not None and scripted.api_key != self.api_key:
+            if api == "gemini":  # Google answers a wrong key with 400 and the reason
+                return self._error(
+                    api, 400, "API key not valid. Please pass a valid API key.", "API_KEY_INVALID"
+                )
             return self._error(api, 401, "Incorrect API key provided.", "authentication_error")
         fault = scripted.fault
         if fault is Fault.RATE_LIMIT:
@@ -337,15 +385,18 @@ class LLMTestServer:
             reply = Reply(text="")
         elif scripted.fault is Fault.TRUNCATE:
             reply = Reply(text=reply.text[: max(1, len(reply.text) // 2)], finish_reason="length")
-        max_tokens = scripted.params.get("max_completion_tokens") or scripted.params.get(
-            "max_tokens"
+        max_tokens = (
+            scripted.params.get("max_completion_tokens")
+            or scripted.params.get("max_tokens")
+            or (scripted.params.get("generationConfig") or {}).get("maxOutputTokens")
+            or (scripted.params.get("inferenceConfig") or {}).get("maxTokens")
         )
         if max_tokens and count_tokens(reply.text) > max_tokens and reply.status is None:
             reply = Reply(text=reply.text[: max_tokens * CHARS_PER_TOKEN], finish_reason="length")
         return reply
 
-    @staticmethod
     def _error(
+        self,
         api: str,
         status: int,
         message: str,
@@ -354,6 +405,10 @@ class LLMTestServer:
         headers: dict[str, str] | None = None,
     ) -> web.Response:
         body: dict[str, Any]
+        if api == "gemini":
+            return _gemini_error(status, message, error_type, self.faults.retry_after_s)
+        if api == "bedrock":
+            return _bedrock_error(status, message, error_type)
         if api == "openai":
             code = "unsupported_parameter" if param else None
             body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
@@ -519,3 +574,202 @@ class LLMTestServer:
             },
             headers=reply.headers,
         )
+
+    # ---- Gemini ----------------------------------------------------------------------
+
+    async def _gemini_generate(self, request: web.Request) -> web.StreamResponse:
+        if not request.match_info["method"].endswith(":generateContent"):
+            return _gemini_error(404, f"{request.path} is not served here", "", 0)
+        scripted, body = await self._receive(request, "gemini")
+        early = await self._prelude(request, scripted, "gemini")
+        if early is not None:
+            return early
+        reply = self._reply(scripted)
+        if reply.status is not None:
+            return self._scripted_error("gemini", reply)
+        # Implicit caching: a repeated prefix ending at a part boundary is served from cache.
+        texts = (
+            [_gemini_text(body.get("systemInstruction"))] if body.get("systemInstruction") else []
+        )
+        texts += [p.get("text", "") for c in scripted.messages for p in c.get("parts", [])]
+        prefixes = ["".join(texts[: i + 1]) for i in range(len(texts))]
+        cached = self._cached_prefix_chars("gemini:" + scripted.model, prefixes)
+        config = scripted.params.get("generationConfig") or {}
+        thinking = config.get("thinkingConfig") or {}
+        # proto3 JSON: either spelling of a field name; a few thoughts, billed as output
+        budget = thinking.get("thinkingBudget", thinking.get("thinking_budget")) or 0
+        thoughts = min(int(budget), 64)
+        finish = {"length": "MAX_TOKENS", None: "STOP"}.get(
+            reply.finish_reason, reply.finish_reason
+        )
+        prompt_tokens = count_tokens("".join(texts))
+        usage = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": count_tokens(reply.text),
+            "totalTokenCount": prompt_tokens + count_tokens(reply.text) + thoughts,
+        }
+        if thoughts:
+            usage["thoughtsTokenCount"] = thoughts
+        if cached:
+            usage["cachedContentTokenCount"] = count_tokens("".join(texts)[:cached])
+        return web.json_response(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": reply.text}]},
+                        "finishReason": finish,
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": usage,
+                "modelVersion": scripted.model,
+                "responseId": uuid.uuid4().hex[:16],
+            },
+            headers=reply.headers,
+        )
+
+    # ---- Bedrock Converse --------------------------------------------------------------
+
+    async def _bedrock_converse(self, request: web.Request) -> web.StreamResponse:
+        scripted, body = await self._receive(request, "bedrock")
+        early = await self._prelude(request, scripted, "bedrock")
+        if early is not None:
+            return early
+        reply = self._reply(scripted)
+        if reply.status is not None:
+            return self._scripted_error("bedrock", reply)
+        # Every cachePoint block ends a cacheable prefix (system blocks, then message blocks).
+        text_so_far, breakpoints = "", []
+        for block in [
+            *body.get("system", []),
+            *[b for m in scripted.messages for b in m.get("content", [])],
+        ]:
+            if "cachePoint" in block:
+                breakpoints.append(text_so_far)
+            text_so_far += block.get("text", "")
+        total = count_tokens(text_so_far)
+        read_chars = self._cached_prefix_chars("bedrock:" + scripted.model, breakpoints)
+        cache_read = count_tokens(text_so_far[:read_chars]) if read_chars else 0
+        written = [
+            p
+            for p in breakpoints
+            if count_tokens(p) >= self.cache_min_tokens and len(p) > read_chars
+        ]
+        cache_write = count_tokens(written[-1]) - cache_read if written else 0
+        tool = ((body.get("toolConfig") or {}).get("toolChoice") or {}).get("tool")
+        stop = {"length": "max_tokens", None: "end_turn"}.get(
+            reply.finish_reason, reply.finish_reason
+        )
+        if tool and reply.text and stop != "max_tokens":
+            try:
+                arguments = json.loads(reply.text)
+            except ValueError:
+                arguments = {"text": reply.text}
+            content: list[dict] = [
+                {
+                    "toolUse": {
+                        "toolUseId": f"tooluse_{uuid.uuid4().hex[:12]}",
+                        "name": tool["name"],
+                        "input": arguments,
+                    }
+                }
+            ]
+            stop = "tool_use"
+        else:
+            content = [{"text": reply.text}]
+        output_tokens = count_tokens(reply.text)
+        return web.json_response(
+            {
+                "output": {"message": {"role": "assistant", "content": content}},
+                "stopReason": stop,
+                "usage": {
+                    "inputTokens": total - cache_read - cache_write,
+                    "outputTokens": output_tokens,
+                    "totalTokens": total + output_tokens,
+                    "cacheReadInputTokens": cache_read,
+                    "cacheWriteInputTokens": cache_write,
+                },
+                "metrics": {"latencyMs": 1},
+            },
+            headers=reply.headers,
+        )
+
+
+# ---- Gemini (generateContent) and Bedrock (Converse) ------------------------------------
+
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+# Bedrock's error codes by status (the x-amzn-ErrorType header botocore reads)
+_AWS_CODES = {
+    400: "ValidationException",
+    401: "UnrecognizedClientException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+    504: "ModelTimeoutException",
+}
+
+
+def _gemini_text(content: Any) -> str:
+    parts = content.get("parts", []) if isinstance(content, dict) else []
+    return "\n\n".join(p.get("text", "") for p in parts if isinstance(p, dict))
+
+
+def _bedrock_text(blocks: Any) -> str:
+    return "\n\n".join(
+        b["text"] for b in blocks or [] if isinstance(b, dict) and isinstance(b.get("text"), str)
+    )
+
+
+def _gemini_error(status: int, message: str, error_type: str, retry_after_s: float) -> web.Response:
+    """Google's error body; an overloaded model is a 503, a wrong key a 400 with its reason."""
+    if status == 529:
+        status, message = 503, "The model is overloaded. Please try again later."
+    details: list[dict] = []
+    if error_type == "API_KEY_INVALID":
+        details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+            }
+        )
+    if status == 429:
+        details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                "retryDelay": f"{retry_after_s:g}s",
+            }
+        )
+    error = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
+    if details:
+        error["details"] = details
+    return web.json_response({"error": error}, status=status)
+
+
+def _bedrock_error(status: int, message: str, error_type: str) -> web.Response:
+    """Bedrock's error: the code in x-amzn-ErrorType, the message in the body."""
+    if status == 529:  # Bedrock has no 529: a busy model is a 503
+        status, error_type = 503, "ServiceUnavailableException"
+    code = (
+        error_type
+        if error_type.endswith("Exception")
+        else _AWS_CODES.get(status, "InternalServerException")
+    )
+    return web.json_response(
+        {"message": message},
+        status=status,
+        headers={
+            "x-amzn-ErrorType": f"{code}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        },
+    )

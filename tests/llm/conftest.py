@@ -11,14 +11,34 @@ from autocomp_core.testing import LLMTestServer
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"
+GEMINI_KEY = "gemini-test-key-0123456789abcdef"
+AWS_KEY_ID = "AKIATESTKEY000000001"
+AWS_SECRET = "test/secret+key/0123456789abcdefghijklmn"
 
 _ENV = (
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "OPENAI_COMPATIBLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "TOGETHER_API_KEY",
+    "OLLAMA_API_KEY",
     "OPENAI_BASE_URL",
     "ANTHROPIC_BASE_URL",
     "OPENAI_COMPATIBLE_BASE_URL",
+    "GEMINI_BASE_URL",
+    "TOGETHER_BASE_URL",
+    "OLLAMA_BASE_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
 )
 
 
@@ -31,6 +51,10 @@ def isolated_keys(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     for name in _ENV:
         monkeypatch.delenv(name, raising=False)
+    # AWS: no config or credential file of the machine, no instance-metadata lookups
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return home
 
 
@@ -38,6 +62,16 @@ def isolated_keys(monkeypatch, tmp_path):
 def api_keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+
+@pytest.fixture
+def aws_credentials(api_keys):
+    """The test server's AWS keys (id -> secret), the ones api_keys puts in the environment."""
+    return {AWS_KEY_ID: AWS_SECRET}
 
 
 @pytest.fixture
@@ -54,6 +88,10 @@ def make_settings():
                 "openai": server.openai_base_url,
                 "anthropic": server.base_url,
                 "openai-compatible": server.openai_base_url,
+                "together": server.openai_base_url,
+                "ollama": server.openai_base_url,
+                "gemini": server.base_url,
+                "bedrock": server.base_url,
             },
         )
         values.update(overrides)

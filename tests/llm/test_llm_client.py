@@ -129,7 +129,9 @@ async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask)
     assert code["reasoning_effort"] == "medium" and plan["max_completion_tokens"] == 500
     assert gpt41["temperature"] == 0.7 and "reasoning_effort" not in gpt41
     assert compat == {"temperature": 0.3, "max_tokens": 64, "seed": 0}
-    assert claude["max_tokens"] == 500 and "temperature" not in claude
+    # Claude thinks with the plan's budget ("high"), on top of the answer's 500 tokens
+    assert claude["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+    assert claude["max_tokens"] == 500 + 16384 and "temperature" not in claude
 
 
 @pytest.mark.asyncio
@@ -170,7 +172,10 @@ async def test_llm_anthropic_prompt_puts_the_static_prefix_in_a_cached_block(
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("model", BOTH)
+@pytest.mark.parametrize(
+    "model",
+    [*BOTH, "gemini::gemini-2.5-flash", "bedrock::us.anthropic.claude-sonnet-4-5-20250929-v1:0"],
+)
 async def test_llm_cached_tokens_are_reported_and_cheaper(model, api_keys, make_settings, ask):
     static = "Architecture, ISA and rules. " * 200  # ~1450 tokens, above the cache minimum
     async with LLMTestServer() as server:
