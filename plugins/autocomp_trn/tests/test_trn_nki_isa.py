@@ -463,6 +463,45 @@ def test_a_bf16_psum_matmul_destination_runs_on_trn3_and_is_refused_on_trn2():
     refused(emulate(spec, code, generation="trn2"), "bfloat16 PSUM", "NeuronCore-v4")
 
 
+FP8 = problem(
+    [
+        Input("xT", (128, 128), "float8_e4m3", "uniform"),
+        Input("w", (128, 512), "float8_e4m3", "uniform"),
+    ],
+    [((128, 512), "float32")],
+    lambda xT, w: (xT.T.astype(np.float32) @ w.astype(np.float32),),
+    atol=1e-3,
+    rtol=1e-3,
+)
+FP8_CODE = """
+@nki.jit
+def solution(xT, w):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 128), dtype={dtype}, buffer=nl.sbuf)
+    b = nl.ndarray((128, 512), dtype={dtype}, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=xT)
+    nisa.dma_copy(dst=b, src=w)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for i in range(4):
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b, perf_mode=nisa.matmul_perf_mode.{mode})
+    r = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=r, data=acc, op0=nl.multiply, operand0=0.25)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+
+
+def test_double_row_fp8_matmuls_take_half_the_tensor_engine_time():
+    plain = run(FP8, FP8_CODE.format(dtype="nl.float8_e4m3", mode="none"))
+    double = run(FP8, FP8_CODE.format(dtype="nl.float8_e4m3", mode="double_row"))
+    ok(plain)
+    ok(double)
+    assert double["busy_us"]["pe"] == pytest.approx(plain["busy_us"]["pe"] / 2)
+    bf16 = problem(FP8.inputs, FP8.outputs, FP8.reference, atol=1e-2, rtol=1e-2)
+    code = FP8_CODE.format(dtype="nl.bfloat16", mode="double_row")
+    refused(run(bf16, code), "double_row", "both operands must be fp8")
+
+
 def test_get_nc_version_names_the_target():
     spec = problem(X, SAME, lambda x: (x * 3.0,))
     body = """

@@ -107,6 +107,7 @@ def nc_matmul(
     mask=None,
     dst=None,
     accumulate=False,
+    perf=None,
     **_kw,
 ):
     """``stationary.T @ moving`` on TensorE into PSUM (fp32): stationary [K, M], moving [K, N]."""
@@ -135,6 +136,8 @@ def nc_matmul(
     ]
     if onezero:
         attrs["onezero"] = onezero
+    if perf:  # the current API's perf_mode (the replay checks the operands allow it)
+        attrs["perf"] = perf
     return _finish("matmul", out, new, [s, m], attrs, mask)
 
 

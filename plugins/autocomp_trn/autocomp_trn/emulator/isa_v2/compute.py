@@ -44,7 +44,8 @@ def nc_matmul(
 ):
     """dst (PSUM, fp32 or bf16) = stationary.T @ moving. ``accumulate=None``: the first write to
     an element overwrites, later ones add; True: add to what the PSUM holds (which something must
-    have written); False: overwrite."""
+    have written); False: overwrite. ``perf_mode=double_row`` (NeuronCore-v3+, fp8 operands):
+    twice the throughput."""
     if accumulate is not None and not isinstance(accumulate, bool):
         raise NkiError(f"nc_matmul accumulate= takes None, True or False, got {accumulate!r}")
     if is_transpose:
@@ -52,8 +53,11 @@ def nc_matmul(
             "nc_matmul(is_transpose=True) is not emulated: use nisa.nc_transpose",
             "err_unsupported_api",
         )
-    if as_enum(perf_mode, matmul_perf_mode, "nc_matmul perf_mode") is not matmul_perf_mode.none:
-        raise NkiError("nc_matmul perf_mode=double_row is not emulated", "err_unsupported_api")
+    double = (
+        as_enum(perf_mode, matmul_perf_mode, "nc_matmul perf_mode") is not matmul_perf_mode.none
+    )
+    if double:
+        nc_at_least(3, "nc_matmul perf_mode=double_row")
     isa.nc_matmul(
         stationary,
         moving,
@@ -62,6 +66,7 @@ def nc_matmul(
         is_moving_onezero=is_moving_onezero,
         # True is checked by the replay: the elements it adds to must have been written
         accumulate="auto" if accumulate is None else ("checked" if accumulate else False),
+        perf="double_row" if double else None,
     )
 
 

@@ -126,8 +126,35 @@ def matmul(core: Core, dsts, srcs, attrs) -> None:
     factor = 4 if fp32 else 1
     if _onezero_hint(core, attrs.get("onezero"), st, mv) and fp32:
         factor = 2
+    cycles = max(core.gen.min_ii, n) * factor
+    if _double_row(core, attrs.get("perf"), st, mv):
+        cycles = max(core.gen.min_ii, n / 2)  # two fp8 pairs per PE: twice the throughput
     core.sched.report.flops += 2.0 * k1 * m * n
-    pricing.compute(core, "pe", "matmul", max(core.gen.min_ii, n) * factor, [d], [st, mv])
+    pricing.compute(core, "pe", "matmul", cycles, [d], [st, mv])
+
+
+def _double_row(core: Core, perf, st: AP, mv: AP) -> bool:
+    """Whether a matmul runs in the FP8 double-row performance mode (NeuronCore-v3+, both
+    operands fp8: nisa.matmul_perf_mode.double_row)."""
+    if perf is None:
+        return False
+    if perf != "double_row":
+        raise ValueError("perf")
+    if core.gen.nc_version < 3:
+        fail(
+            f"nc_matmul perf_mode=double_row needs NeuronCore-v3 or newer; this kernel targets "
+            f"{core.gen.name}",
+            hw.UNSUPPORTED,
+            core.line,
+        )
+    if not {st.t.dtype, mv.t.dtype} <= dtypes.FP8:
+        fail(
+            f"nc_matmul perf_mode=double_row packs fp8 pairs: both operands must be fp8, got "
+            f"{st.t.dtype} and {mv.t.dtype}",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    return True
 
 
 def _matmul_operands(core: Core, d: AP, st: AP, mv: AP) -> tuple[int, int, int]:
