@@ -188,9 +188,12 @@ UNKNOWN = (
     "gives them for NeuronCore-v3 or -v4.",
     "HBM bandwidth per core is the chip's figure divided by its 8 cores: how the cores share it "
     "under load, and what a logical core (LNC=2) of two physical cores gets, is not modelled.",
-    "The engines' data-path widths beyond one element per lane and cycle (VectorE's BF16 "
-    "performance modes on NeuronCore-v3 and -v4, ScalarE's on -v4, FP8 double-row and MX "
-    "matmuls, TensorE's background transpose on -v4) are not priced.",
+    "Of the engines' wider data paths, only the performance modes of tensor_copy and "
+    "tensor_scalar are priced (VectorE 2-4x for BF16/FP16 from NeuronCore-v3, also FP8 on -v4; "
+    "ScalarE 2x on -v4) and VectorE's exponential (4x ScalarE's activation on -v4); FP8 "
+    "double-row and MX matmuls, tensor_tensor's BF16 mode beyond the nisa rate, and TensorE's "
+    "background transpose on -v4 are not, nor the arbitration of the SBUF bus VectorE's mode "
+    "shares with GpSimd.",
     "The DGE (hardware descriptor generation, about 600 ns per instruction on NeuronCore-v3) and "
     "the DMA queues' quality of service on -v4 are not modelled apart from the calibrated "
     "per-transfer cost.",
