@@ -4,6 +4,7 @@ token (``Authorization: Bearer TOKEN``; without it, 401)."""
 from __future__ import annotations
 
 import hmac
+import sys
 from typing import Any
 
 import anyio
@@ -41,5 +42,6 @@ class BearerToken:
 
 def serve_http(server: MCPServer, port: int, token: str) -> None:
     app = BearerToken(server.streamable_http_app(host=HOST), token)
+    print(f"MCP server on http://{HOST}:{port}/mcp (bearer token required)", file=sys.stderr)
     config = uvicorn.Config(app, host=HOST, port=port, log_level="warning")
     anyio.run(uvicorn.Server(config).serve)

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ import tomli_w
 from ..config import merge_config
 from ..errors import AutocompError, ConfigError
 from ..ledger.store import RunStore
-from ..report.data import run_data, run_row
+from ..report.data import find_runs, run_data, run_row
 from ..run.runner import RESUME_OVERRIDABLE, default_run_dir, free_name, prepare
 
 #: what a run's process printed (its errors, should it fail before its journal says why)
@@ -35,6 +36,20 @@ LOG_NAME = "mcp-run.log"
 REQUEST_NAME = "mcp-request.toml"
 #: how long ``stop`` waits for the run to save its state and exit
 STOP_WAIT_S = 60.0
+#: what ``runs_in`` says of each run
+LISTED = (
+    "run",
+    "state",
+    "backend",
+    "problem",
+    "iterations_done",
+    "iterations_total",
+    "best_score",
+    "unit",
+    "speedup",
+    "cost_usd",
+    "updated",
+)
 #: the command a run's process runs: this interpreter's ``autocomp-core``
 COMMAND = [sys.executable, "-m", "autocomp_core.cli"]
 
@@ -104,12 +119,12 @@ class Runs:
         process = self.processes.get(run_dir)
         code = process.poll() if process is not None else None  # reaped before reading
         out: dict[str, Any] = {"run": str(run_dir)}
-        if not RunStore.exists(run_dir):  # a process of ours that has not journaled yet
-            assert process is not None  # find() names only runs or processes of ours
-            state = "starting" if code is None else "failed"
+        data = self._journal(run_dir, process, code)
+        if data is None:  # a process of ours that has not journaled yet
+            assert process is not None
+            state = "starting" if code is None else "interrupted" if code == 130 else "failed"
             out.update(state=state, pid=process.pid)
         else:
-            data = run_data(run_dir)
             out.update(run_row(data))
             out.update(
                 llm_calls=data["summary"]["llm_calls"],
@@ -131,12 +146,26 @@ class Runs:
                 out["error"] = _last_line(run_dir / LOG_NAME)
         return out
 
+    def _journal(
+        self, run_dir: Path, process: subprocess.Popen[bytes] | None, code: int | None
+    ) -> dict[str, Any] | None:
+        """What the run's journal says; None while a process of ours has not written it
+        (``find`` names only runs or processes of ours)."""
+        if not RunStore.exists(run_dir):
+            return None
+        try:
+            return run_data(run_dir)
+        except (sqlite3.Error, OSError) as exc:  # a journal being created
+            if process is not None and code is None:
+                return None
+            raise AutocompError(f"run {run_dir}: its journal cannot be read: {exc}") from None
+
     def best(self, run: str) -> dict[str, Any]:
         run_dir = self.find(run)
-        self.status(run)  # reaps a finished process of ours
-        if not RunStore.exists(run_dir):
+        process = self.processes.get(run_dir)
+        data = self._journal(run_dir, process, process.poll() if process else None)
+        if data is None:
             raise AutocompError(f"run {run_dir} has not started yet; poll run_status")
-        data = run_data(run_dir)
         best_id = data["summary"]["best_id"]
         if best_id is None:
             raise AutocompError(
@@ -167,6 +196,19 @@ class Runs:
                 f"run {run_dir} has no report yet ({state}; it is written after each iteration)"
             ) from None
 
+    def runs_in(self, folder: str) -> dict[str, Any]:
+        """The runs at or below ``folder`` (a run, a folder of runs, a suite), newest
+        first: each one's directory and what ``status`` says of it, in short."""
+        root = Path(folder).expanduser().absolute()
+        if not root.is_dir():
+            raise ConfigError(f"folder: {root} is not a directory")
+        rows = []
+        for run_dir in find_runs(root):
+            status = self.status(str(run_dir))
+            rows.append({k: status.get(k) for k in LISTED})
+        rows.sort(key=lambda row: row["updated"] or 0, reverse=True)
+        return {"folder": str(root), "runs": rows}
+
     def find(self, run: str) -> Path:
         """The run directory ``run`` names: one holding a journal, or one a process of this
         server is starting."""
@@ -183,11 +225,14 @@ class Runs:
             return process.pid
         if not RunStore.exists(run_dir):
             return None
-        store = RunStore(run_dir, readonly=True)
         try:
-            sessions = [e for e in store.events() if e["event"].startswith("session_")]
-        finally:
-            store.close()
+            store = RunStore(run_dir, readonly=True)
+            try:
+                sessions = [e for e in store.events() if e["event"].startswith("session_")]
+            finally:
+                store.close()
+        except sqlite3.Error:  # a journal being created: no session has started yet
+            return None
         last = sessions[-1] if sessions else None
         if last is None or last["event"] != "session_start":
             return None

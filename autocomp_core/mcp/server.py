@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
@@ -39,7 +40,8 @@ autocomp optimizes a kernel for an accelerator with an LLM-driven beam search.
    program so far, and the report as Markdown.
 6. stop_run(run) stops it cleanly (nothing is lost); resume_run(run) continues a stopped,
    crashed or budget-stopped run (raise a budget with overrides=["budget.usd=10"]).
-Runs go on when this session ends; their run directories keep everything.
+Runs go on when this session ends; their run directories keep everything, and
+list_runs(folder) finds them again in a later session.
 """
 
 
@@ -67,6 +69,31 @@ def error_line(feedback: str) -> str:
     return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
 
 
+def describe_backends(registry: PluginRegistry) -> dict[str, Any]:
+    """What ``autocomp-core backends --json`` says: each backend and its health."""
+    rows = []
+    for name, cls in sorted(registry.backends().items()):
+        try:
+            backend = cls()
+            checks = backend.doctor()
+            rows.append(
+                {
+                    "name": name,
+                    "version": backend.version,
+                    "description": cls.description,
+                    "healthy": all(c.ok for c in checks if c.required),
+                    "missing": [c.name for c in checks if not c.ok],
+                    "problems": len(backend.problems()),
+                }
+            )
+        except Exception as exc:  # a broken backend is listed as such, not fatal
+            rows.append(
+                {"name": name, "healthy": False, "missing": [f"{type(exc).__name__}: {exc}"]}
+            )
+    failures = [{"plugin": f.name, "error": f.error} for f in registry.failures]
+    return {"backends": rows, "plugin_failures": failures}
+
+
 def build_server(plugins: PluginRegistry | None = None) -> MCPServer:
     """The server with its tools; ``plugins``: the registry backends come from."""
     registry = plugins or build_registry()
@@ -79,38 +106,19 @@ def build_server(plugins: PluginRegistry | None = None) -> MCPServer:
     async def list_backends() -> dict[str, Any]:
         """The installed backends (targets): name, version, description, whether their
         tools are present, and how many problems each ships."""
-        rows = []
-        for name, cls in sorted(registry.backends().items()):
-            try:
-                backend = cls()
-                checks = backend.doctor()
-                rows.append(
-                    {
-                        "name": name,
-                        "version": backend.version,
-                        "description": cls.description,
-                        "healthy": all(c.ok for c in checks if c.required),
-                        "missing": [c.name for c in checks if not c.ok],
-                        "problems": len(backend.problems()),
-                    }
-                )
-            except Exception as exc:  # a broken backend is listed as such, not fatal
-                rows.append(
-                    {"name": name, "healthy": False, "missing": [f"{type(exc).__name__}: {exc}"]}
-                )
-        failures = [{"plugin": f.name, "error": f.error} for f in registry.failures]
-        return {"backends": rows, "plugin_failures": failures}
+        return await anyio.to_thread.run_sync(describe_backends, registry)
 
     @server.tool()
     @one_line_errors
     async def list_problems(backend: str) -> dict[str, Any]:
         """The problems a backend ships: id and description (the id goes into a run's
         config as ``problem``, and into evaluate_program)."""
-        made = registry.make_backend(backend)
-        return {
-            "backend": backend,
-            "problems": [{"id": p.id, "description": p.description} for p in made.problems()],
-        }
+
+        def problems() -> list[dict[str, str]]:
+            made = registry.make_backend(backend)
+            return [{"id": p.id, "description": p.description} for p in made.problems()]
+
+        return {"backend": backend, "problems": await anyio.to_thread.run_sync(problems)}
 
     @server.tool()
     @one_line_errors
@@ -157,6 +165,13 @@ def build_server(plugins: PluginRegistry | None = None) -> MCPServer:
         bad input is an error and nothing is spent. The run is an ordinary run (journal,
         budgets, exports, `autocomp-core serve`), and goes on after this session ends."""
         return await runs.start(config_path, config, list(overrides or []))
+
+    @server.tool()
+    @one_line_errors
+    async def list_runs(folder: str = "runs") -> dict[str, Any]:
+        """The runs at or below a folder (default: runs/ of the server's directory), newest
+        first: run id, state, backend, problem, progress, best score, speedup, cost."""
+        return runs.runs_in(folder)
 
     @server.tool()
     @one_line_errors

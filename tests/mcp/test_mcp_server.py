@@ -205,6 +205,8 @@ async def test_a_run_outlives_its_client_and_a_later_session_stops_it(llm, tmp_p
         async with client(tmp_path) as c:
             status = await call(c, "run_status", run=str(run_dir))
             assert status["state"] == "running" and status["pid"] == first["pid"], status
+            listed = await call(c, "list_runs", folder=str(tmp_path))
+            assert [(r["run"], r["state"]) for r in listed["runs"]] == [(str(run_dir), "running")]
             stopped = await call(c, "stop_run", run=str(run_dir))
             assert stopped["state"] == "interrupted", stopped
             assert "pid" not in stopped
