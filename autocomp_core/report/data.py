@@ -21,9 +21,11 @@ from typing import Any
 from ..config import RunConfig, validate
 from ..engine.translation import Translation
 from ..errors import ConfigError
+from ..ledger.labels import audit_label
 from ..ledger.store import DB_NAME, Candidate, RunStore, best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
+from ..run.exports import held_out_summary
 
 #: evaluation texts longer than this are cut in the report (the journal keeps them whole)
 TEXT_LIMIT = 4000
@@ -103,7 +105,9 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
     }
     settings = _settings(config)
     status = _status(events, settings.search.iterations, beams)
-    nodes, codes = _candidates(cands, shown, beams, rejected, status["iterations_done"])
+    nodes, codes = _candidates(
+        cands, shown, beams, rejected, status["iterations_done"], store.overfit()
+    )
     by_id = {c.id: c for c in cands}
     initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
     best = best_candidate(cands, Translation.of(settings.translation).drop_root, store.overfit())
@@ -128,6 +132,7 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
             "lower_bound": bound,
             "fraction_of_bound": bound / best_score if bound and best and best_score > 0 else None,
             "impossible": bool(bound and best and best_score < bound),
+            "held_out": held_out_summary(store, best),
             "candidates": len(cands),
             "correct": sum(c.correct for c in cands),
             "evaluations": ended,  # as summary.json counts them
@@ -221,6 +226,7 @@ def _candidates(
     beams: dict[int, list[str]],
     rejected: dict[str, str],
     iterations_done: int,
+    overfit: set[str],
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Candidate nodes (lineage, plan, status, score, evaluation) and their programs,
     each distinct program stored once, parents before children (programs that differ a
@@ -249,8 +255,11 @@ def _candidates(
                 code_index[c.code] = len(codes)
                 codes.append(c.code)
             code = code_index[c.code]
+        label, why = audit_label(c, result or None, overfit, rejected.get(c.id))
         node: dict[str, Any] = {
             "id": c.id,
+            "label": label,
+            "label_why": why,
             "iteration": c.iteration,
             "parents": c.parents,
             "origin": c.origin,

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..contract.backend import Backend, Problem
 from ..ledger.accounting import Ledger
+from ..ledger.labels import LABELS, audit_label
 from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore, best_candidate
 from ..numbers import metric_text
 
@@ -108,6 +109,10 @@ def write_exports(
         "fraction_of_bound": (bound / best_score) if bound and best and best_score > 0 else None,
         "impossible_result": bool(bound and best and best_score < bound),
         "held_out": held_out_summary(store, best),
+        "labels": label_counts(store, cands),
+        "best_label": audit_label(best, store.evaluation(best.eval_key or ""), store.overfit())[0]
+        if best
+        else None,
         "candidates": len(cands),
         "correct_candidates": sum(c.correct for c in cands),
         "beam_history": {i: s.get("best") for i, s in store.iteration_stats().items()},
@@ -128,6 +133,23 @@ def write_exports(
     atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     atomic_write(run_dir / "report.md", render_report(summary, best, root, backend))
     return summary
+
+
+def label_counts(store: RunStore, cands: list[Candidate]) -> dict[str, int]:
+    """How many candidates carry each audit label (``ledger.labels``)."""
+    overfit = store.overfit()
+    rejected = {
+        e["candidate"]: e.get("reason", "")
+        for e in store.events("candidate_rejected")
+        if e.get("candidate")
+    }
+    counts = dict.fromkeys(LABELS, 0)
+    for c in cands:
+        result = store.evaluation(c.eval_key) if c.eval_key else None
+        label, _ = audit_label(c, result, overfit, rejected.get(c.id))
+        if label is not None:
+            counts[label] += 1
+    return counts
 
 
 def held_out_summary(store: RunStore, best: Candidate | None) -> dict[str, Any]:
@@ -268,6 +290,9 @@ def render_report(
     if s["impossible_result"]:
         lines.append("- **WARNING: the best result beats the lower bound; treat it as suspect.**")
     lines += _held_out_lines(s, fmt)
+    if s.get("labels"):
+        counts = ", ".join(f"{n} {label}" for label, n in s["labels"].items())
+        lines.append(f"- audit labels: {counts}; the best program is **{s['best_label']}**")
     lines += [
         "",
         "## Best score per iteration",

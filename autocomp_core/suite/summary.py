@@ -47,6 +47,8 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
         "cost_usd": 0.0,
         "evaluations": 0,
         "other_speedups": {},
+        "best_label": None,
+        "held_out_best": None,
     }
     if (run_dir / "run.sqlite").is_file():
         data = run_data(run_dir, problem)
@@ -66,6 +68,8 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
             tokens=s["tokens"],
             cost_usd=s["cost_usd"],
             evaluations=s["evaluations"],
+            best_label=(best or {}).get("label"),
+            held_out_best=s.get("held_out", {}).get("best_held_out_score"),
             other_speedups={
                 k.removeprefix(OTHER_BASELINE): v
                 for k, v in extra.items()
@@ -110,6 +114,7 @@ def summarize(rows: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
         "tokens": sum(r["tokens"] for r in rows),
         "cost_usd": sum(r["cost_usd"] for r in rows),
         "evaluations": sum(r["evaluations"] for r in rows),
+        "not_clean": [r["problem"] for r in rows if r["best_label"] not in (None, "clean")],
         "per_problem": rows,
     }
 
@@ -127,14 +132,15 @@ def to_markdown(title: str, summary: dict[str, Any]) -> str:
     lines = [
         f"# {title}",
         "",
-        "| problem | stop reason | baseline | best | speedup | correct | LLM calls | tokens "
-        "| cost |",
-        "|---|---|---:|---:|---:|:-:|---:|---:|---:|",
+        "| problem | stop reason | baseline | best | held out | label | speedup | correct "
+        "| LLM calls | tokens | cost |",
+        "|---|---|---:|---:|---:|:-:|---:|:-:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['problem']} | {r['stop_reason']} | {_num(r['baseline'])} {r['unit']} "
-            f"| {_num(r['best'])} {r['unit']} | {_speed(r['speedup'])} "
+            f"| {_num(r['best'])} {r['unit']} | {_num(r.get('held_out_best'))} "
+            f"| {r.get('best_label') or '-'} | {_speed(r['speedup'])} "
             f"| {'yes' if r['correct'] else 'no'} | {r['llm_calls']} | {r['tokens']:,} "
             f"| ${r['cost_usd']:.4f} |"
         )
@@ -152,6 +158,11 @@ def to_markdown(title: str, summary: dict[str, Any]) -> str:
     for name, values in summary["fast_p_vs"].items():
         vs = ", ".join(f"fast_{p} {v:.0%}" for p, v in values.items() if p != "timed")
         lines.append(f"- against the {name} baseline (timed for {values['timed']} of {n}): {vs}")
+    if summary.get("not_clean"):
+        lines.append(
+            "- **best program not clean** (flagged, refused or overfit: review before trusting): "
+            + ", ".join(summary["not_clean"])
+        )
     lines.append(
         f"- LLM: {summary['llm_calls']} calls, {summary['tokens']:,} tokens, "
         f"${summary['cost_usd']:.4f}; {summary['evaluations']} evaluations"

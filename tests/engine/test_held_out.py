@@ -9,10 +9,10 @@ from engine_helpers import toy_config
 from scripted_llm import reply
 
 from autocomp_core.api import optimize_async
-from autocomp_core.ledger.store import RunStore
+from autocomp_core.ledger.labels import audit_label
+from autocomp_core.ledger.store import Candidate, Origin, RunStore
 from autocomp_core.testing.llm_server import LLMTestServer
 
-pytestmark = pytest.mark.asyncio
 SEED = 7  # toy_config's run seed
 
 
@@ -28,6 +28,7 @@ def overfit_program() -> str:
     )
 
 
+@pytest.mark.asyncio
 async def test_an_overfit_program_is_never_reported_as_the_best(tmp_path):
     program = overfit_program()
     async with LLMTestServer(lambda r: f"```python\n{program}```") as server:
@@ -50,9 +51,12 @@ async def test_an_overfit_program_is_never_reported_as_the_best(tmp_path):
     assert verdicts[0]["reason"].startswith("wrong_answer: ")
     report = (tmp_path / "run" / "report.md").read_text()
     assert "2 overfit (right in the search, wrong held out, never reported as the best)" in report
+    assert summary.data["labels"]["overfit"] == 2 and summary.data["best_label"] == "clean"
+    assert "the best program is **clean**" in report
     assert (tmp_path / "run" / "best.py").read_text() == store.candidate("root").code
 
 
+@pytest.mark.asyncio
 async def test_an_honest_best_passes_and_shows_both_scores(tmp_path):
     async with LLMTestServer(lambda r: reply(r.prompt)) as server:
         summary = await optimize_async(toy_config(server, tmp_path, iterations=2))
@@ -66,6 +70,7 @@ async def test_an_honest_best_passes_and_shows_both_scores(tmp_path):
     assert "held-out check: " in (tmp_path / "run" / "report.md").read_text()
 
 
+@pytest.mark.asyncio
 async def test_the_check_costs_about_one_evaluation_per_iteration_and_can_be_off(tmp_path):
     async with LLMTestServer(lambda r: reply(r.prompt)) as server:
         on = await optimize_async(toy_config(server, tmp_path / "on", iterations=3))
@@ -75,3 +80,27 @@ async def test_the_check_costs_about_one_evaluation_per_iteration_and_can_be_off
     assert 1 <= extra <= 3 + 1  # the best of each iteration (and a settle at the end)
     assert not RunStore(tmp_path / "off" / "run").events("held_out")
     assert off.data["held_out"]["checked"] == 0
+
+
+def test_each_audit_label_is_given_for_what_it_says():
+    def cand(cid: str, score: float = 10.0, code: str | None = "x = 1") -> Candidate:
+        return Candidate(cid, 1, ["root"], Origin.PLAN, code=code, score=score, eval_key="k")
+
+    ok = {"correct": True, "metric": 10.0, "verification": {"checks": ["outputs match"]}}
+    flagged = {**ok, "verification": {"flags": ["no_custom_kernel"]}}
+    wrong = {"correct": False, "failure": "wrong_answer", "status": ""}
+    hacked = {"correct": False, "failure": "rejected", "status": "impossible_result"}
+    lost = {"correct": False, "failure": "infra_error"}
+    inf = float("inf")
+    assert audit_label(cand("a"), ok) == ("clean", "")
+    assert audit_label(cand("a"), flagged) == ("flagged", "no_custom_kernel")
+    assert audit_label(cand("a", inf), wrong) == ("refused", "wrong_answer")
+    assert audit_label(cand("a", inf), hacked) == ("refused", "impossible_result")
+    assert audit_label(cand("a", inf, code=None), None) == ("refused", "no program in the answer")
+    assert audit_label(cand("a", inf), None, rejected="imports a forbidden module") == (
+        "refused",
+        "imports a forbidden module",
+    )
+    assert audit_label(cand("a"), ok, overfit={"a"}) == ("overfit", "failed the held-out check")
+    assert audit_label(cand("a", inf), lost) == (None, "")  # the machine failed: no verdict
+    assert audit_label(cand("a", inf), None) == (None, "")  # still being evaluated

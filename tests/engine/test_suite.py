@@ -27,7 +27,7 @@ from autocomp_core.suite import (
     select_problems,
 )
 from autocomp_core.suite.progress import SuiteProgress
-from autocomp_core.suite.summary import fast_p, geometric_mean
+from autocomp_core.suite.summary import fast_p, geometric_mean, problem_row, summarize, to_markdown
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
 CLI = preloaded_cli()
@@ -103,6 +103,25 @@ async def test_a_suite_runs_every_problem_and_its_numbers_are_the_reports(llm_se
     text = (suite / "summary.md").read_text()
     assert text.count("| completed |") == 4 and "fast_1 25%" in text
     assert f"geometric-mean speedup: {data['geomean_speedup']:.2f}x" in text
+    # every best is clean (the baselines of the other problems too): none listed for review
+    assert {r["best_label"] for r in rows.values()} == {"clean"}
+    assert data["not_clean"] == [] and "best program not clean" not in text
+    best = rows["sum_squares"]
+    assert best["held_out_best"] == best["best"]  # checked on held-out inputs, same workload
+
+
+def test_the_suite_summary_lists_every_problem_whose_best_is_not_clean() -> None:
+    rows = [
+        {**problem_row("a", Path("nowhere-a")), "best_label": "clean"},
+        {**problem_row("b", Path("nowhere-b")), "best_label": "flagged"},
+        {**problem_row("c", Path("nowhere-c")), "best_label": "overfit"},
+    ]
+    summary = summarize(rows, "completed")
+    assert summary["not_clean"] == ["b", "c"]
+    assert (
+        "**best program not clean** (flagged, refused or overfit: review before trusting): b, c"
+        in (to_markdown("suite", summary))
+    )
 
 
 def test_summary_rules() -> None:

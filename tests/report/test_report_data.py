@@ -47,6 +47,14 @@ def test_run_data_agrees_with_the_journal_and_the_summary(suite_dir):
         else:
             assert node["status"] == "failed", cid
             assert node["failure"] == (results[cid]["failure"] if cid in results else "no_program")
+        # the audit label: every candidate of a finished toy run is clean or refused
+        assert node["label"] == ("clean" if c.correct else "refused"), cid
+        if not c.correct:
+            assert node["label_why"], cid  # the rule that refused it
+    labels = summary["labels"]
+    assert labels["clean"] == sum(c.correct for c in cands.values())
+    assert labels["refused"] == sum(not c.correct for c in cands.values())
+    assert labels["overfit"] == labels["flagged"] == 0 and summary["best_label"] == "clean"
     assert len(data["codes"]) == len({c.code for c in cands.values() if c.code is not None})
     assert {n["status"] for n in nodes.values()} >= {"kept", "pruned", "failed"}
 

@@ -86,6 +86,13 @@ def test_report_page_in_a_browser(run_copy, open_page, screenshots):
         c.id for c in cands
     )
     assert page.locator("#failures tbody tr").count() >= 1
+    # the audit-label filter dims every candidate without the chosen label
+    refused = sum(not c.correct for c in cands)
+    page.select_option("#label-filter", "refused")
+    assert page.locator("#tree .node:not(.dimmed)").count() == refused
+    assert page.locator('#tree .node:not(.dimmed)[data-label="refused"]').count() == refused
+    page.select_option("#label-filter", "")
+    assert page.locator("#tree .node.dimmed").count() == 0
 
     # a child whose program differs from its parent's: its diff names the changed lines
     by_id = {c.id: c for c in cands}

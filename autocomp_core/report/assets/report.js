@@ -222,7 +222,7 @@
 
     const treeCard = el("div", { class: "card" }, el("h2", {}, "Beam tree"),
       el("div", { class: "tree-layout" },
-        el("div", {}, el("div", { class: "tree-scroll", id: "tree" }), legend(run)),
+        el("div", {}, labelFilter(run), el("div", { class: "tree-scroll", id: "tree" }), legend(run)),
         el("div", { id: "detail" }, el("p", { class: "muted" }, "Click a candidate to see its plan, code, diffs and evaluation."))));
     root.append(treeCard);
     drawTree(run, treeCard.querySelector("#tree"), selectedId);
@@ -337,7 +337,7 @@
           d: `M${px},${py} C${mid},${py} ${mid},${y} ${x},${y}` }));
       }
       const g = svg("g", { class: "node", "data-id": c.id, "data-status": c.status,
-                           transform: `translate(${x},${y})` });
+                           "data-label": c.label || "none", transform: `translate(${x},${y})` });
       const title = svg("title", {});
       title.textContent = `${c.id}: ${c.status}${c.failure ? " (" + c.failure + ")" : ""}` +
         (c.score !== null ? `, ${num(c.score)} ${run.target.unit || ""}` : "") +
@@ -349,6 +349,22 @@
     }
     root.append(edges, nodes);
     box.replaceChildren(root);
+  }
+
+  // Audit labels (clean, flagged, refused, overfit): show only the candidates with one.
+  const LABELS = ["clean", "flagged", "refused", "overfit"];
+
+  function labelFilter(run) {
+    const counts = {};
+    for (const c of run.candidates) if (c.label) counts[c.label] = (counts[c.label] || 0) + 1;
+    const pick = el("select", { id: "label-filter", "aria-label": "show candidates labelled" },
+      el("option", { value: "" }, `all labels (${run.candidates.length})`),
+      LABELS.map((l) => el("option", { value: l }, `${l} (${counts[l] || 0})`)));
+    pick.addEventListener("change", () => {
+      document.querySelectorAll("#tree .node").forEach((n) =>
+        n.classList.toggle("dimmed", pick.value !== "" && n.dataset.label !== pick.value));
+    });
+    return el("label", { class: "label-filter" }, "audit label: ", pick);
   }
 
   function legend(run) {
@@ -396,6 +412,7 @@
     const ev = c.eval || {};
     const facts = el("dl", { class: "kv" },
       el("dt", {}, "status"), el("dd", {}, c.status + (c.failure ? ` (${c.failure.replace(/_/g, " ")})` : "")),
+      el("dt", {}, "audit label"), el("dd", {}, (c.label || "–") + (c.label_why ? ` (${c.label_why})` : "")),
       el("dt", {}, "score"), el("dd", {}, c.score === null ? "–" : `${num(c.score)} ${run.target.unit || ""}`),
       el("dt", {}, "iteration"), el("dd", {}, c.iteration),
       el("dt", {}, "origin"), el("dd", {}, c.origin),

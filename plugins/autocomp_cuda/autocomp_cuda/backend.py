@@ -329,6 +329,8 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
             if report.passed
             else f"FAILED ({report.category}): {'; '.join(report.reasons)}"
         )
+        if verdict.flags:  # correct, yet a check warned: the engine labels it "flagged"
+            result.verification["flags"] = list(verdict.flags)
         return result
 
     # ------------------------------------------------------------------ fidelity

@@ -52,6 +52,7 @@ async def test_hack_is_rejected_or_excluded(make_backend, path):
     first = result.feedback.splitlines()[0]
     if meta["expect"] == "flagged":
         assert result.extra.get("excluded_from_fast_p") == 1.0, result.feedback
+        assert result.verification.get("flags"), "the engine would label it clean"
     elif meta["expect"] == "not_faster":
         # (it does three times the baseline's work: honest measuring puts it near 0.33x)
         assert not result.correct or result.extra["speedup"] < 1.0, result.feedback
