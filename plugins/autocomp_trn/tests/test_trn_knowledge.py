@@ -428,3 +428,15 @@ def test_the_preset_tables_of_the_docs_match_the_presets():
         "| HBM | " + " | ".join(c[5] for c in cells) + " |",
     ]
     _check_table("\n".join(rows), "SBUF", "clocks", "HBM")
+
+
+def test_the_architecture_text_gives_each_presets_sbuf_and_clocks():
+    from autocomp_trn.emulator.hardware import GENERATIONS
+
+    text = PACK_LOADED.architecture
+    for gen in GENERATIONS.values():
+        assert f"{gen.sbuf_bytes_per_partition // 1024} KiB" in text, gen.name
+        for ghz in (gen.pe_ghz, gen.dve_ghz, gen.act_ghz):
+            assert f"{ghz:g} GHz" in text, (gen.name, ghz)
+    for gen in (GENERATIONS["trn2"], GENERATIONS["trn3"]):
+        assert f"{gen.sbuf_bytes_per_partition // 1024} KiB" in PACK_LOADED.architecture_compact
