@@ -305,3 +305,14 @@ def test_only_the_server_imports_the_sdk():
     lazy = ast.parse((root / "autocomp_core/mcp/command.py").read_text())
     top = [n for n in lazy.body if isinstance(n, ast.ImportFrom) and n.module == "server"]
     assert not top  # imported inside the command, after the SDK is known to be there
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret-token\n")
+    token.chmod(0o644)
+    out = subprocess.run(
+        [*SERVER, "--http", "--token-file", str(token)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == f"error: --token-file {token}: others can read it (chmod 600)"
