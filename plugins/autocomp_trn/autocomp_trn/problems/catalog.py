@@ -436,7 +436,9 @@ def llama() -> list[ProblemSpec]:
                           "for trace-only runs)",
               inputs=prefill(1024, 2048), outputs=[((1, 64, 1024), BF16)], full_inputs=prefill(H, I_PRE),
               full_outputs=[((1, 64, H), BF16)], reference=ref_llama_mlp_prefill,
-              atol=2e-2, rtol=2e-2, language="pytorch", baseline="mlp_prefill.py", work=_mlp_work),
+              # h, the activations and the output are rounded to bf16, and norm_weight ~ N(0, 1)
+              # scales some rows' errors up: a plain bf16 translation reaches 0.025 (6 seeds)
+              atol=5e-2, rtol=2e-2, language="pytorch", baseline="mlp_prefill.py", work=_mlp_work),
         _spec(id="llama/mlp_decode_b1", title="Llama MLP block, decode at batch 1",
               description=f"out = {mlp} for one token x [1, 1, {H}], weights stored [in, out], intermediate {I_DEC}",
               inputs=decode(1), outputs=[((1, 1, H), BF16)], reference=ref_llama_mlp_decode,

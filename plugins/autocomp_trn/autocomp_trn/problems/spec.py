@@ -62,13 +62,14 @@ class Work:
 
     hbm_bytes: float = 0.0    # bytes that must cross HBM (inputs read once, outputs written once)
     pe_flops: float = 0.0     # matmul FLOPs (bounded at the bf16 TensorE peak)
-    act_elems: float = 0.0    # transcendental elements (ScalarE, 1 per lane-cycle)
+    act_elems: float = 0.0    # transcendental elements (ScalarE 1 per lane-cycle; on trn3 also VectorE)
     dve_cycles: float = 0.0   # VectorE lane-cycles that cannot go elsewhere (scans)
 
     def bound_us(self, gen: Generation) -> float:
         terms = [self.hbm_bytes / gen.hbm_gbs / 1e3,
                  self.pe_flops / (gen.pe_tflops_bf16 * 1e12) * 1e6,
-                 self.act_elems / (128 * gen.act_ghz * 1e9) * 1e6,
+                 # exponentials: ScalarE, plus VectorE's nisa.exponential on NeuronCore-v4
+                 self.act_elems / gen.exp_elems_per_ns / 1e3,
                  self.dve_cycles / (128 * gen.dve_ghz * 1e9) * 1e6]
         return max(terms)
 
