@@ -122,6 +122,12 @@ def test_iota_into_an_int32_tile_is_exact_past_fp32_precision():
     )
 
 
+def test_an_iota_pattern_must_cover_dst_and_be_pairs_of_ints():
+    spec = problem(X, SAME, lambda x: (x,))
+    refused(run(spec, kernel("nisa.iota(dst=r, pattern=[[1, 32]], offset=0)")), "covers 32")
+    refused(run(spec, kernel("nisa.iota(dst=r, pattern=[[1.5, 64]], offset=0)")), "pairs of ints")
+
+
 def test_affine_select_applies_a_causal_mask():
     q = np.arange(128)[:, None]
     k = np.arange(64)[None, :]

@@ -13,27 +13,26 @@ from .common import dst_tile, nc_at_least, operand, reduce_cmd, reduce_command
 
 
 def _pattern(pattern, what: str) -> list[list[int]]:
-    """``[[step, num], ...]`` (up to 4 levels) as plain ints."""
-    ok = isinstance(pattern, (list, tuple)) and 0 < len(pattern) <= 4
-    out = []
-    for level in pattern if ok else ():
-        if not (isinstance(level, (list, tuple)) and len(level) == 2):
-            ok = False
-            break
-        step, num = level
-        if isinstance(step, bool) or isinstance(num, bool):
-            ok = False
-            break
-        if not (isinstance(step, int) and isinstance(num, int) and num > 0):
-            ok = False
-            break
-        out.append([step, num])
-    if not ok:
+    """``[[step, num], ...]`` (one to four levels of ints, num > 0) as plain lists."""
+
+    def level_ok(level) -> bool:
+        return (
+            isinstance(level, (list, tuple))
+            and len(level) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in level)
+            and level[1] > 0
+        )
+
+    if not (
+        isinstance(pattern, (list, tuple))
+        and 0 < len(pattern) <= 4
+        and all(level_ok(level) for level in pattern)
+    ):
         raise NkiError(
-            f"{what} pattern must be up to four [step, num] pairs of ints, got {pattern!r}",
+            f"{what} pattern must be one to four [step, num] pairs of ints, got {pattern!r}",
             "err_invalid_access_pattern",
         )
-    return out
+    return [[step, num] for step, num in pattern]
 
 
 def _int(value, what: str) -> int:
