@@ -109,6 +109,7 @@ def write_exports(
         "fraction_of_bound": (bound / best_score) if bound and best and best_score > 0 else None,
         "impossible_result": bool(bound and best and best_score < bound),
         "held_out": held_out_summary(store, best),
+        "saved_at_bound": saved_at_bound(store, stop_reason, ledger, last or 0),
         "labels": label_counts(store, cands),
         "best_label": audit_label(best, store.evaluation(best.eval_key or ""), store.overfit())[0]
         if best
@@ -133,6 +134,19 @@ def write_exports(
     atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     atomic_write(run_dir / "report.md", render_report(summary, best, root, backend))
     return summary
+
+
+def saved_at_bound(
+    store: RunStore, stop_reason: str | None, ledger: Ledger, done: int
+) -> dict[str, Any] | None:
+    """What stopping at the bound saved (``search.stop_at_bound``): the iterations not run,
+    and the tokens they would have cost at this run's mean per iteration (an estimate)."""
+    if stop_reason != "stop_at_bound":
+        return None
+    planned = ((store.get_meta("config") or {}).get("search") or {}).get("iterations", done)
+    left = max(0, planned - done)
+    per_iteration = ledger.to_dict().get("tokens", 0) / max(1, done)
+    return {"iterations": left, "tokens_estimate": round(left * per_iteration)}
 
 
 def label_counts(store: RunStore, cands: list[Candidate]) -> dict[str, int]:

@@ -19,6 +19,7 @@ agree. Conventions:
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
         "other_speedups": {},
         "best_label": None,
         "held_out_best": None,
+        "tokens_saved_at_bound": 0,
     }
     if (run_dir / "run.sqlite").is_file():
         data = run_data(run_dir, problem)
@@ -69,6 +71,7 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
             cost_usd=s["cost_usd"],
             evaluations=s["evaluations"],
             best_label=(best or {}).get("label"),
+            tokens_saved_at_bound=_saved_tokens(run_dir),
             held_out_best=s.get("held_out", {}).get("best_held_out_score"),
             other_speedups={
                 k.removeprefix(OTHER_BASELINE): v
@@ -79,6 +82,15 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
     if note:
         row["stop_reason"] = note
     return row
+
+
+def _saved_tokens(run_dir: Path) -> int:
+    """The tokens a run saved by stopping at the bound (its summary.json's estimate)."""
+    try:
+        saved = json.loads((run_dir / "summary.json").read_text()).get("saved_at_bound")
+    except (OSError, ValueError):
+        return 0
+    return int((saved or {}).get("tokens_estimate", 0))
 
 
 def geometric_mean(values: list[float]) -> float | None:
@@ -115,6 +127,7 @@ def summarize(rows: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
         "cost_usd": sum(r["cost_usd"] for r in rows),
         "evaluations": sum(r["evaluations"] for r in rows),
         "not_clean": [r["problem"] for r in rows if r["best_label"] not in (None, "clean")],
+        "tokens_saved_at_bound": sum(r.get("tokens_saved_at_bound", 0) for r in rows),
         "per_problem": rows,
     }
 
@@ -158,6 +171,11 @@ def to_markdown(title: str, summary: dict[str, Any]) -> str:
     for name, values in summary["fast_p_vs"].items():
         vs = ", ".join(f"fast_{p} {v:.0%}" for p, v in values.items() if p != "timed")
         lines.append(f"- against the {name} baseline (timed for {values['timed']} of {n}): {vs}")
+    if summary.get("tokens_saved_at_bound"):
+        lines.append(
+            f"- stopping at the bound saved about {summary['tokens_saved_at_bound']:,} tokens, "
+            "left in the suite's one budget for the problems still running"
+        )
     if summary.get("not_clean"):
         lines.append(
             "- **best program not clean** (flagged, refused or overfit: review before trusting): "

@@ -452,3 +452,7 @@ async def test_a_run_stops_once_its_best_reaches_the_bound(llm_server, tmp_path)
     assert stopped.data["llm_calls"] < full.data["llm_calls"]
     store = RunStore(tmp_path / "stop" / "run")
     assert [e["reason"] for e in store.events("stopped")] == ["stop_at_bound"]
+    saved = stopped.data["saved_at_bound"]
+    assert saved["iterations"] == 1
+    assert saved["tokens_estimate"] == round(stopped.data["tokens"] / 2)
+    assert full.data["saved_at_bound"] is None

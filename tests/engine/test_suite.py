@@ -116,8 +116,10 @@ def test_the_suite_summary_lists_every_problem_whose_best_is_not_clean() -> None
         {**problem_row("b", Path("nowhere-b")), "best_label": "flagged"},
         {**problem_row("c", Path("nowhere-c")), "best_label": "overfit"},
     ]
+    rows[0]["tokens_saved_at_bound"] = 1234
     summary = summarize(rows, "completed")
     assert summary["not_clean"] == ["b", "c"]
+    assert "stopping at the bound saved about 1,234 tokens" in to_markdown("suite", summary)
     assert (
         "**best program not clean** (flagged, refused or overfit: review before trusting): b, c"
         in (to_markdown("suite", summary))
