@@ -311,6 +311,10 @@ def activation(
     if reduce_cmd is not None:
         if not isinstance(reduce_cmd, _ReduceCmd):
             raise NkiError(f"reduce_cmd= takes an nisa.reduce_cmd, got {reduce_cmd!r}")
+        if reduce_cmd is _ReduceCmd.load_reduce:
+            raise NkiError(
+                "activation reduce_cmd=load_reduce is not emulated", "err_unsupported_api"
+            )
         attrs["reduce_cmd"] = reduce_cmd.name
     if reduce_op is not None and op_name(reduce_op, ALU_OPS, "reduce_op") != "add":
         raise NkiError(
