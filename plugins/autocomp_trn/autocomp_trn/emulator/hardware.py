@@ -190,10 +190,10 @@ UNKNOWN = (
     "under load, and what a logical core (LNC=2) of two physical cores gets, is not modelled.",
     "Of the engines' wider data paths, only the performance modes of tensor_copy and "
     "tensor_scalar are priced (VectorE 2-4x for BF16/FP16 from NeuronCore-v3, also FP8 on -v4; "
-    "ScalarE 2x on -v4) and VectorE's exponential (4x ScalarE's activation on -v4); FP8 "
-    "double-row and MX matmuls, tensor_tensor's BF16 mode beyond the nisa rate, and TensorE's "
-    "background transpose on -v4 are not, nor the arbitration of the SBUF bus VectorE's mode "
-    "shares with GpSimd.",
+    "ScalarE 2x on -v4), VectorE's exponential (4x ScalarE's activation on -v4) and the FP8 "
+    "double-row matmul (2x, -v3+); MX matmuls, tensor_tensor's BF16 mode beyond the nisa rate "
+    "and TensorE's background transpose on -v4 are not, nor the arbitration of the SBUF bus "
+    "VectorE's mode shares with GpSimd.",
     "The DGE (hardware descriptor generation, about 600 ns per instruction on NeuronCore-v3) and "
     "the DMA queues' quality of service on -v4 are not modelled apart from the calibrated "
     "per-transfer cost.",
