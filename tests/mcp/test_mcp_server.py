@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+import tomli_w
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -168,9 +169,12 @@ async def test_stop_a_running_run_then_resume_it(llm, tmp_path):
     llm.pause()  # every LLM call waits: the run is surely running when it is stopped
     try:
         async with client(tmp_path) as c:
-            await call(c, "start_run", config=toy_run(llm, run_dir, iterations=1))
+            config = tmp_path / "stopped.toml"  # a config file and overrides, as optimize takes
+            config.write_text(tomli_w.dumps(toy_run(llm, run_dir, iterations=3)))
+            await call(c, "start_run", config_path=str(config), overrides=["search.iterations=1"])
             await wait_for(c, str(run_dir), lambda s: s["state"] == "running")
             stopped = await call(c, "stop_run", run=str(run_dir))
+            assert stopped["iterations_total"] == 1
             assert stopped["state"] == "interrupted", stopped
             assert stopped["exit_code"] == 130  # as after Ctrl-C
             summary = json.loads((run_dir / "summary.json").read_text())
