@@ -14,19 +14,26 @@ from ..errors import AutocompError, ConfigError
 
 #: where ``--http`` reads its bearer token when no ``--token-file`` is given
 TOKEN_ENV = "AUTOCOMP_MCP_TOKEN"
+#: where ``--http`` listens by default (the dashboard's port, 8750, plus one)
+PORT = 8751
 
 
 @click.command()
 @click.option("--http", "over_http", is_flag=True, help="Streamable HTTP instead of stdio.")
-@click.option("--port", type=int, default=8751, show_default=True, help="With --http.")
+@click.option("--port", type=int, help=f"With --http (default {PORT}).")
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
     help=f"With --http: the bearer token, first line (chmod 600); default: env {TOKEN_ENV}.",
 )
-def mcp(over_http: bool, port: int, token_file: Path | None) -> None:
+def mcp(over_http: bool, port: int | None, token_file: Path | None) -> None:
     """MCP server: coding agents list backends, evaluate programs, and start, follow,
     stop and resume runs (see docs/mcp.md). Runs it starts go on after it exits."""
+    if not over_http:
+        for flag, value in (("--port", port), ("--token-file", token_file)):
+            if value is not None:
+                raise ConfigError(f"{flag}: only with --http")
+    token = read_token(token_file) if over_http else ""
     try:
         from .server import build_server
     except ImportError as exc:
@@ -38,13 +45,11 @@ def mcp(over_http: bool, port: int, token_file: Path | None) -> None:
 
     server = build_server(loaded_plugins())
     if not over_http:
-        if token_file is not None:
-            raise ConfigError("--token-file: only with --http")
         server.run("stdio")
         return
     from .http_transport import serve_http
 
-    serve_http(server, port, read_token(token_file))
+    serve_http(server, PORT if port is None else port, token)
 
 
 def read_token(token_file: Path | None) -> str:

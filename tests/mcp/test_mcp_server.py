@@ -320,3 +320,9 @@ def test_a_token_file_others_can_read_is_refused(tmp_path):
     )
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip() == f"error: --token-file {token}: others can read it (chmod 600)"
+
+
+def test_http_flags_without_http_are_refused():
+    out = subprocess.run([*SERVER, "--port", "9000"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: --port: only with --http"
