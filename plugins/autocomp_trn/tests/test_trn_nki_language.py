@@ -102,6 +102,16 @@ def test_while_loop_runs_an_integer_condition_and_refuses_a_device_one():
     )
 
 
+def test_if_else_resolves_a_python_condition_while_tracing_and_refuses_a_device_one():
+    half = "    nl.if_else({cond}, lambda: body(0), lambda: body(1))\n    nl.if_else(1, lambda: body(1))"
+    assert emulate(DOUBLE, v2(half.format(cond="True")), generation="trn2")["status"] == "ok"
+    assert not [e for e in trace_of(v2(half.format(cond="0")))["events"] if e[0] == "loop"]
+    # cond 0 runs body(1) twice and never body(0): half the output stays unwritten
+    assert emulate(DOUBLE, v2(half.format(cond="0")), generation="trn2")["status"] == "wrong_answer"
+    result = emulate(DOUBLE, v2(half.format(cond="t")), generation="trn2")
+    assert result["code"] == "err_unsupported_api" and "held on device" in result["message"]
+
+
 # ---------------------------------------------------------------- NkiTensor views
 
 PERMUTED = problem(

@@ -94,6 +94,21 @@ def while_loop(init, body_fun) -> None:
     t.events[index][2] = count  # the trip count is known once the loop has run
 
 
+def if_else(cond, then_fn, else_fn=None) -> None:
+    """``then_fn()`` when ``cond`` is nonzero, else ``else_fn()`` if given. A Python bool or int
+    is resolved while tracing and emits no control flow, as NKI does; a condition held on device
+    (an NkiScalar) is not modelled."""
+    if not isinstance(cond, int):
+        raise NkiError(
+            "nl.if_else on a condition held on device is not modelled by this emulator: pass a "
+            "Python bool or int",
+            "err_unsupported_api",
+        )
+    chosen = then_fn if cond else else_fn
+    if chosen is not None:
+        chosen()
+
+
 def _run_loop(kind: str, r: range, body_fun) -> None:
     t = tracer()
     t.emit(["loop", kind, len(r), t.line()])
@@ -157,6 +172,6 @@ REMOVED = {
 
 PUBLIC = (
     "NkiTensor float8_e4m3fn float8_e8m0fnu tfloat32 affine_range sequential_range static_range "
-    "fori_loop while_loop program_id num_programs program_ndim tile_size abs_max abs_min bypass "
+    "fori_loop while_loop if_else program_id num_programs program_ndim tile_size abs_max abs_min bypass "
     "gelu_apprx_tanh"
 ).split()
