@@ -284,7 +284,9 @@ class LLMClient:
                 request, ref, spec, client, replace(params, dropped=dropped)
             )
             if reply is not None:
-                tally.usage = tally.usage + reply.usage
+                # the reply's cache writes (a provider field) are recorded with its usage
+                written = Usage(cache_write_tokens=reply.cache_write_tokens)
+                tally.usage = tally.usage + reply.usage + written
                 tally.cost += self._reply_cost(spec, ref, reply)
                 classified = _judge_reply(reply, params)
                 if classified is None:

@@ -44,6 +44,8 @@ def thinking_config(model: str, effort: str | None) -> dict | None:
         level = {"none": "minimal"}.get(effort, effort)
         return {"thinking_level": level.upper()}
     budget = thinking_budget(effort)
+    if budget == 0 and "-pro" in model:
+        budget = 128  # 2.5 Pro always thinks: its least budget
     return None if budget is None else {"thinking_budget": budget}
 
 

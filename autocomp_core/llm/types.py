@@ -87,15 +87,17 @@ class ErrorKind(str, enum.Enum):
 
 @dataclass
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
+    input_tokens: int = 0  # every input token, cached and cache-written ones included
+    output_tokens: int = 0  # thinking included
+    cached_tokens: int = 0  # input tokens read from the provider's prompt cache
+    cache_write_tokens: int = 0  # input tokens written to it (priced apart where charged)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
     @property

@@ -16,6 +16,7 @@ class UsageTotals:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_usd: float = 0.0
     latency_sum_s: float = 0.0
     latency_max_s: float = 0.0
@@ -28,6 +29,7 @@ class UsageTotals:
         self.input_tokens += response.usage.input_tokens
         self.output_tokens += response.usage.output_tokens
         self.cached_tokens += response.usage.cached_tokens
+        self.cache_write_tokens += response.usage.cache_write_tokens
         self.cost_usd += response.cost_usd
         self.latency_sum_s += response.duration_s
         self.latency_max_s = max(self.latency_max_s, response.duration_s)
@@ -42,6 +44,7 @@ class UsageTotals:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "latency_sum_s": round(self.latency_sum_s, 3),
             "latency_max_s": round(self.latency_max_s, 3),

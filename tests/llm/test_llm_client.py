@@ -187,7 +187,11 @@ async def test_llm_cached_tokens_are_reported_and_cheaper(model, api_keys, make_
     assert warm.usage.cached_tokens >= count_tokens(static) - 128
     assert warm.usage.input_tokens >= warm.usage.cached_tokens
     assert warm.cost_usd < cold.cost_usd
-    assert client.usage.to_dict()["by_model"][model]["cached_tokens"] == warm.usage.cached_tokens
+    totals = client.usage.to_dict()["by_model"][model]
+    assert totals["cached_tokens"] == warm.usage.cached_tokens
+    if model.startswith(("anthropic", "bedrock")):  # explicit cache marks: writes reported
+        assert cold.usage.cache_write_tokens >= count_tokens(static) - 128
+        assert totals["cache_write_tokens"] == cold.usage.cache_write_tokens
 
 
 @pytest.mark.asyncio
