@@ -112,6 +112,27 @@ def test_if_else_resolves_a_python_condition_while_tracing_and_refuses_a_device_
     assert result["code"] == "err_unsupported_api" and "held on device" in result["message"]
 
 
+def test_the_experimental_softmax_wrapper_computes_softmax_over_the_free_axis():
+    def reference(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True),)
+
+    spec = problem([Input("x", (128, 512))], [((128, 512), "float32")], reference, 1e-6, 1e-4)
+    source = (
+        HEADER
+        + """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.softmax(nl.load(x), axis=1))
+    return out
+"""
+    )
+    assert emulate(spec, source, generation="trn2")["status"] == "ok"
+    exp_only = source.replace("nl.softmax(nl.load(x), axis=1)", "nl.exp(nl.load(x))")
+    assert emulate(spec, exp_only, generation="trn2")["status"] == "wrong_answer"
+
+
 # ---------------------------------------------------------------- NkiTensor views
 
 PERMUTED = problem(

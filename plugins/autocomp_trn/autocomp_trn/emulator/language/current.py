@@ -11,6 +11,7 @@ from .. import dtypes, hardware
 from ..indexing import NkiError
 from ..recording import ACT_FUNCS, ALU_OPS
 from ..tracer import Tile, tracer
+from . import elementwise, reductions
 from .elementwise import _make_binary, _make_unary
 
 NkiTensor = Tile  # what nl.ndarray returns; kernels annotate their arguments with it
@@ -24,6 +25,18 @@ gelu_apprx_tanh = _make_unary("gelu_apprx_tanh")
 for _fn in (abs_max, abs_min, bypass):
     ALU_OPS[id(_fn)] = _fn.__name__
 ACT_FUNCS[id(gelu_apprx_tanh)] = "gelu_apprx_tanh"
+
+
+def softmax(x, axis=-1, dtype=None) -> Tile:
+    """The 0.3 experimental wrapper: ``exp(x - max) / sum(exp(x - max))`` over free axes, as the
+    instructions it stands for (max and sum reductions, a subtract and a multiply by a
+    per-partition value, an exp and a reciprocal)."""
+    if not isinstance(x, Tile):
+        raise NkiError("nl.softmax takes a tile")
+    high = reductions.max(x, axis, keepdims=True)
+    e = elementwise.exp(elementwise.subtract(x, high, dtype="float32"))
+    total = reductions.sum(e, axis, keepdims=True)
+    return elementwise.multiply(e, elementwise.reciprocal(total), dtype=dtype or x.dtype)
 
 
 def _bounds(name: str, args: tuple) -> range:
@@ -173,5 +186,5 @@ REMOVED = {
 PUBLIC = (
     "NkiTensor float8_e4m3fn float8_e8m0fnu tfloat32 affine_range sequential_range static_range "
     "fori_loop while_loop if_else program_id num_programs program_ndim tile_size abs_max abs_min bypass "
-    "gelu_apprx_tanh"
+    "gelu_apprx_tanh softmax"
 ).split()
