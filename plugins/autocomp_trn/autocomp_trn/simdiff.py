@@ -22,6 +22,7 @@ import numpy as np
 from .emulator.hardware import GENERATIONS
 from .neuron import api_version, importable
 from .problems.spec import ProblemSpec
+from .runtime.simulate_main import TAG as SIM_TAG
 
 #: exit codes of the command
 AGREE, DIFFER, NO_SDK = 0, 1, 2
@@ -184,9 +185,6 @@ def simulate(jobs: list[Job], seeds: list[int], generation: str, work: Path, tim
             with np.load(work / f"job{k}" / "outputs.npz") as z:
                 arrays[job.name] = [z[f"arr_{i}"] for i in range(len(z.files))]
     return arrays
-
-
-SIM_TAG = "AUTOCOMP_TRN_SIMULATED "
 
 
 def problem_jobs(patterns: tuple[str, ...]) -> tuple[list[Job], list[Row]]:
