@@ -36,9 +36,8 @@ class Tracer:
         self.filename = filename
         self.max_events = max_events
         self.loop_depth = 0
-        self.current = (
-            current  # the kernel speaks the current API (``import nki``), not the legacy one
-        )
+        # the kernel speaks the current API (``import nki``), not the legacy one
+        self.current = current
         self.fp8_flavours: set[str] = set()
 
     def line(self) -> int:
