@@ -142,6 +142,12 @@ def nrtpy_command(python: str, neff: Path, inputs: Path, warmup: int, iters: int
     return [python, str(script), str(neff), str(inputs), str(warmup), str(iters)]
 
 
+def nrtpy_env(outer: dict[str, str]) -> dict[str, str]:
+    """The nrtpy Python's environment: this one without its Python paths (that Python has its own
+    packages; the nki wheel, which conflicts with nrtpy's, must not be importable there)."""
+    return {k: v for k, v in outer.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def p99_us(durations_ms: list[float]) -> float:
     """The 99th percentile of nrtpy's per-iteration device times (ms) in microseconds."""
     if not durations_ms:

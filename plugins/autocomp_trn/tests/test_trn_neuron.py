@@ -172,6 +172,11 @@ def test_nrtpy_timing_command_percentile_and_the_neff_left_by_the_compile(tmp_pa
     assert neuron.find_neff(tmp_path).name == "kernel.neff"
 
 
+def test_the_nrtpy_python_gets_no_python_path_from_this_one():
+    env = neuron.nrtpy_env({"PYTHONPATH": "/x", "PYTHONHOME": "/y", "NEURON_RT_VISIBLE_CORES": "3"})
+    assert env == {"NEURON_RT_VISIBLE_CORES": "3"}
+
+
 def test_bf16_inputs_travel_to_nrtpy_as_their_bytes():
     import ml_dtypes
 

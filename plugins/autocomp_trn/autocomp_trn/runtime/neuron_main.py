@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import subprocess
 import sys
 import traceback
@@ -72,6 +73,7 @@ def latency_us(req: dict, work: Path, kernel, spec, inputs: list[np.ndarray]) ->
     from autocomp_trn.neuron import (
         find_neff,
         nrtpy_command,
+        nrtpy_env,
         p99_us,
         parse_profile_summary,
         profile_commands,
@@ -90,7 +92,14 @@ def latency_us(req: dict, work: Path, kernel, spec, inputs: list[np.ndarray]) ->
         command = nrtpy_command(
             req["nrtpy"], neff, work / "bench_inputs.npz", req["warmup"], req["iters"]
         )
-        run = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            command,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=nrtpy_env(dict(os.environ)),
+        )
         line = (run.stdout.strip().splitlines() or ["{}"])[-1]
         out = json.loads(line)
         if "durations_ms" not in out:
