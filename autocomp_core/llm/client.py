@@ -125,11 +125,10 @@ class LLMClient:
     def _api_key(self, ref: ModelRef, spec: ProviderSpec, model: str) -> str | None:
         if spec.key_env is None:
             return None
-        names = (spec.key_env, *spec.key_env_fallbacks)
-        key = next((k for k in map(self.keys.get, names) if k is not None), None)
+        key = next(filter(None, map(self.keys.get, spec.key_names)), None)
         if key is None and spec.key_required:
             raise LLMConfigError(
-                f"model {model!r} needs an API key: set {' or '.join(names)} in the "
+                f"model {model!r} needs an API key: set {' or '.join(spec.key_names)} in the "
                 f"environment or in {key_file_path(self.settings.key_file)}; or, with no "
                 f"key, run the same config on the embedded model: --model {DEFAULT_LOCAL_MODEL}"
             )
@@ -512,12 +511,7 @@ async def check_models(
                 row["key"] = (
                     "not needed"
                     if spec.key_env is None
-                    else next(
-                        filter(
-                            None, map(client.keys.source, (spec.key_env, *spec.key_env_fallbacks))
-                        ),
-                        None,
-                    )
+                    else next(filter(None, map(client.keys.source, spec.key_names)), None)
                     or ("missing" if spec.key_required else "not set (optional)")
                 )
                 client.validate_models([model])

@@ -89,6 +89,11 @@ class ProviderSpec:
     #: private (prices.is_self_hosted); anywhere else it needs a price like any paid service
     free_when_self_hosted: bool = False
 
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """The variables (or key-file entries) a key is looked up under, in order."""
+        return (self.key_env, *self.key_env_fallbacks) if self.key_env else ()
+
 
 #: thinking budgets (tokens) for the reasoning efforts, where a provider takes a budget
 #: (Anthropic's minimum is 1024)
