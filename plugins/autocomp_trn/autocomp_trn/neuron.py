@@ -165,16 +165,27 @@ def find_neff(artifacts: Path) -> Path:
 
 # ---------------------------------------------------------------- the drift canary
 
-#: the known kernel: out = a * 2 + b on one [128, 512] fp32 tile, in each API generation
+
+#: the known kernel, in each API generation: out = 2a + b on one [128, 512] fp32 tile (VectorE,
+#: DMA) and prod = a[:, :128].T @ b in bf16 with fp32 accumulation (TensorE, PSUM)
+def _canary_reference(a, b):
+    import ml_dtypes
+
+    def bf16(x):
+        return x.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+
+    return 2.0 * a + b, bf16(a[:, :128]).T @ bf16(b)
+
+
 CANARY_SPEC = ProblemSpec(
-    id="canary/scale_add",
+    id="canary/scale_add_matmul",
     title="drift canary",
-    description="a known kernel run before any candidate: out = 2a + b",
+    description="a known kernel run before any candidate: 2a + b and a[:, :128].T @ b",
     inputs=[Input("a", (128, 512)), Input("b", (128, 512))],
-    outputs=[((128, 512), "float32")],
-    reference=lambda a, b: (2.0 * a + b,),
-    atol=1e-5,
-    rtol=1e-5,
+    outputs=[((128, 512), "float32"), ((128, 512), "float32")],
+    reference=_canary_reference,
+    atol=1e-4,
+    rtol=1e-4,
     work=lambda ins: Work(),
     baseline="",
     entry="canary",
@@ -198,17 +209,34 @@ def canary(a, b):
     nisa.tensor_tensor(dst=res, data1=twice, data2=tb, op=nl.add)
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=res)
-    return out
+    sa = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    sb = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=sa, src=ta[:, 0:128])
+    nisa.tensor_copy(dst=sb, src=tb)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=sa, moving=sb)
+    got = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=got, src=acc)
+    prod = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=prod, src=got)
+    return out, prod
 """,
     "v1": """from neuronxcc import nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
 @nki.jit
 def canary(a, b):
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-    nl.store(out, value=nl.add(nl.multiply(nl.load(a), 2.0), nl.load(b)))
-    return out
+    prod = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    ta = nl.load(a)
+    tb = nl.load(b)
+    nl.store(out, value=nl.add(nl.multiply(ta, 2.0), tb))
+    sa = nl.copy(ta[:, 0:128], dtype=nl.bfloat16)
+    sb = nl.copy(tb, dtype=nl.bfloat16)
+    nl.store(prod, value=nl.copy(nisa.nc_matmul(sa, sb), dtype=nl.float32))
+    return out, prod
 """,
 }
 

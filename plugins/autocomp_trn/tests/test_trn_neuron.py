@@ -197,21 +197,30 @@ def test_the_canary_kernels_are_right_on_the_emulator(api, generation):
     assert result["status"] == "ok", result.get("message")
 
 
-def _canary_case(device):
-    """The device's result for the canary's inputs, judged."""
+def _canary_case(scale_add=None, matmul=None):
+    """The device's result for the canary's inputs (each output right unless given), judged."""
     a, b = neuron.CANARY_SPEC.make_inputs(neuron.CANARY_SEEDS)
-    ref = 2.0 * a.astype(np.float64) + b
-    return neuron.canary_failure([device(a, b).astype(np.float32)], [ref])
+    refs = [
+        np.stack(r) for r in zip(*[neuron.CANARY_SPEC.reference(a[s], b[s]) for s in range(len(a))])
+    ]
+    outs = [
+        (scale_add(a, b) if scale_add else refs[0]).astype(np.float32),
+        (matmul(refs[1]) if matmul else refs[1]).astype(np.float32),
+    ]
+    return neuron.canary_failure(outs, refs)
 
 
 def test_the_canary_passes_the_right_result_and_names_each_wrong_one():
-    assert _canary_case(lambda a, b: 2 * a + b) is None
+    assert _canary_case() is None
     assert _canary_case(lambda a, b: np.zeros_like(a)) == "output 0 is all zeros"
     assert _canary_case(lambda a, b: np.full_like(a, 7.0)) == "output 0 is the constant 7"
     off = _canary_case(lambda a, b: 2 * a + b + 1e-3)
     assert off is not None and "differs from the reference" in off
     assert "NaN" in _canary_case(lambda a, b: np.where(a > 2, np.nan, 2 * a + b))
     assert "shape" in _canary_case(lambda a, b: (2 * a + b)[:, :64])
+    # the matmul's PSUM result: zeros, or accumulated twice (a changed accumulate default)
+    assert _canary_case(matmul=np.zeros_like) == "output 1 is all zeros"
+    assert "output 1 differs" in _canary_case(matmul=lambda ref: 2 * ref)
     verdict = neuron.canary_verdict("output 0 is all zeros")
     assert verdict.status == "infra_error" and verdict.message == (
         "the Neuron SDK returned a wrong result for a known kernel (drift canary): "
@@ -241,9 +250,9 @@ def device(kernel, api, work):
 
     def run(*arrays, **kwargs):
         if MODE == "zeros":
-            return np.zeros(spec.outputs[0][0], np.float32)
+            return tuple(np.zeros(shape, np.float32) for shape, _ in spec.outputs)
         ref = spec.reference(*[x.astype(np.float64) for x in arrays], **spec.kwargs)
-        return ref[0].astype(np.float32)
+        return tuple(r.astype(np.float32) for r in ref)
 
     return run
 
