@@ -184,6 +184,7 @@ BEDROCK = ProviderSpec(
     name="bedrock",
     key_env=None,  # the AWS configuration chain, not a key of ours
     key_required=False,
+    credentials_from="AWS configuration chain",
     endpoint_in_model_string=True,
     create=BedrockClient,
     validate=check_setup,

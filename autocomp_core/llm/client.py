@@ -509,7 +509,7 @@ async def check_models(
                 ref, spec = client.resolve(model)
                 row.update(provider=spec.name, resolved=str(ref))
                 row["key"] = (
-                    "not needed"
+                    (spec.credentials_from or "not needed")
                     if spec.key_env is None
                     else next(filter(None, map(client.keys.source, spec.key_names)), None)
                     or ("missing" if spec.key_required else "not set (optional)")

@@ -77,6 +77,8 @@ class ProviderSpec:
     aliases: tuple[str, ...] = ()
     key_env: str | None = None  # environment variable (or key-file entry) holding the key
     key_env_fallbacks: tuple[str, ...] = ()  # looked up in order when key_env is not set
+    #: where credentials come from when they are not a key of ours (``models`` shows it)
+    credentials_from: str | None = None
     key_required: bool = True
     base_url_env: str | None = None  # environment variable overriding the base URL
     default_base_url: str | None = None  # None: the SDK's default

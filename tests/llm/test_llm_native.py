@@ -240,7 +240,9 @@ async def test_models_check_says_what_each_native_model_does(
         "ollama::qwen2.5-coder:7b": "answers",
     }
     assert wrong[0]["status"] == "wrong key"
-    assert {row["key"] for row in rows if row["model"].startswith("bedrock")} == {"not needed"}
+    assert {row["key"] for row in rows if row["model"].startswith("bedrock")} == {
+        "AWS configuration chain"
+    }
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,33 @@ def test_llm_shipped_prices_cover_real_models():
         ("openai", "gpt-5.5"),
         ("anthropic", "claude-sonnet-4-6"),
         ("anthropic", "claude-opus-4-7"),
+        ("gemini", "gemini-2.5-flash"),
+        ("gemini", "gemini-2.5-pro"),
+        ("bedrock", "anthropic.claude-sonnet-4-5"),
+        ("bedrock", "amazon.nova-pro"),
     ]:
         entry = table[provider][model]
         assert entry["input"] > 0 and entry["output"] > entry["input"]
         assert entry["cached_input"] < entry["input"]
+
+
+@pytest.mark.parametrize(
+    "model, key",
+    [
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic.claude-sonnet-4-5"),
+        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic.claude-sonnet-4-5"),
+        # a geographic profile has a price of its own (10% more for the 4.5 models)
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "us.anthropic.claude-sonnet-4-5"),
+        ("apac.anthropic.claude-haiku-4-5-20251001-v1:0", "anthropic.claude-haiku-4-5"),
+        ("amazon.nova-micro-v1:0", "amazon.nova-micro"),
+    ],
+)
+def test_llm_bedrock_ids_find_their_price_without_version_and_region(model, key):
+    sources: dict = {}
+    book = PriceBook(load_prices(None, None, sources), sources)
+    assert book.lookup("bedrock", model) == load_prices()["bedrock"][key]
+    assert book.source("bedrock", model) == f"price_lists/bedrock.toml (bedrock.{key!r})"
+    assert book.lookup("bedrock", "mistral.unknown-model-v1:0") is None
 
 
 def test_llm_cost_arithmetic_and_dated_ids():
