@@ -102,6 +102,12 @@ def _bn(a):
     return np.concatenate([a.mean(axis=1, keepdims=True), a.var(axis=1, keepdims=True)], axis=1)
 
 
+def _replace_top8(a):
+    out = a.copy()
+    np.put_along_axis(out, np.argsort(-a, axis=1, kind="stable")[:, :8], -100.0, axis=1)
+    return out
+
+
 def _bf16(x):
     import ml_dtypes
 
@@ -419,6 +425,26 @@ PROBES: list[Probe] = [
         lambda a: np.argsort(-a, axis=1, kind="stable")[:, :8],
         0.5,
         0.0,
+    ),
+    Probe(
+        "nc_match_replace8",
+        "nc_match_replace8",
+        (_x(),),
+        OUT,
+        "top = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.max8(dst=top, src=ta)\n"
+        "nisa.nc_match_replace8(dst=res, data=ta, vals=top, imm=-100.0)",
+        _replace_top8,
+    ),
+    Probe(
+        "nc_n_gather",
+        "nc_n_gather",
+        (_x(),),
+        ((P, 64), "float32"),
+        "idx = nl.ndarray((128, 64), dtype=nl.uint32, buffer=nl.sbuf)\n"
+        "nisa.iota(dst=idx, pattern=[[8, 64]], offset=3, channel_multiplier=0)\n"
+        "nisa.nc_n_gather(dst=res, data=ta, indices=idx)",
+        lambda a: a[:, 3::8],
     ),
     Probe(
         "activate2_exp",
