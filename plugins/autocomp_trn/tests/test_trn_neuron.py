@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autocomp_trn import neuron
+from autocomp_trn import canary, neuron
 from autocomp_trn.backend import TrnBackend
 from autocomp_trn.judge import emulate
 
@@ -122,8 +122,8 @@ def test_the_request_names_the_api_the_seeds_and_the_benchmark():
     )
     assert req["generation"] == "trn1" and not req["canary"]
     assert ev.cores == [0, 1]
-    canary = ev.request(neuron.CANARY_SPEC, neuron.CANARY_SOURCE["v2"], seed=1, canary=True)
-    assert canary["canary"] and canary["seeds"] == neuron.CANARY_SEEDS and canary["api"] == "v2"
+    known = ev.request(canary.CANARY_SPEC, canary.CANARY_SOURCE["v2"], seed=1, canary=True)
+    assert known["canary"] and known["seeds"] == canary.CANARY_SEEDS and known["api"] == "v2"
 
 
 def test_a_constant_output_never_passes_unless_the_reference_is_constant():
@@ -193,21 +193,21 @@ def test_bf16_inputs_travel_to_nrtpy_as_their_bytes():
 
 @pytest.mark.parametrize(("api", "generation"), [("v2", "trn2"), ("v2", "trn3"), ("v1", "trn1")])
 def test_the_canary_kernels_are_right_on_the_emulator(api, generation):
-    result = emulate(neuron.CANARY_SPEC, neuron.CANARY_SOURCE[api], neuron.CANARY_SEEDS, generation)
+    result = emulate(canary.CANARY_SPEC, canary.CANARY_SOURCE[api], canary.CANARY_SEEDS, generation)
     assert result["status"] == "ok", result.get("message")
 
 
 def _canary_case(scale_add=None, matmul=None):
     """The device's result for the canary's inputs (each output right unless given), judged."""
-    a, b = neuron.CANARY_SPEC.make_inputs(neuron.CANARY_SEEDS)
+    a, b = canary.CANARY_SPEC.make_inputs(canary.CANARY_SEEDS)
     refs = [
-        np.stack(r) for r in zip(*[neuron.CANARY_SPEC.reference(a[s], b[s]) for s in range(len(a))])
+        np.stack(r) for r in zip(*[canary.CANARY_SPEC.reference(a[s], b[s]) for s in range(len(a))])
     ]
     outs = [
         (scale_add(a, b) if scale_add else refs[0]).astype(np.float32),
         (matmul(refs[1]) if matmul else refs[1]).astype(np.float32),
     ]
-    return neuron.canary_failure(outs, refs)
+    return canary.canary_failure(outs, refs)
 
 
 def test_the_canary_passes_the_right_result_and_names_each_wrong_one():
@@ -221,7 +221,7 @@ def test_the_canary_passes_the_right_result_and_names_each_wrong_one():
     # the matmul's PSUM result: zeros, or accumulated twice (a changed accumulate default)
     assert _canary_case(matmul=np.zeros_like) == "output 1 is all zeros"
     assert "output 1 differs" in _canary_case(matmul=lambda ref: 2 * ref)
-    verdict = neuron.canary_verdict("output 0 is all zeros")
+    verdict = canary.canary_verdict("output 0 is all zeros")
     assert verdict.status == "infra_error" and verdict.message == (
         "the Neuron SDK returned a wrong result for a known kernel (drift canary): "
         "output 0 is all zeros"
@@ -236,7 +236,7 @@ from pathlib import Path
 import numpy as np
 
 from autocomp_trn.emulator import modules
-from autocomp_trn.neuron import CANARY_SPEC
+from autocomp_trn.canary import CANARY_SPEC
 from autocomp_trn.problems.catalog import spec_by_id
 from autocomp_trn.runtime import neuron_main
 
@@ -304,7 +304,7 @@ def test_a_drifted_sdk_makes_every_evaluation_an_infra_error_and_no_candidate_ru
     assert calls == [True]  # the canary alone ran, once
     for v in verdicts:
         assert v.status == "infra_error"
-        assert v.message.startswith(neuron.CANARY_MESSAGE) and "all zeros" in v.message
+        assert v.message.startswith(canary.CANARY_MESSAGE) and "all zeros" in v.message
 
 
 def test_a_sound_sdk_runs_the_canary_once_then_the_candidates(monkeypatch):
@@ -318,7 +318,7 @@ def test_the_backend_reports_a_canary_failure_as_the_evaluators_not_the_candidat
     a verdict on the program."""
     from autocomp_core import EvalContext
 
-    verdict = neuron.canary_verdict("output 0 is all zeros")
+    verdict = canary.canary_verdict("output 0 is all zeros")
 
     class Drifted:
         async def evaluate(self, *args, **kwargs):

@@ -128,9 +128,10 @@ def _as_bytes(x: np.ndarray) -> np.ndarray:
 def main(argv: list[str]) -> int:
     req = json.loads(Path(argv[1]).read_text())
     work = Path(argv[1]).parent
+    from autocomp_trn.canary import CANARY_SPEC, canary_failure, canary_verdict
     from autocomp_trn.check import compare
     from autocomp_trn.emulator import dtypes
-    from autocomp_trn.neuron import CANARY_SPEC, LEGACY_REMOVED, canary_failure, canary_verdict
+    from autocomp_trn.neuron import LEGACY_REMOVED
     from autocomp_trn.problems.catalog import spec_by_id
 
     spec = CANARY_SPEC if req.get("canary") else spec_by_id(req["problem"])
