@@ -27,7 +27,7 @@ def solution(q, k_active, v_active, k_prior, v_prior, attention_mask):
 
     # the mask on every row of a group, as 0 (kept) or -30000 (masked)
     mask_u8 = nl.ndarray((group, seq), dtype=attention_mask.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=mask_u8, src=attention_mask.reshape((1, seq)))
+    nisa.dma_copy(dst=mask_u8, src=attention_mask.reshape((1, seq)).broadcast(0, group))
     mask_f = nl.ndarray((group, seq), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=mask_f, src=mask_u8)
     penalty = nl.ndarray((group, seq), dtype=nl.float32, buffer=nl.sbuf)
@@ -92,7 +92,7 @@ def solution(q, k_active, v_active, k_prior, v_prior, attention_mask):
             nisa.dma_copy(dst=v_tile, src=v_prior[0, g, c * 128 : (c + 1) * 128, 0:d])
             nisa.nc_matmul(dst=o_psum, stationary=e_t, moving=v_tile)
         va = nl.ndarray((group, d), dtype=v_active.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=va, src=va_rows[g : g + 1, 0:d])
+        nisa.dma_copy(dst=va, src=va_rows[g : g + 1, 0:d].broadcast(0, group))
         o = nl.ndarray((group, d), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=o, data=va, op0=nl.multiply, operand0=e_active)
         nisa.tensor_tensor(dst=o, data1=o, data2=o_psum, op=nl.add)

@@ -23,7 +23,7 @@ def solution(x, norm_weight, up_proj, gate_proj, down_proj):
     x_tile = nl.ndarray((T, H), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=x_tile, src=x2)
     g_tile = nl.ndarray((T, H), dtype=norm_weight.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=g_tile, src=norm_weight.reshape((1, H)))
+    nisa.dma_copy(dst=g_tile, src=norm_weight.reshape((1, H)).broadcast(0, T))
     squares = nl.ndarray((T, H), dtype=nl.float32, buffer=nl.sbuf)
     square_sum = nl.ndarray((T, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(dst=squares, op=nl.square, data=x_tile, reduce_op=nl.add, reduce_res=square_sum)

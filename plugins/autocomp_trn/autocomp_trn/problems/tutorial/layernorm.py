@@ -12,9 +12,9 @@ def solution(input_tensor, gamma, beta):
 
     # gamma and beta are one row each: the DMA copies them to every partition
     gamma_tile = nl.ndarray((128, num_cols), dtype=gamma.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=gamma_tile, src=gamma.reshape((1, num_cols)))
+    nisa.dma_copy(dst=gamma_tile, src=gamma.reshape((1, num_cols)).broadcast(0, 128))
     beta_tile = nl.ndarray((128, num_cols), dtype=beta.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=beta_tile, src=beta.reshape((1, num_cols)))
+    nisa.dma_copy(dst=beta_tile, src=beta.reshape((1, num_cols)).broadcast(0, 128))
 
     for i in nl.affine_range(num_rows // 128):
         x = nl.ndarray((128, num_cols), dtype=input_tensor.dtype, buffer=nl.sbuf)

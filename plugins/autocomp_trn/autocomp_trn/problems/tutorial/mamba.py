@@ -28,7 +28,7 @@ def solution(delta, u, A, B, C):
                 nisa.activation(dst=deltaA, op=nl.exp, data=delta_i, scale=A_i)
                 # deltaBu = delta * u * B (B's row copied to every partition by the DMA)
                 B_i = nl.ndarray((P, seq_len), dtype=B.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=B_i, src=B[i_batch, i_state:i_state + 1, 0:seq_len])
+                nisa.dma_copy(dst=B_i, src=B[i_batch, i_state:i_state + 1, 0:seq_len].broadcast(0, P))
                 deltaU = nl.ndarray((P, seq_len), dtype=nl.float32, buffer=nl.sbuf)
                 nisa.tensor_tensor(dst=deltaU, data1=delta_i, data2=u_i, op=nl.multiply)
                 deltaBu = nl.ndarray((P, seq_len), dtype=nl.float32, buffer=nl.sbuf)
@@ -38,7 +38,7 @@ def solution(delta, u, A, B, C):
                 nisa.tensor_tensor_scan(dst=scan_res, data0=deltaA, data1=deltaBu, initial=0.0,
                                         op0=nl.multiply, op1=nl.add)
                 C_i = nl.ndarray((P, seq_len), dtype=C.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=C_i, src=C[i_batch, i_state:i_state + 1, 0:seq_len])
+                nisa.dma_copy(dst=C_i, src=C[i_batch, i_state:i_state + 1, 0:seq_len].broadcast(0, P))
                 scanC = nl.ndarray((P, seq_len), dtype=nl.float32, buffer=nl.sbuf)
                 nisa.tensor_tensor(dst=scanC, data1=scan_res, data2=C_i, op=nl.multiply)
                 nisa.tensor_tensor(dst=scanC_accum, data1=scanC_accum, data2=scanC, op=nl.add)

@@ -9,9 +9,9 @@ def solution(a_tensor, g_tensor):
     num_rows, num_cols = a_tensor.shape
     out_tensor = nl.ndarray((num_rows, num_cols), dtype=a_tensor.dtype, buffer=nl.shared_hbm)
 
-    # g is one row: the DMA copies it to every partition
+    # g is one row: the DMA reads it into every partition (a stride-0 partition dimension)
     g_tile = nl.ndarray((128, num_cols), dtype=g_tensor.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=g_tile, src=g_tensor.reshape((1, num_cols)))
+    nisa.dma_copy(dst=g_tile, src=g_tensor.reshape((1, num_cols)).broadcast(0, 128))
 
     for i in nl.affine_range(num_rows // 128):
         a_tile = nl.ndarray((128, num_cols), dtype=a_tensor.dtype, buffer=nl.sbuf)
