@@ -157,7 +157,9 @@ def simulate(jobs: list[Job], seeds: list[int], generation: str, work: Path, tim
             }
         )
     (work / "request.json").write_text(json.dumps(request))
-    env = {**os.environ, "NEURON_PLATFORM_TARGET_OVERRIDE": generation}
+    # the emulator stores bf16/fp8 rounded, as the simulator's precise mode (its default since
+    # NKI 0.4) does: a user's NKI_PRECISE_FP=0 would make every low-precision probe differ
+    env = {**os.environ, "NEURON_PLATFORM_TARGET_OVERRIDE": generation, "NKI_PRECISE_FP": "1"}
     run = subprocess.run(
         [sys.executable, "-m", "autocomp_trn.runtime.simulate_main", str(work / "request.json")],
         capture_output=True,
