@@ -54,6 +54,74 @@ def solution(x):
 # ---------------------------------------------------------------- numbers
 
 
+#: the instructions v1 also has, in their current (dst-first, keyword) form: body, output shape,
+#: reference of x (a [128, 64] fp32 input, loaded into tile ``a``; the result in tile ``r``)
+CLASSIC = {
+    "tensor_tensor": (
+        "nisa.tensor_tensor(dst=r, data1=a, data2=a, op=nl.multiply)",
+        (128, 64),
+        lambda x: x * x,
+    ),
+    "tensor_scalar": (
+        "nisa.tensor_scalar(dst=r, data=a, op0=nl.subtract, operand0=1.0, reverse0=True,"
+        " op1=nl.multiply, operand1=3.0)",
+        (128, 64),
+        lambda x: (1.0 - x) * 3.0,
+    ),
+    "tensor_reduce": (
+        "nisa.tensor_reduce(dst=r, op=nl.maximum, data=a, axis=1, negate=True, keepdims=True)",
+        (128, 1),
+        lambda x: -x.max(axis=1, keepdims=True),
+    ),
+    "tensor_partition_reduce": (
+        "nisa.tensor_partition_reduce(dst=r, op=nl.add, data=a)",
+        (1, 64),
+        lambda x: x.sum(axis=0, keepdims=True),
+    ),
+    "tensor_copy": (
+        "nisa.tensor_copy(dst=r, src=a, engine=nisa.scalar_engine)",
+        (128, 64),
+        lambda x: x,
+    ),
+    "activation_reduce": (
+        "s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.activation_reduce(dst=s, op=nl.exp, data=a, reduce_op=nl.add, reduce_res=r, scale=0.5)",
+        (128, 1),
+        lambda x: np.exp(0.5 * x).sum(axis=1, keepdims=True),
+    ),
+    "reciprocal": ("nisa.reciprocal(dst=r, data=a)", (128, 64), lambda x: 1.0 / x),
+    "tensor_tensor_scan": (
+        "nisa.tensor_tensor_scan(dst=r, data0=a, data1=a, initial=0.0, op0=nl.multiply, op1=nl.add)",
+        (128, 64),
+        None,
+    ),
+    "memset": ("nisa.memset(dst=r, value=-2.5)", (128, 64), lambda x: np.full((128, 64), -2.5)),
+}
+
+
+def _scan(x):
+    out, r = np.empty_like(x), np.zeros(x.shape[0], np.float32)
+    for i in range(x.shape[1]):
+        r = x[:, i] * r + x[:, i]
+        out[:, i] = r
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIC))
+def test_the_classic_instructions_in_their_current_form(name):
+    body, shape, ref = CLASSIC[name]
+    ref = ref or _scan
+    dist = "positive" if name == "reciprocal" else "uniform"
+    spec = problem(
+        [Input("x", (128, 64), "float32", dist)],
+        [(shape, "float32")],
+        lambda x: (ref(x),),
+        1e-4,
+        1e-4,
+    )
+    ok(run(spec, kernel(body, shape)))
+
+
 def test_activation_takes_a_scalar_bias():
     spec = problem(X, SAME, lambda x: (np.exp(x - 1.0),), atol=1e-4, rtol=1e-4)
     ok(run(spec, kernel("nisa.activation(dst=r, op=nl.exp, data=a, bias=-1.0)")))
