@@ -616,6 +616,38 @@ def test_exponential_on_trn3():
     ok(run(EXP, EXP_CODE, "trn3"))
 
 
+def test_exponential_accumulates_a_sum_across_tiles_in_the_vector_registers():
+    spec = problem(
+        X,
+        [((128, 1), "float32")],
+        lambda x: (2.0 + np.exp(x).sum(axis=1, keepdims=True),),
+        atol=1e-4,
+        rtol=1e-4,
+    )
+    body = """
+e = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+start = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+nisa.memset(dst=start, value=2.0)
+nisa.exponential(dst=e, src=a[:, 0:32], reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=start)
+nisa.exponential(dst=e, src=a[:, 32:64], reduce_res=r, reduce_cmd=nisa.reduce_cmd.reduce)
+"""
+    ok(run(spec, kernel(body, (128, 1)), "trn3"))
+    # without the load, the registers hold nothing any instruction wrote: NaN, a wrong answer
+    unloaded = body.replace("reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=start", "")
+    assert run(spec, kernel(unloaded, (128, 1)), "trn3")["status"] == "wrong_answer"
+
+
+def test_tensor_scalar_reduce_commands_drive_the_vector_registers():
+    spec = problem(X, [((128, 1), "float32")], lambda x: ((x + 1.0).max(axis=1, keepdims=True),))
+    body = """
+t = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+nisa.tensor_scalar_reduce(dst=t, data=a[:, 0:32], op0=nl.add, operand0=1.0, reduce_op=nl.maximum)
+nisa.tensor_scalar_reduce(dst=t, data=a[:, 32:64], op0=nl.add, operand0=1.0, reduce_op=nl.maximum,
+                          reduce_res=r, reduce_cmd=nisa.reduce_cmd.reduce)
+"""
+    ok(run(spec, kernel(body, (128, 1))))
+
+
 def test_exponential_is_refused_on_trn2_by_the_candidate_side():
     refused(run(EXP, EXP_CODE, "trn2"), "exponential", "NeuronCore-v4")
 

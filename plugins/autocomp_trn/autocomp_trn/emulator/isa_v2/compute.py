@@ -156,20 +156,42 @@ def tensor_scalar_reduce(
     reduce_res_negate=False,
     name=None,
 ):
-    """``dst = data op0 operand0`` and ``reduce_res = reduce_op`` of dst over its free axes (one
-    value per partition, negated with ``reduce_res_negate``) on VectorE."""
+    """``dst = data op0 operand0`` on VectorE, whose accumulator registers take ``reduce_op`` of
+    dst over its free axes as ``reduce_cmd`` says (reset_reduce: replace them; reduce: combine;
+    reset: identity; load_reduce: start from ``reduce_init``; idle: leave them); ``reduce_res``
+    receives the registers (negated with ``reduce_res_negate``)."""
     d, x = dst_tile(dst), isa._tile(data, "data")
-    reduce_command(reduce_cmd, ("reset_reduce",), "tensor_scalar_reduce")
-    if reduce_init is not None:
-        raise NkiError("tensor_scalar_reduce reduce_init is not emulated", "err_unsupported_api")
+    cmd = reduce_command(reduce_cmd, ALL_COMMANDS, "tensor_scalar_reduce")
     srcs, attrs = [x], {"op0": alu_op(op0, "op0"), "reverse0": bool(reverse0)}
     operand(operand0, "operand0", srcs, attrs)
     attrs["reduce_op"] = op_name(reduce_op, ALU_OPS, "reduce_op")
+    if attrs["reduce_op"] not in ("add", "multiply", "maximum", "minimum"):
+        raise NkiError(
+            f"tensor_scalar_reduce reduce_op must be add, multiply, max or min, not {attrs['reduce_op']}",
+            "err_unsupported_reduce_op",
+        )
     attrs["negate"] = bool(reduce_res_negate)
+    attrs["reduce_cmd"] = cmd
+    _reduce_init(cmd, reduce_init, None, srcs, attrs, "tensor_scalar_reduce")
     dsts = [d]
     if reduce_res is not None:
         dsts.append(dst_tile(reduce_res, "reduce_res"))
     emit("tensor_scalar_reduce", dsts, srcs, attrs)
+
+
+#: the commands of VectorE's accumulator registers (tensor_scalar_reduce, exponential)
+ALL_COMMANDS = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
+
+
+def _reduce_init(cmd: str, value, unset, srcs: list, attrs: dict, what: str) -> None:
+    """reduce_init: the registers' start value with load_reduce (a scalar or [P, 1] tile),
+    otherwise left at ``unset``."""
+    if cmd == "load_reduce":
+        if value is None:
+            raise NkiError(f"{what} reduce_cmd=load_reduce needs reduce_init")
+        operand(value, "reduce_init", srcs, attrs)
+    elif value is not unset and not (is_scalar(value) and float(value) == (unset or 0.0)):
+        raise NkiError(f"{what} reduce_init is used only with reduce_cmd=load_reduce")
 
 
 def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None):
@@ -286,19 +308,18 @@ def exponential(
     reduce_init=0.0,
     name=None,
 ):
-    """NeuronCore-v4 VectorE: ``dst = exp(src - max_value)`` (max_value a scalar or [P, 1] tile),
-    and with reduce_cmd=reset_reduce the per-partition sum of dst into ``reduce_res``."""
+    """NeuronCore-v4 VectorE: ``dst = exp(src - max_value)`` (max_value a scalar or [P, 1] tile);
+    VectorE's accumulator registers add up dst per partition as ``reduce_cmd`` says (as
+    tensor_scalar_reduce's), and ``reduce_res`` receives them: a softmax denominator across tiles."""
     nc_at_least(4, "nisa.exponential")
     d, x = dst_tile(dst), isa._tile(src, "src")
     srcs: list = [x]
     attrs: dict = {}
     operand(max_value, "max_value", srcs, attrs)
-    cmd = reduce_command(reduce_cmd, ("idle", "reset_reduce"), "exponential")
-    if not is_scalar(reduce_init) or float(reduce_init) != 0.0:
-        raise NkiError("exponential reduce_init must be 0.0 unless reduce_cmd is load_reduce")
+    cmd = reduce_command(reduce_cmd, ALL_COMMANDS, "exponential")
+    attrs["reduce_cmd"] = cmd
+    _reduce_init(cmd, reduce_init, 0.0, srcs, attrs, "exponential")
     dsts = [d]
-    if (reduce_res is None) != (cmd == "idle"):
-        raise NkiError("exponential takes reduce_res together with reduce_cmd=reset_reduce")
     if reduce_res is not None:
         dsts.append(dst_tile(reduce_res, "reduce_res"))
     emit("exponential", dsts, srcs, attrs)

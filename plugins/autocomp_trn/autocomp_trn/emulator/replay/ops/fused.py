@@ -1,15 +1,18 @@
 """The current API's fused element-wise instructions: scalar_tensor_tensor and
 tensor_scalar_reduce (VectorE), and the NeuronCore-v4 exponential (VectorE) and activate2
-(ScalarE). Each checks its rules, computes in fp32 and schedules its cost."""
+(ScalarE). Each checks its rules, computes in fp32 and schedules its cost. tensor_scalar_reduce
+and exponential reduce through VectorE's accumulator registers as their reduce_cmd says."""
 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
+from ... import hardware as hw
 from .. import pricing
-from ..numerics import ACT, REDUCE
+from ..numerics import ACT, ALU, REDUCE
 from ..rules import elementwise_checks, onchip, shape_eq
 from ..state import AP, Core, fail, free
 from .elementwise import _scalar_operand
@@ -47,6 +50,51 @@ def _reduce(core: Core, red: AP | None, y: np.ndarray, op: str, negate: bool = F
     red.write((-r if negate else r).reshape((core.seeds, *red.shape)))
 
 
+#: VectorE's accumulator registers, one per partition (per seed), shared by tensor_scalar_reduce
+#: and exponential; per replayed core, NaN until an instruction resets or loads them (so reading
+#: them first computes NaN, as from unwritten memory)
+_DVE_REGISTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: what reduce_cmd=reset puts in the registers, by reduction
+IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
+COMMANDS = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
+
+
+def _init_operand(core: Core, attrs: dict, srcs, k: int, data: AP):
+    """The start value of reduce_cmd=load_reduce (a scalar or [P, 1] tile), and the next source."""
+    if attrs.get("reduce_cmd") != "load_reduce":
+        return None, k
+    v, k = _scalar_operand(core, attrs, "reduce_init", srcs, k, data)
+    if not core.numeric:
+        return None, k
+    parts = (core.seeds, data.dims[0][0])
+    return (np.full(parts, v, np.float32) if np.ndim(v) == 0 else v.reshape(parts)), k
+
+
+def _accumulate(core: Core, data: AP, y, cmd: str, op: str, init) -> np.ndarray:
+    """Apply ``cmd`` to the accumulator registers of ``data``'s partitions with ``op`` of ``y``
+    over its free axes; returns those registers afterwards ([seeds, P])."""
+    regs = _DVE_REGISTERS.get(core)
+    if regs is None:
+        regs = _DVE_REGISTERS[core] = np.full((core.seeds, hw.PMAX), np.nan, np.float32)
+    t = data.t
+    p0 = (data.offset % (t.parts * t.free)) // t.free if t.buffer != "hbm" else 0
+    lanes = slice(p0, p0 + data.dims[0][0])
+    if cmd == "reset":
+        regs[:, lanes] = IDENTITY[op]
+    elif cmd == "load_reduce":
+        regs[:, lanes] = init
+    if cmd in ("reduce", "reset_reduce", "load_reduce"):
+        with np.errstate(all="ignore"):
+            r = REDUCE[op](y.reshape(core.seeds, y.shape[1], -1), axis=2)
+            regs[:, lanes] = r if cmd == "reset_reduce" else ALU[op](regs[:, lanes], r)
+    return regs[:, lanes]
+
+
+def _write_registers(red: AP | None, regs: np.ndarray, negate: bool = False) -> None:
+    if red is not None:
+        red.write((-regs if negate else regs).reshape((regs.shape[0], *red.shape)))
+
+
 def scalar_tensor_tensor(core: Core, dsts, srcs, attrs) -> None:
     (d,), data = dsts, srcs[0]
     f0, f1 = alu(core, attrs["op0"]), alu(core, attrs["op1"])
@@ -74,19 +122,21 @@ def scalar_tensor_tensor(core: Core, dsts, srcs, attrs) -> None:
 def tensor_scalar_reduce(core: Core, dsts, srcs, attrs) -> None:
     d, data = dsts[0], srcs[0]
     f0 = alu(core, attrs["op0"])
-    op = attrs["reduce_op"]
-    if op not in REDUCE or op == "mean":
+    op, cmd = attrs["reduce_op"], attrs.get("reduce_cmd", "reset_reduce")
+    if op not in IDENTITY or cmd not in COMMANDS:
         raise ValueError("reduce_op")
     elementwise_checks("dve", dsts[:1], srcs[:1], "tensor_scalar_reduce", core.line)
     shape_eq(data, d, "tensor_scalar_reduce output", core.line)
     v0, k = _scalar_operand(core, attrs, "operand0", srcs, 1, data)
+    init, k = _init_operand(core, attrs, srcs, k, data)
     if k != len(srcs):
         raise ValueError("operand count")
     red = _reduce_target(core, dsts, data, "tensor_scalar_reduce")
     if core.numeric:
         y = _apply(f0, data.read(), v0, bool(attrs.get("reverse0")))
         d.write(y)
-        _reduce(core, red, y, op, bool(attrs.get("negate")))
+        regs = _accumulate(core, data, y, cmd, op, init)
+        _write_registers(red, regs, bool(attrs.get("negate")))
     pricing.compute(  # nisa docs: max(MIN_II, N) + MIN_II
         core, "dve", "tensor_scalar_reduce", free(d), dsts, srcs, extra_cycles=core.gen.min_ii
     )
@@ -95,9 +145,13 @@ def tensor_scalar_reduce(core: Core, dsts, srcs, attrs) -> None:
 def exponential(core: Core, dsts, srcs, attrs) -> None:
     require(core, "exponential", "nki.isa.exponential")
     d, data = dsts[0], srcs[0]
+    cmd = attrs.get("reduce_cmd", "reset_reduce" if len(dsts) == 2 else "idle")
+    if cmd not in COMMANDS:
+        raise ValueError("reduce_cmd")
     elementwise_checks("dve", dsts[:1], srcs[:1], "exponential", core.line)
     shape_eq(data, d, "exponential output", core.line)
     m, k = _scalar_operand(core, attrs, "max_value", srcs, 1, data)
+    init, k = _init_operand(core, attrs, srcs, k, data)
     if k != len(srcs):
         raise ValueError("operand count")
     red = _reduce_target(core, dsts, data, "exponential")
@@ -105,7 +159,7 @@ def exponential(core: Core, dsts, srcs, attrs) -> None:
         with np.errstate(all="ignore"):
             y = np.exp(data.read() - m).astype(np.float32)
         d.write(y)
-        _reduce(core, red, y, "add")
+        _write_registers(red, _accumulate(core, data, y, cmd, "add", init))
     # hw engineer's figure (Trn3 arch guide): 4x the throughput of a ScalarE exp; the
     # reduction rides along in the same pass
     pricing.compute(core, "dve", "exponential", free(d), dsts, srcs, k=0.25)
