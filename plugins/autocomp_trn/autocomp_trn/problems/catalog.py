@@ -1,5 +1,9 @@
 """The problem suites: the original system's trn-tutorial and trn-advanced sets (written here from
-their math and the shapes in nki.md section 6) and PyTorch-source problems for translation.
+their math and the shapes in nki.md section 6), PyTorch-source problems for translation, and the
+original system's end-to-end Llama blocks (PyTorch sources too).
+
+A tutorial or advanced problem's baseline is a current-API kernel (``import nki``); the original
+system's ``neuronxcc.nki`` baseline is the same problem with the id ``<id>@legacy``.
 
 Where emulating the original shape with several seeds would not fit the evaluation time target,
 the problem is checked *and* timed at a reduced shape (said in its description); the original
