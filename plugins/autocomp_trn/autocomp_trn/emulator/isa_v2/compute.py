@@ -224,7 +224,7 @@ def activation(
     if as_enum(engine, Engine, "activation engine") not in (scalar_engine, unknown_engine):
         raise NkiError("activation on GpSimd is not emulated", "err_unsupported_api")
     reduce_command(reduce_cmd, ("idle", "reset", "reduce", "reset_reduce"), "activation")
-    cmd = reduce_cmd
+    idle = reduce_cmd is ReduceCmd.idle
     isa.activation(
         op,
         data,
@@ -233,7 +233,7 @@ def activation(
         reduce_op=reduce_op,
         reduce_res=reduce_res,
         # v1's activation without a command but with reduce_res means reset_reduce
-        reduce_cmd=None if cmd is ReduceCmd.idle and reduce_res is not None else cmd,
+        reduce_cmd=None if idle and reduce_res is not None else reduce_cmd,
         dst=dst_tile(dst),
         scalar_bias=True,
     )
