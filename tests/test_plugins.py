@@ -161,7 +161,16 @@ def test_plugins_command_lists_versions_hooks_registrations_and_failures() -> No
     builtin = rows["autocomp_core.llm.builtin_providers"]
     assert builtin["source"] == "builtin" and builtin["distribution"] == "autocomp-core"
     assert builtin["registered"] == {
-        "llm_providers": ["openai", "anthropic", "openai-compatible", "together", "ollama", "local"]
+        "llm_providers": [
+            "openai",
+            "anthropic",
+            "openai-compatible",
+            "together",
+            "ollama",
+            "local",
+            "gemini",
+            "bedrock",
+        ]
     }
     assert rows["autocomp_core.executors"]["registered"] == {"executors": ["local", "ray"]}
     assert rows["toy_plugin"]["registered"] == {"backends": ["toy"]}  # from AUTOCOMP_PLUGINS

@@ -39,7 +39,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
-from .sigv4 import SigV4Error, check_sigv4
+from .sigv4 import Refusal, check_sigv4
 
 CHARS_PER_TOKEN = 4
 # OpenAI caches prompt prefixes in steps of 128 tokens.
@@ -329,17 +329,17 @@ class LLMTestServer:
         delay = self.latency(scripted) if callable(self.latency) else self.latency
         await self._wait(float(delay))
         if api == "bedrock":
-            try:
-                scripted.api_key = check_sigv4(
-                    request.method,
-                    request.raw_path,
-                    request.headers,
-                    await request.read(),
-                    service="bedrock",
-                    secrets=self.aws_credentials,
-                )
-            except SigV4Error as exc:
-                return self._error(api, 403, str(exc), exc.code)
+            signer = check_sigv4(
+                request.method,
+                request.raw_path,
+                request.headers,
+                await request.read(),
+                service="bedrock",
+                secrets=self.aws_credentials,
+            )
+            if isinstance(signer, Refusal):
+                return self._error(api, 403, signer.message, signer.code)
+            scripted.api_key = signer
         elif self.api_key is not None and scripted.api_key != self.api_key:
             if api == "gemini":  # Google answers a wrong key with 400 and the reason
                 return self._error(

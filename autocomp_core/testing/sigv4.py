@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 from urllib.parse import quote
 
 _AUTHORIZATION = re.compile(
@@ -18,12 +19,11 @@ _AUTHORIZATION = re.compile(
 )
 
 
-class SigV4Error(Exception):
-    """Why a request's signature is refused; ``code`` is the AWS error code to answer with."""
+class Refusal(NamedTuple):
+    """Why a request's signature is refused: the AWS error code to answer with, and why."""
 
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
+    code: str
+    message: str
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -38,28 +38,28 @@ def check_sigv4(
     *,
     service: str,
     secrets: Mapping[str, str] | None = None,
-) -> str:
-    """The access key id of a well-formed SigV4 request; raises SigV4Error otherwise. With
-    ``secrets`` (access key id -> secret key), the signature must also be right."""
+) -> str | Refusal:
+    """The access key id of a well-formed SigV4 request, else the refusal. With ``secrets``
+    (access key id -> secret key), the signature must also be right."""
     header = headers.get("Authorization", "")
     found = _AUTHORIZATION.fullmatch(header)
     if found is None:
-        raise SigV4Error(
+        return Refusal(
             "MissingAuthenticationTokenException", "Missing or malformed SigV4 Authorization header"
         )
     stamp = headers.get("X-Amz-Date", "")
     if not re.fullmatch(r"\d{8}T\d{6}Z", stamp) or stamp[:8] != found["date"]:
-        raise SigV4Error(
+        return Refusal(
             "IncompleteSignatureException", "X-Amz-Date is missing or not the credential's date"
         )
     if found["service"] != service:
-        raise SigV4Error(
+        return Refusal(
             "InvalidSignatureException",
             f"Credential should be scoped to {service}, not {found['service']}",
         )
     signed = found["signed"].split(";")
     if "host" not in signed or "x-amz-date" not in signed or signed != sorted(signed):
-        raise SigV4Error(
+        return Refusal(
             "IncompleteSignatureException",
             "SignedHeaders must be sorted and include host and x-amz-date",
         )
@@ -67,12 +67,12 @@ def check_sigv4(
         return found["key"]
     secret = secrets.get(found["key"])
     if secret is None:
-        raise SigV4Error(
+        return Refusal(
             "UnrecognizedClientException", "The security token included in the request is invalid."
         )
     lowered = {name.lower(): value for name, value in headers.items()}
     if any(name not in lowered for name in signed):
-        raise SigV4Error(
+        return Refusal(
             "IncompleteSignatureException", "a signed header is missing from the request"
         )
     canonical = "\n".join(
@@ -94,7 +94,7 @@ def check_sigv4(
         key = _hmac(key, part)
     expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, found["signature"]):
-        raise SigV4Error(
+        return Refusal(
             "InvalidSignatureException",
             "The request signature we calculated does not match the signature you provided.",
         )
