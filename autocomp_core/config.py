@@ -77,6 +77,10 @@ class SearchConfig(_Section):
     #: shapes, where the backend offers them) the search never evaluated on: one that fails is
     #: labelled overfit, leaves the beam and is never reported as the best
     held_out: bool = True
+    #: after the search, spend as much again on a control evaluated the same way: "iid"
+    #: (independent programs from the baseline) or "agent" (one conversation improving its
+    #: own last program); the summary compares the two ("none": no control)
+    control: Literal["none", "iid", "agent"] = "none"
     #: stop once the best program reaches this fraction of the speed of the backend's lower
     #: bound (``metric_lower_bound``): 0.95 stops when best <= bound / 0.95 (None = never)
     stop_at_bound: float | None = Field(None, gt=0.0, le=1.0)

@@ -50,6 +50,7 @@ def config_from_flags(**values: Any) -> dict[str, Any]:
         "models": "models.plan",
         "code_models": "models.code",
         "executor": "executor.kind",
+        "control": "search.control",
     }
     for name, value in values.items():
         if value is None or value == ():
@@ -71,6 +72,12 @@ SEARCH_OPTIONS = (
     click.option("--plans", type=int, help="Plans per beam candidate."),
     click.option("--codes", type=int, help="Implementations per plan."),
     click.option("--seed", type=int),
+    click.option(
+        "--control",
+        type=click.Choice(["none", "iid", "agent"]),
+        help="After the search, spend as much again on a control (iid samples or one agent "
+        "conversation) and compare.",
+    ),
 )
 
 

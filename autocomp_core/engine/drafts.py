@@ -186,13 +186,12 @@ class Drafter:
             for k in range(per_pair)
         ]
 
-    def repair(self, failed: Candidate, result: EvalResult) -> Draft | None:
-        """One repair attempt for a failed first attempt, with its errors (``repair_failed``);
-        None when it gets none."""
+    def repair(self, failed: Candidate, result: EvalResult, always: bool = False) -> Draft | None:
+        """One repair attempt for a failed first attempt, with its errors (``repair_failed``;
+        ``always``: whatever the setting, and of a repair too); None when it gets none."""
         if (
             failed.correct
-            or failed.origin == Origin.REPAIR
-            or not self.search.repair_failed
+            or (not always and (failed.origin == Origin.REPAIR or not self.search.repair_failed))
             or not failed.errors.strip()
             or result.failure == FailureKind.INFRA_ERROR
         ):

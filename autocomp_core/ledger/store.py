@@ -80,6 +80,7 @@ class Origin(str, enum.Enum):
     DIRECT = "direct"  # written without a planning step
     REPAIR = "repair"  # a failed candidate, repaired with its errors
     COMBINE = "combine"  # two beam members combined
+    CONTROL = "control"  # written by the equal-budget control (engine.control), never in a beam
 
 
 @dataclass
@@ -112,6 +113,8 @@ def best_candidate(
 ) -> Candidate | None:
     """The run's best program: correct, not ``overfit`` (failed the held-out check)."""
     correct = [c for c in cands if c.correct and c.id not in overfit]
+    if any(c.origin != Origin.CONTROL for c in cands):  # the control's programs are its own
+        correct = [c for c in correct if c.origin != Origin.CONTROL]
     if drop_root and any(c.origin != "root" for c in correct):
         correct = [c for c in correct if c.origin != "root"]
     return min(correct, key=lambda c: (c.score, c.iteration, c.id)) if correct else None

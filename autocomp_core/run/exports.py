@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.backend import Backend, Problem
+from ..engine.control import CONTROL_ITERATION, control_summary
 from ..ledger.accounting import Ledger
 from ..ledger.labels import LABELS, audit_label
 from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore, best_candidate
@@ -86,7 +87,8 @@ def write_exports(
     wanted = set(by_iter) if iterations is None else set(iterations) & set(by_iter)
     infra = store.infra_errors()
     for i in sorted(wanted):
-        _write_iteration(run_dir / "candidates" / f"iter-{i}", by_iter[i], store, ext, infra)
+        folder = "control" if i == CONTROL_ITERATION else f"iter-{i}"
+        _write_iteration(run_dir / "candidates" / folder, by_iter[i], store, ext, infra)
     bound = backend.metric_lower_bound(problem)
     best_score = best.score if best else math.inf
     last = store.last_iteration()
@@ -110,6 +112,7 @@ def write_exports(
         "impossible_result": bool(bound and best and best_score < bound),
         "held_out": held_out_summary(store, best),
         "saved_at_bound": saved_at_bound(store, stop_reason, ledger, last or 0),
+        "control": control_summary(store, ledger.to_dict(), best, initial),
         "labels": label_counts(store, cands),
         "best_label": audit_label(best, store.evaluation(best.eval_key or ""), store.overfit())[0]
         if best
@@ -304,6 +307,23 @@ def render_report(
     if s["impossible_result"]:
         lines.append("- **WARNING: the best result beats the lower bound; treat it as suspect.**")
     lines += _held_out_lines(s, fmt)
+    if s.get("control"):
+        ctl = s["control"]
+
+        def speed(v: float | None) -> str:
+            return f"{v:.2f}x" if v else "none"
+
+        lines.append(
+            f"- equal-budget control ({ctl['kind']}, {ctl['samples']} programs, "
+            f"{ctl['control_spent']:g} of the search's {ctl['search_spent']:g} {ctl['measure']}): "
+            f"best {speed(ctl['control_speedup'])} against the search's "
+            f"{speed(ctl['search_speedup'])}"
+            + (
+                f" (search/control {ctl['search_over_control']:.2f})"
+                if ctl["search_over_control"]
+                else ""
+            )
+        )
     if s.get("labels"):
         counts = ", ".join(f"{n} {label}" for label, n in s["labels"].items())
         lines.append(f"- audit labels: {counts}; the best program is **{s['best_label']}**")

@@ -28,6 +28,7 @@ from ..config import RunConfig, apply_override, validate
 from ..contract.backend import Backend, Capability, KnowledgePack, Problem
 from ..contract.packs import PackError, read_pack
 from ..contract.plugins import PluginRegistry, build_registry, load_problem
+from ..engine.control import Control
 from ..engine.journal import Evaluator, JournaledLLM, recorded_stop
 from ..engine.progress import Progress
 from ..engine.prompting import prompt_pack
@@ -375,6 +376,9 @@ async def _run_search(
             if prep.client is not None and own_client:
                 await resources.enter_async_context(prep.client)
             await search.run()
+            stop = search.stop_reason or "completed"
+            if prep.config.search.control != "none" and stop != "interrupted":
+                await Control(search, ledger).run(stop)
     return "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
 
 

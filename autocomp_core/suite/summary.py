@@ -51,9 +51,11 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
         "best_label": None,
         "held_out_best": None,
         "tokens_saved_at_bound": 0,
+        "control_speedup": None,
     }
     if (run_dir / "run.sqlite").is_file():
         data = run_data(run_dir, problem)
+        exported = _exported(run_dir)
         s = data["summary"]
         best = next((n for n in data["candidates"] if n["id"] == s["best_id"]), None)
         extra = ((best or {}).get("eval") or {}).get("extra") or {}
@@ -71,7 +73,10 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
             cost_usd=s["cost_usd"],
             evaluations=s["evaluations"],
             best_label=(best or {}).get("label"),
-            tokens_saved_at_bound=_saved_tokens(run_dir),
+            tokens_saved_at_bound=int(
+                (exported.get("saved_at_bound") or {}).get("tokens_estimate", 0)
+            ),
+            control_speedup=(exported.get("control") or {}).get("control_speedup"),
             held_out_best=s.get("held_out", {}).get("best_held_out_score"),
             other_speedups={
                 k.removeprefix(OTHER_BASELINE): v
@@ -84,13 +89,29 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
     return row
 
 
-def _saved_tokens(run_dir: Path) -> int:
-    """The tokens a run saved by stopping at the bound (its summary.json's estimate)."""
+def _exported(run_dir: Path) -> dict[str, Any]:
+    """The run's summary.json (what only the engine knows: the control, the tokens saved)."""
     try:
-        saved = json.loads((run_dir / "summary.json").read_text()).get("saved_at_bound")
+        data = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):
-        return 0
-    return int((saved or {}).get("tokens_estimate", 0))
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _control(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The search against its equal-budget control, over the problems that ran both: the
+    geometric means of their speedups and their ratio."""
+    both = [r for r in rows if r.get("control_speedup") and r["speedup"]]
+    if not both:
+        return None
+    search = geometric_mean([r["speedup"] for r in both])
+    control = geometric_mean([r["control_speedup"] for r in both])
+    return {
+        "problems": len(both),
+        "geomean_search": search,
+        "geomean_control": control,
+        "search_over_control": search / control if search and control else None,
+    }
 
 
 def geometric_mean(values: list[float]) -> float | None:
@@ -128,6 +149,7 @@ def summarize(rows: list[dict[str, Any]], stop_reason: str) -> dict[str, Any]:
         "evaluations": sum(r["evaluations"] for r in rows),
         "not_clean": [r["problem"] for r in rows if r["best_label"] not in (None, "clean")],
         "tokens_saved_at_bound": sum(r.get("tokens_saved_at_bound", 0) for r in rows),
+        "control": _control(rows),
         "per_problem": rows,
     }
 
@@ -171,6 +193,14 @@ def to_markdown(title: str, summary: dict[str, Any]) -> str:
     for name, values in summary["fast_p_vs"].items():
         vs = ", ".join(f"fast_{p} {v:.0%}" for p, v in values.items() if p != "timed")
         lines.append(f"- against the {name} baseline (timed for {values['timed']} of {n}): {vs}")
+    if summary.get("control"):
+        ctl = summary["control"]
+        lines.append(
+            f"- against the equal-budget control ({ctl['problems']} problems): geometric-mean "
+            f"speedup {_speed(ctl['geomean_search'])} by the search, "
+            f"{_speed(ctl['geomean_control'])} by the control "
+            f"(ratio {ctl['search_over_control']:.2f})"
+        )
     if summary.get("tokens_saved_at_bound"):
         lines.append(
             f"- stopping at the bound saved about {summary['tokens_saved_at_bound']:,} tokens, "

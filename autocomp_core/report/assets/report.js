@@ -321,7 +321,7 @@
     const xy = (p) => [PAD + p.col * COL_W, PAD + 8 + p.row * ROW_H];
     iters.forEach((it, col) => {
       const label = svg("text", { x: PAD + col * COL_W - 10, y: 14, class: "col-label" });
-      label.textContent = it === 0 ? "start" : `iteration ${it}`;
+      label.textContent = it === 0 ? "start" : it < 0 ? "control" : `iteration ${it}`;
       root.append(label);
     });
     const edges = svg("g", {});
