@@ -271,6 +271,10 @@ class RunStore:
             args = (iteration,)
         return [self._row_to_candidate(r) for r in self._exec(sql + " ORDER BY created", args)]
 
+    def created(self) -> dict[str, float]:
+        """Each candidate's creation time (seconds since the epoch), by id."""
+        return dict(self._exec("SELECT id, created FROM candidates"))
+
     def candidate(self, cid: str) -> Candidate | None:
         rows = self._exec("SELECT * FROM candidates WHERE id = ?", (cid,))
         return self._row_to_candidate(rows[0]) if rows else None
