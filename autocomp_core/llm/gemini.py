@@ -37,11 +37,15 @@ def require_sdk(ref: ModelRef, settings: LLMSettings) -> None:
 
 
 def thinking_config(model: str, effort: str | None) -> dict | None:
-    """Gemini 3 takes a thinking level; earlier thinking models a budget (0: none)."""
+    """Gemini 3 takes a thinking level (Pro only low or high, Flash minimal to high); earlier
+    thinking models a budget (0: none)."""
     if effort is None:
         return None
     if re.search(r"gemini-[3-9]", model):
-        level = {"none": "minimal"}.get(effort, effort)
+        if "-pro" in model:
+            level = "high" if effort in ("medium", "high") else "low"
+        else:
+            level = {"none": "minimal"}.get(effort, effort)
         return {"thinking_level": level.upper()}
     budget = thinking_budget(effort)
     if budget == 0 and "-pro" in model:

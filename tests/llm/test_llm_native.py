@@ -40,8 +40,9 @@ async def test_gemini_request_carries_system_static_first_thinking_and_limits(
             plan = await client.complete(ask(GEMINI, "dyn", static="ISA", system="sys", sample=3))
             code = await client.complete(ask(GEMINI, phase="code", temperature=0.2))
             three = await client.complete(ask("gemini::gemini-3-pro-preview", phase="code"))
-    assert plan.ok and code.ok and three.ok
-    first, second, third = server.requests
+            flash = await client.complete(ask("gemini::gemini-3-flash-preview", phase="code"))
+    assert plan.ok and code.ok and three.ok and flash.ok
+    first, second, third, fourth = server.requests
     assert first.path.endswith("/models/gemini-2.5-flash:generateContent")  # v1 or v1beta
     assert first.api_key == os.environ["GEMINI_API_KEY"] and first.system == "sys"
     assert first.messages == [{"role": "user", "parts": [{"text": "ISA"}, {"text": "dyn"}]}]
@@ -50,8 +51,9 @@ async def test_gemini_request_carries_system_static_first_thinking_and_limits(
     assert config["thinkingConfig"] == {"thinking_budget": 16384}  # plan: "high"
     assert second.params["generationConfig"]["thinkingConfig"] == {"thinking_budget": 8192}
     assert second.params["generationConfig"]["temperature"] == 0.2
-    # Gemini 3 takes a level, not a budget
-    assert third.params["generationConfig"]["thinkingConfig"] == {"thinking_level": "MEDIUM"}
+    # Gemini 3 takes a level, not a budget: Pro only low or high
+    assert third.params["generationConfig"]["thinkingConfig"] == {"thinking_level": "HIGH"}
+    assert fourth.params["generationConfig"]["thinkingConfig"] == {"thinking_level": "MEDIUM"}
     # thoughts are billed as output
     assert plan.usage.output_tokens > len("This is a scripted reply.") // 4 + 1
 
