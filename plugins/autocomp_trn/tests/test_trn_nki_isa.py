@@ -739,6 +739,13 @@ nisa.dma_copy(dst=r, src=p)
     refused(run(problem(X, SAME, lambda x: (x,)), kernel(body)), "PSUM", "NKI 0.3")
 
 
+def test_dma_copy_does_not_broadcast_implicitly():
+    spec = problem(X, SAME, lambda x: (np.broadcast_to(x[0:1], (128, 64)),))
+    refused(
+        run(spec, kernel("nisa.dma_copy(dst=r, src=a[0:1, :])")), "differ in shape", "broadcast"
+    )
+
+
 def test_dma_copy_on_the_hardware_dge_does_not_cast():
     spec = problem(X, [((128, 64), "bfloat16")], lambda x: (x,), atol=1e-2, rtol=1e-2)
     body = "nisa.dma_copy(dst=r, src=a, dge_mode=nisa.dge_mode.{})"

@@ -39,6 +39,12 @@ def dma_copy(
     d, s = dst_tile(dst), isa._tile(src, "src")
     as_enum(oob_mode, OobMode, "dma_copy oob_mode")
     dge = _dge(dge_mode, "dma_copy")
+    if d.shape != s.shape:  # (v1 broadcast a smaller source implicitly)
+        raise NkiError(
+            f"dma_copy dst {list(d.shape)} and src {list(s.shape)} differ in shape: the current API "
+            "copies element for element (broadcast a source explicitly with NkiTensor.broadcast)",
+            "err_store_dst_shape_smaller_than_other_shape",
+        )
     for tile, what in ((s, "source"), (d, "destination")):
         if tile.buffer == PSUM:
             raise NkiError(
