@@ -576,6 +576,31 @@ def test_double_row_fp8_matmuls_take_half_the_tensor_engine_time():
     refused(run(bf16, code), "double_row", "both operands must be fp8")
 
 
+TRANSPOSING_MATMUL = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    diff = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.iota(dst=diff, pattern=[[-1, 128]], offset=0, channel_multiplier=1)
+    eye = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=eye, data=diff, op0=nl.equal, operand0=0.0, op1=nl.multiply, operand1={scale})
+    p = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=a, moving=eye, is_transpose=True)
+    r = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+
+
+def test_nc_matmul_is_transpose_transposes_through_an_identity():
+    spec = problem(X, [((64, 128), "float32")], lambda x: (x.T,), atol=1e-6, rtol=0)
+    ok(run(spec, TRANSPOSING_MATMUL.format(scale="1.0")))
+    refused(run(spec, TRANSPOSING_MATMUL.format(scale="2.0")), "needs an identity matrix")
+
+
 def test_get_nc_version_names_the_target():
     spec = problem(X, SAME, lambda x: (x * 3.0,))
     body = """

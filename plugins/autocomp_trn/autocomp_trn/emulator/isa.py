@@ -108,6 +108,7 @@ def nc_matmul(
     dst=None,
     accumulate=False,
     perf=None,
+    transpose=False,
     **_kw,
 ):
     """``stationary.T @ moving`` on TensorE into PSUM (fp32): stationary [K, M], moving [K, N]."""
@@ -138,6 +139,8 @@ def nc_matmul(
         attrs["onezero"] = onezero
     if perf:  # the current API's perf_mode (the replay checks the operands allow it)
         attrs["perf"] = perf
+    if transpose:  # the current API's is_transpose (v1 ignores is_transpose, as before)
+        attrs["transpose"] = True
     return _finish("matmul", out, new, [s, m], attrs, mask)
 
 

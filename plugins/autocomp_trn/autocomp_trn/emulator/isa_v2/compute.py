@@ -45,14 +45,12 @@ def nc_matmul(
     """dst (PSUM, fp32 or bf16) = stationary.T @ moving. ``accumulate=None``: the first write to
     an element overwrites, later ones add; True: add to what the PSUM holds (which something must
     have written); False: overwrite. ``perf_mode=double_row`` (NeuronCore-v3+, fp8 operands):
-    twice the throughput."""
+    twice the throughput. ``is_transpose=True``: a TensorE transpose of stationary by an identity
+    moving (what nc_transpose does), bit-exact into a dst of stationary's dtype."""
     if accumulate is not None and not isinstance(accumulate, bool):
         raise NkiError(f"nc_matmul accumulate= takes None, True or False, got {accumulate!r}")
-    if is_transpose:
-        raise NkiError(
-            "nc_matmul(is_transpose=True) is not emulated: use nisa.nc_transpose",
-            "err_unsupported_api",
-        )
+    if is_transpose and (accumulate or is_stationary_onezero or is_moving_onezero):
+        raise NkiError("nc_matmul(is_transpose=True) neither accumulates nor takes 0/1 hints")
     double = (
         as_enum(perf_mode, matmul_perf_mode, "nc_matmul perf_mode") is not matmul_perf_mode.none
     )
@@ -67,6 +65,7 @@ def nc_matmul(
         # True is checked by the replay: the elements it adds to must have been written
         accumulate="auto" if accumulate is None else ("checked" if accumulate else False),
         perf="double_row" if double else None,
+        transpose=bool(is_transpose),
     )
 
 

@@ -108,6 +108,9 @@ def dma_transpose(core: Core, dsts, srcs, attrs) -> None:
 
 def matmul(core: Core, dsts, srcs, attrs) -> None:
     (d,), (st, mv) = dsts, srcs
+    if attrs.get("transpose"):
+        _transposing_matmul(core, d, st, mv, attrs)
+        return
     k1, m, n = _matmul_operands(core, d, st, mv)
     acc = attrs.get("acc", False)
     if acc not in (True, False, "auto", "checked"):
@@ -155,6 +158,44 @@ def _double_row(core: Core, perf, st: AP, mv: AP) -> bool:
             core.line,
         )
     return True
+
+
+def _transposing_matmul(core: Core, d: AP, st: AP, mv: AP, attrs: dict) -> None:
+    """nc_matmul(is_transpose=True): stationary [K, M] times an identity moving [K, K] passes
+    stationary through TensorE transposed, bit-exact, into a PSUM dst [M, K] of its dtype (the
+    TensorE transpose nc_transpose makes). A moving that is not an identity is refused."""
+    if attrs.get("acc") not in (None, False, "auto") or attrs.get("perf"):
+        raise ValueError("transpose")
+    for ap, what in ((st, "matmul stationary"), (mv, "matmul moving")):
+        onchip(ap, what, core.line, ("sbuf",))
+    onchip(d, "matmul output", core.line, ("psum",))
+    (k, m), (k2, n) = st.shape, mv.shape
+    if len(st.dims) != 2 or (k2, n) != (k, k) or d.shape != (m, k) or m > 128 or k > 128:
+        fail(
+            f"nc_matmul(is_transpose=True) takes stationary [K, M <= 128], an identity moving "
+            f"[K, K] and a dst [M, K]; got {list(st.shape)}, {list(mv.shape)}, {list(d.shape)}",
+            "err_num_partition_mismatch",
+            core.line,
+        )
+    if d.t.dtype != st.t.dtype:
+        fail(
+            f"nc_matmul(is_transpose=True) writes stationary's dtype ({st.t.dtype}), dst is {d.t.dtype}",
+            "err_unsupported_dtype",
+            core.line,
+        )
+    psum_bank(d, "transpose output", core.line)
+    if core.numeric:
+        if not (mv.read() == np.eye(k, dtype=np.float32)).all():
+            fail(
+                "nc_matmul(is_transpose=True) needs an identity matrix as moving",
+                "err_transpose_needs_identity",
+                core.line,
+            )
+        d.write(st.view().transpose(0, 2, 1))
+    fp32 = st.t.dtype not in dtypes.LOW_PRECISION
+    pricing.compute(
+        core, "pe", "transpose", max(core.gen.min_ii, k) * (4 if fp32 else 1), [d], [st, mv]
+    )
 
 
 def _matmul_operands(core: Core, d: AP, st: AP, mv: AP) -> tuple[int, int, int]:
