@@ -17,10 +17,11 @@ Reading order: ``Search.run`` → ``iteration`` → ``grow`` → ``plan_then_imp
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -75,6 +76,16 @@ class Iteration:
     started: float = field(default_factory=time.monotonic)
 
 
+class IterationPool(Protocol):
+    """One run's door to the iterations a suite's runs left unused (``suite.IterationPool``):
+    it tells its headroom, gives back what it will not use, and asks for one more."""
+
+    def headroom(self, value: float | None) -> None: ...
+    def release(self, iterations: int) -> None: ...
+    def grant(self) -> bool: ...
+    def leave(self) -> None: ...
+
+
 class Search:
     """Runs (or resumes) the beam search of one run directory."""
 
@@ -106,6 +117,9 @@ class Search:
         self.translation = Translation.of(self.cfg.translation)
         self.menus = GeneratedMenus(self.s, setup.pack.menu, store)
         self.held_out = HeldOut(evaluator, store, self.s.held_out)
+        #: a suite's pool of iterations that runs stopped at the bound did not use
+        self.pool: IterationPool | None = None
+        self.granted: int = store.get_meta("granted_iterations", 0) or 0
         self.losses: list[float] = []
         self.stop_reason: str | None = None
         self.stop_detail = ""  # the stop reason in one line for a person, when it needs one
@@ -120,9 +134,12 @@ class Search:
             return self.stopped(stop.reason, 0, self.saved_beam(0) or [], stop.detail)
         self.losses = [min(c.score for c in beam)]
         stats = self.store.iteration_stats()
-        for i in range(1, self.s.iterations + 1):
+        i = 0
+        while (i := i + 1) <= self.s.iterations + self.granted or self.one_more(i):
             reached = self.reached_bound(beam)
             if reached:
+                if self.pool is not None:  # what it does not use, a suite gives to others
+                    self.pool.release(self.s.iterations + self.granted - (i - 1))
                 return await self.settled(self.stopped("stop_at_bound", i - 1, beam, reached))
             if should_early_stop(
                 self.losses,
@@ -147,13 +164,32 @@ class Search:
                     return self.stopped(it.gate.stop.reason, i, beam, it.gate.stop.detail)
                 beam = await self.select(it)
             self.losses.append(min(c.score for c in beam))
+            if self.pool is not None:
+                self.pool.headroom(self.headroom(beam))
         reached = self.reached_bound(beam)
         if reached:
-            return await self.settled(
-                self.stopped("stop_at_bound", self.s.iterations, beam, reached)
-            )
+            return await self.settled(self.stopped("stop_at_bound", i - 1, beam, reached))
         self.stop_reason = "completed"
         return await self.settled(beam)
+
+    def one_more(self, i: int) -> bool:
+        """Whether a suite's pool grants this run iteration ``i`` beyond its own (journaled,
+        so a resumed run runs it again)."""
+        if self.pool is None or not self.pool.grant():
+            return False
+        self.granted += 1
+        self.store.set_meta("granted_iterations", self.granted)
+        self.store.event("iteration_granted", iteration=i)
+        return True
+
+    def headroom(self, beam: list[Candidate]) -> float | None:
+        """log(best / lower bound): how far the run is from the speed of light (None: the
+        backend gives no bound)."""
+        bound = self.backend.metric_lower_bound(self.problem)
+        best = min(c.score for c in beam)
+        if not bound or bound <= 0 or not math.isfinite(best) or best <= 0:
+            return None
+        return math.log(best / bound)
 
     async def settled(self, beam: list[Candidate]) -> list[Candidate]:
         """``beam``, once the program the run will report as its best has passed the

@@ -112,6 +112,8 @@ def write_exports(
         "impossible_result": bool(bound and best and best_score < bound),
         "held_out": held_out_summary(store, best),
         "saved_at_bound": saved_at_bound(store, stop_reason, ledger, last or 0),
+        # iterations beyond its own, from a suite's pool (what runs stopped at the bound left)
+        "iterations_granted": store.get_meta("granted_iterations", 0) or 0,
         "control": control_summary(store, ledger.to_dict(), best, initial),
         "labels": label_counts(store, cands),
         "best_label": audit_label(best, store.evaluation(best.eval_key or ""), store.overfit())[0]
@@ -147,6 +149,7 @@ def saved_at_bound(
     if stop_reason != "stop_at_bound":
         return None
     planned = ((store.get_meta("config") or {}).get("search") or {}).get("iterations", done)
+    planned += store.get_meta("granted_iterations", 0) or 0
     left = max(0, planned - done)
     per_iteration = ledger.to_dict().get("tokens", 0) / max(1, done)
     return {"iterations": left, "tokens_estimate": round(left * per_iteration)}

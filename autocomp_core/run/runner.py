@@ -32,7 +32,7 @@ from ..engine.control import Control
 from ..engine.journal import Evaluator, JournaledLLM, recorded_stop
 from ..engine.progress import Progress
 from ..engine.prompting import prompt_pack
-from ..engine.search import RunSetup, Search
+from ..engine.search import IterationPool, RunSetup, Search
 from ..engine.translation import Translation
 from ..errors import ConfigError
 from ..executors import Executor, create_executor
@@ -224,6 +224,7 @@ class SharedRuns(Protocol):
     limiter: anyio.CapacityLimiter
 
     def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Budget, Progress]: ...
+    def pool(self, run_dir: Path) -> IterationPool: ...
 
 
 async def execute(
@@ -261,6 +262,8 @@ async def execute(
     )
     progress.watch(llm, evaluator)
     search = Search(prep, store, llm, evaluator, progress)
+    if suite is not None:
+        search.pool = suite.pool(run_dir)
     search.on_iteration = _iteration_exporter(prep, run_dir, store, ledger, search.translation)
     store.event("session_start", pid=os.getpid(), host=socket.gethostname())
     summary = None
@@ -270,6 +273,8 @@ async def execute(
         summary = finish(store, search, prep, run_dir, stop_reason, ledger)
         return summary
     finally:
+        if search.pool is not None:
+            search.pool.leave()
         store.set_meta("wall_s", ledger.wall_s)
         if summary is None:  # crashed or interrupted: still leave readable exports behind
             try:

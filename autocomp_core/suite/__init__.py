@@ -119,6 +119,47 @@ class SuiteSpending:
         return sum(led.evaluations for led in self.ledgers.values())
 
 
+class IterationPool:
+    """The iterations that runs stopped at the bound (``search.stop_at_bound``) did not use.
+    The rule: each goes, one at a time, to the run still going with the most headroom,
+    log(best / lower bound), when it reaches the end of its own iterations; a run with less
+    headroom than another still going, or with no bound, gets none and ends."""
+
+    def __init__(self) -> None:
+        self.free = 0
+        self.headrooms: dict[str, float] = {}  # runs still going -> their headroom
+        self.granted = 0
+
+
+@dataclass
+class RunIterations:
+    """One run's door to the pool (``engine.search.IterationPool``)."""
+
+    shared: IterationPool
+    run: str
+
+    def headroom(self, value: float | None) -> None:
+        if value is None:
+            self.shared.headrooms.pop(self.run, None)
+        else:
+            self.shared.headrooms[self.run] = value
+
+    def release(self, iterations: int) -> None:
+        self.shared.free += max(0, iterations)
+        self.leave()
+
+    def grant(self) -> bool:
+        mine = self.shared.headrooms.get(self.run)
+        if self.shared.free <= 0 or mine is None or mine < max(self.shared.headrooms.values()):
+            return False
+        self.shared.free -= 1
+        self.shared.granted += 1
+        return True
+
+    def leave(self) -> None:
+        self.shared.headrooms.pop(self.run, None)
+
+
 @dataclass
 class SuiteShare:
     """What ``runner.execute`` takes from the suite for each run (``runner.SharedRuns``)."""
@@ -128,6 +169,10 @@ class SuiteShare:
     budget: Budget  # one for the suite, so calls in flight in every run count together
     display: SuiteProgress
     problems: dict[str, str]  # run directory -> problem
+    iterations: IterationPool = field(default_factory=IterationPool)
+
+    def pool(self, run_dir: Path) -> RunIterations:
+        return RunIterations(self.iterations, str(run_dir))
 
     def join(self, run_dir: Path, prep: Prepared, ledger: Ledger) -> tuple[Budget, Progress]:
         self.spending.ledgers[str(run_dir)] = ledger

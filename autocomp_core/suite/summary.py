@@ -52,6 +52,7 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
         "held_out_best": None,
         "tokens_saved_at_bound": 0,
         "control_speedup": None,
+        "iterations_granted": 0,
     }
     if (run_dir / "run.sqlite").is_file():
         data = run_data(run_dir, problem)
@@ -77,6 +78,7 @@ def problem_row(problem: str, run_dir: Path, note: str | None = None) -> dict[st
                 (exported.get("saved_at_bound") or {}).get("tokens_estimate", 0)
             ),
             control_speedup=(exported.get("control") or {}).get("control_speedup"),
+            iterations_granted=exported.get("iterations_granted", 0),
             held_out_best=s.get("held_out", {}).get("best_held_out_score"),
             other_speedups={
                 k.removeprefix(OTHER_BASELINE): v
@@ -202,9 +204,18 @@ def to_markdown(title: str, summary: dict[str, Any]) -> str:
             f"(ratio {ctl['search_over_control']:.2f})"
         )
     if summary.get("tokens_saved_at_bound"):
+        granted = {
+            r["problem"]: r["iterations_granted"] for r in rows if r.get("iterations_granted")
+        }
         lines.append(
             f"- stopping at the bound saved about {summary['tokens_saved_at_bound']:,} tokens, "
             "left in the suite's one budget for the problems still running"
+            + (
+                "; its iterations went to those with the most headroom: "
+                + ", ".join(f"{p} +{n}" for p, n in granted.items())
+                if granted
+                else ""
+            )
         )
     if summary.get("not_clean"):
         lines.append(

@@ -20,6 +20,8 @@ from autocomp_core.report.data import find_runs, run_data
 from autocomp_core.report.page import report_payload
 from autocomp_core.suite import (
     SUITE_FILE,
+    IterationPool,
+    RunIterations,
     SuiteSpending,
     _prepare_all,
     optimize_suite,
@@ -265,3 +267,39 @@ def test_suite_progress_shows_done_running_waiting_and_best_speedups() -> None:
     text = console.export_text()
     assert "1 done, 1 running, 2 waiting" in text and "a 2.00x, b 1.25x" in text
     assert "completed" in text and "running" in text
+
+
+@pytest.mark.asyncio
+async def test_iterations_a_problem_left_at_the_bound_go_to_one_still_going(llm_server, tmp_path):
+    """sum_squares reaches its bound's 1.5% (16499 -> 1224 -> 618 lines, bound 12) after two
+    of its three iterations and leaves the third to the pool; prefix_max, run after it (one
+    problem at a time), is the only one still going and gets it: four iterations."""
+    suite = tmp_path / "suite"
+    config = shared_config(llm_server, iterations=3, stop_at_bound=0.015)
+    config["search"].update(beam_size=2, plans_per_candidate=3, codes_per_plan=2)
+    result = await optimize_suite(
+        config, ["sum_squares", "prefix_max"], suite, concurrency=1, progress=False
+    )
+    rows = {r["problem"]: r for r in result.data["per_problem"]}
+    assert rows["sum_squares"]["stop_reason"] == "stop_at_bound"
+    assert rows["prefix_max"]["iterations_granted"] == 1
+    prefix = json.loads((suite / rows["prefix_max"]["run_dir"] / "summary.json").read_text())
+    assert prefix["iterations_completed"] == 4
+    assert "its iterations went to those with the most headroom: prefix_max +1" in (
+        (suite / "summary.md").read_text()
+    )
+
+
+def test_the_pool_gives_an_iteration_to_the_run_with_the_most_headroom_only() -> None:
+    pool = IterationPool()
+    near, far, unbounded = (RunIterations(pool, name) for name in ("near", "far", "none"))
+    near.headroom(0.1)
+    far.headroom(2.0)
+    unbounded.headroom(None)
+    assert not far.grant()  # nothing released yet
+    RunIterations(pool, "done").release(2)
+    assert not near.grant() and not unbounded.grant()  # far has more headroom
+    assert far.grant() and far.grant() and not far.grant()  # two released, two granted
+    far.leave()
+    RunIterations(pool, "done2").release(1)
+    assert near.grant()  # far is gone: near has the most headroom now
