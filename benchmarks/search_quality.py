@@ -18,7 +18,9 @@ steps, and a strategy's results measure how well it composes them for the money.
 
 Per seed the beam search runs once with ``control = "iid"`` and once with ``"agent"`` (the
 control spends the tokens the search spent). Printed per strategy: the median best speedup
-over the seeds, and the median LLM calls it needed to reach 90% of its own best.
+over the seeds, and the median LLM calls it needed to reach 90% of its own best; then what
+the held-out check and each control cost in evaluations and wall time (runs of the search
+alone, with and without the check, beside them).
 
 Usage: python benchmarks/search_quality.py [--seeds 5] [--iterations 4] [--error-rate 0.2]
 """
@@ -135,9 +137,11 @@ def speedups_and_calls(store: RunStore, control: bool) -> tuple[float, int]:
     return best, needed
 
 
-async def one(seed: int, iterations: int, error_rate: float, control: str, tmp: Path):
+async def one(
+    seed: int, iterations: int, error_rate: float, control: str, tmp: Path, held_out: bool = True
+):
     async with LLMTestServer(scripted_model(seed, error_rate)) as server:
-        run_dir = tmp / f"{control}-{seed}"
+        run_dir = tmp / f"{control}-{seed}-{held_out}"
         config = {
             "backend": "toy",
             "problem": "sum_squares",
@@ -150,13 +154,15 @@ async def one(seed: int, iterations: int, error_rate: float, control: str, tmp: 
                 "plans_per_candidate": 3,
                 "codes_per_plan": 1,
                 "control": control,
+                "held_out": held_out,
             },
             "llm": {"max_retries": 1, "timeout_s": 30},
         }
-        await optimize_async(config, progress=False)
+        summary = await optimize_async(config, progress=False)
     store = RunStore(run_dir)
     try:
-        return speedups_and_calls(store, False), speedups_and_calls(store, True)
+        cost = (summary.data["evaluations"], summary.data["wall_s"])
+        return speedups_and_calls(store, False), speedups_and_calls(store, True), cost
     finally:
         store.close()
 
@@ -168,15 +174,22 @@ def main() -> None:
     parser.add_argument("--error-rate", type=float, default=0.2)
     args = parser.parse_args()
     results: dict[str, list[tuple[float, int]]] = {"beam": [], "iid": [], "agent": []}
+    costs: dict[str, list[tuple[int, float]]] = {"none": [], "held_out": [], "iid": [], "agent": []}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(1, args.seeds + 1):
             for control in ("iid", "agent"):
-                beam, other = anyio.run(
+                beam, other, cost = anyio.run(
                     one, seed, args.iterations, args.error_rate, control, Path(tmp)
                 )
                 if control == "iid":
                     results["beam"].append(beam)
                 results[control].append(other)
+                costs[control].append(cost)
+            for held_out in (False, True):  # the search alone: what the held-out check costs
+                *_, cost = anyio.run(
+                    one, seed, args.iterations, args.error_rate, "none", Path(tmp), held_out
+                )
+                costs["held_out" if held_out else "none"].append(cost)
     print(
         f"sum_squares (toy), {args.seeds} seeds, {args.iterations} iterations, "
         f"error rate {args.error_rate:g}; controls at the beam's token spend"
@@ -186,6 +199,23 @@ def main() -> None:
         best = statistics.median(b for b, _ in rows)
         calls = statistics.median(c for _, c in rows)
         print(f"{name:10} {best:>21.1f}x {calls:>22.0f}")
+    base_evals = statistics.median(e for e, _ in costs["none"])
+    base_wall = statistics.median(w for _, w in costs["none"])
+    print(
+        f"\ncost per run (median), against the search alone ({base_evals:.0f} evaluations, "
+        f"{base_wall:.1f} s):"
+    )
+    for name, what in (
+        ("held_out", "+ held-out check"),
+        ("iid", "+ held-out + iid control"),
+        ("agent", "+ held-out + agent control"),
+    ):
+        evals = statistics.median(e for e, _ in costs[name])
+        wall = statistics.median(w for _, w in costs[name])
+        print(
+            f"  {what:28} {evals:>4.0f} evaluations ({evals / base_evals:.2f}x), "
+            f"{wall:.1f} s ({wall / base_wall:.2f}x)"
+        )
 
 
 if __name__ == "__main__":
