@@ -105,7 +105,7 @@ def test_editable_install_adds_trn(tmp_path):
     assert trn_line(cli(python, env, "backends")) == ""
     pip(python, env, "install", "--no-deps", "--no-build-isolation", "-e", str(PLUGIN))
     line = trn_line(cli(python, env, "backends"))
-    assert "0.1.0" in line and "18 problems" in line and "[ok]" in line
+    assert "0.1.0" in line and "23 problems" in line and "[ok]" in line
     assert "trn:" in cli(python, env, "doctor")
 
 
@@ -113,7 +113,7 @@ def test_wheel_install_adds_trn_and_evaluates(tmp_path, wheel):
     python = fresh_venv(tmp_path)
     env = clean_env(tmp_path)
     pip(python, env, "install", "--no-deps", str(wheel))
-    assert "18 problems" in trn_line(cli(python, env, "backends"))
+    assert "23 problems" in trn_line(cli(python, env, "backends"))
     installed = subprocess.run(
         [
             python,
