@@ -67,6 +67,18 @@ def test_every_llama_translation_is_correct_and_above_its_lower_bound(pid, gener
     assert verdict["latency_us"] > verdict["lower_bound_us"] > 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("pid", [s.id for s in llama() if s.full_inputs is not None])
+def test_the_reduced_blocks_trace_at_the_original_shapes(pid):
+    """``<id>@full`` (the original system's shapes, trace-only): the translation traces and is
+    costed there, above the bound of the larger problem."""
+    full = spec_by_id(pid + "@full")
+    assert full.inputs == spec_by_id(pid).full_inputs
+    verdict = emulate(full, translated_source(pid), seeds=[1], generation="trn2", numeric=False)
+    assert verdict["status"] == "ok", verdict.get("message")
+    assert verdict["latency_us"] > verdict["lower_bound_us"] > 0
+
+
 def test_every_llama_block_has_a_translation():
     assert set(TRANSLATED) == set(LLAMA_IDS)
 
