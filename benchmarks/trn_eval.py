@@ -81,7 +81,7 @@ async def timing(evaluators: dict[str, EmulatorEvaluator], only: list[str]) -> N
     if totals:
         print(
             f"median evaluation {statistics.median(totals):.1f} s, worst {max(totals):.1f} s "
-            f"over {len(totals)} evaluations (targets: median <= 10 s, worst <= 30 s on 2 idle cores)"
+            f"over {len(totals)} evaluations (targets, issue 33: median <= 6 s, worst <= 20 s on 2 cores)"
         )
 
 
