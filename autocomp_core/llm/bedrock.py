@@ -97,6 +97,7 @@ class BedrockClient:
             connect_timeout=min(timeout, 30),
             max_pool_connections=ctx.settings.max_concurrency,
         )
+        self._think = ctx.settings.thinking_asked  # Claude thinks only when the config asks
         session = botocore.session.Session()
         self._client: Any = session.create_client(
             SERVICE, region_name=aws_region(session), endpoint_url=ctx.base_url, config=config
@@ -120,7 +121,7 @@ class BedrockClient:
         }
         if prompt.system:
             kwargs["system"] = [{"text": prompt.system}]
-        budget = _thinking(model, params)
+        budget = _thinking(model, params) if self._think else None
         if budget:
             # maxTokens counts thinking too; Claude thinks only at its default temperature
             inference["maxTokens"] += budget

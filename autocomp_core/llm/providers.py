@@ -228,6 +228,7 @@ class AnthropicClient:
             max_retries=0,
             timeout=ctx.settings.timeout_s,
         )
+        self._think = ctx.settings.thinking_asked  # Claude thinks only when the config asks
 
     async def prepare(self, model: str) -> None:
         return None
@@ -246,7 +247,7 @@ class AnthropicClient:
             "max_tokens": params.max_tokens or anthropic_default_max_tokens(model),
             "messages": [{"role": "user", "content": content}],
         }
-        thinking = anthropic_thinking(model, params)
+        thinking = anthropic_thinking(model, params) if self._think else None
         if thinking is not None and "thinking" not in params.dropped:
             # max_tokens counts thinking too: the answer keeps its own limit on top of it
             kwargs["thinking"] = thinking

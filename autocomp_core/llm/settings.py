@@ -56,6 +56,14 @@ class LLMSettings(BaseModel):
     # ["--flash_attn", "true"]; `python -m llama_cpp.server --help` lists them
     local_server_args: list[str] = []
 
+    @property
+    def thinking_asked(self) -> bool:
+        """Whether the config asks for reasoning itself (``reasoning`` or a phase's effort).
+        Models that think only when asked (Claude) think then, never by default, so an
+        unchanged config does not start paying for thinking tokens."""
+        asked = {"reasoning", "plan_reasoning_effort", "code_reasoning_effort"}
+        return bool(asked & self.model_fields_set)
+
     @model_validator(mode="after")
     def _reasoning_per_phase(self) -> LLMSettings:
         if "plan" in self.reasoning:

@@ -116,8 +116,11 @@ async def test_llm_rejected_parameters_are_learned_per_model(api_keys, make_sett
 
 @pytest.mark.asyncio
 async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask):
+    asked = {"plan": "high", "code": "medium"}
     async with LLMTestServer() as server:
-        async with LLMClient(make_settings(server, max_tokens=500), PROVIDERS) as client:
+        async with LLMClient(
+            make_settings(server, max_tokens=500, reasoning=asked), PROVIDERS
+        ) as client:
             await client.complete(ask("openai::gpt-5.4-mini", phase="plan", temperature=0.7))
             await client.complete(ask("openai::gpt-5.4-mini", phase="code"))
             await client.complete(ask("openai::gpt-4.1", temperature=0.7))
@@ -132,6 +135,12 @@ async def test_llm_request_shapes_per_model_family(api_keys, make_settings, ask)
     # Claude thinks with the plan's budget ("high"), on top of the answer's 500 tokens
     assert claude["thinking"] == {"type": "enabled", "budget_tokens": 16384}
     assert claude["max_tokens"] == 500 + 16384 and "temperature" not in claude
+    # a config that does not ask for reasoning: Claude does not think (no surprise cost)
+    async with LLMTestServer() as server:
+        async with LLMClient(make_settings(server, max_tokens=500), PROVIDERS) as client:
+            await client.complete(ask("anthropic::claude-opus-4-7", temperature=0.7))
+    (plain,) = [r.params for r in server.requests]
+    assert "thinking" not in plain and plain["max_tokens"] == 500, plain
 
 
 @pytest.mark.asyncio

@@ -63,7 +63,8 @@ async def test_bedrock_request_is_signed_cached_and_thinks_where_the_model_can(
     aws_credentials, make_settings, ask
 ):
     async with LLMTestServer(aws_credentials=aws_credentials) as server:
-        async with LLMClient(make_settings(server, max_tokens=400), PROVIDERS) as client:
+        settings = make_settings(server, max_tokens=400, reasoning={"plan": "high"})
+        async with LLMClient(settings, PROVIDERS) as client:
             for model in (CLAUDE_ON_BEDROCK, NOVA, LLAMA):
                 response = await client.complete(
                     ask(model, "dyn", static="ISA", system="sys", temperature=0.5)
