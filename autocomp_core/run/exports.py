@@ -345,15 +345,16 @@ def render_report(
         "",
         "## Usage per phase and model",
         "",
-        "| phase | model | calls | failed | input | output | cached | cost $ | latency s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| phase | model | calls | failed | input | output | cached | cache writes | cost $ "
+        "| latency s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for phase, models in s["llm_by_phase"].items():
         for model, u in models.items():
             lines.append(
                 f"| {phase} | {model} | {u['calls']} | {u['failures']} | "
                 f"{u['input_tokens']} | {u['output_tokens']} | {u['cached_tokens']} | "
-                f"{u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |"
+                f"{u.get('cache_write_tokens', 0)} | {u['cost_usd']:.4f} | {u['latency_sum_s']:.1f} |"
             )
     if s["prompt_context"]:
         lines += _context_lines(s)
