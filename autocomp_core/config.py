@@ -89,6 +89,11 @@ class SearchConfig(_Section):
     schedule: Literal["pipelined", "barrier"] = "pipelined"
     #: run directory whose final beam seeds this run
     continue_from: str | None = None
+    #: finished runs whose winning schedules (their best's plans, in order) are applied to
+    #: this run's baseline first; what they reach joins the first beam (engine.reuse)
+    reuse: list[str] = Field(default_factory=list)
+    #: reuse a donor run of another backend too (its plans may not apply)
+    reuse_across_backends: bool = False
     #: static: the pack's menu; generated: an LLM proposes strategies for each parent each
     #: iteration (journaled), used instead of the pack's menu; mixed: the pack's menu plus those
     menu_strategy: Literal["static", "generated", "mixed"] = "static"

@@ -67,6 +67,10 @@ HOW = {
     "autocomp-core resume runs/gemmini-suite": "needs the suite above; tests/engine/test_suite.py resumes a suite",
     "autocomp-core report runs/gemmini-suite --html": "needs the suite above; tests/engine/test_suite.py reports on a suite",
     "autocomp-core doctor --executor ray --address HOST:PORT": "needs a Ray cluster; tests/scaleout runs it against one",
+    "autocomp-core optimize examples/gemmini-gemm.toml --set problem=gemm-64x64x64 "
+    "--run-dir runs/gemm-64": "needs a key",
+    "autocomp-core optimize examples/gemmini-gemm.toml --set problem=gemm-256x256x256 "
+    "--reuse runs/gemm-64": "needs the run above; tests/engine/test_reuse.py reuses a run",
 }
 
 

@@ -51,6 +51,7 @@ def config_from_flags(**values: Any) -> dict[str, Any]:
         "code_models": "models.code",
         "executor": "executor.kind",
         "control": "search.control",
+        "reuse": "search.reuse",
     }
     for name, value in values.items():
         if value is None or value == ():
@@ -72,6 +73,13 @@ SEARCH_OPTIONS = (
     click.option("--plans", type=int, help="Plans per beam candidate."),
     click.option("--codes", type=int, help="Implementations per plan."),
     click.option("--seed", type=int),
+    click.option(
+        "--reuse",
+        "reuse",
+        multiple=True,
+        metavar="RUN_DIR",
+        help="Apply this finished run's winning plans to the baseline first (repeatable).",
+    ),
     click.option(
         "--control",
         type=click.Choice(["none", "iid", "agent"]),

@@ -42,6 +42,7 @@ from .lineage import Lineage
 from .phase_requests import phase_request
 from .progress import Progress
 from .prompting import PromptBuilder, system_prompt
+from .reuse import apply_schedule, donor_schedules
 from .schedule import Gate, Stage, first_error
 from .selection import exhaustive_now, next_beam, should_early_stop
 from .translation import Translation
@@ -130,6 +131,7 @@ class Search:
         try:
             beam = await self.initial_beam()
             await self.select_context()
+            beam = await self.reused(beam)
         except RunStopped as stop:
             return self.stopped(stop.reason, 0, self.saved_beam(0) or [], stop.detail)
         self.losses = [min(c.score for c in beam)]
@@ -239,6 +241,28 @@ class Search:
         self.store.save_beam(0, [c.id for c in beam], {"best": min(c.score for c in beam)})
         self.progress.initial(beam)
         return beam
+
+    async def reused(self, beam: list[Candidate]) -> list[Candidate]:
+        """Beam 0 with the programs the donors' schedules reach (``engine.reuse``), once:
+        a resumed run finds the ``reuse`` meta and its saved beam."""
+        if not self.s.reuse or self.store.get_meta("reuse") is not None:
+            return beam
+        schedules = donor_schedules(self.s.reuse, self.backend.name, self.s.reuse_across_backends)
+        it = Iteration(0, beam, translate=False, exhaustive=False, gate=Gate(barrier=False))
+        records: list[list[dict]] = [[] for _ in schedules]
+
+        async def one(d: int) -> None:
+            records[d] = await apply_schedule(self, it, d, schedules[d])
+
+        async with it.gate.fork() as work:
+            for d in range(len(schedules)):
+                work.start_soon(one, d)
+        reached = [c for c in it.children if c.correct]
+        ranked = sorted([*beam, *reached], key=lambda c: c.score)
+        new_beam = ranked[: max(self.s.beam_size, len(beam))]
+        self.store.save_beam(0, [c.id for c in new_beam], {"best": new_beam[0].score})
+        self.store.set_meta("reuse", [r for rs in records for r in rs])
+        return new_beam
 
     async def select_context(self) -> None:
         """Narrow a large ISA (and example set) to what this problem needs, once per run (see

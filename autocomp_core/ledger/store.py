@@ -81,6 +81,7 @@ class Origin(str, enum.Enum):
     REPAIR = "repair"  # a failed candidate, repaired with its errors
     COMBINE = "combine"  # two beam members combined
     CONTROL = "control"  # written by the equal-budget control (engine.control), never in a beam
+    REUSE = "reuse"  # a donor run's plan applied to this run's program (engine.reuse)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..config import RunConfig, validate
 from ..engine.translation import Translation
 from ..errors import ConfigError
 from ..ledger.labels import audit_label
-from ..ledger.store import DB_NAME, Candidate, RunStore, best_candidate
+from ..ledger.store import DB_NAME, Candidate, Origin, RunStore, best_candidate
 from ..llm.types import LLMResponse
 from ..llm.usage import UsageLedger
 from ..run.exports import held_out_summary
@@ -109,7 +109,9 @@ def _collect(store: RunStore, run_dir: Path, name: str) -> dict[str, Any]:
         cands, shown, beams, rejected, status["iterations_done"], store.overfit()
     )
     by_id = {c.id: c for c in cands}
-    initial = min((by_id[cid].score for cid in beams.get(0, []) if cid in by_id), default=math.inf)
+    # the programs the run started from (what schedule reuse adds to beam 0 is a result)
+    started = [c for c in cands if c.iteration == 0 and c.origin != Origin.REUSE]
+    initial = min((c.score for c in started), default=math.inf)
     best = best_candidate(cands, Translation.of(settings.translation).drop_root, store.overfit())
     bound = target.get("metric_lower_bound")
     usage, timeline = _usage_and_timeline(store, evals, finished)

@@ -21,7 +21,14 @@ from ..contract.backend import Backend, Problem
 from ..engine.control import CONTROL_ITERATION, control_summary
 from ..ledger.accounting import Ledger
 from ..ledger.labels import LABELS, audit_label
-from ..ledger.store import ATTEMPT_LOST, INFRA_ERROR, Candidate, RunStore, best_candidate
+from ..ledger.store import (
+    ATTEMPT_LOST,
+    INFRA_ERROR,
+    Candidate,
+    Origin,
+    RunStore,
+    best_candidate,
+)
 from ..numbers import metric_text
 
 
@@ -76,8 +83,11 @@ def write_exports(
     cands = store.candidates()
     ext = backend.file_extension
     root = next((c for c in cands if c.origin == "root"), None)
-    initial_beam = store.beam(0) or []
-    initial = min((c.score for c in cands if c.id in initial_beam), default=math.inf)
+    # the programs the run started from (what schedule reuse adds to beam 0 is a result)
+    initial = min(
+        (c.score for c in cands if c.iteration == 0 and c.origin != Origin.REUSE),
+        default=math.inf,
+    )
     best = best_candidate(cands, drop_root, store.overfit())
     if best is not None:
         atomic_write(run_dir / f"best{ext}", best.code or "")

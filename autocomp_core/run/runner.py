@@ -32,6 +32,7 @@ from ..engine.control import Control
 from ..engine.journal import Evaluator, JournaledLLM, recorded_stop
 from ..engine.progress import Progress
 from ..engine.prompting import prompt_pack
+from ..engine.reuse import donor_schedules
 from ..engine.search import IterationPool, RunSetup, Search
 from ..engine.translation import Translation
 from ..errors import ConfigError
@@ -143,6 +144,12 @@ def refuse_dead_switches(
             "search.generated_menu_size: has no effect unless search.menu_strategy "
             "is generated or mixed"
         )
+    if s.reuse:
+        if s.continue_from:
+            raise ConfigError("search.reuse: cannot start from search.continue_from's beam too")
+        donor_schedules(s.reuse, backend.name, s.reuse_across_backends)  # refused now if bad
+    elif changed(s, "reuse_across_backends"):
+        raise ConfigError("search.reuse_across_backends: has no effect without search.reuse")
     if changed(s, "keep_factor") and s.keep_factor_iterations == 0:
         raise ConfigError(
             "search.keep_factor: has no effect unless search.keep_factor_iterations > 0"
