@@ -47,12 +47,14 @@ def compare(
         for s in range(
             o.shape[0]
         ):  # one seed at a time, in place: outputs can be tens of millions of elements
-            ratio = o[s] - r[s]
-            np.abs(ratio, out=ratio)
+            err = o[s] - r[s]
+            np.abs(err, out=err)
             tol = np.abs(r[s])
             tol *= rtol
             tol += atol
-            ratio /= tol
+            # |err| / tol, where a zero tolerance (atol = rtol = 0 at a zero reference) allows
+            # nothing: 0/0 would be NaN, which compares false and would pass any error
+            ratio = np.divide(err, tol, out=np.where(err > 0, np.inf, 0.0), where=tol > 0)
             seed_worst = float(ratio.max())
             worst = max(worst, seed_worst)
             if seed_worst > 1.0:
