@@ -13,6 +13,8 @@ Files run longest first (scripts/test.sh hands pytest-xdist whole files, in the 
 collected): ordered by how long each took in the last run (``.test-cache/durations.json``),
 files never timed after those, by their number of tests. A long file that started near the end
 would keep the run going after every other worker has finished.
+Each test gets a playbook of its own (``AUTOCOMP_PLAYBOOK`` in its temporary folder): the runs
+of one test may learn from each other, never from another test's or from the user's.
 ``shared_cache_dir`` gives every worker of one run the same directory for build caches
 (compiled harnesses, extensions, references), so a build is done once per run, and keeps
 those whose code is unchanged for the next run (``.test-cache/``).
@@ -135,6 +137,13 @@ def _digest_of(sources: tuple[Path, ...]) -> str:
                 digest.update(str(path.relative_to(source.parent)).encode() + b"\0")
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+@pytest.fixture(autouse=True)
+def own_playbook(tmp_path_factory, monkeypatch):
+    """A playbook for this test alone (commands the test starts inherit it)."""
+    folder = tmp_path_factory.mktemp("playbook")
+    monkeypatch.setenv("AUTOCOMP_PLAYBOOK", str(folder / "playbook.sqlite"))
 
 
 @pytest.fixture(scope="session")

@@ -157,6 +157,19 @@ class BudgetConfig(_Section):
     wall_s: float | None = Field(None, gt=0)
 
 
+class PlaybookConfig(_Section):
+    """The playbook runs write back to and read from (``ledger.playbook``)."""
+
+    #: read the entries nearest the problem into planning prompts, and write this run's
+    enabled: bool = True
+    #: the SQLite file; default AUTOCOMP_PLAYBOOK, else ~/.local/share/autocomp/playbook.sqlite
+    path: str | None = None
+    #: how many similar problems the planner hears about
+    entries: int = Field(3, ge=1, le=20)
+    #: the most characters of the planner's section (it is counted in the prompt)
+    max_chars: int = Field(1500, ge=200)
+
+
 class RunConfig(_Section):
     backend: str
     problem: str
@@ -174,6 +187,7 @@ class RunConfig(_Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    playbook: PlaybookConfig = Field(default_factory=PlaybookConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @model_validator(mode="after")

@@ -67,6 +67,11 @@ HOW = {
     "autocomp-core resume runs/gemmini-suite": "needs the suite above; tests/engine/test_suite.py resumes a suite",
     "autocomp-core report runs/gemmini-suite --html": "needs the suite above; tests/engine/test_suite.py reports on a suite",
     "autocomp-core doctor --executor ray --address HOST:PORT": "needs a Ray cluster; tests/scaleout runs it against one",
+    "autocomp-core playbook list": "run",
+    "autocomp-core playbook show 3": "needs an entry; tests/engine/test_playbook.py shows one",
+    "autocomp-core playbook export team.jsonl": "run",
+    "autocomp-core playbook import team.jsonl": "run",
+    "autocomp-core playbook forget 3": "needs an entry; tests/engine/test_playbook.py forgets one",
     "autocomp-core optimize examples/gemmini-gemm.toml --set problem=gemm-64x64x64 "
     "--run-dir runs/gemm-64": "needs a key",
     "autocomp-core optimize examples/gemmini-gemm.toml --set problem=gemm-256x256x256 "

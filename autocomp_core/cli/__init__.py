@@ -14,6 +14,7 @@ from .group import EXIT_CLOSED_PIPE, Group, cli, quit_on_closed_pipe
 __all__ = ["EXIT_CLOSED_PIPE", "Group", "cli", "main"]
 
 cli.add_lazy_command("build-pack", "autocomp_core.cli.build_pack:build_pack")
+cli.add_lazy_command("playbook", "autocomp_core.cli.playbook:playbook")
 
 
 def main() -> None:

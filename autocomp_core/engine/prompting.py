@@ -97,6 +97,7 @@ class PromptBuilder:
         self.search = search
         self.total_iterations = total_iterations
         self.translation = translation  # the run's own: its end moves when translation ends early
+        self.lessons = ""  # what earlier runs on similar problems learned (engine.lessons)
         self.language = backend.language
         rules = [*pack.rules_general, *backend.rules(problem)]
         self.system = system_prompt(backend)
@@ -202,6 +203,7 @@ class PromptBuilder:
                 ancestry=self.ancestry(chain, rng),
                 problem_context=self._context(),
                 planning_rules=bullets(self.pack.rules_planning),
+                lessons=f"\n{self.lessons}" if self.lessons else "",
                 menu=self.menu(rng, translate, forced_option, menu),
                 examples=self.examples_text(examples),
                 iteration_note=self._iteration_note(iteration, translate),

@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
@@ -28,6 +29,7 @@ import structlog
 from ..config import RunConfig
 from ..contract.backend import Backend, EvalResult, KnowledgePack, Problem
 from ..ledger.accounting import RunStopped
+from ..ledger.playbook import default_path
 from ..ledger.store import Candidate, RunStore, best_candidate
 from ..llm.parsing import extract_plan
 from ..llm.types import LLMResponse, Prompt
@@ -38,6 +40,7 @@ from .generated_menus import GeneratedMenus
 from .held_out import HeldOut
 from .initial_beam import initial_beam
 from .journal import Evaluator, JournaledLLM
+from .lessons import retrieve
 from .lineage import Lineage
 from .phase_requests import phase_request
 from .progress import Progress
@@ -292,6 +295,29 @@ class Search:
             isa_sections=isa_sections(record),
         )
         self.drafts = Drafter(self.prompts, self.s, self.code_models, self.cfg.seed)
+        self.prompts.lessons = self.playbook_lessons()
+
+    def playbook_lessons(self) -> str:
+        """The planner's section from the playbook, read once per run and journaled."""
+        book = self.cfg.playbook
+        if not book.enabled:
+            return ""
+        saved = self.store.get_meta("playbook")
+        if saved is None and self.llm.replay_source is not None:  # a replay shows what it did
+            saved = self.llm.replay_source.get_meta("playbook") or {"entries": [], "text": ""}
+            self.store.set_meta("playbook", saved)
+        if saved is None:
+            path = Path(book.path).expanduser() if book.path else default_path()
+            saved = retrieve(
+                path,
+                self.backend.name,
+                self.problem,
+                book.entries,
+                book.max_chars,
+                self.store.run_dir.name,
+            )
+            self.store.set_meta("playbook", saved)
+        return str(saved.get("text", ""))
 
     # -- one iteration ------------------------------------------------------------------
     async def iteration(self, i: int, beam: list[Candidate]) -> Iteration:

@@ -30,6 +30,7 @@ from ..contract.packs import PackError, read_pack
 from ..contract.plugins import PluginRegistry, build_registry, load_problem
 from ..engine.control import Control
 from ..engine.journal import Evaluator, JournaledLLM, recorded_stop
+from ..engine.lessons import run_entry
 from ..engine.progress import Progress
 from ..engine.prompting import prompt_pack
 from ..engine.reuse import donor_schedules
@@ -39,6 +40,7 @@ from ..errors import ConfigError
 from ..executors import Executor, create_executor
 from ..executors.local import LocalExecutor
 from ..ledger.accounting import Budget, Ledger
+from ..ledger.playbook import Playbook, default_path
 from ..ledger.store import RunStore
 from ..llm.client import LLMClient, default_models
 from ..llm.errors import LLMConfigError
@@ -165,6 +167,8 @@ def prepare(
     plugins = plugins or build_registry(config.plugins)  # the run's one registry
     backend, problem, pack = load_backend(config, plugins)
     refuse_dead_switches(config, backend, problem, pack)
+    if config.playbook.enabled:  # a store that cannot be opened is bad input, now
+        Playbook(playbook_path(config)).close()
     executor = create_executor(config.executor, plugins.executors(), tuple(config.plugins))
     if config.executor.kind == "local":  # a resource the machine lacks is bad input, now
         evaluation_slots(config, backend, executor)
@@ -394,9 +398,35 @@ async def _run_search(
     return "budget.wall_s" if scope.cancelled_caught else search.stop_reason or "completed"
 
 
+def playbook_path(config: RunConfig) -> Path:
+    return Path(config.playbook.path).expanduser() if config.playbook.path else default_path()
+
+
+def write_back(store: RunStore, prep: Prepared, run_dir: Path) -> None:
+    """This run's entry in the playbook (``ledger.playbook``); a store that cannot be
+    written is logged, never the run's failure: the journal has it all."""
+    book = prep.config.playbook
+    root = store.candidate("root")
+    if not book.enabled or store.get_meta("playbook_written") or root is None or not root.correct:
+        return
+    try:
+        playbook = Playbook(playbook_path(prep.config))
+        try:
+            playbook.add(run_entry(store, prep.backend.name, prep.problem, run_dir))
+        finally:
+            playbook.close()
+        store.set_meta("playbook_written", True)
+    except (ConfigError, OSError) as exc:
+        log.warning("could not write the playbook", error=str(exc))
+
+
 def finish(
     store: RunStore, search: Search, prep: Prepared, run_dir: Path, stop_reason: str, ledger: Ledger
 ) -> RunSummary:
+    if (
+        stop_reason != "interrupted" and search.llm.replay_source is None
+    ):  # a replay learns nothing new
+        write_back(store, prep, run_dir)
     store.set_meta("stop_reason", stop_reason)
     store.set_meta("status", "finished" if stop_reason not in ("interrupted",) else stop_reason)
     store.event("session_end", stop_reason=stop_reason)

@@ -22,4 +22,6 @@ def toy_config(server, tmp_path: Path, **search) -> dict:
             **search,
         },
         "llm": {"max_retries": 2, "timeout_s": 30},
+        # runs of one test would learn from each other: tests of the playbook turn it on
+        "playbook": {"enabled": False},
     }

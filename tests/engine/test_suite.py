@@ -49,6 +49,7 @@ def shared_config(server, **search) -> dict:
             **search,
         },
         "llm": {"max_retries": 1, "timeout_s": 30, "max_concurrency": 2},
+        "playbook": {"enabled": False},  # the suite's runs would learn from each other
     }
 
 
