@@ -4,7 +4,8 @@ Each instruction runs on one engine (TensorE ``pe``, VectorE ``dve``, ScalarE ``
 ``pool``) or on the DMA engines. An instruction starts when its operands are ready: a read waits
 for the last write of the region, a write also for the last reads and writes (so a buffer
 declared outside a loop serializes the iterations, while a tile declared inside gets a new
-instance each iteration and overlaps). The compiler schedules independent instructions across
+instance each iteration and overlaps; not in an ``nl.fori_loop``, whose body exists once on
+device: each of its tiles is one buffer, its instances share their regions, ``replay.fori``). The compiler schedules independent instructions across
 loop iterations, so an instruction may fill an idle gap of its engine left by earlier ones that
 waited on other engines (within the last ``REORDER_WINDOW`` gaps of that engine). On
 NeuronCore-v2 VectorE and GpSimd share the SBUF port and so one timeline.

@@ -69,13 +69,14 @@ def static_range(*args) -> range:
 def fori_loop(lower, upper, body_fun, step: int = 1, *, unroll: bool = False) -> None:
     """A compiled loop: ``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``, recorded as
     one loop on device (``unroll=True``: unrolled by the compiler). The emulator traces the body
-    once per iteration with ``i`` as a Python int; on device ``i`` is an NkiScalar."""
+    once per iteration with ``i`` as a Python int; on device ``i`` is an NkiScalar and the body
+    is compiled once, which the replay checks (``replay.fori``)."""
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         raise NkiError(f"nl.fori_loop step must be a positive Python integer, got {step!r}")
     if not callable(body_fun):
         raise NkiError("nl.fori_loop(lower, upper, body_fun, step=1): body_fun must be callable")
     r = _bounds("fori_loop", (lower, upper, step))
-    _run_loop("static" if unroll else "sequential", r, body_fun)
+    _run_loop("static" if unroll else "fori", r, body_fun)
 
 
 def while_loop(init, body_fun) -> None:

@@ -12,6 +12,7 @@ from .. import dtypes, hardware as hw
 from ..cost import Regions
 from ..hardware import Generation
 from ..vectorize import vectorized_loops
+from .fori import ForiBodies
 from .fusions import compiler_fusions
 from .ops import OPS
 from .rules import injective, loop_checks
@@ -62,6 +63,8 @@ class Replayer:
         self.next_fid = 0
         self.live_bytes = {"sbuf": 0, "psum": 0, "hbm": 0}
         self.core = Core(gen, seeds, self.numeric)
+        self.fori = ForiBodies()
+        self.slots: dict[tuple, Regions] = {}  # a fori_loop body's tiles: one address each
 
     def run(self) -> ReplayResult:
         core = self.core
@@ -128,7 +131,7 @@ class Replayer:
             self._alloc(e)
         elif kind == "loop":
             _, loop_kind, n, line = e
-            if loop_kind not in ("affine", "sequential", "static"):
+            if loop_kind not in ("affine", "sequential", "static", "fori"):
                 raise ValueError("loop kind")
             self.frames.append(
                 Frame(
@@ -140,18 +143,21 @@ class Replayer:
                 )
             )
             self.next_fid += 1
+            self.fori.loop(self.frames)
         elif kind == "iter":
             f = self.frames[-1]
             i = as_int(e[1], "iteration")
             if i != f.it + 1 or i >= f.n:
                 raise ValueError("iterations out of order")
             f.it = i
+            self.fori.iteration(self.frames)
         elif kind == "end":
             f = self.frames.pop()
             if f.it != f.n - 1:
                 fail(
                     "malformed trace: a loop ended before its last iteration", "err_trace_tampered"
                 )
+            self.fori.end(f, self.frames)
         else:
             raise ValueError(f"unknown event {kind!r}")
 
@@ -168,6 +174,7 @@ class Replayer:
         src_aps = [self._ap(a) for a in srcs]
         if self.frames:
             loop_checks(self.frames, dst_aps, src_aps, bool(attrs.get("acc")), core.line)
+        self.fori.op(e, self.frames)
         handler(core, dst_aps, src_aps, attrs)
         for ap in dst_aps:
             ap.t.writes += 1
@@ -204,6 +211,9 @@ class Replayer:
             self._place_in_hbm(t)
         else:
             self._place_on_chip(t)
+            slot = self.fori.alloc(e, self.frames)
+            if slot is not None:  # the body exists once on device: every instance, one buffer
+                t.regions = self.slots.setdefault(slot, t.regions)
         if len(self.tensors) < len(self.input_specs):  # the first allocations are the kernel inputs
             spec_shape, spec_dtype = self.input_specs[len(self.tensors)]
             if buffer != "hbm" or shape != tuple(spec_shape) or dtype != spec_dtype:
