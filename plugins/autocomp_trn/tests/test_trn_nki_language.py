@@ -75,11 +75,11 @@ def test_a_name_removed_from_the_current_api_says_when_and_what_replaces_it():
 # ---------------------------------------------------------------- loops
 
 
-def test_fori_loop_runs_its_body_per_iteration_as_one_sequential_device_loop():
+def test_fori_loop_runs_its_body_per_iteration_as_one_compiled_device_loop():
     assert emulate(DOUBLE, v2(), generation="trn2")["status"] == "ok"
     events = trace_of(v2())["events"]
     loops = [e for e in events if e[0] == "loop"]
-    assert [(e[1], e[2]) for e in loops] == [("sequential", 2)]
+    assert [(e[1], e[2]) for e in loops] == [("fori", 2)]
     unrolled = trace_of(v2("    nl.fori_loop(0, 2, body, unroll=True)"))["events"]
     assert [e[1] for e in unrolled if e[0] == "loop"] == ["static"]
 
