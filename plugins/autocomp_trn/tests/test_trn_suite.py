@@ -4,8 +4,11 @@ beats its speed-of-light bound."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from autocomp_trn.evaluate import EmulatorEvaluator, Settings
 from autocomp_trn.kernels import OPTIMIZED
 from autocomp_trn.problems.catalog import advanced, all_specs, llama, pytorch, spec_by_id, tutorial
 from autocomp_trn.problems.spec import LEGACY_SUFFIX
@@ -102,3 +105,15 @@ def test_every_optimized_kernel_is_correct_and_beats_its_legacy_baseline(judged,
 
 def test_at_least_five_problems_have_optimized_kernels():
     assert len(OPTIMIZED) >= 5
+
+
+@pytest.mark.parametrize(
+    "pid", [i for s in all_specs() if s.kwargs for i in (s.id, s.id + LEGACY_SUFFIX)]
+)
+def test_a_baseline_given_keyword_arguments_passes_the_real_evaluator(pid):
+    """The harness's keyword arguments (conv1d's padding tuple) reach the kernel through the
+    tracing process's JSON request: a current-API kernel, which refuses list arguments, still
+    gets the tuples the problem defines."""
+    spec = spec_by_id(pid)
+    verdict = asyncio.run(EmulatorEvaluator(Settings(seeds=1)).evaluate(spec, spec.baseline_code()))
+    assert verdict.ok, verdict.message

@@ -163,6 +163,12 @@ def _refused(exc: NkiError) -> tuple[dict, None]:
     )
 
 
+def as_tuples(value):
+    """JSON brought the problem's tuple arguments (conv1d's padding) as lists; the kernel gets
+    them as the problem defines them (the current API refuses list arguments)."""
+    return tuple(as_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def main(argv: list[str]) -> int:
     request = json.loads(sys.stdin.buffer.read() if argv[1] == "-" else Path(argv[1]).read_bytes())
     workdir = Path.cwd()
@@ -170,7 +176,7 @@ def main(argv: list[str]) -> int:
         request["kernel"],
         request["entry"],
         request["inputs"],
-        request["kwargs"],
+        {key: as_tuples(value) for key, value in request["kwargs"].items()},
         request["generation"],
         request["sbuf_bytes"],
         request["max_events"],
