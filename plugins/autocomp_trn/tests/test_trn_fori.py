@@ -1,7 +1,7 @@
-"""``nl.fori_loop`` as the device runs it: the body is compiled once, so the replay refuses a
-body whose iterations differ (a Python branch on the loop index) and gives each tile the body
-allocates one buffer, shared by every iteration (iteration k+1 writes it after iteration k has
-read it). Kernels run through the real tracing code and the trusted replay."""
+"""``nl.fori_loop`` (and ``nl.while_loop``) as the device runs it: the body is compiled once, so
+the replay refuses a body whose iterations differ (a Python branch on the loop index) and gives
+each tile the body allocates one buffer, shared by every iteration (iteration k+1 writes it after
+iteration k has read it). Kernels run through the real tracing code and the trusted replay."""
 
 from __future__ import annotations
 
@@ -133,3 +133,20 @@ def test_tiles_allocated_in_a_fori_body_share_one_buffer_across_iterations():
     python = latency(kernel(loop=PYTHON))
     assert local == pytest.approx(hoisted, rel=1e-9)
     assert python < 0.9 * local
+
+
+def test_nested_fori_loops_are_checked_per_loop_and_share_the_body_tiles():
+    nested = "    nl.fori_loop(0, 2, lambda i: nl.fori_loop(0, {n} // 2, lambda k: body(i * ({n} // 2) + k)))"
+    assert latency(kernel(loop=nested)) == pytest.approx(latency(kernel()), rel=1e-9)
+    once = ", engine=nisa.vector_engine if j == 5 else nisa.gpsimd_engine"  # i = 1, k = 1
+    result = emulate(SCALE, kernel(loop=nested, engine=once), generation="trn2")
+    assert result["code"] == "err_dynamic_control_flow_not_supported"
+    assert "iteration 1 differs" in result["message"]
+
+
+def test_a_while_loop_body_that_branches_on_its_state_is_refused():
+    counted = "    nl.while_loop({n}, lambda r: (body({n} - r), r - 1)[1])"
+    assert latency(kernel(loop=counted)) == pytest.approx(latency(kernel()), rel=1e-9)
+    result = emulate(SCALE, kernel(loop=counted, engine=BRANCH), generation="trn2")
+    assert result["code"] == "err_dynamic_control_flow_not_supported"
+    assert "a while_loop body is compiled once" in result["message"]

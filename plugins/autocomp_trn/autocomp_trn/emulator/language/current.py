@@ -82,7 +82,8 @@ def fori_loop(lower, upper, body_fun, step: int = 1, *, unroll: bool = False) ->
 def while_loop(init, body_fun) -> None:
     """A compiled while loop: ``r = init; while r != 0: r = body_fun(r)``. The emulator runs
     conditions it can know while tracing (Python integers); a condition held in a device
-    register (a VirtualRegister or NkiScalar) is not modelled."""
+    register (a VirtualRegister or NkiScalar) is not modelled. On device the body is compiled
+    once, which the replay checks (``replay.fori``)."""
     if isinstance(init, bool) or not isinstance(init, int):
         raise NkiError(
             "nl.while_loop with a condition held on device is not modelled by this emulator: "
@@ -90,7 +91,7 @@ def while_loop(init, body_fun) -> None:
             "err_unsupported_api",
         )
     t = tracer()
-    index = t.emit(["loop", "sequential", 0, t.line()])
+    index = t.emit(["loop", "while", 0, t.line()])
     t.loop_depth += 1
     count, r = 0, init
     try:

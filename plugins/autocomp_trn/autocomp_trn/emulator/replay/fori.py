@@ -1,5 +1,5 @@
-"""``nl.fori_loop`` bodies (trace loop kind ``fori``): on device the body is traced once and the
-loop index is a register, so every iteration runs the same instructions (kinds, engines,
+"""``nl.fori_loop`` and ``nl.while_loop`` bodies (trace loop kinds ``fori``, ``while``): on device
+the body is traced once and the loop index (the while loop's state) is a register, so every iteration runs the same instructions (kinds, engines,
 attributes, operand tensors, shapes and dtypes); only the offsets of the accesses may change,
 and only affinely in the index. The tracer calls the body once per iteration with a Python int,
 so a body that branches on the index in Python yields differing iterations: refused here, from
@@ -12,7 +12,11 @@ import json
 
 from .state import Frame, fail
 
-RULE = "a fori_loop body is compiled once: it may not branch on the loop index in Python"
+COMPILED = ("fori", "while")  # the loop kinds whose body is compiled once
+RULE = {
+    "fori": "a fori_loop body is compiled once: it may not branch on the loop index in Python",
+    "while": "a while_loop body is compiled once: it may not branch on the loop state in Python",
+}
 
 
 class _Body:
@@ -44,7 +48,7 @@ class _Body:
     def _refuse(self, k: int, what: str) -> None:
         f = self.frame
         fail(
-            f"{RULE} (the loop at line {f.line}: iteration {k} differs from iteration 0 in its {what})",
+            f"{RULE[f.kind]} (the loop at line {f.line}: iteration {k} differs from iteration 0 in its {what})",
             "err_dynamic_control_flow_not_supported",
             f.line,
         )
@@ -65,7 +69,7 @@ class ForiBodies:
         f = frames[-1]
         for b in self._enclosing(frames[:-1]):
             b.sig.append(("loop", f.kind, f.n, f.line))
-        if f.kind == "fori":
+        if f.kind in COMPILED:
             self.open[f.fid] = _Body(f)
 
     def iteration(self, frames: list[Frame]) -> None:

@@ -131,7 +131,7 @@ class Replayer:
             self._alloc(e)
         elif kind == "loop":
             _, loop_kind, n, line = e
-            if loop_kind not in ("affine", "sequential", "static", "fori"):
+            if loop_kind not in ("affine", "sequential", "static", "fori", "while"):
                 raise ValueError("loop kind")
             self.frames.append(
                 Frame(
