@@ -94,7 +94,7 @@ def test_while_loop_runs_an_integer_condition_and_refuses_a_device_one():
     counted = v2("    nl.while_loop(2, lambda r: (body(2 - r), r - 1)[1])")
     assert emulate(DOUBLE, counted, generation="trn2")["status"] == "ok"
     loops = [e for e in trace_of(counted)["events"] if e[0] == "loop"]
-    assert [(e[1], e[2]) for e in loops] == [("sequential", 2)]
+    assert [(e[1], e[2]) for e in loops] == [("while", 2)]
     on_device = v2("    nl.while_loop(t, body)")
     result = emulate(DOUBLE, on_device, generation="trn2")
     assert (
