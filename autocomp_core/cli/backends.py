@@ -25,31 +25,10 @@ from .group import cli
 @click.option("--json", "as_json", is_flag=True)
 def backends(as_json: bool) -> None:
     """List installed backends with versions and a health check."""
-    reg = loaded_plugins()
-    rows: list[dict[str, Any]] = []
-    for name, cls in sorted(reg.backends().items()):
-        try:
-            backend = cls()
-            checks = backend.doctor()
-            row = {
-                "name": name,
-                "version": backend.version,
-                "description": cls.description,
-                "healthy": all(c.ok for c in checks if c.required),
-                "missing": [c.name for c in checks if not c.ok],
-                "problems": len(backend.problems()),
-            }
-        except Exception as exc:  # a broken backend is reported, not fatal
-            row = {
-                "name": name,
-                "version": "?",
-                "description": cls.description,
-                "healthy": False,
-                "missing": [f"{type(exc).__name__}: {exc}"],
-                "problems": 0,
-            }
-        rows.append(row)
-    failures = [{"plugin": f.name, "error": f.error} for f in reg.failures]
+    from ..contract.plugins import describe_backends
+
+    described = describe_backends(loaded_plugins())
+    rows, failures = described["backends"], described["plugin_failures"]
     if as_json:
         emit_json({"backends": rows, "plugin_failures": failures})
         return

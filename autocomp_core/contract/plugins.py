@@ -367,3 +367,36 @@ def _version(distribution: str) -> str | None:
         return version(distribution)
     except PackageNotFoundError:
         return None
+
+
+def describe_backends(registry: PluginRegistry) -> dict[str, Any]:
+    """Each installed backend with its version, problem count and health (``doctor``), and
+    the plugins that failed to load: what ``autocomp-core backends`` and the MCP server show."""
+    rows: list[dict[str, Any]] = []
+    for name, cls in sorted(registry.backends().items()):
+        try:
+            backend = cls()
+            checks = backend.doctor()
+            rows.append(
+                {
+                    "name": name,
+                    "version": backend.version,
+                    "description": cls.description,
+                    "healthy": all(c.ok for c in checks if c.required),
+                    "missing": [c.name for c in checks if not c.ok],
+                    "problems": len(backend.problems()),
+                }
+            )
+        except Exception as exc:  # a broken backend is listed as such, not fatal
+            rows.append(
+                {
+                    "name": name,
+                    "version": "?",
+                    "description": cls.description,
+                    "healthy": False,
+                    "missing": [f"{type(exc).__name__}: {exc}"],
+                    "problems": 0,
+                }
+            )
+    failures = [{"plugin": f.name, "error": f.error} for f in registry.failures]
+    return {"backends": rows, "plugin_failures": failures}

@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 from ..contract.backend import EvalContext
-from ..contract.plugins import PluginRegistry, build_registry, load_problem
+from ..contract.plugins import PluginRegistry, build_registry, describe_backends, load_problem
 from ..errors import AutocompError
 from ..executors.guarded import evaluate_guarded
 from .runs import Runs
@@ -67,31 +67,6 @@ def error_line(feedback: str) -> str:
     error (a compiler's, a Python exception's), else the first."""
     lines = [line.strip() for line in feedback.splitlines() if line.strip()]
     return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
-
-
-def describe_backends(registry: PluginRegistry) -> dict[str, Any]:
-    """What ``autocomp-core backends --json`` says: each backend and its health."""
-    rows = []
-    for name, cls in sorted(registry.backends().items()):
-        try:
-            backend = cls()
-            checks = backend.doctor()
-            rows.append(
-                {
-                    "name": name,
-                    "version": backend.version,
-                    "description": cls.description,
-                    "healthy": all(c.ok for c in checks if c.required),
-                    "missing": [c.name for c in checks if not c.ok],
-                    "problems": len(backend.problems()),
-                }
-            )
-        except Exception as exc:  # a broken backend is listed as such, not fatal
-            rows.append(
-                {"name": name, "healthy": False, "missing": [f"{type(exc).__name__}: {exc}"]}
-            )
-    failures = [{"plugin": f.name, "error": f.error} for f in registry.failures]
-    return {"backends": rows, "plugin_failures": failures}
 
 
 def build_server(plugins: PluginRegistry | None = None) -> MCPServer:
