@@ -216,6 +216,14 @@ CASES = [
         ("compile_error", "imports both the current NKI API"),
     ),
     Case(
+        "h30_fori_branch_on_index.py",
+        "pytorch/swiglu",
+        "a fori_loop body branching in Python on the loop index (compiled once on the device)",
+        "compile_error",
+        "a fori_loop body is compiled once",
+        ("compile_error", "a fori_loop body is compiled once"),
+    ),
+    Case(
         "h29: the current attention baseline exponentiating the scores without subtracting the row max",
         "tutorial/attention",
         "attention without the max subtraction (current API)",
