@@ -31,4 +31,6 @@ def test_the_suite_summary_shows_cycle_counts_exactly(tmp_path):
     row.update(stop_reason="completed", unit="cycles", baseline=1234567.0, best=461425.0)
     row.update(speedup=1234567 / 461425, correct=True)
     text = to_markdown("suite", summarize([row], "completed"))
-    assert "| 1234567 cycles | 461425 cycles | 2.68x |" in text
+    assert (
+        "| 1234567 cycles | 461425 cycles | - | - | 2.68x |" in text
+    )  # (no held-out score, no label)

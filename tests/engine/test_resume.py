@@ -68,6 +68,8 @@ def write_config(tmp: Path, server: LLMTestServer, name: str) -> tuple[Path, Pat
         },
         "evaluation": {"parallelism": EVAL_SLOTS},
         "llm": {"max_concurrency": CONCURRENCY, "max_retries": 1, "timeout_s": 20},
+        # the killed run must ask what the reference run asked, not learn from its entry
+        "playbook": {"enabled": False},
     }
     path = tmp / f"{name}.toml"
     path.write_text(tomli_w.dumps(cfg))

@@ -60,6 +60,9 @@ def run_config(
         "search": {"iterations": 2, "beam_size": 2, "plans_per_candidate": 2, "codes_per_plan": 2},
         "executor": {"kind": "ray", "address": address or cluster.address},
         "llm": {"max_concurrency": 2, "max_retries": 1, "timeout_s": 30},
+        "playbook": {
+            "enabled": False
+        },  # runs compared with each other must not learn from each other
     }
     path = tmp / f"{name}.toml"
     path.write_text(tomli_w.dumps(config))
