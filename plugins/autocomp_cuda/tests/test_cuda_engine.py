@@ -113,6 +113,8 @@ async def test_the_engine_shuts_the_warm_workers_down_when_the_run_ends(
                     "beam_size": 1,
                     "plans_per_candidate": 1,
                     "codes_per_plan": 1,
+                    # the held-out check would add an evaluation only when the candidate wins
+                    "held_out": False,
                 },
                 "backend_options": {"cache_dir": str(cuda_cache), "reps": 4, "standby_idle_s": 600},
             }

@@ -11,6 +11,7 @@ import json
 import pytest
 from trn_testkit import problem
 
+from autocomp_trn.emulator import modules
 from autocomp_trn.emulator.hardware import GENERATIONS
 from autocomp_trn.emulator.replay.loop import Replayer
 from autocomp_trn.emulator.replay.state import TraceRefused
@@ -104,9 +105,10 @@ def test_an_unrolled_fori_loop_and_a_python_loop_may_branch_on_the_index():
 def test_the_replay_refuses_a_trace_whose_fori_iterations_differ():
     """The trusted side checks the trace itself: an honest trace with one instruction of
     iteration 2 moved to another engine is refused."""
-    status, text = trace_source(
-        kernel(), "solution", [["x", [128, N * W], "float32"]], {}, "trn2", 192 * 1024, 100_000
-    )
+    with modules.installed("trn2"):  # trace_source installs the NKI modules for good
+        status, text = trace_source(
+            kernel(), "solution", [["x", [128, N * W], "float32"]], {}, "trn2", 192 * 1024, 100_000
+        )
     assert status["status"] == "ok", status
     trace = json.loads(text)
     specs = [((128, N * W), "float32")]

@@ -46,9 +46,10 @@ def v2(loop: str = FORI, jit: str = "") -> str:
 
 
 def trace_of(source: str, generation: str = "trn2") -> dict:
-    status, text = trace_source(
-        source, "solution", [["x", [128, 512], "float32"]], {}, generation, 192 * 1024, 100_000
-    )
+    with modules.installed(generation):  # trace_source installs the NKI modules for good
+        status, text = trace_source(
+            source, "solution", [["x", [128, 512], "float32"]], {}, generation, 192 * 1024, 100_000
+        )
     assert status["status"] == "ok", status
     return json.loads(text)
 

@@ -12,6 +12,7 @@ import pytest
 from trn_testkit import DOUBLE, HEADER, problem
 
 from autocomp_trn import screen
+from autocomp_trn.emulator import modules
 from autocomp_trn.emulator.replay.state import to_int
 from autocomp_trn.judge import emulate, judge
 from autocomp_trn.problems.spec import Input
@@ -127,15 +128,16 @@ def test_the_ocp_and_the_legacy_e4m3_are_not_mixed():
 
 
 def test_the_replay_refuses_an_instruction_mixing_fp8_flavours_in_a_forged_trace():
-    status, text = trace_source(
-        kernel(FP8_BODY.replace("FLAVOUR", "float8_e4m3fn")),
-        "solution",
-        [["x", [128, 512], "float32"]],
-        {},
-        "trn2",
-        192 * 1024,
-        100_000,
-    )
+    with modules.installed("trn2"):  # trace_source installs the NKI modules for good
+        status, text = trace_source(
+            kernel(FP8_BODY.replace("FLAVOUR", "float8_e4m3fn")),
+            "solution",
+            [["x", [128, 512], "float32"]],
+            {},
+            "trn2",
+            192 * 1024,
+            100_000,
+        )
     assert status["status"] == "ok", status
     trace = json.loads(text)
     allocs = [e for e in trace["events"] if e[0] == "alloc" and e[3] == "float8_e4m3fn"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 import types
 
 from . import compiler, isa, isa_v2, language
@@ -244,20 +245,26 @@ def install(generation: str = "trn1", sbuf_bytes: int = 192 * 1024) -> None:
     sys.modules.update(build())
 
 
+#: one ``installed()`` block at a time in a process: two overlapping blocks (threads) would each
+#: restore what the other installed, and leave the NKI modules behind
+_INSTALLED = threading.RLock()
+
+
 @contextlib.contextmanager
 def installed(generation: str = "trn1", sbuf_bytes: int = 192 * 1024):
     """``install()`` for the duration of a block, restoring whatever those names were before."""
-    names = list(build())
-    saved = {n: sys.modules.get(n) for n in names}
-    install(generation, sbuf_bytes)
-    try:
-        yield
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
+    with _INSTALLED:
+        names = list(build())
+        saved = {n: sys.modules.get(n) for n in names}
+        install(generation, sbuf_bytes)
+        try:
+            yield
+        finally:
+            for name, module in saved.items():
+                if module is None:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = module
 
 
 __all__ = [
