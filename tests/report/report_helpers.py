@@ -27,6 +27,9 @@ def toy_run_config(
             **search,
         },
         "llm": {"max_retries": 1, "timeout_s": 30},
+        # the fixtures' runs (a suite of them) must not learn from each other: their prompts,
+        # and so the scripted model's answers, would depend on which finished first
+        "playbook": {"enabled": False},
     }
 
 
