@@ -69,9 +69,7 @@ def lessons(entries: list[Entry], max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 4].rstrip() + " ..."
 
 
-def retrieve(
-    path: Path, backend: str, problem: Problem, k: int, max_chars: int, run: str
-) -> dict[str, Any]:
+def retrieve(path: Path, backend: str, problem: Problem, k: int, max_chars: int) -> dict[str, Any]:
     """The section for this run and which entries it came from (journaled as the run's
     ``playbook`` meta, so a resumed or replayed run shows the same)."""
     family, shapes, _ = features(problem.id, problem.metadata)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..contract.backend import EvalResult
 from ..errors import ConfigError
 from ..ledger.store import Candidate, Origin, RunStore, best_candidate
 
@@ -104,14 +105,14 @@ async def apply_schedule(search: Any, it: Any, d: int, schedule: Schedule) -> li
         draft = dataclasses.replace(
             first[0], id=f"reuse-{d}-{k}", origin=Origin.REUSE, phase="reuse"
         )
-        c, outcome = await _write_and_check(search, it, draft)
-        if c is not None and not c.correct and c.eval_key:
-            result = await search.evaluate_into(c)  # cached: the verdict the repair needs
+        c, result = await _write_and_check(search, it, draft)
+        outcome = "no program" if c is None else "applied" if c.correct else "failed"
+        if c is not None and result is not None and not c.correct:
             repair = search.drafts.repair(c, result, always=True)
             if repair is not None:
                 repair = dataclasses.replace(repair, id=f"reuse-{d}-{k}-r", origin=Origin.REUSE)
-                c, outcome = await _write_and_check(search, it, repair)
-                outcome = "repaired" if outcome == "applied" else outcome
+                c, _ = await _write_and_check(search, it, repair)
+                outcome = "repaired" if c is not None and c.correct else "failed"
         if c is not None and c.correct:
             current = c
         else:
@@ -129,9 +130,11 @@ async def apply_schedule(search: Any, it: Any, d: int, schedule: Schedule) -> li
     return done
 
 
-async def _write_and_check(search: Any, it: Any, draft: Any) -> tuple[Candidate | None, str]:
+async def _write_and_check(
+    search: Any, it: Any, draft: Any
+) -> tuple[Candidate | None, EvalResult | None]:
+    """The candidate ``draft``'s answer made, and its evaluation (None, None: no program)."""
     c = await search.write(it, draft)
     if c is None:
-        return None, "no program"
-    await search.evaluate_into(c)
-    return c, "applied" if c.correct else "failed"
+        return None, None
+    return c, await search.evaluate_into(c)

@@ -314,7 +314,6 @@ class Search:
                 self.problem,
                 book.entries,
                 book.max_chars,
-                self.store.run_dir.name,
             )
             self.store.set_meta("playbook", saved)
         return str(saved.get("text", ""))
