@@ -80,7 +80,10 @@ def make_settings():
 
     def make(server: LLMTestServer, **overrides) -> LLMSettings:
         values = dict(
-            timeout_s=2.0,
+            # generous: a loaded machine's first call (an SDK's connection setup) can take
+            # seconds, and a timeout retried breaks the tests that count attempts; the tests
+            # of timeouts set their own
+            timeout_s=30.0,
             max_retries=6,
             backoff_base_s=0.01,
             backoff_max_s=0.05,
