@@ -331,6 +331,45 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def reshape_pattern(
+    dims: list[tuple[int, int]], shape: tuple[int, ...]
+) -> list[tuple[int, int]] | None:
+    """The ``(size, stride)`` pattern that walks the elements of ``dims`` in the same order with
+    the shape ``shape`` (same element count), or None when no single pattern can: a reshape of
+    a strided view may split any dim and merge dims only where they are contiguous with each
+    other in storage (what ``flatten_dims`` requires), as NumPy's no-copy reshape does."""
+    old = [(n, s) for n, s in dims if n != 1]
+    new = [i for i, n in enumerate(shape) if n != 1]
+    strides = [0] * len(shape)
+    oi = ni = 0
+    while oi < len(old) and ni < len(new):
+        # the smallest run of old dims and new dims holding the same number of elements
+        have, want = old[oi][0], shape[new[ni]]
+        oj, nj = oi + 1, ni + 1
+        while have != want:
+            if want < have:
+                want *= shape[new[nj]]
+                nj += 1
+            else:
+                have *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None
+        stride = old[oj - 1][1]
+        for k in range(nj - 1, ni - 1, -1):
+            strides[new[k]] = stride
+            stride *= shape[new[k]]
+        oi, ni = oj, nj
+    # a size-1 dim takes the stride row-major order gives it, so later flattens still see
+    # its neighbours as contiguous
+    inner = (1, 1)  # (size, stride) of the next dim inwards
+    for i in range(len(shape) - 1, -1, -1):
+        if shape[i] == 1:
+            strides[i] = inner[0] * inner[1]
+        inner = (shape[i], strides[i])
+    return list(zip(shape, strides))
+
+
 def subscript(
     offset: int, dims: list[tuple[int, int]], key, bounds: dict | None = None
 ) -> tuple[int, list[tuple[int, int]]]:

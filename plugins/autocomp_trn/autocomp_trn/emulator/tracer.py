@@ -16,7 +16,15 @@ from typing import Any
 
 from . import MAX_EVENTS, dtypes
 from .hardware import PMAX
-from .indexing import DynSlice, IndexExpr, Mask, NkiError, row_major_strides, subscript
+from .indexing import (
+    DynSlice,
+    IndexExpr,
+    Mask,
+    NkiError,
+    reshape_pattern,
+    row_major_strides,
+    subscript,
+)
 
 HBM, SBUF, PSUM = "hbm", "sbuf", "psum"
 
@@ -220,9 +228,26 @@ class Tile:
                 f"{list(self.shape)} has {_prod(self.shape)} elements, {list(shape)} has {size}",
                 "err_reshape_element_count",
             )
-        if not self._contiguous():
-            raise NkiError("reshape needs a contiguous tile (copy it first)")
-        return Tile(self.tensor, self.offset, list(zip(shape, row_major_strides(shape))))
+        if self._contiguous():
+            return Tile(self.tensor, self.offset, list(zip(shape, row_major_strides(shape))))
+        # a strided view (a column slice, a stepped slice) reshapes as a view too: NkiTensor
+        # views share storage and copy nothing, so the result must be one access pattern
+        dims = reshape_pattern(self.dims, shape)
+        if dims is None:
+            raise NkiError(
+                f"reshape of this view to {list(shape)} is not an access pattern: it would merge "
+                f"dims of {list(self.shape)} that are not contiguous with each other in storage "
+                "(NkiTensor views copy nothing; split a dim with reshape_dim, or copy the view "
+                "into a tile first)",
+                "err_reshape_not_a_view",
+            )
+        if self.buffer != HBM and dims[0] != self.dims[0]:
+            raise NkiError(
+                "reshape of a strided view cannot change the partition dimension (dim 0) of an "
+                "on-chip tensor",
+                "err_partition_dim_view",
+            )
+        return self._view(self.offset, dims)
 
     def _contiguous(self) -> bool:
         expect = 1
