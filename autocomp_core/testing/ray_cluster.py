@@ -39,14 +39,15 @@ HEALTH = {
 READY = "Ray runtime started"
 STARTUP_TIMED_OUT = "timed out during startup"
 #: Ray replaces 127.0.0.1 (and localhost) by the machine's routable address; other loopback
-#: addresses it leaves alone. The nodes take 127.0.0.2, 127.0.0.3, ... so that every
-#: connection of the cluster stays on the loopback range.
+#: addresses it leaves alone. The nodes take 127.A.B.2, 127.A.B.3, ... so that every
+#: connection of the cluster stays on the loopback range; A.B is drawn per cluster, so two
+#: clusters at once (tests in parallel) never bind the same address and port.
 FIRST_NODE_IP = 2
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -76,8 +77,9 @@ class LocalRayCluster:
         self.root = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
         self.marker = self.root.name
         self.token = secrets.token_hex(24)
-        self.port = free_port()
-        self.client_port = free_port()
+        self.subnet = f"127.{1 + secrets.randbelow(254)}.{secrets.randbelow(256)}"
+        self.port = free_port(self.ip(0))
+        self.client_port = free_port(self.ip(0))
         self.env = {
             **os.environ,
             **(env or {}),
@@ -89,10 +91,9 @@ class LocalRayCluster:
         self.nodes: dict[str, Node] = {}
         self.added = 0  # worker nodes started so far (each takes the next loopback address)
 
-    @staticmethod
-    def ip(node: int) -> str:
+    def ip(self, node: int) -> str:
         """The loopback address of the head (0) and of the n-th worker node."""
-        return f"127.0.0.{FIRST_NODE_IP + node}"
+        return f"{self.subnet}.{FIRST_NODE_IP + node}"
 
     @property
     def address(self) -> str:
@@ -130,7 +131,7 @@ class LocalRayCluster:
                 f"--port={self.port}",
                 f"--temp-dir={self.root / 'ray'}",
                 "--include-dashboard=false",
-                f"--dashboard-port={free_port()}",
+                f"--dashboard-port={free_port(self.ip(0))}",
                 f"--ray-client-server-port={self.client_port}",
             ],
             self.ip(0),
@@ -184,10 +185,10 @@ class LocalRayCluster:
             f"--resources={json.dumps(resources)}",
             "--disable-usage-stats",
             "--include-log-monitor=false",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}",
-            f"--metrics-export-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port(ip)}",
+            f"--dashboard-agent-grpc-port={free_port(ip)}",
+            f"--runtime-env-agent-port={free_port(ip)}",
+            f"--metrics-export-port={free_port(ip)}",
             *args,
         ]
         deadline = time.monotonic() + timeout_s
