@@ -101,3 +101,52 @@ def solution(x):
     return out
 """
     assert refused(run(body), "err_partition_dim_view", "partition dimension")
+
+
+# ---------------------------------------------------------------- dma_copy(priority=...)
+
+
+def prioritized(priority: str) -> str:
+    return f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x, priority={priority})
+    nisa.tensor_scalar(t, t, nl.multiply, 2.0)
+    nisa.dma_copy(out, t)
+    return out
+"""
+
+
+def test_dma_priority_is_accepted_on_trn3_and_costs_nothing_extra():
+    with_priority, without = (
+        run(prioritized("1"), generation="trn3"),
+        run(prioritized("None"), generation="trn3"),
+    )
+    assert accepted(with_priority) and accepted(without)
+    assert with_priority["latency_us"] == without["latency_us"]  # no documented effect
+
+
+def test_dma_priority_is_refused_on_a_core_without_it():
+    assert refused(
+        run(prioritized("1")), "err_unsupported_on_generation", "priority", "NeuronCore-v4"
+    )
+    assert accepted(run(prioritized("None")))  # the default is no request at all
+
+
+def test_dma_transpose_takes_priority_on_trn3_only():
+    spec = problem(
+        [Input("x", (128, 128), "bfloat16")], [((128, 128), "bfloat16")], lambda x: (x.T,)
+    )
+    body = """
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_transpose(t, x, priority=2)
+    nisa.dma_copy(out, t)
+    return out
+"""
+    assert accepted(run(body, spec, generation="trn3"))
+    assert refused(run(body, spec), "err_unsupported_on_generation", "dma_transpose")

@@ -25,6 +25,15 @@ def _dge(mode, what: str) -> str:
     return name
 
 
+def _priority(priority, what: str) -> None:
+    """``priority=`` of a DMA transfer: a NeuronCore-v4 (Trn3) option, refused on older cores.
+    Neuron 2.30's ``dma_transpose`` reference lists it (default None); the ``dma_copy`` pages we
+    could read do not, nor do they give its values or its effect, so any value is accepted on
+    Trn3 and the cost model ignores it (no documented effect on a transfer's time)."""
+    if priority is not None:
+        nc_at_least(4, f"{what} with priority=")
+
+
 def dma_copy(
     dst,
     src,
@@ -33,11 +42,13 @@ def dma_copy(
     dge_mode=dge_mode.unknown,
     engine=unknown_engine,
     name=None,
+    priority=None,
 ):
     """DMA HBM <-> SBUF (no DMA from or to PSUM since NKI 0.3). The hardware DGE
     (dge_mode=hwdge) does not cast: src and dst dtypes must match."""
     d, s = dst_tile(dst), isa._tile(src, "src")
     as_enum(oob_mode, OobMode, "dma_copy oob_mode")
+    _priority(priority, "dma_copy")
     dge = _dge(dge_mode, "dma_copy")
     if d.shape != s.shape:  # (v1 broadcast a smaller source implicitly)
         raise NkiError(
@@ -67,12 +78,19 @@ _DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
 def dma_transpose(
-    dst, src, axes=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error, name=None
+    dst,
+    src,
+    axes=None,
+    dge_mode=dge_mode.unknown,
+    oob_mode=oob_mode.error,
+    name=None,
+    priority=None,
 ):
     """DMA transpose from HBM or SBUF into SBUF: 2-D [1, 0], 3-D [2, 1, 0], 4-D [3, 1, 2, 0].
     ``axes`` must have exactly src's rank (NKI 0.4), and dst src's rank."""
     d, s = dst_tile(dst), isa._tile(src, "src")
     as_enum(oob_mode, OobMode, "dma_transpose oob_mode")
+    _priority(priority, "dma_transpose")
     dge = _dge(dge_mode, "dma_transpose")
     if dge not in ("unknown", "hwdge"):
         raise NkiError(f"dma_transpose dge_mode must be unknown or hwdge, got {dge}")
