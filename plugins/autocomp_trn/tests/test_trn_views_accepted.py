@@ -150,3 +150,95 @@ def solution(x):
 """
     assert accepted(run(body, spec, generation="trn3"))
     assert refused(run(body, spec), "err_unsupported_on_generation", "dma_transpose")
+
+
+# ---------------------------------------------------------------- documented view and index idioms
+
+
+def doubled(load: str, store: str = "nisa.dma_copy(dst=out, src=t)") -> str:
+    """y = 2x with ``load`` filling the [128, 1024] SBUF tile t from x, and ``store`` writing out."""
+    return f"""
+@nki.jit
+def solution(x):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    {load}
+    nisa.tensor_scalar(t, t, nl.multiply, 2.0)
+    {store}
+    return out
+"""
+
+
+IDIOMS = {
+    # nl.ds(start, size) is the slice start:start+size
+    "ds": "for j in range(2):\n        nisa.dma_copy(dst=t[:, nl.ds(j * 512, 512)], src=x[:, nl.ds(j * 512, 512)])",
+    # a raw access pattern on the tensor: rows 1024 apart, 1024 contiguous columns
+    "ap": "nisa.dma_copy(dst=t.ap([[1024, 128], [1, 1024]], 0), src=x.ap([[1024, 128], [1, 1024]], 0))",
+    # the same copy in two halves through ap offsets
+    "ap offset": "for h in range(2):\n        nisa.dma_copy(dst=t.ap(pattern=[[1024, 128], [1, 512]], offset=h * 512), src=x.ap(pattern=[[1024, 128], [1, 512]], offset=h * 512))",
+    # // and % of Python loop indices pick the column block (kernels run as Python since 0.7)
+    "floordiv mod": "for j in range(4):\n        c = (j // 2) * 512 + (j % 2) * 256\n        nisa.dma_copy(dst=t[:, c:c + 256], src=x[:, c:c + 256])",
+    # slice / reshape_dim / flatten_dims on HBM, composed
+    "view chain": "nisa.dma_copy(dst=t, src=x.slice(1, 0, 1024).reshape_dim(1, (4, 256)).flatten_dims(1, 2))",
+    # permute twice is the identity view; rearrange names the same permutation
+    "permute": "nisa.dma_copy(dst=t.reshape((128, 4, 256)), src=x.reshape((128, 4, 256)).permute((0, 2, 1)).rearrange('p a b -> p b a'))",
+    # a select of a 3-D HBM view drops the dim
+    "select": "for k in range(2):\n        nisa.dma_copy(dst=t[:, k * 512:(k + 1) * 512], src=x.reshape((128, 2, 512)).select(1, k))",
+    # an Ellipsis subscript is the whole tensor
+    "ellipsis": "nisa.dma_copy(dst=t[...], src=x[...])",
+}
+
+
+def test_each_documented_idiom_is_accepted_and_right():
+    failures = {name: run(doubled(load)) for name, load in IDIOMS.items()}
+    assert {n: r.get("message") for n, r in failures.items() if not accepted(r)} == {}
+
+
+def test_a_broadcast_row_scales_every_partition():
+    spec = problem(
+        [Input("x", (128, 1024)), Input("g", (1024,))],
+        [((128, 1024), "float32")],
+        lambda x, g: (x * g[None, :],),
+    )
+    body = """
+@nki.jit
+def solution(x, g):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    gt = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=gt, src=g.reshape((1, 1024)).broadcast(0, 128))
+    nisa.tensor_tensor(t, t, gt, nl.multiply)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+    assert accepted(run(body, spec))
+
+
+def test_ap_patterns_that_leave_the_tensor_or_a_partition_are_refused():
+    past_the_end = doubled("nisa.dma_copy(dst=t, src=x.ap([[1024, 128], [1, 1024]], 1))")
+    assert refused(run(past_the_end), "err_tensor_access_out_of_bound", "reaches elements")
+    across = doubled("nisa.dma_copy(dst=t.ap([[512, 128], [1, 1024]], 0), src=x)")
+    assert refused(run(across), "err_partition_dim_view", "first pair walks partitions")
+    on_a_view = doubled("nisa.dma_copy(dst=t, src=x[:, :].ap([[1024, 128], [1, 1024]], 0))")
+    assert accepted(run(on_a_view))  # x[:, :] is the whole tensor
+    on_a_slice = doubled(
+        "nisa.dma_copy(dst=t[:, 0:512], src=x[:, 0:512].ap([[1024, 128], [1, 512]], 0))"
+    )
+    assert refused(run(on_a_slice), "err_unsupported_api", "call it on the tensor itself")
+
+
+def test_get_pattern_and_is_contiguous_describe_a_view():
+    from autocomp_trn.emulator.tracer import Tracer
+
+    tensor = Tracer().new_tensor((128, 1024), "float32", "sbuf", 0)
+    whole, cols = tensor.full(), tensor.full()[:, 256:512]
+    assert whole.get_pattern() == [[1024, 128], [1, 1024]] and whole.is_contiguous()
+    assert cols.get_pattern() == [[1024, 128], [1, 256]] and not cols.is_contiguous()
+
+
+def test_idioms_the_emulator_does_not_model_are_refused_by_name():
+    reverse = run(doubled("nisa.dma_copy(dst=t, src=x[:, 1023::-1])"))
+    assert refused(reverse, "err_unsupported_api", "negative", "not emulated")
+    one_d = run(doubled("v = nl.ndarray((128,), dtype=nl.float32, buffer=nl.sbuf)"))
+    assert refused(one_d, "err_insufficient_rank", "at least 2-D")

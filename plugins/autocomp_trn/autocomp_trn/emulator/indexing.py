@@ -411,6 +411,12 @@ def subscript(
                 )
             offset += k * s
             continue
+        if k.step is not None and k.step < 0:
+            raise NkiError(
+                f"slice step {k.step}: negative (reversing) steps are not emulated; NKI's "
+                "documented views (slice, nl.ds, reshape_dim) step forward",
+                "err_unsupported_api",
+            )
         start, stop, step = k.start or 0, n if k.stop is None else k.stop, k.step or 1
         if step <= 0 or start < 0 or stop > n or start > stop:
             raise NkiError(

@@ -184,16 +184,41 @@ class Tile:
     def buffer(self) -> str:
         return self.tensor.buffer
 
-    def ap(self, *pattern) -> list:
-        """The access as the trace records it. (NKI's ``NkiTensor.ap(pattern)``, a raw access
-        pattern override, is not emulated: called with a pattern it is refused.)"""
-        if pattern:
+    def ap(
+        self,
+        pattern=None,
+        offset: int = 0,
+        scalar_offset=None,
+        vector_offset=None,
+        indirect_dim=None,
+        dtype=None,
+    ):
+        """With no pattern: the access as the trace records it. With one: NKI's
+        ``NkiTensor.ap(pattern, offset)``, a raw access pattern over the tensor's row-major
+        elements (``[[stride, count], ...]``, ``offset`` in elements), which overrides the view."""
+        if pattern is None:
+            return [self.tensor.tid, self.offset, [[n, s] for n, s in self.dims]]
+        if any(x is not None for x in (scalar_offset, vector_offset, indirect_dim, dtype)):
             raise NkiError(
-                "NkiTensor.ap (raw access patterns) is not emulated: use the view methods "
-                "(slice, select, permute, reshape_dim, ...)",
+                "NkiTensor.ap with scalar_offset, vector_offset, indirect_dim or dtype (dynamic "
+                "or reinterpreting access) is not emulated",
                 "err_unsupported_api",
             )
-        return [self.tensor.tid, self.offset, [[n, s] for n, s in self.dims]]
+        if not self.is_whole():
+            raise NkiError(
+                "NkiTensor.ap overrides the whole access pattern: call it on the tensor itself, "
+                "not on a view of it (composing it with a view is not emulated)",
+                "err_unsupported_api",
+            )
+        return self._view(offset, raw_pattern(self.tensor, pattern, offset))
+
+    def get_pattern(self) -> list[list[int]]:
+        """The view's access pattern as ``[[stride, count], ...]``."""
+        return [[s, n] for n, s in self.dims]
+
+    def is_contiguous(self) -> bool:
+        """Whether the view walks one contiguous run of the tensor's storage in order."""
+        return self._contiguous()
 
     def is_whole(self) -> bool:
         t = self.tensor
@@ -491,6 +516,47 @@ class Tile:
         _inplace("divide"),
     )
     del _bin, _inplace
+
+
+def raw_pattern(tensor: Tensor, pattern, offset) -> list[tuple[int, int]]:
+    """The dims of ``tensor.ap(pattern, offset)``, checked: integer ``[stride, count]`` pairs
+    that stay inside the tensor; on chip the first pair walks whole partitions (its stride is
+    one partition's row) and the rest stay inside a partition."""
+    try:
+        pairs = [(int(n), int(s)) for s, n in pattern]
+    except (TypeError, ValueError):
+        raise NkiError(
+            f"NkiTensor.ap pattern must be a list of [stride, count] pairs, got {pattern!r}"
+        ) from None
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise NkiError(f"NkiTensor.ap offset must be an integer, got {offset!r}")
+    if not pairs or any(n <= 0 for n, _ in pairs):
+        raise NkiError(f"NkiTensor.ap pattern {pattern!r} needs at least one pair, counts >= 1")
+    size = _prod(tensor.shape)
+    lo = offset + sum(min(0, (n - 1) * s) for n, s in pairs)
+    hi = offset + sum(max(0, (n - 1) * s) for n, s in pairs)
+    if lo < 0 or hi >= size:
+        raise NkiError(
+            f"NkiTensor.ap pattern {pattern!r} at offset {offset} reaches elements {lo}..{hi} "
+            f"of a tensor of {size}",
+            "err_tensor_access_out_of_bound",
+        )
+    if tensor.buffer != HBM:
+        row = size // tensor.shape[0]
+        inner = offset % row + sum(max(0, (n - 1) * s) for n, s in pairs[1:])
+        if pairs[0][1] != row:
+            raise NkiError(
+                f"NkiTensor.ap on an on-chip tensor: the first pair walks partitions (stride "
+                f"{row}, one partition's row), got {pattern!r}",
+                "err_partition_dim_view",
+            )
+        if any(s < 0 for _, s in pairs[1:]) or inner >= row:
+            raise NkiError(
+                f"NkiTensor.ap pattern {pattern!r} at offset {offset} runs past the end of a "
+                f"partition's {row} elements",
+                "err_tensor_access_out_of_bound",
+            )
+    return pairs
 
 
 def _prod(shape) -> int:
