@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -94,6 +94,8 @@ class CompilePolicy:
     nki_allocation: bool = False  # allocation=Allocation.LINEAR
     prefetch: bool = False  # prefetch_auto (also on at opt_level O2)
     split_reused: bool = False  # split_reused_buffers
+    alloc_fallback: bool = True  # nki_alloc_fallback: NKI allocation out of memory -> neuronx-cc's
+    fallback: str = ""  # why NKI allocation failed, where the kernel is priced as neuronx-cc's
     unmodelled: tuple[str, ...] = ()
     options: tuple[tuple[str, str], ...] = ()  # every option set, as (name, value) for the report
 
@@ -106,14 +108,19 @@ class CompilePolicy:
         prefetch = linear and values.get("prefetch_auto", o2)
         split = linear and values.get("split_reused_buffers", False)
         # opt_level: only O2's prefetch_auto is modelled, so it is listed as not modelled
-        modelled = {"allocation", "prefetch_auto", "split_reused_buffers"}
+        modelled = {"allocation", "prefetch_auto", "split_reused_buffers", "nki_alloc_fallback"}
         return cls(
             nki_allocation=linear,
             prefetch=bool(prefetch),
             split_reused=bool(split),
+            alloc_fallback=bool(values.get("nki_alloc_fallback", True)),
             unmodelled=tuple(sorted(k for k in values if k not in modelled)),
             options=tuple(sorted((k, str(v).lower()) for k, v in values.items())),
         )
+
+    def fallen_back(self, why: str) -> CompilePolicy:
+        """NKI allocation failed (``why``): the kernel compiles with neuronx-cc's allocation."""
+        return replace(self, nki_allocation=False, prefetch=False, split_reused=False, fallback=why)
 
 
 class Regions:
@@ -163,6 +170,7 @@ class CostReport:
     fused_ns: dict[str, float] = field(default_factory=dict)  # per merge: engine time not charged
     compile_config: tuple[tuple[str, str], ...] = ()  # the kernel's CompileConfig, as set
     compile_unmodelled: tuple[str, ...] = ()  # of those, the options the model leaves out
+    allocation_fallback: str = ""  # why NKI allocation failed, where neuronx-cc's was priced
 
     @property
     def latency_us(self) -> float:
@@ -221,6 +229,10 @@ class CostReport:
         )
         if self.compile_config:
             lines.append("CompileConfig: " + ", ".join(f"{k}={v}" for k, v in self.compile_config))
+        if self.allocation_fallback:
+            lines.append(
+                f"{self.allocation_fallback}: priced as neuronx-cc allocates (nki_alloc_fallback)"
+            )
         return "\n".join(lines)
 
 
@@ -252,6 +264,7 @@ class Scheduler:
         self.policy = policy
         self.report.compile_config = policy.options
         self.report.compile_unmodelled = policy.unmodelled
+        self.report.allocation_fallback = policy.fallback
 
     def place_load(self, tid: int, key: tuple, regions: Regions) -> None:
         """Under NKI allocation, a load's destination tile, first written here, takes the

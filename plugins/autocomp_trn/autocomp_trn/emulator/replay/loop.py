@@ -14,6 +14,7 @@ from ..hardware import Generation
 from ..vectorize import vectorized_loops
 from .fori import ForiBodies
 from .fusions import compiler_fusions
+from .memory import OutOfMemory, floor_writes
 from .ops import OPS
 from .rules import injective, loop_checks
 from .state import (
@@ -61,12 +62,39 @@ class Replayer:
         self.tensors: dict[int, TensorState] = {}
         self.frames: list[Frame] = []
         self.next_fid = 0
-        self.live_bytes = {"sbuf": 0, "psum": 0, "hbm": 0}
+        self.hbm_live = 0  # bytes of HBM tensors held at once (on-chip: ``core.memory``)
         self.core = Core(gen, seeds, self.numeric)
         self.fori = ForiBodies()
         self.slots: dict[tuple, Regions] = {}  # a fori_loop body's tiles: one address each
 
     def run(self) -> ReplayResult:
+        """Replay under the kernel's CompileConfig; where NKI's own allocation runs out of
+        memory, as neuronx-cc allocates (``nki_alloc_fallback``, on by default) or refused."""
+        policy = self.core.sched.policy
+        self.core.memory.nki_allocation = policy.nki_allocation
+        try:
+            return self._run()
+        except OutOfMemory as exc:
+            if not policy.alloc_fallback:
+                fail(
+                    f"{exc.message} (nki_alloc_fallback=False: no fallback to neuronx-cc's "
+                    "allocation)",
+                    "err_out_of_memory",
+                    self.core.line,
+                )
+            again = Replayer(
+                self.trace,
+                self.gen,
+                self.input_specs,
+                self.inputs,
+                self.output_specs,
+                self.seeds,
+                self.max_events,
+            )
+            again.core.sched.set_policy(policy.fallen_back(exc.message))
+            return again.run()
+
+    def _run(self) -> ReplayResult:
         core = self.core
         try:
             events, in_ids, out_ids = self._header()
@@ -118,7 +146,10 @@ class Replayer:
         if t is None or t.is_input or tid in out_ids:
             return
         t.data = None
-        self.live_bytes[t.buffer] -= _pbytes(t) if t.buffer != "hbm" else t.size * t.itemsize
+        if t.buffer == "hbm":
+            self.hbm_live -= t.size * t.itemsize
+        else:
+            self.core.memory.release(tid, t.regions)
 
     # ================================================================== events
     def _event(self, e) -> None:
@@ -210,10 +241,11 @@ class Replayer:
         if buffer == "hbm":
             self._place_in_hbm(t)
         else:
-            self._place_on_chip(t)
+            wait = self._place_on_chip(t)
             slot = self.fori.alloc(e, self.frames)
             if slot is not None:  # the body exists once on device: every instance, one buffer
                 t.regions = self.slots.setdefault(slot, t.regions)
+            floor_writes(t.regions, wait)
         if len(self.tensors) < len(self.input_specs):  # the first allocations are the kernel inputs
             spec_shape, spec_dtype = self.input_specs[len(self.tensors)]
             if buffer != "hbm" or shape != tuple(spec_shape) or dtype != spec_dtype:
@@ -240,17 +272,18 @@ class Replayer:
             )
         c = shape[-1]
         t.regions = Regions(t.size // c, c)
-        self.live_bytes["hbm"] += t.size * t.itemsize
-        if self.live_bytes["hbm"] > self.gen.hbm_bytes:
+        self.hbm_live += t.size * t.itemsize
+        if self.hbm_live > self.gen.hbm_bytes:
             fail(
-                f"HBM tensors of {self.live_bytes['hbm'] / 2**30:.1f} GiB at once (this one "
+                f"HBM tensors of {self.hbm_live / 2**30:.1f} GiB at once (this one "
                 f"{list(shape)} {t.dtype}) exceed the {self.gen.hbm_bytes >> 30} GiB of HBM on "
                 f"{self.gen.name}",
                 "err_hbm_capacity",
                 line,
             )
 
-    def _place_on_chip(self, t: TensorState) -> None:
+    def _place_on_chip(self, t: TensorState) -> float:
+        """Check the tile and take its memory: returns when its first write may start."""
         line, shape, buffer = self.core.line, t.shape, t.buffer
         if not 0 <= t.par_axis < len(shape):
             raise ValueError("bad partition axis")
@@ -284,10 +317,8 @@ class Replayer:
             )
         blocks = t.size // (parts * t.free)
         t.regions = Regions(blocks * parts, t.free)
-        self.live_bytes[buffer] += _pbytes(t)
-        rep = self.core.sched.report
-        rep.peak_sbuf_bytes = max(rep.peak_sbuf_bytes, self.live_bytes["sbuf"])
-        rep.peak_psum_bytes = max(rep.peak_psum_bytes, self.live_bytes["psum"])
+        label = f"{t.label} (line {line})" if line else t.label
+        return self.core.memory.place(t.tid, buffer, _pbytes(t), label)
 
     # ================================================================== access patterns
     def _ap(self, raw, write: bool = False) -> AP:
@@ -333,7 +364,8 @@ class Replayer:
     def _spills(self) -> None:
         """More live SBUF (or PSUM) than the core has: the compiler spills the excess to HBM and reloads
         it (evicts PSUM banks), which the schedule pays as DMA traffic of twice the excess."""
-        rep = self.core.sched.report
+        rep, peak = self.core.sched.report, self.core.memory.peak
+        rep.peak_sbuf_bytes, rep.peak_psum_bytes = peak["sbuf"], peak["psum"]
         over = max(0, rep.peak_sbuf_bytes - self.gen.sbuf_bytes_per_partition) + max(
             0, rep.peak_psum_bytes - self.gen.psum_bytes_per_partition
         )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from .. import hardware as hw
 from .state import AP, Core, free
 
@@ -182,6 +184,11 @@ def dma(core: Core, d: AP, s: AP, kind: str) -> None:
         tile = d.t  # its declaration: line, shape, dtype and depth of loops
         key = (tile.line, tile.shape, tile.dtype, len(tile.path))
         core.sched.place_load(tile.tid, key, tile.regions)
+    if load and core.sched.policy.split_reused and d.t.writes:
+        # a reload alternates with a second buffer, which must fit (memory.Memory)
+        wait = core.memory.second_buffer(d.t.tid)
+        if wait and d.t.regions.r_prev is not None:
+            np.maximum(d.t.regions.r_prev, wait, out=d.t.regions.r_prev)
     core.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [box(s)], [box(d)], kind, load)
     core.cost_s += time.perf_counter() - t
 

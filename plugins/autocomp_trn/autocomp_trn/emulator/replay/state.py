@@ -15,6 +15,7 @@ from ..hardware import Generation
 from ..indexing import NkiError
 from ..vectorize import Lane
 from .fusions import Fusions
+from .memory import Memory
 
 INT_SENTINEL = 4  # what the official simulator puts in fresh integer allocations
 
@@ -89,6 +90,7 @@ class Core:
         self.line = 0
         self.index = 0  # of the event being replayed
         self.sched = Scheduler(gen)
+        self.memory = Memory(gen)  # on-chip bytes in use, and when freed ones are free
         self.cost_s = 0.0
         self.fusions = Fusions()
         self.fused_end: dict[int, float] = {}  # fused activation event -> when it ends
