@@ -19,7 +19,7 @@ CANDIDATE = str(Path("candidate.py").resolve())
 
 
 def reference(problem, xs):
-    if problem == "sum_squares":
+    if problem == "sum_squares" or shape_sibling(problem):
         return sum(x * x for x in xs)
     if problem == "prefix_max":
         out, best = [], None
@@ -46,6 +46,12 @@ WORKLOAD_SIZES = {
 }
 
 
+def shape_sibling(problem):
+    """The list length of a ``sum_squares-<N>`` sibling (its workload's lists), else None."""
+    family, _, size = problem.partition("-")
+    return int(size) if family == "sum_squares" and size.isdigit() else None
+
+
 def random_lists(seed, sizes):
     rng = random.Random(seed)
     return [[rng.randint(-50, 50) for _ in range(n)] for n in sizes]
@@ -57,7 +63,8 @@ def check_inputs(seed):
 
 
 def workload(problem):
-    return random_lists(4242, WORKLOAD_SIZES[problem])
+    size = shape_sibling(problem)
+    return random_lists(4242, (size,) * 3 if size else WORKLOAD_SIZES[problem])
 
 
 def short(value, limit=200):

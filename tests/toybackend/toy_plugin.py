@@ -5,11 +5,17 @@ Programs are Python functions ``solution(xs)``. Each candidate runs in the sandb
 calls it executes on a fixed workload: a deterministic metric (unit ``lines``) that real
 optimizations lower. Load it with ``AUTOCOMP_PLUGINS=toy_plugin`` and this folder on the
 Python path (``tests/conftest.py`` does both).
+
+Besides the problems it lists, ``load_problem`` takes shape siblings of ``sum_squares``:
+``sum_squares-<N>`` (1 <= N <= 4096) is the same operator measured on lists of length N,
+with ``metadata`` family ``sum_squares`` and shapes ``[N]`` (the playbook's features). They
+are not listed, so ``--all`` and the listing stay the four problems.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -47,6 +53,10 @@ PROBLEMS = {
 }
 #: the file listing a toy source's measured programs (``fidelity_programs``)
 MEASURED_INDEX = "toy-measured.json"
+#: a shape sibling's id: ``sum_squares`` at list length N (``toy_harness.shape_sibling``)
+SIBLING = re.compile(r"sum_squares-([1-9][0-9]{0,3})")
+#: the longest list a sibling's workload may use (the harness traces every line it runs)
+SIBLING_MAX = 4096
 #: Solution calls in the harness's fixed workload (``toy_harness.WORKLOAD_SIZES``).
 WORKLOAD_RUNS = 3
 
@@ -104,6 +114,22 @@ class ToyBackend(Backend):
             )
         return found
 
+    def load_problem(self, ref: str) -> Problem:
+        """A listed problem, or a shape sibling ``sum_squares-<N>``."""
+        size = _sibling_size(ref)
+        if size is None:
+            return super().load_problem(ref)
+        path = HERE / "problems" / "sum_squares.py"
+        return Problem(
+            id=ref,
+            description=PROBLEMS["sum_squares"][0],
+            baseline_code=path.read_text(),
+            baseline_path=path,
+            context=f"`solution(xs)` gets a list of ints in [-50, 50] and returns an int; the "
+            f"score is measured on lists of length {size}.",
+            metadata={"family": "sum_squares", "shapes": [size]},
+        )
+
     def knowledge(self, problem: Problem) -> KnowledgePack:
         return KnowledgePack.from_dir(HERE / "knowledge")
 
@@ -155,7 +181,7 @@ class ToyBackend(Backend):
         ]
 
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
-        if problem.id not in PROBLEMS:
+        if problem.id not in PROBLEMS and _sibling_size(problem.id) is None:
             raise KeyError(f"unknown toy problem {problem.id!r}")
         hw = self.hardware
         if self.options.delay_s > 0:
@@ -224,6 +250,11 @@ class ToyBackend(Backend):
             extra={"line_events": float(report["lines"]), "call_events": float(report["calls"])},
             **base,
         )
+
+
+def _sibling_size(ref: str) -> int | None:
+    match = SIBLING.fullmatch(ref)
+    return int(match.group(1)) if match and int(match.group(1)) <= SIBLING_MAX else None
 
 
 def _find_report(stdout: str, nonce: str) -> dict | None:
