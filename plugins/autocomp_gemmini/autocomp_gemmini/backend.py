@@ -17,7 +17,7 @@ from autocomp_core import (
     evaluation_seeds,
 )
 
-from . import catalog, evaluate, feedback, toolchain
+from . import catalog, evaluate, family, feedback, toolchain
 from .config import GemminiConfig, GemminiOptions
 
 if TYPE_CHECKING:
@@ -62,16 +62,28 @@ class GemminiBackend(Backend[GemminiConfig, GemminiOptions]):
 
     def hardware_for(self, problem: Problem) -> GemminiConfig:
         """The config a problem runs on: the run's, with the fields the problem requires (ADMM: fp32,
-        DIM 4). ValueError for a combination without gold results (fp32 GEMM or convolution)."""
+        DIM 4). ValueError for a combination without gold results (fp32 GEMM or convolution) or a
+        GEMM whose sizes DIM does not divide."""
         spec = self._spec(problem)
         if spec.family in INT8_ONLY and self.hardware.dtype != "int8":
             raise ValueError(
                 f"{problem.id} is an int8 problem: hardware.dtype = {self.hardware.dtype!r} is "
                 f"supported only by {', '.join(i for i, s in catalog.specs().items() if s.requires)}"
             )
-        if not spec.requires:
-            return self.hardware
-        return GemminiConfig(**{**self.hardware.model_dump(), **spec.requires})
+        hw = (
+            GemminiConfig(**{**self.hardware.model_dump(), **spec.requires})
+            if spec.requires
+            else self.hardware
+        )
+        if spec.family == "gemm":
+            # the baseline (and every tiling the prompt allows) covers whole DIM x DIM tiles only
+            for macro in ("GEMM_M", "GEMM_N", "GEMM_K"):
+                if spec.params[macro.lower()] % hw.pe_dim:
+                    raise ValueError(
+                        f"{problem.id}: {macro}={spec.params[macro.lower()]} is not a multiple of "
+                        f"hardware.pe_dim = {hw.pe_dim}"
+                    )
+        return hw
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         family = problem.metadata.get("family", "gemm")
@@ -128,6 +140,12 @@ class GemminiBackend(Backend[GemminiConfig, GemminiOptions]):
             **result.verification,
         }
         return result
+
+    def held_out_problem(self, problem: Problem) -> Problem | None:
+        """The problem at its family's held-out shape (family.py states the rule), or None
+        (ADMM: the same shapes, other seeds)."""
+        spec = family.held_out_spec(self._spec(problem))
+        return None if spec is None else catalog.to_problem(spec)
 
     def metric_lower_bound(self, problem: Problem) -> float | None:
         return feedback.lower_bound(self._spec(problem), self.hardware_for(problem))

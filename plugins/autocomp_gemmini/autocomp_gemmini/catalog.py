@@ -18,6 +18,7 @@ import numpy as np
 
 from autocomp_core import Problem
 
+from . import family as families
 from .admm import admm_gold
 from .inputs import fill_acc, fill_elem
 from .toolchain import PACKAGE_DIR
@@ -60,6 +61,21 @@ class Spec:
                 f"out_ch={p['conv_out_ch']}, kernel={p['conv_kdim']}, stride={p['conv_stride']}"
             )
         return f"nx={p['admm_nx']}, nu={p['admm_nu']}, horizon={p['admm_horizon']}"
+
+    def shapes(self) -> list[int]:
+        """The sizes that tell a problem from its siblings (the playbook and reuse compare them)."""
+        p = self.params
+        if self.family == "gemm":
+            return [p["gemm_m"], p["gemm_n"], p["gemm_k"]]
+        if self.family == "conv":
+            return [
+                p["conv_batch"], p["conv_in_dim"], p["conv_in_ch"], p["conv_out_ch"],
+                p["conv_kdim"], p["conv_stride"],
+            ]  # fmt: skip
+        return [p["admm_nx"], p["admm_nu"], p["admm_horizon"]]
+
+    def dtypes(self) -> list[str]:
+        return [str(self.requires.get("dtype", "int8"))]
 
     @property
     def macs(self) -> int:
@@ -145,7 +161,8 @@ def context(spec: Spec) -> str:
             "\nNHWC input, weights [kh][kw][in_ch][out_ch], bias per output channel; output = "
             "act(round(CONV_SCALE * (conv + bias))) saturated to int8."
         )
-    return head
+    rule = families.rule(spec)
+    return head + ("\n" + rule if rule else "")
 
 
 def spec_of(problem: Problem) -> Spec | None:
@@ -173,6 +190,8 @@ def to_problem(spec: Spec) -> Problem:
         context=context(spec),
         metadata={
             "family": spec.family,
+            "shapes": spec.shapes(),
+            "dtypes": spec.dtypes(),
             "params": spec.params,
             "requires": spec.requires,
             "macs": spec.macs,
