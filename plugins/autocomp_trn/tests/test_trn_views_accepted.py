@@ -242,3 +242,14 @@ def test_idioms_the_emulator_does_not_model_are_refused_by_name():
     assert refused(reverse, "err_unsupported_api", "negative", "not emulated")
     one_d = run(doubled("v = nl.ndarray((128,), dtype=nl.float32, buffer=nl.sbuf)"))
     assert refused(one_d, "err_insufficient_rank", "at least 2-D")
+
+
+def test_negative_indices_and_slice_bounds_count_from_the_end():
+    # "standard Python slicing syntax" (the NKI indexing guide): x[:, -512:] is the last 512 columns
+    halves = "nisa.dma_copy(dst=t[:, 0:512], src=x[:, -1024:-512])\n    nisa.dma_copy(dst=t[:, -512:], src=x[:, -512:])"
+    assert accepted(run(doubled(halves)))
+    last = "nisa.dma_copy(dst=t, src=x.reshape((1, 128, 1024))[-1])"
+    assert accepted(run(doubled(last)))
+    # a bound past the axis is still an error (Python would clamp it; an access pattern cannot)
+    past = "nisa.dma_copy(dst=t, src=x.reshape((1, 128, 1024))[-2])"
+    assert refused(run(doubled(past)), "err_tensor_access_out_of_bound", "index -2")

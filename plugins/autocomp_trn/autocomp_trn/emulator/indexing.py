@@ -404,12 +404,12 @@ def subscript(
                     "err_unsupported_index_expression",
                 )
         if isinstance(k, int):
-            if not 0 <= k < n:
+            if not -n <= k < n:  # standard Python indexing: -1 is the last
                 raise NkiError(
                     f"index {k} is out of bounds for an axis of size {n}",
                     "err_tensor_access_out_of_bound",
                 )
-            offset += k * s
+            offset += (k % n) * s
             continue
         if k.step is not None and k.step < 0:
             raise NkiError(
@@ -418,6 +418,9 @@ def subscript(
                 "err_unsupported_api",
             )
         start, stop, step = k.start or 0, n if k.stop is None else k.stop, k.step or 1
+        # standard Python slicing counts negative bounds from the end (never clamps: a bound
+        # past the axis stays an error)
+        start, stop = (start + n if start < 0 else start), (stop + n if stop < 0 else stop)
         if step <= 0 or start < 0 or stop > n or start > stop:
             raise NkiError(
                 f"slice {start}:{stop}:{step} is out of bounds for an axis of size {n}",
@@ -455,12 +458,12 @@ def _advanced(
     strides = [0] * len(shape)
     for (n, s), k in zip(dims, key):
         if isinstance(k, int):
-            if not 0 <= k < n:
+            if not -n <= k < n:  # standard Python indexing: -1 is the last
                 raise NkiError(
                     f"index {k} is out of bounds for an axis of size {n}",
                     "err_tensor_access_out_of_bound",
                 )
-            offset += k * s
+            offset += (k % n) * s
             continue
         lo, hi = k.bounds()
         kcoeffs = _pad(k.shape, k.coeffs, len(shape))
