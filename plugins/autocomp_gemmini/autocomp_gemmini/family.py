@@ -96,7 +96,7 @@ def rule(spec: Spec) -> str:
             "Write every size with the macros (CONV_*, DIM), never as numbers: your program must "
             "be right at every image size of this convolution family, and it is also run at "
             "another one. Batch, channels, kernel, stride and padding stay as stated; "
-            "CONV_IN_DIM can be any size, with CONV_OUT_DIM = (CONV_IN_DIM + 2*CONV_PAD - "
+            "CONV_IN_DIM can be any size of at least CONV_KDIM, with CONV_OUT_DIM = (CONV_IN_DIM + 2*CONV_PAD - "
             "CONV_KDIM) / CONV_STRIDE + 1, so handle a partial last block of output columns."
         )
     return ""
