@@ -157,6 +157,8 @@ async def one(
                 "held_out": held_out,
             },
             "llm": {"max_retries": 1, "timeout_s": 30},
+            # off: its runs would plan with what earlier ones (and the user's) wrote back
+            "playbook": {"enabled": False},
         }
         summary = await optimize_async(config, progress=False)
     store = RunStore(run_dir)
