@@ -242,6 +242,10 @@ def test_idioms_the_emulator_does_not_model_are_refused_by_name():
     assert refused(reverse, "err_unsupported_api", "negative", "not emulated")
     one_d = run(doubled("v = nl.ndarray((128,), dtype=nl.float32, buffer=nl.sbuf)"))
     assert refused(one_d, "err_insufficient_rank", "at least 2-D")
+    bitcast = run(doubled("nisa.dma_copy(dst=t.view(nl.int32), src=x)"))
+    assert refused(bitcast, "err_unsupported_api", "NkiTensor.view", "not emulated")
+    typo = run(doubled("nisa.dma_copy(dst=t.reshap((128, 1024)), src=x)"))
+    assert refused(typo, "err_python_exception", "'NkiTensor' object has no attribute 'reshap'")
 
 
 def test_negative_indices_and_slice_bounds_count_from_the_end():

@@ -150,6 +150,19 @@ class Tensor:
         return Tile(self, 0, list(zip(self.shape, self.strides)))
 
 
+#: NkiTensor methods the NKI documentation lists that this emulator does not model
+NOT_EMULATED = {
+    "view": "a reinterpretation of the tensor's bytes as another dtype",
+    "indirect": "a gather/scatter view for compute instructions (NeuronCore-v4)",
+    "vector_select": "a per-partition selection view",
+}
+
+
+class NotEmulated(NkiError, AttributeError):
+    """A documented method the emulator lacks: a one-line refusal to the kernel, and still
+    absent to ``hasattr``."""
+
+
 class Tile:
     """What a kernel holds: a view (access pattern) of a tensor. Opaque: no data inside."""
 
@@ -426,6 +439,13 @@ class Tile:
         return self.permute(*(src.index(name) for name in dst))
 
     # ------------------------------------------------------------------ refusals
+    def __getattr__(self, name: str):
+        if name in NOT_EMULATED:
+            raise NotEmulated(
+                f"NkiTensor.{name} ({NOT_EMULATED[name]}) is not emulated", "err_unsupported_api"
+            )
+        raise AttributeError(f"'NkiTensor' object has no attribute {name!r}")
+
     def __bool__(self):
         raise NkiError(
             "the truth value of a tile is ambiguous: control flow cannot depend on tensor values",
