@@ -194,6 +194,14 @@ def test_each_documented_idiom_is_accepted_and_right():
     assert {n: r.get("message") for n, r in failures.items() if not accepted(r)} == {}
 
 
+def test_the_static_screen_passes_these_kernels_too():
+    from autocomp_trn import screen
+
+    sources = [CURRENT + doubled(load) for load in IDIOMS.values()]
+    sources += [CURRENT + RESHAPE_OF_COLUMN_SLICES, CURRENT + prioritized("1")]
+    assert [f for src in sources for f in screen.check(src)] == []
+
+
 def test_a_broadcast_row_scales_every_partition():
     spec = problem(
         [Input("x", (128, 1024)), Input("g", (1024,))],
@@ -257,3 +265,17 @@ def test_negative_indices_and_slice_bounds_count_from_the_end():
     # a bound past the axis is still an error (Python would clamp it; an access pattern cannot)
     past = "nisa.dma_copy(dst=t, src=x.reshape((1, 128, 1024))[-2])"
     assert refused(run(doubled(past)), "err_tensor_access_out_of_bound", "index -2")
+
+
+def test_reshape_pattern_splits_freely_and_merges_only_contiguous_dims():
+    from autocomp_trn.emulator.indexing import reshape_pattern
+
+    cols = [(128, 1024), (256, 1)]  # x[:, c0:c0 + 256] of a [128, 1024] tensor
+    assert reshape_pattern(cols, (128, 8, 32)) == [(128, 1024), (8, 32), (32, 1)]
+    assert reshape_pattern(cols, (128, 1, 256)) == [(128, 1024), (1, 256), (256, 1)]
+    assert reshape_pattern(cols, (64, 512)) is None  # rows are 1024 apart, not 256
+    blocks = [(8, 2048), (2, 1024), (256, 1)]  # dims 0 and 1 are contiguous with each other
+    assert reshape_pattern(blocks, (16, 256)) == [(16, 1024), (256, 1)]
+    assert reshape_pattern(blocks, (8, 512)) is None
+    row = [(128, 0), (1024, 1)]  # a broadcast row
+    assert reshape_pattern(row, (128, 2, 512)) == [(128, 0), (2, 512), (512, 1)]
