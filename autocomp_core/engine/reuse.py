@@ -65,9 +65,9 @@ def donor_schedule(run_dir: str | Path) -> Schedule:
     chain.reverse()
     steps: list[Step] = []
     for parent, child in itertools.pairwise(chain):
-        plan = child.plan if child.origin in PLANNED else None
-        if child.origin == Origin.REPAIR and steps:  # the repair of the step before: same plan
-            continue
+        # a repair's parent is the failed attempt's: it is the step, with that attempt's plan
+        made = by_id.get(child.id.removesuffix("-r")) if child.origin == Origin.REPAIR else child
+        plan = child.plan if made is not None and made.origin in PLANNED else None
         if plan and parent.score > 0 and child.score > 0:
             steps.append(Step(plan, parent.score / child.score))
     return Schedule(str(run_dir), config.get("backend", "?"), config.get("problem", "?"), steps)

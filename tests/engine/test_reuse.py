@@ -77,3 +77,27 @@ async def test_a_donor_of_another_backend_or_without_a_schedule_is_refused(donor
         with pytest.raises(ConfigError, match=r"search\.reuse: no run found in"):
             await optimize_async(cfg)
         assert server.request_count == 0
+
+
+@pytest.mark.asyncio
+async def test_a_repaired_step_of_the_donor_is_in_its_schedule(tmp_path):
+    """The best program came from a repair (``search.repair_failed``): its plan is a step."""
+    tight = "def solution(xs):\n    total = 0\n    for x in xs:\n        total += x * x\n"
+
+    def answer(request) -> str:
+        if request.prompt.rstrip().endswith("Plan:"):
+            return "Iterate the list directly and square by one multiplication."
+        if "## Failing program" in request.prompt:
+            return f"```python\n{tight}    return total\n```"
+        return f"```python\n{tight}    return total +\n```"  # a syntax error
+
+    async with LLMTestServer(answer) as server:
+        cfg = toy_config(server, tmp_path / "donor", iterations=1, repair_failed=True)
+        cfg["search"].update(plans_per_candidate=1, codes_per_plan=1)
+        summary = await optimize_async(cfg)
+    store = RunStore(tmp_path / "donor" / "run")
+    best = store.candidate(summary.data["best_candidate"])
+    store.close()
+    assert best is not None and best.origin == Origin.REPAIR
+    (step,) = donor_schedule(tmp_path / "donor" / "run").steps
+    assert step.plan == best.plan and step.gain > 1
