@@ -250,6 +250,13 @@ def test_idioms_the_emulator_does_not_model_are_refused_by_name():
     assert refused(reverse, "err_unsupported_api", "negative", "not emulated")
     one_d = run(doubled("v = nl.ndarray((128,), dtype=nl.float32, buffer=nl.sbuf)"))
     assert refused(one_d, "err_insufficient_rank", "at least 2-D")
+    gather = run(
+        doubled(
+            "idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)\n"
+            "    nisa.dma_copy(dst=t, src=x[idx, :])"
+        )
+    )
+    assert refused(gather, "err_unsupported_api", "tile of indices", "indirect DMA")
     bitcast = run(doubled("nisa.dma_copy(dst=t.view(nl.int32), src=x)"))
     assert refused(bitcast, "err_unsupported_api", "NkiTensor.view", "not emulated")
     typo = run(doubled("nisa.dma_copy(dst=t.reshap((128, 1024)), src=x)"))

@@ -244,6 +244,12 @@ class Tile:
                 "index a tile that reaches past its tensor only once, directly in the instruction",
                 "err_tensor_access_out_of_bound",
             )
+        if any(isinstance(k, Tile) for k in (key if isinstance(key, tuple) else (key,))):
+            raise NkiError(
+                "indexing with a tile of indices (an indirect DMA gather or scatter) is not "
+                "emulated: the indices live on the device, and this emulator has no indirect DMA",
+                "err_unsupported_api",
+            )
         bounds: dict[int, tuple[int, int]] = {}
         offset, dims = subscript(self.offset, self.dims, key, bounds)
         if not dims:
