@@ -75,7 +75,8 @@ def held_out_spec(spec: Spec) -> Spec | None:
         tag = f"{in_dim}x{in_dim}"
     else:
         return None  # ADMM: one solver instance, see the module's note
-    return replace(spec, id=f"{spec.id}@held-out-{tag}", params=p)
+    held = replace(spec, id=f"{spec.id}@held-out-{tag}", params=p)
+    return replace(held, description=f"{spec.description} Held-out shape: {held.shape()}.")
 
 
 def rule(spec: Spec) -> str:
