@@ -304,6 +304,8 @@ def solution(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
     BODY
+    for u in (u0, u1, u2, u3, u4, u5, u6, u7):  # read, so none is dead work (replay/dead.py)
+        nl.store(out, value=u)
     nl.store(out, value=nl.multiply(t, 2.0))
     return out
 """

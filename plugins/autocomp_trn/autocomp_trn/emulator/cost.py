@@ -171,6 +171,8 @@ class CostReport:
     compile_config: tuple[tuple[str, str], ...] = ()  # the kernel's CompileConfig, as set
     compile_unmodelled: tuple[str, ...] = ()  # of those, the options the model leaves out
     allocation_fallback: str = ""  # why NKI allocation failed, where neuronx-cc's was priced
+    dead_instructions: int = 0  # instructions whose results nothing reads (replay/dead.py)
+    dead_ns: float = 0.0  # their engine time, added after the schedule of the live ones
 
     @property
     def latency_us(self) -> float:
@@ -229,6 +231,11 @@ class CostReport:
         )
         if self.compile_config:
             lines.append("CompileConfig: " + ", ".join(f"{k}={v}" for k, v in self.compile_config))
+        if self.dead_instructions:
+            lines.append(
+                f"{self.dead_instructions} dead instructions (nothing reads what they write): "
+                f"their {self.dead_ns / 1000:.2f} us of engine time is added after the rest"
+            )
         if self.allocation_fallback:
             lines.append(
                 f"{self.allocation_fallback}: priced as neuronx-cc allocates (nki_alloc_fallback)"
@@ -372,18 +379,9 @@ class Scheduler:
         g = self.gen
         ready = self._ready("dma", reads, writes, load and self.policy.split_reused)
         first = (p0 // 8) % g.dma_engines
-        n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
-        if (
-            descriptors > parts
-        ):  # many small descriptors: the DMA rings spread them over every engine
-            n_eng, first = g.dma_engines, 0
-        per_bytes = nbytes / n_eng
-        per_desc = math.ceil(descriptors / n_eng)
-        # an element-granular transfer (a transposing load, a gather) walks one strided pattern an
-        # element per DMA beat: its elements are not descriptors of their own
-        element_granular = descriptors > 0 and nbytes / descriptors <= ELEMENT_BYTES
-        desc_ns = g.dma_elem_ns if element_granular else g.dma_desc_ns
-        occupancy = g.dma_issue_ns + per_desc * desc_ns + per_bytes / g.dma_engine_gbs
+        n_eng, occupancy, element_granular = self._queues(parts, nbytes, descriptors)
+        if n_eng == g.dma_engines:
+            first = 0
         if element_granular:
             self.report.element_dma_ns += occupancy * n_eng / g.dma_engines
         done = 0.0
@@ -403,6 +401,36 @@ class Scheduler:
         self._count(kind)
         self.end = max(self.end, end)
 
+    def _queues(self, parts: int, nbytes: int, descriptors: int) -> tuple[int, float, bool]:
+        """How many DMA engines a transfer uses, its time on each, and whether it moves one
+        element per beat."""
+        g = self.gen
+        n_eng = max(1, min(g.dma_engines, math.ceil(parts / 8)))
+        if descriptors > parts:  # many small descriptors: the DMA rings spread them over all
+            n_eng = g.dma_engines
+        per_bytes = nbytes / n_eng
+        per_desc = math.ceil(descriptors / n_eng)
+        # an element-granular transfer (a transposing load, a gather) walks one strided pattern an
+        # element per DMA beat: its elements are not descriptors of their own
+        element_granular = descriptors > 0 and nbytes / descriptors <= ELEMENT_BYTES
+        desc_ns = g.dma_elem_ns if element_granular else g.dma_desc_ns
+        occupancy = g.dma_issue_ns + per_desc * desc_ns + per_bytes / g.dma_engine_gbs
+        return n_eng, occupancy, element_granular
+
+    def dma_time(self, parts: int, nbytes: int, descriptors: int, hbm_bytes: int) -> float:
+        """A transfer's time alone: its queues' occupancy or its share of HBM bandwidth."""
+        _, occupancy, _ = self._queues(parts, nbytes, descriptors)
+        return max(occupancy, hbm_bytes / (self.gen.hbm_gbs * self.gen.dma_efficiency))
+
+    def dead(self, engine: str, dur: float, kind: str) -> None:
+        """A dead instruction (``replay/dead.py``): the greedy schedule is not monotone (work that
+        only delays another instruction can open a gap a third fills earlier), so dead work is
+        left out of it and its engine time added after it: more work never lowers the latency."""
+        self.report.dead_instructions += 1
+        self.report.dead_ns += dur
+        self.report.busy_ns[engine] += dur * (self.gen.dma_engines if engine == "dma" else 1)
+        self._count(kind)
+
     def _count(self, kind: str) -> None:
         self.report.instructions += 1
         self.report.counts[kind] = self.report.counts.get(kind, 0) + 1
@@ -416,5 +444,5 @@ class Scheduler:
         busy_dma = self.report.busy_ns["dma"]
         # DMA busy is summed over the 16 engines: report it per engine
         self.report.busy_ns["dma"] = busy_dma / g.dma_engines
-        self.report.latency_ns = self.end + spill_ns + g.launch_ns
+        self.report.latency_ns = self.end + spill_ns + self.report.dead_ns + g.launch_ns
         return self.report

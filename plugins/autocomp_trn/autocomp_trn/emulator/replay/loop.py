@@ -12,6 +12,7 @@ from .. import dtypes, hardware as hw
 from ..cost import Regions
 from ..hardware import Generation
 from ..vectorize import vectorized_loops
+from .dead import dead_instructions
 from .fori import ForiBodies
 from .fusions import compiler_fusions
 from .memory import OutOfMemory, floor_writes
@@ -92,13 +93,14 @@ class Replayer:
                 self.max_events,
             )
             again.core.sched.set_policy(policy.fallen_back(exc.message))
-            return again.run()
+            return again._run()
 
     def _run(self) -> ReplayResult:
         core = self.core
         try:
             events, in_ids, out_ids = self._header()
             last_use = _last_uses(events)
+            core.dead = dead_instructions(events, out_ids)
             core.fusions = compiler_fusions(events)
             vector = vectorized_loops(events, core.fusions.taken(), self.gen.vector_fmax)
             core.lanes = vector.lanes

@@ -66,8 +66,13 @@ def compute(
     vectorized loop adds its work to the loop's fused instruction, which issues with the last
     iteration (until then this returns 0: nothing reads the end of such an instruction)."""
     t = time.perf_counter()
-    reads, writes = [box(a) for a in srcs], [box(a) for a in dsts]
     lane = core.lanes.get(core.index)
+    if core.index in core.dead and lane is None:
+        cycles, *_ = cycles_of(core, engine, kind, elems, dsts, srcs, extra_cycles, k)
+        core.sched.dead(engine, cycles / core.sched.clock[engine], kind)
+        core.cost_s += time.perf_counter() - t
+        return 0.0
+    reads, writes = [box(a) for a in srcs], [box(a) for a in dsts]
     if lane is not None:
         key = (lane.group, lane.position)
         done, r, w = core.vector_pending.pop(key, (0.0, [], []))
@@ -189,7 +194,10 @@ def dma(core: Core, d: AP, s: AP, kind: str) -> None:
         wait = core.memory.second_buffer(d.t.tid)
         if wait and d.t.regions.r_prev is not None:
             np.maximum(d.t.regions.r_prev, wait, out=d.t.regions.r_prev)
-    core.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [box(s)], [box(d)], kind, load)
+    if core.index in core.dead:
+        core.sched.dead("dma", core.sched.dma_time(parts, nbytes, runs, hbm_bytes), kind)
+    else:
+        core.sched.dma(parts, p0, nbytes, runs, hbm_bytes, [box(s)], [box(d)], kind, load)
     core.cost_s += time.perf_counter() - t
 
 

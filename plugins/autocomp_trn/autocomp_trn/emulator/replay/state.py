@@ -91,6 +91,7 @@ class Core:
         self.index = 0  # of the event being replayed
         self.sched = Scheduler(gen)
         self.memory = Memory(gen)  # on-chip bytes in use, and when freed ones are free
+        self.dead: set[int] = set()  # instructions nothing reads (dead.py): priced apart
         self.cost_s = 0.0
         self.fusions = Fusions()
         self.fused_end: dict[int, float] = {}  # fused activation event -> when it ends
