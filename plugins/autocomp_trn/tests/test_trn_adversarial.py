@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_trn.adversarial import CASES, HONEST, ROOT
+from autocomp_trn.adversarial import CASES, HONEST, PRICED, ROOT
 from autocomp_trn.evaluate import EmulatorEvaluator, Settings
 from autocomp_trn.kernels import optimized_source
 from autocomp_trn.problems.catalog import spec_by_id
@@ -88,6 +88,18 @@ def test_each_honest_fixture_is_accepted(case):
     verdict = asyncio.run(HONEST_EVALUATOR.evaluate(spec_by_id(case.problem), case.source))
     assert verdict.ok, verdict.message
     assert verdict.latency_us > 0
+
+
+@pytest.mark.parametrize("case", PRICED, ids=[c.file for c in PRICED])
+def test_each_mispriced_kernel_is_modelled_no_faster_than_its_honest_twin(case):
+    """The issue 33 red team's pricing attacks (a08, a12) in our words: accepted, at no less
+    than the honest kernel's modelled latency."""
+    evaluator = EmulatorEvaluator(Settings(generation=case.generation, seeds=2))
+    spec = spec_by_id(case.problem)
+    hostile = asyncio.run(evaluator.evaluate(spec, case.source))
+    honest = asyncio.run(evaluator.evaluate(spec, case.honest_source))
+    assert hostile.ok and honest.ok, (hostile.message, honest.message)
+    assert hostile.latency_us >= honest.latency_us
 
 
 def _escaped_path() -> Path:

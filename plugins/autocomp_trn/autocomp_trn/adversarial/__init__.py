@@ -224,6 +224,14 @@ CASES = [
         ("compile_error", "a fori_loop body is compiled once"),
     ),
     Case(
+        "h31_split_ring_beyond_sbuf_no_fallback.py",
+        "pytorch/swiglu",
+        "a split_reused_buffers ring larger than SBUF, with nki_alloc_fallback=False",
+        "compile_error",
+        "NKI allocation is out of SBUF memory",
+        ("compile_error", "NKI allocation is out of SBUF memory"),
+    ),
+    Case(
         "h29: the current attention baseline exponentiating the scores without subtracting the row max",
         "tutorial/attention",
         "attention without the max subtraction (current API)",
@@ -232,6 +240,59 @@ CASES = [
         patch=(
             "data=s_tile, op0=nl.subtract, operand0=m_tile",
             "data=s_tile, op0=nl.add, operand0=0.0",
+        ),
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A kernel the model once priced below what it can run in: accepted, but modelled no faster
+    than ``honest`` (a file in ``honest/``; None: the problem's baseline), on ``generation``."""
+
+    file: str
+    problem: str
+    what: str
+    honest: str | None = None
+    patch: tuple[str, str] | None = None  # instead of a file: this edit of the problem's baseline
+    generation: str = "trn2"
+
+    @property
+    def source(self) -> str:
+        if self.patch:
+            return self.honest_source.replace(*self.patch)
+        return (ROOT / "hacks" / self.file).read_text()
+
+    @property
+    def honest_source(self) -> str:
+        if self.honest:
+            return (ROOT / "honest" / self.honest).read_text()
+        from ..problems.catalog import spec_by_id
+
+        return spec_by_id(self.problem).baseline_code()
+
+
+#: dead work for h33: a GpSimd memset and eight VectorE copies into a tile nothing reads
+_DEAD_COPIES = """    junk_src = nl.ndarray((128, 4096), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=junk_src, value=1.0, engine=nisa.gpsimd_engine)
+    junk = nl.ndarray((128, 4096), dtype=nl.bfloat16, buffer=nl.sbuf)
+    for r in range(8):
+        nisa.tensor_copy(dst=junk, src=junk_src)
+"""
+PRICED = [
+    Priced(
+        "h32_split_ring_beyond_sbuf.py",
+        "pytorch/swiglu",
+        "a split_reused_buffers ring larger than SBUF (NKI allocation falls back to neuronx-cc's)",
+        honest="swiglu_reused_buffers.py",
+    ),
+    Priced(
+        "h33: the current transpose baseline with eight dead bf16 copies before its loops",
+        "advanced/transpose",
+        "dead work that reorders the greedy schedule (420.42 -> 412.41 modelled us on trn2)",
+        patch=(
+            "    for b in nl.affine_range(B):\n",
+            _DEAD_COPIES + "    for b in nl.affine_range(B):\n",
         ),
     ),
 ]
@@ -263,6 +324,11 @@ HONEST = [
         "softmax_current_stable.py",
         "pytorch/softmax",
         "current API: softmax with the max subtracted",
+    ),
+    Honest(
+        "swiglu_reused_buffers.py",
+        "pytorch/swiglu",
+        "current API: two 64 KiB buffers reloaded every iteration (h32's honest twin)",
     ),
     Honest(
         "transpose_current_multi_tile.py",
