@@ -30,7 +30,7 @@ from autocomp_core import (
 )
 from pydantic import Field, create_model
 
-from . import cache, fidelity, gate, importer
+from . import cache, family, fidelity, gate, importer
 from .harness import Harness, Settings, Verdict
 from .problemset import ProblemSpec, baseline_source, describe_tolerance, suite
 
@@ -190,6 +190,14 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
         return specs
 
     def spec(self, ref: str) -> ProblemSpec:
+        if ref.endswith(family.HELD_OUT_SUFFIX):
+            base = self.spec(family.base_id(ref))
+            held_out = family.held_out_spec(base, self.settings.size)
+            if held_out is None:
+                raise KeyError(
+                    f"problem {base.id!r} has no held-out shape at size tier {self.settings.size!r}"
+                )
+            return held_out
         if ref in self._specs:
             return self._specs[ref]
         path = Path(ref.removeprefix("file:")).expanduser()
@@ -227,6 +235,7 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
         )
         if spec.buffers_mutate:
             context += "\nBatchNorm runs in training mode: use batch statistics, do not fold it into an affine."
+        context += held_out_rule(spec, self.settings.size)
         if spec.off_distribution:
             context += (
                 "\nCorrectness is checked on the problem's own inputs and also on signed, shifted "
@@ -247,6 +256,7 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
                 "origin": spec.origin,
                 "reference_code": spec.source,
                 "control": spec.control,
+                **family.features(spec, self.settings.size),
             },
         )
 
@@ -255,6 +265,11 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
 
     def load_problem(self, ref: str) -> Problem:
         return self._problem(self.spec(ref))
+
+    def held_out_problem(self, problem: Problem) -> Problem | None:
+        """The problem at its held-out shape for the run's size tier (``family.py``)."""
+        spec = family.held_out_spec(self.spec(problem.id), self.settings.size)
+        return None if spec is None else self._problem(spec)
 
     async def check_problem(self, problem: Problem | str, seed: int = 0) -> gate.GateReport:
         """The quality gate for one problem (ours, imported, or a user file)."""
@@ -303,8 +318,9 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
     async def evaluate(self, problem: Problem, code: str, ctx: EvalContext) -> EvalResult:
         spec = self.spec(problem.id)
         # A verdict on a problem the harness cannot judge means nothing (ReLU where the
-        # input itself passes): the gate's verdict on the problem comes first.
-        report = await self.gate_report(spec)
+        # input itself passes): the gate's verdict on the problem comes first (a held-out
+        # shape's is its problem's).
+        report = await self.gate_report(self.spec(family.base_id(problem.id)))
         if not report.judgeable and self.options.problem_gate == "refuse":
             return gate_refusal(report)
         # Inputs (and weights) no candidate can know in advance, yet fixed by (run seed,
@@ -418,6 +434,24 @@ class CudaBackend(Backend[CudaHardware, _CudaOptions]):
             )
         )
         return checks
+
+
+def held_out_rule(spec: ProblemSpec, size: str) -> str:
+    """The prompt's sentence on the held-out check (it names no held-out size)."""
+    if family.held_out_spec(spec, size) is None:
+        return ""
+    if spec.origin == "suite":
+        kept = (
+            "that keep the Model's own constraints and each size's divisibility by the powers "
+            "of two (up to 128, and up to half the size) that divide the sizes above"
+        )
+    else:
+        kept = "that keep the Model's structure (its size constants halved further)"
+    return (
+        f"\nThe best programs are also checked at other sizes of this problem's family {kept}: "
+        "read every size from the inputs' shapes and the constructor's arguments, never "
+        "hard-code the sizes above; a program right only at them is labelled overfit."
+    )
 
 
 def _torch_versions() -> tuple[str | None, str | None]:

@@ -2,14 +2,18 @@
 
 A problem file defines ``Model``, ``get_inputs()`` and ``get_init_inputs()`` at module level.
 Ours add an ``AUTOCOMP`` dict (ignored by KernelBench's harness) holding the tiny size
-overrides for CPU runs, the FLOP formula, tolerances and whether buffers may change.
+overrides for CPU runs, the FLOP formula, tolerances, whether buffers may change and the
+operator family siblings share. Their held-out shapes live in ``problems/held_out.toml``
+(``family.py``), which no prompt shows.
 This module reads files with ``ast`` only, so it never imports torch.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,17 @@ class ProblemSpec:
     #: untimed, after the timed shape passed): irregular sizes that catch a kernel hard-coded
     #: for the one shape it is timed at
     shapes: list[dict[str, Any]] = field(default_factory=list)
+    #: overrides at the ``full`` tier ({}: the file's own sizes; set for a held-out shape)
+    full: dict[str, Any] = field(default_factory=dict)
+    #: the operator family siblings share (AUTOCOMP ``family``; "" where none is declared)
+    operator_family: str = ""
+    #: the held-out shape per tier ({"tiny": {...}, "full": {...}}: overrides of the file's
+    #: constants, from ``problems/held_out.toml``; see ``family.py``)
+    held_out: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: shrink to this fraction of ``TINY_BUDGET`` at any tier (None: only a tiny tier of a
+    #: problem without tiny sizes is shrunk, to the whole budget); the held-out shape of an
+    #: imported problem
+    shrink: float | None = None
     constants: dict[str, Any] = field(default_factory=dict)  # module-level literal constants
     flops: str | None = None
     atol: float | None = None  # None: by the output's dtype (DTYPE_TOLERANCE)
@@ -106,10 +121,26 @@ class ProblemSpec:
     def sizes(self, size: str) -> dict[str, Any]:
         """Module-constant overrides for a size tier (``full`` keeps the file's own)."""
         if size == "full":
-            return {}
+            return dict(self.full)
         if size == "tiny":
             return dict(self.tiny)
         raise ValueError(f"unknown size tier {size!r} (use 'full' or 'tiny')")
+
+    def shrink_budget(self, size: str) -> dict[str, Any] | None:
+        """The budget its sizes are shrunk to at a tier (``runtime/shrink.py``); None: not shrunk."""
+        if self.shrink is None:
+            return dict(TINY_BUDGET) if size == "tiny" and not self.tiny else None
+        budget = dict(TINY_BUDGET)
+        for key in ("max_elements", "max_weight_elements", "max_flops"):
+            budget[key] = type(budget[key])(budget[key] * self.shrink)
+        return budget
+
+    def shrink_fallback(self, size: str) -> dict[str, Any] | None:
+        """Where a held-out shape (``shrink`` set) runs when its budget cannot be met: the
+        searched problem's budget at the tier ({} at the full tier: the file's own sizes)."""
+        if self.shrink is None:
+            return None
+        return dict(TINY_BUDGET) if size == "tiny" else {}
 
     def family(self, size: str) -> list[dict[str, Any]]:
         """The module-constant overrides of each extra shape at a size tier."""
@@ -219,6 +250,7 @@ def parse_problem(path: Path, problem_id: str, origin: str = "suite") -> Problem
         description=description,
         tiny=dict(meta.get("tiny", {})),
         shapes=[dict(shape) for shape in meta.get("shapes", [])],
+        operator_family=str(meta.get("family", "")),
         constants=constants,
         flops=meta.get("flops"),
         atol=float(meta["atol"]) if "atol" in meta else None,
@@ -241,8 +273,24 @@ def suite(include_controls: bool = False) -> list[ProblemSpec]:
         if folder == "controls" and not include_controls:
             continue
         for path in sorted((PROBLEM_ROOT / folder).glob("*.py")):
-            specs.append(parse_problem(path, f"{prefix}/{path.stem}"))
+            spec = parse_problem(path, f"{prefix}/{path.stem}")
+            spec.held_out = held_out_shapes().get(spec.id, {})
+            specs.append(spec)
     return specs
+
+
+@functools.cache
+def held_out_shapes() -> dict[str, dict[str, dict[str, Any]]]:
+    """Each suite problem's held-out shape per tier (``problems/held_out.toml``)."""
+    path = PROBLEM_ROOT / "held_out.toml"
+    table = tomllib.loads(path.read_text())
+    for problem, tiers in table.items():
+        unknown = set(tiers) - {"tiny", "full"}
+        if unknown:
+            raise ValueError(
+                f"{path}: {problem} has unknown tiers {sorted(unknown)} (use tiny, full)"
+            )
+    return table
 
 
 def baseline_source(spec: ProblemSpec) -> str:

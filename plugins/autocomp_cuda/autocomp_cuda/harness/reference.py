@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import cache, input_plan
-from ..problemset import HELD_COPIES, TINY_BUDGET, ProblemSpec
+from ..problemset import HELD_COPIES, ProblemSpec
 from ..workers import ReferenceServer
 from .children import Children
 from .files import keep_tree, read_json, shared_lock, take_ownership, torch_tag
@@ -50,10 +50,6 @@ class References:
         # time, however many problems are checked at once
         self._slots = asyncio.Semaphore(max(1, os.cpu_count() or 1))
 
-    def _shrinks(self, spec: ProblemSpec) -> bool:
-        """A problem with no tiny sizes of its own (an imported one) is shrunk to fit the CPU."""
-        return self.settings.size == "tiny" and not spec.tiny
-
     def _key(self, spec: ProblemSpec, seed: int) -> str:
         s = self.settings
         text = json.dumps(
@@ -67,8 +63,8 @@ class References:
                 spec.rtol,
                 torch_tag(),
                 REFERENCE_FORMAT,
-                spec.tiny,
-                TINY_BUDGET if self._shrinks(spec) else None,
+                spec.sizes(s.size),
+                spec.shrink_budget(s.size),
                 spec.off_distribution,
             ]
         )
@@ -118,7 +114,9 @@ class References:
                 "overrides": spec.sizes(self.settings.size) if sizes is None else sizes,
                 "id": spec.id,
             },
-            "shrink": TINY_BUDGET if self._shrinks(spec) and sizes is None else None,
+            # a problem with no tiny sizes of its own (an imported one) is shrunk to fit the CPU
+            "shrink": spec.shrink_budget(self.settings.size) if sizes is None else None,
+            "shrink_fallback": spec.shrink_fallback(self.settings.size) if sizes is None else None,
             "held_copies": HELD_COPIES,
             "device": self.settings.device,
             "init_seed": seed,

@@ -75,6 +75,13 @@ def choose_sizes(job: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     budget = job.get("shrink")
     if budget:
         found = shrink.shrink(problem["path"], shrink.Budget(**budget))
+        fallback = job.get("shrink_fallback")  # a held-out shape's: where the search ran
+        if found.error and fallback is not None:
+            found = (
+                shrink.shrink(problem["path"], shrink.Budget(**fallback))
+                if fallback
+                else shrink.Shrunk(full=found.full)  # {}: the file's own sizes
+            )
         meta["full_size"] = found.full.describe() if found.full else None
         if found.error:
             raise Refused("cannot_shrink", found.error)

@@ -23,4 +23,4 @@ def get_init_inputs():
     return []
 
 
-AUTOCOMP = {"tiny": {"M": 37, "K": 29, "N": 41}, "flops": "2*M*N*K", "tags": ["gemm", "tails"]}
+AUTOCOMP = {"tiny": {"M": 37, "K": 29, "N": 41}, "flops": "2*M*N*K", "tags": ["gemm", "tails"], "family": "matmul"}

@@ -23,4 +23,4 @@ def get_init_inputs():
     return []
 
 
-AUTOCOMP = {"tiny": {"N": 48}, "flops": "2*N**3", "tags": ["gemm"]}
+AUTOCOMP = {"tiny": {"N": 48}, "flops": "2*N**3", "tags": ["gemm"], "family": "matmul"}
