@@ -157,7 +157,7 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
             "tensor(s) it creates with nl.ndarray(..., buffer=nl.shared_hbm).",
             f"Shapes: {spec.describe_shapes()}.",
             f"Correctness: every output element within {spec.atol:g} + {spec.rtol:g} x |reference| of a "
-            "float64 reference, on fresh random inputs, at exactly the shapes above.",
+            "float64 reference, on fresh random inputs, " + _where_checked(spec),
             f"Target: {self.generation.name} NeuronCore; speed-of-light bound "
             f"{spec.lower_bound_us(self.generation):.1f} us.",
         ]
@@ -176,8 +176,16 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
                 "suite": spec.suite,
                 "language": spec.language,
                 "published_ms": list(spec.published_ms) if spec.published_ms else None,
+                **spec.features(),
             },
         )
+
+    def held_out_problem(self, problem: Problem) -> Problem | None:
+        """The problem at its declared held-out shape (``<id>@heldout``: smaller than the
+        searched one, keeping the shape rule its prompt states), or None where the shape is fixed
+        (``ProblemSpec.fixed_shape`` says why). An ``@full`` problem's is its checked shape."""
+        spec = spec_by_id(problem.id)
+        return self._problem(spec.at_held_out_shape()) if spec.has_held_out else None
 
     def knowledge(self, problem: Problem) -> KnowledgePack:
         return KnowledgePack.from_dir(HERE / "knowledge")
@@ -303,6 +311,17 @@ class TrnBackend(Backend[TrnHardware, TrnOptions]):
             )
         )
         return checks
+
+
+def _where_checked(spec: ProblemSpec) -> str:
+    """The shapes a program must be right at, as the prompt says it."""
+    if not spec.has_held_out:
+        return "at exactly the shapes above."
+    return (
+        "at the shapes above and at other shapes of this problem's family that keep these "
+        f"invariants: {spec.shape_rule}. Read every size from the input tensors' shapes; never "
+        "hard-code a size."
+    )
 
 
 def to_eval_result(

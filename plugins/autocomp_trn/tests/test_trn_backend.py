@@ -35,7 +35,7 @@ async def test_the_backend_keeps_the_contract():
 
 def test_problems_and_context():
     ids = [p.id for p in BACKEND.problems()]
-    assert len(ids) == 23 and "tutorial/gemm" in ids and "pytorch/softmax" in ids
+    assert len(ids) == 25 and "tutorial/gemm" in ids and "pytorch/softmax" in ids
     # the @legacy ids are reachable by id, not listed
     assert "llama/mlp_decode_b32" in ids and "tutorial/gemm@legacy" not in ids
     gemm = BACKEND.load_problem("tutorial/gemm")

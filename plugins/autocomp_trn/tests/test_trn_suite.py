@@ -61,7 +61,7 @@ def test_every_nki_problem_has_a_current_baseline_and_a_legacy_one():
         legacy = spec_by_id(pid + LEGACY_SUFFIX)
         assert legacy.id == pid + LEGACY_SUFFIX and legacy.inputs == spec.inputs
         assert "from neuronxcc import nki" in legacy.baseline_code(), pid
-    assert len(LEGACY_IDS) == len(NKI_IDS) == 15
+    assert len(LEGACY_IDS) == len(NKI_IDS) == 17  # 15 original problems and 2 shape siblings
 
 
 def test_legacy_and_full_combine_and_unknown_suffixes_are_refused():

@@ -18,6 +18,9 @@ FULL_SUFFIX = "@full"
 #: the suffix of a problem id naming the problem with its legacy baseline (``neuronxcc.nki``, the
 #: NKI v1 API the original system's traces used), kept under ``problems/<suite>/legacy/``
 LEGACY_SUFFIX = "@legacy"
+#: the suffix of a problem id naming the problem at its held-out shape (``ProblemSpec.held_out_inputs``):
+#: where the held-out check evaluates a search's best programs
+HELD_OUT_SUFFIX = "@heldout"
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,20 @@ class ProblemSpec:
     #: a kernel that is right only on N(0,1)-sized values (a softmax without its max
     #: subtraction overflows exp) fails there; only where the reference stays well defined
     stress: dict[str, float] = field(default_factory=dict)
+    #: with more than one seed, edits the last seed's inputs (after ``stress``), given a generator
+    #: of that seed: where scaling would cost honest bf16 kernels their precision, a few chosen
+    #: values can still make a kernel right only on small values fail (``catalog.saturated_row``)
+    last_seed: Callable[[list[np.ndarray], np.random.Generator], list[np.ndarray]] | None = None
     legacy: bool = False  # the baseline is the legacy one (problems/<suite>/legacy/)
+    #: the operator family shared by shape siblings (default: the id without any ``@`` suffix)
+    family: str = ""
+    #: what a program may assume of the shapes, said in the prompt: the held-out shape keeps it
+    shape_rule: str = ""
+    #: another shape of the family, keeping ``shape_rule``, where the held-out check evaluates a
+    #: search's best programs (``<id>@heldout``); None: ``fixed_shape`` says why there is none
+    held_out_inputs: list[Input] | None = None
+    held_out_outputs: list[tuple[tuple[int, ...], str]] | None = None
+    fixed_shape: str = ""
 
     @property
     def has_legacy(self) -> bool:
@@ -114,9 +130,18 @@ class ProblemSpec:
     def baseline_code(self) -> str:
         return self.baseline_path.read_text()
 
+    @property
+    def family_id(self) -> str:
+        return self.family or self.id.split("@")[0]
+
+    @property
+    def has_held_out(self) -> bool:
+        return self.held_out_inputs is not None
+
     def at_full_shape(self) -> ProblemSpec:
         """This problem checked and timed at the original benchmark's shapes (the id
-        ``<id>@full``): where published measurements were taken, to compare the model with them."""
+        ``<id>@full``): where published measurements were taken, to compare the model with them.
+        Its held-out shape is the checked one (another shape of the family, and a cheaper one)."""
         if self.full_inputs is None:
             raise KeyError(f"problem {self.id!r} has no other original shape")
         return replace(
@@ -128,6 +153,25 @@ class ProblemSpec:
             outputs=self.full_outputs or self.outputs,
             full_inputs=None,
             full_outputs=None,
+            held_out_inputs=self.inputs if self.has_held_out else None,
+            held_out_outputs=self.outputs if self.has_held_out else None,
+        )
+
+    def at_held_out_shape(self) -> ProblemSpec:
+        """This problem at its held-out shape (the id ``<id>@heldout``)."""
+        if self.held_out_inputs is None:
+            raise KeyError(f"problem {self.id!r} has no held-out shape: {self.fixed_shape}")
+        return replace(
+            self,
+            id=self.id + HELD_OUT_SUFFIX,
+            description=f"{self.description}. Here at a held-out shape of the family",
+            inputs=self.held_out_inputs,
+            outputs=self.held_out_outputs or self.outputs,
+            full_inputs=None,
+            full_outputs=None,
+            held_out_inputs=None,
+            held_out_outputs=None,
+            fixed_shape="it is the held-out shape",
         )
 
     def with_legacy_baseline(self) -> ProblemSpec:
@@ -158,11 +202,22 @@ class ProblemSpec:
                 else x
                 for i, x in zip(inputs, per_seed[-1], strict=True)
             ]
+        if self.last_seed is not None and len(seeds) > 1:
+            per_seed[-1] = self.last_seed(per_seed[-1], np.random.default_rng([seeds[-1], 1]))
         return [np.stack([draws[k] for draws in per_seed]) for k in range(len(inputs))]
 
     def lower_bound_us(self, gen: Generation, full: bool = False) -> float:
         inputs, _ = self.shapes(full)
         return self.work(inputs).bound_us(gen) + gen.launch_ns / 1e3
+
+    def features(self) -> dict:
+        """The family, the sizes that tell siblings apart (every input's dims, in order) and the
+        dtypes, as the playbook and schedule reuse read them from a problem's metadata."""
+        return {
+            "family": self.family_id,
+            "shapes": [d for i in self.inputs for d in i.shape],
+            "dtypes": sorted({i.dtype for i in self.inputs} | {d for _, d in self.outputs}),
+        }
 
     def describe_shapes(self, full: bool = False) -> str:
         inputs, outputs = self.shapes(full)
