@@ -67,11 +67,7 @@ def compute(
     iteration (until then this returns 0: nothing reads the end of such an instruction)."""
     t = time.perf_counter()
     lane = core.lanes.get(core.index)
-    if core.index in core.dead and lane is None:
-        cycles, *_ = cycles_of(core, engine, kind, elems, dsts, srcs, extra_cycles, k)
-        core.sched.dead(engine, cycles / core.sched.clock[engine], kind)
-        core.cost_s += time.perf_counter() - t
-        return 0.0
+    dead = core.index in core.dead and lane is None  # priced after the schedule (dead.py)
     reads, writes = [box(a) for a in srcs], [box(a) for a in dsts]
     if lane is not None:
         key = (lane.group, lane.position)
@@ -86,7 +82,11 @@ def compute(
         rep.vectorized_instructions += lane.trips
         rep.vectorized_loops += lane.position == 0
     cycles, exposed, floor = cycles_of(core, engine, kind, elems, dsts, srcs, extra_cycles, k)
-    end = core.sched.compute(engine, cycles, reads, writes, kind, exposed)
+    if dead:
+        end = 0.0
+        core.sched.dead(engine, cycles / core.sched.clock[engine], kind)
+    else:
+        end = core.sched.compute(engine, cycles, reads, writes, kind, exposed)
     if floor:  # its cost is the engine's fixed floor, not its elements
         rep = core.sched.report
         rep.floor_ns[engine] = rep.floor_ns.get(engine, 0.0) + cycles / core.sched.clock[engine]
