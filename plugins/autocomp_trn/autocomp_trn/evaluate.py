@@ -89,9 +89,9 @@ CHECKS = [
     "screen: the kernel's source (imports, names, constructs)",
     "trace: the kernel called twice in a sandbox on opaque handles, identical traces required",
     "replay: every hardware rule re-checked by the plugin's own code on the trace",
-    "outputs: computed from the trace on each seed's inputs (the last seed scaled where the problem "
-    "declares it), exact shape and dtype required, compared with a float64 reference; any NaN or "
-    "Inf, or a constant output where the reference varies, fails",
+    "outputs: computed from the trace on each seed's inputs (the last seed scaled or edited where "
+    "the problem declares it), exact shape and dtype required, compared with a float64 reference; "
+    "any NaN or Inf, or a constant output where the reference varies, fails",
     "hints: a matmul's is_*_onezero hint is priced only if the operand holds only 0 and 1",
     "cost: the trace whose outputs were checked is the trace that is costed",
     "bound: a latency more than 1% below the speed-of-light bound is impossible_result",
