@@ -124,7 +124,8 @@ async def apply_schedule(search: Any, it: Any, d: int, schedule: Schedule) -> li
                 "plan": step.plan[:300],
                 "outcome": outcome,
                 "candidate": c.id if c is not None else None,
-                "score": c.score if c else None,
+                # a failed step has no score (it was inf, which JSON cannot hold)
+                "score": c.score if c is not None and c.correct else None,
             }
         )
     return done

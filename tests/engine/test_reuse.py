@@ -3,6 +3,8 @@ before its search, seed the first beam."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import pytest_asyncio
 from engine_helpers import toy_config
@@ -101,3 +103,19 @@ async def test_a_repaired_step_of_the_donor_is_in_its_schedule(tmp_path):
     assert best is not None and best.origin == Origin.REPAIR
     (step,) = donor_schedule(tmp_path / "donor" / "run").steps
     assert step.plan == best.plan and step.gain > 1
+
+
+@pytest.mark.asyncio
+async def test_a_step_that_fails_is_skipped_and_recorded_without_a_score(donor, tmp_path):
+    run_dir, _ = donor
+    wrong = "```python\ndef solution(xs):\n    return 0\n```"
+    async with LLMTestServer(lambda r: wrong) as server:
+        cfg = toy_config(server, tmp_path / "new", iterations=0, reuse=[str(run_dir)])
+        summary = await optimize_async(cfg)
+    assert summary.data["best_candidate"] == "root"
+    store = RunStore(tmp_path / "new" / "run")
+    record = store.get_meta("reuse")
+    store.close()
+    assert record and {r["outcome"] for r in record} == {"skipped"}
+    assert all(r["score"] is None for r in record)
+    json.dumps(record, allow_nan=False)  # strict JSON: no Infinity for a failed step
