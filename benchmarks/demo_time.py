@@ -81,6 +81,8 @@ def demo_run(engine: Path | None, run_dir: Path, start_only: bool = False) -> di
             str((engine or ROOT) / "examples" / "demo.toml"),
             "--set",
             f"run_dir={str(run_dir)!r}",
+            "--set",
+            "playbook.enabled=false",  # timed runs neither read nor write the user's playbook
             *(["--set", "budget.llm_calls=0"] if start_only else []),
         ],
         capture_output=True,

@@ -118,6 +118,7 @@ def config(
         "backend_options": {"delay_s": eval_delay},
         "models": {"plan": [f"openai-compatible@{server.openai_base_url}::bench"]},
         "search": {"iterations": iterations, "schedule": schedule, **search},
+        "playbook": {"enabled": False},  # runs compared side by side must not learn from each other
         "evaluation": {"parallelism": slots},
         "llm": {"max_concurrency": LLM_CONCURRENCY, "max_retries": 0, "timeout_s": 120},
     }

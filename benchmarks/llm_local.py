@@ -128,6 +128,8 @@ def demo_run(extra: list[str], overrides: list[str]) -> dict:
                 "--quiet",
                 "--run-dir",
                 f"{run_dir}/run",
+                "--set",
+                "playbook.enabled=false",  # neither read nor write the user's playbook
                 *[arg for assignment in sets for arg in ("--set", assignment)],
             ],
             capture_output=True,

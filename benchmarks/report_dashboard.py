@@ -284,6 +284,7 @@ def bench_dashboard(clients: int, rounds: int) -> None:
                         "problem": "sum_squares",
                         "seed": 5,
                         "models": {"plan": [f"openai-compatible@{server.openai_base_url}::bench"]},
+                        "playbook": {"enabled": False},  # nor learn from the user's runs
                         "search": {
                             "iterations": 3,
                             "beam_size": 3,

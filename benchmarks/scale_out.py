@@ -90,6 +90,8 @@ def run_suite(
         f"openai-compatible@{server.openai_base_url}::bench",
         "--iterations",
         str(iterations),
+        "--set",
+        "playbook.enabled=false",  # the suites compared must not learn from each other
         "--beam-size",
         "1",
         "--plans",
