@@ -14,7 +14,7 @@ from autocomp_core import EvalContext
 from autocomp_core.ledger.playbook import Entry, features
 from autocomp_core.ledger.store import RunStore
 from autocomp_core.testing import LLMTestServer, Proposals, optimize_args, preloaded_cli
-from test_trn_engine import engine_env
+from test_trn_engine import SWIGLU_NKI, engine_env
 
 from autocomp_trn.adversarial import HONEST, ROOT as ADV
 from autocomp_trn.backend import TrnBackend
@@ -117,8 +117,9 @@ def test_an_original_shape_is_held_out_at_the_checked_shape_and_legacy_keeps_its
 
 def _honest_programs():
     """(held-out problem id, what, code, generation) for every shipped honest program: the
-    baselines (current on trn2, legacy on trn1), the optimized and translated kernels and the
-    adversarial suite's honest fixtures (on trn1, as their own test runs them)."""
+    baselines (current on trn2, legacy on trn1), the optimized and translated kernels, the
+    adversarial suite's honest fixtures (on trn1, as their own test runs them) and the kernel the
+    engine test's translation run keeps."""
     jobs = []
     for s in SPECS:
         if not s.has_held_out:
@@ -135,6 +136,7 @@ def _honest_programs():
     for h in HONEST:
         if spec_by_id(h.problem).has_held_out:
             jobs.append((h.problem, h.file, h.source, "trn1"))
+    jobs.append(("pytorch/swiglu", "the translation run's kernel", SWIGLU_NKI, "trn2"))
     return jobs
 
 

@@ -505,7 +505,9 @@ def pytorch() -> list[ProblemSpec]:
               reference=ref_swiglu, atol=1e-4, rtol=1e-3, language="pytorch", baseline="swiglu.py",
               work=lambda ins: Work(hbm_bytes=io_bytes(ins, [(ins[0].shape, F32)]),
                                     act_elems=math.prod(ins[0].shape)),
-              **_rows_cols([("a", (384, 1536)), ("b", (384, 1536))], (384, 1536), ROWS_COLS + " (at most 4096)")),
+              # (the honest fixtures stream 2048-column tiles, or 16384 elements per partition)
+              **_rows_cols([("a", (512, 4096)), ("b", (512, 4096))], (512, 4096),
+                           "4096 columns, rows a multiple of 512")),
         _spec(id="pytorch/linear_relu", title="Linear + ReLU (PyTorch source)",
               description="torch.relu(x @ w) for x [512, 1024], w [1024, 512] fp32",
               inputs=[Input("x", (512, 1024), F32, "uniform"), Input("w", (1024, 512), F32, "uniform")],
