@@ -30,12 +30,14 @@ def compare(
         finite = np.isfinite(o)
         if not finite.all():
             bad = int((~finite).sum())
-            where = tuple(int(i) for i in np.argwhere(~finite)[0][1:])
+            first = np.argwhere(~finite)[0]
+            where_seed, where = int(first[0]), tuple(int(i) for i in first[1:])
             return Comparison(
                 False,
-                f"output {k} holds {bad} NaN/Inf values (first at {list(where)}): elements "
-                "never written, or computed from memory nothing wrote (fresh SBUF/PSUM "
-                "tiles hold NaN until written)",
+                f"output {k} holds {bad} NaN/Inf values (first at {list(where)}, on random "
+                f"input {where_seed + 1} of {o.shape[0]}): an overflow (e.g. exp of "
+                "unshifted values), or elements never written or computed from memory "
+                "nothing wrote (fresh SBUF/PSUM tiles hold NaN until written)",
             )
         for s in range(o.shape[0]):
             if np.ptp(o[s]) == 0 and np.ptp(r[s]) > 0:

@@ -22,3 +22,13 @@ def test_within_tolerance_passes_and_beyond_it_fails():
     assert compare([near], [ref], atol=1e-4, rtol=1e-4).ok
     far = ref + np.array([[0.0, 0.0, 2e-4, 0.0]])
     assert not compare([far], [ref], atol=1e-4, rtol=1e-4).ok
+
+
+def test_a_non_finite_output_names_the_input_and_an_overflow_as_a_cause():
+    ref = np.ones((2, 4, 4))
+    out = ref.copy()
+    out[1, 2, 3] = np.inf  # e.g. exp of unshifted scores on the stressed last input
+    got = compare([out], [ref], atol=1e-3, rtol=1e-3)
+    assert not got.ok
+    assert "first at [2, 3], on random input 2 of 2" in got.message
+    assert "overflow" in got.message

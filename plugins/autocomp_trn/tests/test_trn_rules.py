@@ -266,7 +266,7 @@ def solution(x):
     return out
 """,
         "wrong_answer",
-        "NaN/Inf values (first at [0, 256])",
+        "NaN/Inf values (first at [0, 256], on random input 1",
     ),
     "accumulating into an unzeroed PSUM tile": (
         """
