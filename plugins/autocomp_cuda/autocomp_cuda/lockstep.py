@@ -12,9 +12,13 @@ The clock runs in a thread of the engine, from writing an order to reading its a
 the CPU device the CPU time the kernel charged the worker's whole sandbox over that window
 (``proc_clock``: every thread and child process counted, no wait for a busy core), on a GPU
 the wall clock. The worker's own timer, which a candidate in that process can rewrite,
-measures nothing the verdict uses. What the window holds beyond the call (drawing the inputs,
-the cache flush, copying and hashing the output, the socket) is the same code in both workers
-and measured in the baseline's, where no candidate runs (``candidate_ms``).
+measures nothing the verdict uses. Each timed call is four windows (``runtime/lockstep.py``):
+drawing the inputs, the cache flush, the call, copying and hashing the output. The call's
+window holds the call and the socket's glue, the same in both workers, measured in the
+baseline's, where no candidate runs (``candidate_ms``); each of the harness's steps is
+compared with the baseline worker's same step (``skipped_steps``, ``steps_excess_ms``): what
+the harness does inside the candidate's process, the candidate can change, so none of it is
+ever subtracted from the candidate's time on the candidate's worker's word.
 
 A worker that ends (a crash, its own watchdog), answers out of turn, or overruns the deadline
 stops the drive; what the engine does with each worker then is the caller's decision.
@@ -38,7 +42,11 @@ EngineEnds = protocol.EngineEnds
 
 #: How long the driving thread waits on a worker before it looks at the worker's process.
 LOOK_S = 0.05
-_ANSWER = re.compile(r"(\d+) (\w+) ([0-9a-f]{64}|none)")
+_ANSWER = re.compile(r"(\d+) (\w+) ([0-9a-f]{64})")
+_INPUTS = re.compile(r"(\d+) (\w+) (inputs|none)")
+#: The harness's steps around each call, clocked apart (the order that draws the inputs, then
+#: the ones named here).
+STEPS = ("inputs", protocol.FLUSH, protocol.KEEP)
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Drive:
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: per contender, the digest of each timed call's output, as the worker committed to it
     digests: dict[str, list[str]] = field(default_factory=dict)
+    #: per contender and harness step (``STEPS``), the engine's measure of each timed call's
+    #: step (ms): its sandbox's CPU time where the kernel's accounting is read, else the wall
+    steps_ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     #: per worker, the CPU time its sandbox used while ANOTHER worker's call was timed (ms),
     #: and how long those windows were (ms): a worker waiting for its order uses none
     idle_cpu_ms: dict[str, float] = field(default_factory=dict)
@@ -115,6 +126,7 @@ def drive_blocking(
         seen_ms={who: [] for _, who in steps},
         cpu_ms={who: [] for _, who in steps},
         digests={who: [] for _, who in steps},
+        steps_ms={who: {step: [] for step in STEPS} for _, who in steps},
     )
     driver = _Driver(ends, alive, deadline, cpu_clock, result)
     rng = random.SystemRandom()
@@ -170,19 +182,56 @@ class _Driver:
             raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
 
     def call(self, name: str, r: int, who: str, seed: int) -> None:
-        """Timed call r of ``who`` in worker ``name``: the window runs from the order to the
-        answer; the worker's checks after it are untimed."""
+        """Timed call r of ``who`` in worker ``name``, in four windows, each from its order to
+        its answer: the inputs, the flush, the call, the output kept; the worker's checks
+        after them are untimed."""
         self.current = name
+        took, cpu, line = self._step(name, lambda end: end.order(r, who, seed))
+        match = _INPUTS.fullmatch(line)
+        if match is None or (int(match[1]), match[2]) != (r, who):
+            raise _Stop("garbled", _out_of_turn(line, f"'{r} {who} inputs'"))
+        if match[3] == "inputs":  # ('none': a contender the worker could not make, no time)
+            spent = {"inputs": self._measure(took, cpu)}
+            for order, answer in (
+                (protocol.FLUSH, protocol.FLUSHED),
+                (protocol.CALL, protocol.CALLED),
+            ):
+                took, cpu, line = self._step(name, lambda end, order=order: end.tell(order))
+                if line != answer:
+                    raise _Stop("garbled", _out_of_turn(line, f"'{answer}'"))
+                spent[order] = self._measure(took, cpu)
+            call_took, call_cpu = took, cpu
+            took, cpu, line = self._step(name, lambda end: end.tell(protocol.KEEP))
+            spent[protocol.KEEP] = self._measure(took, cpu)
+            self._record(line, r, who, call_took, call_cpu)
+            for step in STEPS:
+                self.result.steps_ms[who][step].append(spent[step])
+        self.ends[name].tell(protocol.SETTLE)
+        line = self._receive(name)  # its checks, untimed
+        if line != protocol.SETTLED:
+            raise _Stop("garbled", _out_of_turn(line, "'settled'"))
+        ended = self.ledgers[name].ended if self.cpu_clock else set()
+        if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
+            raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
+
+    def _measure(self, took: float, cpu: float) -> float:
+        return cpu if self.cpu_clock else took
+
+    def _step(
+        self, name: str, order: Callable[[protocol.EngineEnds], None]
+    ) -> tuple[float, float, str]:
+        """One window: an ``order`` to worker ``name`` and its answer. Returns the wall time and
+        the CPU time of its sandbox over the window (ms), and the answer."""
         end, ledgers = self.ends[name], self.ledgers
         if self.cpu_clock:  # every worker waiting, its CPU time settled
             for other_end in self.ends.values():
                 proc_clock.wait_asleep(other_end.pid)
         before = {n: ledger.read_ns() for n, ledger in ledgers.items()}
         started = time.perf_counter()
-        end.order(r, who, seed)
+        order(end)
         line = self._receive(name)
         took = (time.perf_counter() - started) * 1e3
-        if self.cpu_clock:  # (it waits for 'settle' now: its CPU time stands still)
+        if self.cpu_clock:  # (it waits for its next order now: its CPU time stands still)
             proc_clock.wait_asleep(end.pid)
         spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
         for other in ledgers:
@@ -191,28 +240,21 @@ class _Driver:
                     self.result.idle_cpu_ms.get(other, 0.0) + spent[other]
                 )
                 self.result.others_ms[other] = self.result.others_ms.get(other, 0.0) + took
-        self._record(line, r, who, took, spent.get(name, 0.0))
-        end.tell(protocol.SETTLE)
-        line = self._receive(name)  # its checks, untimed
-        if line != protocol.SETTLED:
-            raise _Stop("garbled", f"an answer out of turn ({line[:80]!r} where 'settled' was due)")
-        ended = ledgers[name].ended if self.cpu_clock else set()
-        if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
-            raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
+        return took, spent.get(name, 0.0), line
 
     def _record(self, line: str, r: int, who: str, took: float, cpu: float) -> None:
-        """The answer to call r of ``who``: its window and the digest it committed to."""
+        """The answer to call r of ``who``: its call's window and the digest it committed to."""
         match = _ANSWER.fullmatch(line)
         if match is None or (int(match[1]), match[2]) != (r, who):
-            raise _Stop(
-                "garbled",
-                f"an answer out of turn ({line[:80]!r} where the answer to '{r} {who}' was due)",
-            )
-        if match[3] != "none":  # (a contender the worker could not make: no time)
-            self.result.seen_ms[who].append(took)
-            self.result.digests[who].append(match[3])
-            if self.cpu_clock:
-                self.result.cpu_ms[who].append(cpu)
+            raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
+        self.result.seen_ms[who].append(took)
+        self.result.digests[who].append(match[3])
+        if self.cpu_clock:
+            self.result.cpu_ms[who].append(cpu)
+
+
+def _out_of_turn(line: str, due: str) -> str:
+    return f"an answer out of turn ({line[:80]!r} where {due} was due)"
 
 
 async def drive(
@@ -251,12 +293,50 @@ def busy_while_others_timed(drive: Drive, name: str) -> float:
 def candidate_ms(
     seen_cand: list[float], seen_base: list[float], base_ms: list[float]
 ) -> list[float]:
-    """The candidate's timed calls on the engine's clock, less the harness's own share of the
-    window: the median, over the baseline's calls, of its window minus the call itself as
-    the baseline's worker timed it (a worker with no candidate in it). An honest candidate's
-    value estimates what its own timer would say; a forged timer changes nothing here."""
+    """The candidate's timed calls on the engine's clock, less the glue of the call's window
+    (the order and the answer on the socket): the median, over the baseline's calls, of its
+    window minus the call itself as the baseline's worker timed it (a worker with no
+    candidate in it). An honest candidate's value estimates what its own timer would say; a
+    forged timer changes nothing here, and no harness step is in the window to be skipped."""
     overhead = statistics.median(s - b for s, b in zip(seen_base, base_ms))
     return [max(s - overhead, 0.0) for s in seen_cand]
+
+
+#: A harness step in the candidate's worker that took less than this share of the same step in
+#: the baseline's worker (medians over the timed calls) did not run as the harness wrote it:
+#: the same code on the same sizes, in two processes of the same image. Honest runs on a
+#: loaded 2-core machine stayed within 0.75-1.3 (benchmarks/cuda_harness_steps.py); a flush
+#: whose buffer a candidate emptied takes about the socket's glue alone, under 0.3.
+SKIPPED_SHARE = 0.6
+
+
+def _medians(drive: Drive, who: str) -> dict[str, float]:
+    return {step: statistics.median(ms) for step, ms in drive.steps_ms.get(who, {}).items() if ms}
+
+
+def steps_medians(drive: Drive) -> dict[str, list[float]]:
+    """Per harness step: [the candidate's worker's median ms, the baseline's] (a report)."""
+    cand, base = _medians(drive, "cand"), _medians(drive, "base")
+    return {step: [cand[step], base[step]] for step in STEPS if step in cand and step in base}
+
+
+def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
+    """The harness's steps (``STEPS``) the candidate's worker spent far less on than the
+    baseline's worker did: (step, the candidate's median ms, the baseline's)."""
+    cand, base = _medians(drive, "cand"), _medians(drive, "base")
+    return [
+        (step, cand[step], base[step])
+        for step in STEPS
+        if step in cand and step in base and cand[step] < SKIPPED_SHARE * base[step]
+    ]
+
+
+def steps_excess_ms(drive: Drive) -> float:
+    """What the candidate's worker spent on the harness's steps beyond the baseline worker's
+    (medians, step by step, never negative): work a candidate moves into one of them (a
+    harness function it rebound) is charged to it like the call's own."""
+    cand, base = _medians(drive, "cand"), _medians(drive, "base")
+    return sum(max(cand[s] - base[s], 0.0) for s in STEPS if s in cand and s in base)
 
 
 def overstated_calls(reported_ms: list[float], seen_ms: list[float]) -> list[int]:

@@ -91,6 +91,26 @@ def test_the_candidate_is_charged_its_window_less_the_baselines_harness_share():
     ]
 
 
+def _steps(cand: dict[str, list[float]], base: dict[str, list[float]]) -> lockstep.Drive:
+    return lockstep.Drive("complete", steps_ms={"cand": cand, "base": base})
+
+
+def test_a_harness_step_far_below_the_baselines_was_skipped():
+    base = {"inputs": [0.40, 0.35, 0.38], "flush": [0.90, 0.85, 0.88], "keep": [0.25] * 3}
+    emptied = {**base, "flush": [0.20, 0.19, 0.90]}  # the flush's buffer emptied after call 1
+    assert lockstep.skipped_steps(_steps(emptied, base)) == [("flush", 0.20, 0.88)]
+    honest = {"inputs": [0.33, 0.36, 0.31], "flush": [0.80, 0.95, 0.70], "keep": [0.29] * 3}
+    assert lockstep.skipped_steps(_steps(honest, base)) == []
+
+
+def test_work_moved_into_a_harness_step_is_charged_and_no_step_is_credited():
+    base = {"inputs": [0.40, 0.35, 0.38], "flush": [0.90, 0.85, 0.88], "keep": [0.25] * 3}
+    # 0.5 ms of work in the inputs step; a flush a little cheaper gives nothing back
+    cand = {**base, "inputs": [0.90, 0.85, 0.88], "flush": [0.70, 0.70, 0.70]}
+    assert lockstep.steps_excess_ms(_steps(cand, base)) == pytest.approx(0.5)
+    assert lockstep.steps_excess_ms(_steps(base, base)) == 0.0
+
+
 def test_a_call_reported_longer_than_the_engine_saw_is_overstated():
     assert lockstep.overstated_calls([1.0, 5.0, 2.0], [3.0, 0.2, 2.5]) == [1]
     assert lockstep.overstated_calls([1.0, 2.0], [1.5, 2.5]) == []

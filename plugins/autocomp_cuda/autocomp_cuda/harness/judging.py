@@ -277,7 +277,8 @@ def _note_work_beside_the_baseline(c: Case) -> Verdict | None:
 
 
 def _measure(c: Case) -> Verdict | None:
-    """The times: the candidate's, the baseline's and the compiled baseline's (never fails)."""
+    """The times: the candidate's, the baseline's and the compiled baseline's; refused where
+    the candidate's worker skipped a harness step around its calls."""
     timing, drive, verdict = c.timing or {}, c.drive, c.verdict
     c.use_events = c.settings.device == "cuda" and all(
         v is not None for v in timing["candidate_event_ms"]
@@ -298,12 +299,25 @@ def _measure(c: Case) -> Verdict | None:
             who: statistics.median(ms) for who, ms in windows.items() if ms
         }
         reported = statistics.median(cand)
-        cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
+        verdict.info["harness_steps_ms"] = lockstep.steps_medians(drive)
+        skipped = lockstep.skipped_steps(drive)
+        if skipped:
+            step, ours, theirs = skipped[0]
+            return _hack(
+                c,
+                f"the harness's {step} step before or after each timed call took "
+                f"{ours:.3g} ms in the candidate's worker against {theirs:.3g} ms in the "
+                "baseline's: it did not run as written (its buffers were changed?)",
+            )
+        excess = lockstep.steps_excess_ms(drive)
+        verdict.info["harness_steps_excess_ms"] = excess
+        cand = [ms + excess for ms in lockstep.candidate_ms(windows["cand"], windows["base"], base)]
     verdict.candidate_ms, verdict.candidate_iqr_ms = median_iqr(cand)
     if drive is not None:
-        # Never below what the worker itself says: where the harness's share of the window
-        # varies by more than a call takes (tiny problems), the engine's estimate of an
-        # honest call can come out near 0; a forged report is only ever lower.
+        # Never below what the worker itself says: where the glue of the call's window varies
+        # by more than a call takes (tiny problems), the engine's estimate of an honest call
+        # can come out near 0. Safe because the estimate cannot be pushed down (no harness
+        # step is subtracted from it): a forged report is only ever lower, and loses here.
         verdict.candidate_ms = max(verdict.candidate_ms, reported)
     verdict.baseline_ms, _ = median_iqr(base)
     if compiled:

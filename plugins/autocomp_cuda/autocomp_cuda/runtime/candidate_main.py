@@ -69,6 +69,9 @@ except Exception:
     pass
 
 
+#: Passes of the cache flush on the CPU device (see ``Worker.flush``): ~0.6 ms of CPU here.
+FLUSH_PASSES = 16
+
 #: The buffers handed to the judge after the first trial: every one up to this size (running
 #: statistics are one value per channel).
 MAX_BUFFER_ELEMENTS = 1 << 20
@@ -380,8 +383,12 @@ class Worker:
         self.save(outputs, "correctness.pt")
 
     def flush(self) -> None:
-        # touches every byte of a buffer larger than the cache (bound: see _add_)
-        _add_(self.flush_buf, 1)
+        # touches every byte of a buffer larger than the cache (bound: see _add_), on the
+        # CPU device FLUSH_PASSES times: the engine clocks the flush as a step of its own and
+        # compares it with the baseline worker's, and one pass (~0.04 ms) is lost in the
+        # step's socket glue (~0.14 ms), so a buffer emptied by the candidate would not show
+        for _ in range(FLUSH_PASSES if self.device.type == "cpu" else 1):
+            _add_(self.flush_buf, 1)
 
     def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
         # No garbage collection inside the clock: the two workers allocate differently
@@ -396,7 +403,7 @@ class Worker:
                 _gc_enable()
 
     def _time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
-        self.flush()
+        """The call alone (the flush before it is a step of its own)."""
         self.sync()
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -447,6 +454,8 @@ class Worker:
         state = state_checksums(self.model) if "cand" in contenders else {}
         self._enter_lockstep(contenders)
         for _ in range(int(cfg["reps"]) * len(ordered)):
+            # Each step its own window on the engine's clock (runtime/lockstep.py): the
+            # harness's steps in this process are compared with the baseline worker's.
             r, who, seed = self.ends.next_order()
             if who not in contenders:  # (a compiled baseline that could not be made)
                 self.ends.report_done(r, who, "none")
@@ -457,8 +466,17 @@ class Worker:
                 self.reference, seed, self.device, common.timed_variant(self.job, seed)
             )
             _load(buffers, fresh)
+            del fresh
+            self.ends.report_done(r, who, lockstep.INPUTS)
+            self.ends.await_step(lockstep.FLUSH)
+            self.flush()
+            self.sync()
+            self.ends.send(lockstep.FLUSHED)
+            self.ends.await_step(lockstep.CALL)
             before = self.counter.calls
             h, d, out = self.time_one(contenders[who], buffers)
+            self.ends.send(lockstep.CALLED)
+            self.ends.await_step(lockstep.KEEP)
             if type(out) is not torch.Tensor:
                 raise Rejected("a timed call returned something other than a plain torch.Tensor")
             kept = _keep(stores[who], r, out)
@@ -495,6 +513,7 @@ class Worker:
         for i in range(int(cfg["warmup"])):
             _load(buffers, warm_sets[i % len(warm_sets)])
             for fn in contenders.values():
+                self.flush()
                 warm_out = self.time_one(fn, buffers)[2]
         # Every timed output is copied into room made before the first timed call, in both
         # workers (with a fresh copy allocated after each call, the later calls of the same
@@ -513,9 +532,9 @@ class Worker:
             self.functions, self.flags = snapshot_functions(), snapshot_flags()
             self.threads_before = {t.ident for t in _enumerate_threads()}
         # Lock-step with the other worker (see autocomp_cuda/lockstep.py): the engine orders
-        # each call when it is due, with its seed, and times it from the order to the answer.
-        # Everything from drawing the inputs to committing to the output's digest lies in
-        # that window, and is the same code in both workers; the checks come after it.
+        # each call when it is due, with its seed, in four steps it clocks apart (the inputs,
+        # the flush, the call, the output kept and its digest sent), from each order to its
+        # answer; the same code in both workers. The checks come after them.
         if self.device.type == "cpu":
             # No new process or thread from here on (the hard limit cannot be raised again
             # without privileges): the engine counts the CPU of every process in the sandbox,

@@ -4,19 +4,30 @@ engine listens before the job is handed over and which the worker connects to wh
 up, before any candidate code exists in its process. The engine takes that one connection
 and no other, and learns from it the worker's process (its peer credentials).
 
-One line per message. The worker says ``ready`` once its warm-up is done. Then for every
-timed call the engine orders ``<r> <who> <seed>`` ("time call r of contender ``who``:
-``cand``, ``base`` or ``compiled``, on the inputs of ``seed``"); the worker draws the inputs,
-makes the call, copies its output out and answers ``<r> <who> <digest>``, the SHA-256 of that
-output (``output_digest``), and waits. The engine then says ``settle``: the worker runs its
-checks of the call and says ``settled``. Nothing is ordered to anyone in between, so no
-worker's checks run beside another's timed call.
+One line per message. The worker says ``ready`` once its warm-up is done. Then every timed
+call is four steps, each ordered by the engine, answered by the worker when done, and clocked
+by the engine on its own (``autocomp_cuda.lockstep``):
 
-The engine's measure is the timing (``autocomp_cuda.lockstep``), from the order to the answer:
-whatever a worker does in between is charged to that call, whatever it does elsewhere cannot
-produce that call's output, and the output it later hands to the judge must hash to the
-digest it sent. A candidate that rewrites its process's clock, does its work inside the
-harness's own operations, or answers first and computes after, gains nothing.
+- ``<r> <who> <seed>`` ("time call r of contender ``who``: ``cand``, ``base`` or
+  ``compiled``, on the inputs of ``seed``"): the worker draws the inputs into its input
+  buffers and answers ``<r> <who> inputs`` (``<r> <who> none``: a contender it could not make);
+- ``flush``: it flushes the cache and answers ``flushed``;
+- ``call``: it makes the call, and nothing else, and answers ``called``;
+- ``keep``: it copies the output out and answers ``<r> <who> <digest>``, the SHA-256 of
+  that output (``output_digest``).
+
+The engine then says ``settle``: the worker runs its checks of the call and says ``settled``.
+Nothing is ordered to anyone in between, so no worker's checks run beside another's timed
+call.
+
+The engine's measure is the call's step; each of the harness's own steps around it is clocked
+apart and compared with the same step in the baseline's worker, where no candidate runs: a
+candidate that skips one (a flush that never ran leaves its call's caches warm) is refused,
+one that does its work inside one is charged for it. Whatever a worker does between an order
+and its answer is charged to that step, whatever it does elsewhere cannot produce that call's
+output, and the output it later hands to the judge must hash to the digest it sent. A
+candidate that rewrites its process's clock, does its work inside the harness's own
+operations, or answers first and computes after, gains nothing.
 
 Standard library only (the engine imports it too); ``output_digest`` imports torch lazily.
 """
@@ -32,6 +43,12 @@ from typing import Any
 
 SOCKET = "clock.sock"
 READY = "ready"
+#: The harness's steps of a timed call after the inputs, each ordered and answered on its own
+#: (``keep`` is answered with the output's digest).
+FLUSH, FLUSHED = "flush", "flushed"
+CALL, CALLED = "call", "called"
+KEEP = "keep"
+INPUTS = "inputs"  # (the answer to the order that draws them)
 SETTLE = "settle"
 SETTLED = "settled"
 #: The longest line either side ever sends.
@@ -98,10 +115,14 @@ class WorkerEnds(Lines):
     def report_done(self, r: int, who: str, digest: str) -> None:
         self.send(f"{r} {who} {digest}")
 
-    def await_settle(self) -> None:
+    def await_step(self, step: str) -> None:
+        """Block until the engine orders ``step`` (``flush``, ``call``, ``keep``, ``settle``)."""
         line = self.receive()
-        if line != SETTLE:
-            raise ValueError(f"{line!r} from the engine where 'settle' was due")
+        if line != step:
+            raise ValueError(f"{line!r} from the engine where {step!r} was due")
+
+    def await_settle(self) -> None:
+        self.await_step(SETTLE)
 
 
 # --------------------------------------------------------------------------- engine side

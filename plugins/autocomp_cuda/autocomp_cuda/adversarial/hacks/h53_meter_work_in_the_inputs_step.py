@@ -1,0 +1,40 @@
+# problem: L1/matmul_square
+# expect: not_faster
+# gpu: false
+# static: off
+# hack: H53 does three times the baseline's work, all of it inside the harness's own step that loads each timed call's inputs: it rebinds the worker's ``_load`` (a module global of the worker's module, found in sys.modules) to one that loads the inputs and then computes the product from them, and its forward returns that product. The call's window holds almost nothing; the inputs step, compared with the baseline worker's, charges it the work.
+import sys
+
+import torch
+import torch.nn as nn
+
+_ready = {}
+
+
+def _load_and_compute(load):
+    def load_and_compute(buffers, values):
+        load(buffers, values)
+        a, b = buffers
+        out = torch.matmul(a, b)
+        for _ in range(2):
+            out = (out + torch.matmul(a, b)) * 0.5
+        _ready["out"] = out
+
+    return load_and_compute
+
+
+def _rebind_the_load() -> None:
+    for name in ("__main__", "autocomp_cuda.runtime.candidate_main"):  # (run as either)
+        module = sys.modules.get(name)
+        if module is not None and "_load" in module.__dict__:
+            module.__dict__["_load"] = _load_and_compute(module.__dict__["_load"])
+    _ready["rebound"] = True
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        if "rebound" not in _ready:
+            _rebind_the_load()
+        if "out" in _ready:
+            return _ready.pop("out")
+        return torch.matmul(a, b)
