@@ -57,8 +57,8 @@ def held_out_spec(spec: ProblemSpec, size: str) -> ProblemSpec | None:
         sizes = spec.held_out.get(size)
         if sizes is None:
             return None
-        tier = "tiny" if size == "tiny" else "full"
-        return dataclasses.replace(spec, **common, **{tier: {**spec.sizes(size), **sizes}})
+        # (the ProblemSpec field of each tier's overrides is named as the tier)
+        return dataclasses.replace(spec, **common, **{size: {**spec.sizes(size), **sizes}})
     if spec.tiny:  # an imported problem with the user's size_overrides
         return None
     return dataclasses.replace(spec, **common, shrink=HELD_OUT_SHRINK[size])

@@ -119,7 +119,8 @@ class ProblemSpec:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
     def sizes(self, size: str) -> dict[str, Any]:
-        """Module-constant overrides for a size tier (``full`` keeps the file's own)."""
+        """Module-constant overrides for a size tier (``full`` keeps the file's own, but at a
+        held-out shape)."""
         if size == "full":
             return dict(self.full)
         if size == "tiny":
