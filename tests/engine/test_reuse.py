@@ -119,3 +119,24 @@ async def test_a_step_that_fails_is_skipped_and_recorded_without_a_score(donor, 
     assert record and {r["outcome"] for r in record} == {"skipped"}
     assert all(r["score"] is None for r in record)
     json.dumps(record, allow_nan=False)  # strict JSON: no Infinity for a failed step
+
+
+@pytest.mark.asyncio
+async def test_a_donor_of_another_backend_is_applied_when_asked(donor, tmp_path):
+    """Plans can be portable across targets: with ``reuse_across_backends`` a donor of another
+    backend's run is applied like one of this backend's (its plans implemented on this
+    baseline), and the run's reuse record names it."""
+    run_dir, donated = donor
+    store = RunStore(run_dir)
+    store.set_meta("config", {**store.get_meta("config"), "backend": "gemmini"})
+    store.close()
+    async with LLMTestServer(lambda r: reply(r.prompt)) as server:
+        cfg = toy_config(server, tmp_path / "new", iterations=0, reuse=[str(run_dir)])
+        cfg["search"]["reuse_across_backends"] = True
+        summary = await optimize_async(cfg)
+    assert summary.data["speedup"] == pytest.approx(donated.data["speedup"])
+    new = RunStore(tmp_path / "new" / "run")
+    record = new.get_meta("reuse")
+    new.close()
+    assert record and {r["outcome"] for r in record} == {"applied"}
+    assert {r["donor"] for r in record} == {str(run_dir)}
