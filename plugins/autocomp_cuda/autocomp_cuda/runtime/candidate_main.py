@@ -112,7 +112,10 @@ class Worker:
         }
         self.counter = KernelCounter(job.get("prebuilt") or "")
         self.threads_before: set[int | None] = set()
-        self.native_threads: set[str] | None = None  # the process's tasks when timing began
+        # the process's tasks before the candidate was imported (the baseline's worker: when
+        # timing began)
+        self.native_threads: set[str] | None = None
+        self.watchdog_threads: set[str] = set()
         self.persisting_l2: PersistingL2 | None = None  # on a GPU: read after every candidate call
         self.last_cpu_ms: float | None = None  # CPU device: the process's CPU time in the last call
         self.phase_started = _perf()
@@ -129,7 +132,10 @@ class Worker:
         faulthandler.cancel_dump_traceback_later()
         limit = float(self.job["phase_timeouts"].get(name, 0) or 0)
         if limit > 0:
+            known = _native_threads()
             faulthandler.dump_traceback_later(limit, exit=True, file=self.watchdog)
+            # the watchdog's thread, made anew at each arming: the harness's, not the candidate's
+            self.watchdog_threads = _native_threads() - known
 
     def end_phase(self) -> None:
         now = _perf()
@@ -172,7 +178,7 @@ class Worker:
         if new_threads:
             raise Rejected(f"threads still running {when}: {', '.join(new_threads)}")
         if self.native_threads is not None:  # threads started in C++ too (CPU device)
-            extra = _native_threads() - self.native_threads
+            extra = _native_threads() - self.native_threads - self.watchdog_threads
             if extra:
                 raise Rejected(
                     f"{len(extra)} native thread(s) started by the candidate still running {when}"
@@ -259,6 +265,10 @@ class Worker:
         self.functions = snapshot_functions()
         self.flags = snapshot_flags()
         self.threads_before = {t.ident for t in threading.enumerate()}
+        if self.device.type == "cpu" and self.job["mode"] == "eval":
+            # The kernel's list of this process's threads before any candidate code runs: a
+            # thread started at import through _thread has no threading.Thread to list.
+            self.native_threads = _native_threads()
         try:
             # The problem's size constants hold in the candidate's module too (a forward that
             # reads a global batch size sees the one the inputs were made with).
@@ -523,7 +533,7 @@ class Worker:
 
     def _enter_lockstep(self, contenders: dict[str, Any]) -> None:
         """Ready for the engine's orders: the checks' baselines taken, then READY sent."""
-        if self.device.type == "cpu":
+        if self.device.type == "cpu" and self.native_threads is None:  # (the baseline's)
             self.native_threads = _native_threads()
         if "cand" not in contenders:
             # The baseline's worker runs the candidate's checks after each timed call too
