@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import proc_clock
+from . import kernel_evidence, proc_clock
 from .runtime import lockstep as protocol
 from .workers import Worker
 
@@ -73,6 +73,9 @@ class Drive:
     #: and how long those windows were (ms): a worker waiting for its order uses none
     idle_cpu_ms: dict[str, float] = field(default_factory=dict)
     others_ms: dict[str, float] = field(default_factory=dict)
+    #: per worker, the files mapped into its process once it was ready (its extensions are
+    #: loaded by then), read from outside; None where they could not be read
+    mapped: dict[str, set[str] | None] = field(default_factory=dict)
 
 
 class _Stop(Exception):
@@ -177,7 +180,8 @@ class _Driver:
         self.current = name
         line = self._receive(name)
         if line != protocol.READY:
-            raise _Stop("garbled", f"an answer out of turn ({line[:80]!r} where 'ready' was due)")
+            raise _Stop("garbled", _out_of_turn(line, "'ready'"))
+        self.result.mapped[name] = kernel_evidence.mapped_files(self.ends[name].pid)
         if self.cpu_clock and not proc_clock.cannot_start_tasks(self.ends[name].pid):
             raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from autocomp_core import SandboxResult
 
-from .. import lockstep
+from .. import kernel_evidence, lockstep
 from ..judge import Judge, JudgeError
 from ..problemset import ProblemSpec
 from .files import read_json, read_text
@@ -65,6 +65,7 @@ class Case:
     timing: dict[str, Any] | None = None
     answer: dict[str, Any] = field(default_factory=dict)
     use_events: bool = False  # timed by CUDA events (else by the CPU's or the host's clock)
+    code: str = ""  # the program as the engine holds it (not the worker's copy)
 
 
 Check = Callable[[Case], Verdict | None]
@@ -345,8 +346,36 @@ def _nothing_outside_the_timed_stream(c: Case) -> Verdict | None:
     return None
 
 
+def _custom_code_seen(c: Case) -> bool | None:
+    """The engine's own evidence of the candidate's kernels (``kernel_evidence``): True, False,
+    or None where its worker's mapped files could not be read."""
+    if kernel_evidence.defines_triton_kernel(c.code):
+        return True
+    mapped = c.drive.mapped.get("candidate") if c.drive is not None else None
+    if mapped is None:
+        return None
+    return kernel_evidence.extension_loaded(mapped, c.work)
+
+
 def _own_kernels_ran(c: Case) -> Verdict | None:
     calls = (c.timing or {}).get("kernel_calls_per_timed_call", [])
+    if c.outcome.get("custom_code") and c.drive is not None:
+        seen = _custom_code_seen(c)
+        if seen is False:  # the worker's record says so; nothing outside it does
+            message = (
+                "no custom kernel found: the candidate's worker records its own kernels, "
+                "but none of its builds is loaded in its process and it defines no Triton kernel"
+            )
+            if c.settings.require_custom_kernel:
+                return _hack(c, message)
+            c.verdict.flags.append("no_custom_kernel")
+            c.verdict.notes.append(message + " (excluded from fast_p)")
+            return None
+        if seen is None:
+            c.verdict.notes.append(
+                "the candidate's kernels could not be checked from outside its worker "
+                "(its mapped files are unreadable here): its own record was taken"
+            )
     if c.outcome.get("custom_code"):
         if calls and min(calls) == 0:
             return _hack(

@@ -335,6 +335,7 @@ class Harness:
             baseline=baseline_run.get("timing"),
             timed_refs=baseline[0].work / "timed_refs" if baseline else None,
             drive=drive,
+            code=program.code,
         )
         verdict = await judge(case)
         _add_worker_phases(breakdown, worker.work, handed_over)
