@@ -67,6 +67,9 @@ async def test_each_seed_reaches_each_worker_only_when_its_call_is_due(make_back
     )
     # the metric is the engine's clock; the worker's own report is kept beside it
     assert verdict.candidate_ms > 0 and verdict.info["candidate_reported_ms"] > 0
+    # each harness step around the calls clocked apart, in both workers
+    assert set(verdict.info["harness_steps_ms"]) == {"inputs", "flush", "keep"}
+    assert all(c > 0 and b > 0 for c, b in verdict.info["harness_steps_ms"].values())
     assert verdict.info["steady_heap"] is True  # one heap policy in every timing worker
 
 
