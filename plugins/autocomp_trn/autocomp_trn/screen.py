@@ -171,13 +171,52 @@ NODE_RULES: dict[type, Callable[..., Iterator[Finding]]] = {
 }
 
 
+#: NumPy functions that make one number from numbers (``EPS = np.float32(1e-6)``,
+#: ``SCALE = 1 / np.sqrt(128)``): constants, not host data, at module level
+SCALAR_FUNCTIONS = {
+    *(f"float{b}" for b in (16, 32, 64)),
+    *(f"int{b}" for b in (8, 16, 32, 64)),
+    *(f"uint{b}" for b in (8, 16, 32, 64)),
+    *("sqrt", "exp", "log", "log2", "log10", "tanh", "sin", "cos", "abs", "floor", "ceil"),
+}
+
+
+def _is_number(node: ast.AST, names: Names) -> bool:
+    """A number written in the source, or one of NumPy's scalar functions of numbers."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand, names)
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left, names) and _is_number(node.right, names)
+    if isinstance(node, ast.Attribute):  # np.pi, np.e
+        return isinstance(node.value, ast.Name) and node.value.id in names.numpy
+    return _is_scalar_call(node, names)
+
+
+def _is_scalar_call(node: ast.AST, names: Names) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in names.numpy
+        and node.func.attr in SCALAR_FUNCTIONS
+        and not node.keywords
+        and len(node.args) == 1
+        and _is_number(node.args[0], names)
+    )
+
+
 def _import_time_work(tree: ast.Module, names: Names) -> Iterator[Finding]:
-    """Module level: imports, definitions and constants only."""
+    """Module level: imports, definitions and constants only (a NumPy scalar of numbers is a
+    constant; an array is host data)."""
     for node in tree.body:
         if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
             if value is not None and any(
-                isinstance(n, ast.Call) and attribute_root(n.func) in names.numpy
+                isinstance(n, ast.Call)
+                and attribute_root(n.func) in names.numpy
+                and not _is_scalar_call(n, names)
                 for n in ast.walk(value)
             ):
                 yield Finding(

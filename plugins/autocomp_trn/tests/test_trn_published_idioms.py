@@ -269,3 +269,21 @@ def solution(x):
 """
     result = emulate(TRANSPOSE, code)
     assert result["status"] == "compile_error" and "limited to 32x32" in result["message"]
+
+
+def test_a_numpy_scalar_constant_at_module_level_is_a_constant_but_an_array_is_host_data():
+    head = "import numpy as np\n"
+    for constant in (
+        "EPS = np.float32(1e-6)",
+        "SCALE = 1 / np.sqrt(128)",
+        "NEG = np.float32(-np.log(2.0) * 3)",
+        "TWO_PI = 2 * np.pi",
+    ):
+        assert screened(head + constant + "\n") == [], constant
+    for data in (
+        "ANSWER = np.ones((512, 4096), dtype=np.float32)",
+        "ROW = np.float32(np.arange(8))",
+        "TABLE = np.sqrt(np.linspace(0, 1, 128))",
+        "X = np.float32([1.0, 2.0])",
+    ):
+        assert "host-compute" in screened(head + data + "\n"), data
