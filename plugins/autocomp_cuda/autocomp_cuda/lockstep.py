@@ -337,10 +337,17 @@ def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
 
 def steps_excess_ms(drive: Drive) -> float:
     """What the candidate's worker spent on the harness's steps beyond the baseline worker's
-    (medians, step by step, never negative): work a candidate moves into one of them (a
-    harness function it rebound) is charged to it like the call's own."""
-    cand, base = _medians(drive, "cand"), _medians(drive, "base")
-    return sum(max(cand[s] - base[s], 0.0) for s in STEPS if s in cand and s in base)
+    (step by step, the median over the timed calls of the difference on the same call, never
+    negative): work a candidate moves into one of them (a harness function it rebound) is
+    charged to it like the call's own. Paired by call: the two workers' steps of one call run
+    moments apart, so load that comes and goes cancels out of the difference."""
+    cand, base = drive.steps_ms.get("cand", {}), drive.steps_ms.get("base", {})
+    total = 0.0
+    for step in STEPS:
+        pairs = list(zip(cand.get(step, []), base.get(step, [])))
+        if pairs:
+            total += max(statistics.median(c - b for c, b in pairs), 0.0)
+    return total
 
 
 def overstated_calls(reported_ms: list[float], seen_ms: list[float]) -> list[int]:
