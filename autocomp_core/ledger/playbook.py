@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..llm.keys import redact
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -107,7 +108,15 @@ class Playbook:
             raise ConfigError(f"playbook {self.path}: unreadable ({exc})") from None
 
     def add(self, entry: Entry) -> int:
-        row = asdict(entry)
+        """Store an entry (a run's, or an imported one), with every key and anything shaped
+        like one scrubbed from its text: plans and failure reasons quote LLM answers and
+        feedback, and an export is shared."""
+        row = {k: redact(v) if isinstance(v, str) else v for k, v in asdict(entry).items()}
+        for field_name in ("schedule", "failures"):
+            row[field_name] = [
+                {k: redact(v) if isinstance(v, str) else v for k, v in item.items()}
+                for item in row[field_name]
+            ]
         with self._reading() as db:
             cur = db.execute(
                 "INSERT INTO entries (created, backend, family, problem, shapes, dtypes, run, "

@@ -14,8 +14,9 @@ from scripted_llm import reply
 from autocomp_core.api import optimize_async
 from autocomp_core.engine.reuse import donor_schedule
 from autocomp_core.errors import ConfigError
-from autocomp_core.ledger.playbook import Playbook, default_path, features
+from autocomp_core.ledger.playbook import Entry, Playbook, default_path, features
 from autocomp_core.ledger.store import RunStore
+from autocomp_core.llm.keys import remember_secret
 from autocomp_core.testing.llm_server import LLMTestServer
 from autocomp_core.testing.preloaded_cli import preloaded_cli
 
@@ -144,3 +145,26 @@ def test_features_read_family_and_shapes_from_the_id_unless_the_backend_says():
         [3, 3],
         ["bf16"],
     )
+
+
+def test_keys_quoted_in_plans_or_feedback_never_reach_the_store_or_an_export(tmp_path):
+    remember_secret("my-own-secret-value-42")
+    leaked = Entry(
+        backend="toy",
+        family="sum_squares",
+        problem="sum_squares",
+        shapes=[8],
+        dtypes=[],
+        run="a/run",
+        speedup=2.0,
+        schedule=[{"plan": "call it with sk-ant-abcdefghijklmnop1234", "gain": 2.0}],
+        failures=[{"plan": "p", "kind": "crash", "reason": "env had my-own-secret-value-42 in it"}],
+    )
+    book = Playbook(tmp_path / "book.sqlite")
+    book.add(leaked)
+    book.export(tmp_path / "team.jsonl")
+    (stored,) = book.entries()
+    book.close()
+    text = (tmp_path / "team.jsonl").read_text() + json.dumps(stored.schedule + stored.failures)
+    assert "sk-ant-abcdefghijklmnop1234" not in text and "my-own-secret-value-42" not in text
+    assert text.count("[REDACTED]") >= 4  # in the store and in the export
