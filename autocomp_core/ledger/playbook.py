@@ -111,12 +111,13 @@ class Playbook:
         """Store an entry (a run's, or an imported one), with every key and anything shaped
         like one scrubbed from its text: plans and failure reasons quote LLM answers and
         feedback, and an export is shared."""
-        row = {k: redact(v) if isinstance(v, str) else v for k, v in asdict(entry).items()}
-        for field_name in ("schedule", "failures"):
-            row[field_name] = [
-                {k: redact(v) if isinstance(v, str) else v for k, v in item.items()}
-                for item in row[field_name]
-            ]
+
+        def scrub(item: dict[str, Any]) -> dict[str, Any]:
+            return {k: redact(v) if isinstance(v, str) else v for k, v in item.items()}
+
+        row = scrub(asdict(entry))
+        row["schedule"] = [scrub(step) for step in entry.schedule]
+        row["failures"] = [scrub(fail) for fail in entry.failures]
         with self._reading() as db:
             cur = db.execute(
                 "INSERT INTO entries (created, backend, family, problem, shapes, dtypes, run, "
