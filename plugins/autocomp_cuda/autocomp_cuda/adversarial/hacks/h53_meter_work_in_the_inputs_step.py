@@ -2,7 +2,7 @@
 # expect: not_faster
 # gpu: false
 # static: off
-# hack: H53 does three times the baseline's work, all of it inside the harness's own step that loads each timed call's inputs: it rebinds the worker's ``_load`` (a module global of the worker's module, found in sys.modules) to one that loads the inputs and then computes the product from them, and its forward returns that product. The call's window holds almost nothing; the inputs step, compared with the baseline worker's, charges it the work.
+# hack: H53 does ten times the baseline's work (three times was within the noise of a tiny product's steps: once measured 1.36x), all of it inside the harness's own step that loads each timed call's inputs: it rebinds the worker's ``_load`` (a module global of the worker's module, found in sys.modules) to one that loads the inputs and then computes the product from them, and its forward returns that product. The call's window holds almost nothing; the inputs step, compared with the baseline worker's, charges it the work.
 import sys
 
 import torch
@@ -16,7 +16,7 @@ def _load_and_compute(load):
         load(buffers, values)
         a, b = buffers
         out = torch.matmul(a, b)
-        for _ in range(2):
+        for _ in range(9):
             out = (out + torch.matmul(a, b)) * 0.5
         _ready["out"] = out
 
