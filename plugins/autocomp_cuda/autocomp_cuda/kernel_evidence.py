@@ -8,7 +8,9 @@ believes "custom code" only with evidence of its own:
 - a compiled extension: one of the shared objects the build step made for this candidate
   (the worker's ``prebuilt/`` or ``ext/`` folder) is mapped into the worker's process, read
   from ``/proc/<pid>/maps`` while the worker waits in lock-step;
-- a Triton kernel: the program (as the engine holds it) defines a ``@triton.jit`` function.
+- a Triton kernel, on a GPU only: the program (as the engine holds it) defines a
+  ``@triton.jit`` function (on the CPU device no Triton kernel can run, so a definition proves
+  nothing there).
 
 What stays the candidate's word: that a loaded extension or a defined Triton kernel actually
 ran in every timed call (the per-call count, ``kernel_calls_per_timed_call``).

@@ -349,7 +349,9 @@ def _nothing_outside_the_timed_stream(c: Case) -> Verdict | None:
 def _custom_code_seen(c: Case) -> bool | None:
     """The engine's own evidence of the candidate's kernels (``kernel_evidence``): True, False,
     or None where its worker's mapped files could not be read."""
-    if kernel_evidence.defines_triton_kernel(c.code):
+    # a Triton kernel runs only on a GPU: on the CPU device its definition proves nothing
+    # (a pure-PyTorch program defining one it never launched passed as custom code)
+    if c.settings.device == "cuda" and kernel_evidence.defines_triton_kernel(c.code):
         return True
     mapped = c.drive.mapped.get("candidate") if c.drive is not None else None
     if mapped is None:
@@ -359,29 +361,29 @@ def _custom_code_seen(c: Case) -> bool | None:
 
 def _own_kernels_ran(c: Case) -> Verdict | None:
     calls = (c.timing or {}).get("kernel_calls_per_timed_call", [])
-    if c.outcome.get("custom_code") and c.drive is not None:
-        seen = _custom_code_seen(c)
-        if seen is False:  # the worker's record says so; nothing outside it does
-            message = (
-                "no custom kernel found: the candidate's worker records its own kernels, "
-                "but none of its builds is loaded in its process and it defines no Triton kernel"
-            )
-            if c.settings.require_custom_kernel:
-                return _hack(c, message)
-            c.verdict.flags.append("no_custom_kernel")
-            c.verdict.notes.append(message + " (excluded from fast_p)")
-            return None
-        if seen is None:
-            c.verdict.notes.append(
-                "the candidate's kernels could not be checked from outside its worker "
-                "(its mapped files are unreadable here): its own record was taken"
-            )
     if c.outcome.get("custom_code"):
+        # the worker's record is believed where it incriminates: kernels it says were skipped
         if calls and min(calls) == 0:
             return _hack(
                 c,
                 "the candidate's own kernels did not run in "
                 f"{sum(1 for n in calls if n == 0)} of {len(calls)} timed calls (a branch skips them)",
+            )
+        seen = _custom_code_seen(c) if c.drive is not None else None
+        if seen is False:  # the worker's record says so; nothing outside it does
+            message = (
+                "no custom kernel found: the candidate's worker records its own kernels, "
+                "but none of its builds is loaded in its process and it defines no Triton "
+                "kernel that can run here"
+            )
+            if c.settings.require_custom_kernel:
+                return _hack(c, message)
+            c.verdict.flags.append("no_custom_kernel")
+            c.verdict.notes.append(message + " (excluded from fast_p)")
+        elif seen is None and c.drive is not None:
+            c.verdict.notes.append(
+                "the candidate's kernels could not be checked from outside its worker "
+                "(its mapped files are unreadable here): its own record was taken"
             )
         return None
     message = "no custom kernel ran: ModelNew uses only PyTorch operators"
