@@ -34,11 +34,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import kernel_evidence, proc_clock
+from . import kernel_evidence, proc_clock, worker_memory
 from .runtime import lockstep as protocol
 from .workers import Worker
 
 EngineEnds = protocol.EngineEnds
+#: The worker that holds no candidate (and, moved, draws the inputs).
+BASELINE = "baseline"
 
 #: How long the driving thread waits on a worker before it looks at the worker's process.
 LOOK_S = 0.05
@@ -118,11 +120,14 @@ def drive_blocking(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
+    moved: bool = False,
 ) -> Drive:
     """The drive itself, in the calling thread: ``ends`` per worker name, ``contenders`` each
     worker times (``{"baseline": ["base", "compiled"], "candidate": ["cand"]}``), ``alive``
     per worker (its process still runs), ``deadline`` on ``time.monotonic``; ``cpu_clock``:
-    read each worker's sandbox CPU time around every call too (``proc_clock``)."""
+    read each worker's sandbox CPU time around every call too (``proc_clock``); ``moved``:
+    the engine moves each call's inputs and output itself (the CPU device: the baseline's
+    worker, named ``baseline``, draws the inputs; ``runtime/lockstep.py``)."""
     steps = [(name, who) for name, whos in contenders.items() for who in whos]
     result = Drive(
         "complete",
@@ -131,7 +136,7 @@ def drive_blocking(
         digests={who: [] for _, who in steps},
         steps_ms={who: {step: [] for step in STEPS} for _, who in steps},
     )
-    driver = _Driver(ends, alive, deadline, cpu_clock, result)
+    driver = _Driver(ends, alive, deadline, cpu_clock, result, moved)
     rng = random.SystemRandom()
     try:
         for name in ends:  # connected while setting up, before its candidate was imported
@@ -139,6 +144,8 @@ def drive_blocking(
         for name in ends:  # every worker done with its warm-up before the first timed call
             driver.await_ready(name)
         for r, seed in enumerate(seeds):
+            if moved:
+                driver.draw(r, seed)
             rng.shuffle(steps)
             for name, who in steps:
                 driver.call(name, r, who, seed)
@@ -147,6 +154,8 @@ def drive_blocking(
         result.outcome, result.worker, result.detail = stop.outcome, driver.current, stop.detail
     except OSError as exc:  # the worker's end went away mid-message
         result.outcome, result.worker, result.detail = "ended", driver.current, str(exc)
+    finally:
+        driver.close()
     return result
 
 
@@ -161,11 +170,20 @@ class _Driver:
         deadline: float,
         cpu_clock: bool,
         result: Drive,
+        moved: bool = False,
     ) -> None:
         self.ends, self.alive, self.deadline = ends, alive, deadline
-        self.cpu_clock, self.result = cpu_clock, result
+        self.cpu_clock, self.result, self.moved = cpu_clock, result, moved
         self.ledgers: dict[str, proc_clock.Ledger] = {}
         self.current = ""
+        # (moved) each worker's memory, where its input buffers lie, the call's inputs drawn
+        self.memory: dict[str, worker_memory.Memory] = {}
+        self.layouts: dict[str, dict[str, list[tuple[int, int]]]] = {}
+        self.drawn: list[bytes] = []
+
+    def close(self) -> None:
+        for memory in self.memory.values():
+            memory.close()
 
     def _receive(self, name: str) -> str:
         return _receive(self.ends[name], self.alive[name], self.deadline)
@@ -179,17 +197,109 @@ class _Driver:
     def await_ready(self, name: str) -> None:
         self.current = name
         line = self._receive(name)
-        if line != protocol.READY:
+        said, _, layout = line.partition(" ")
+        if said != protocol.READY or bool(layout) != self.moved:
             raise _Stop("garbled", _out_of_turn(line, "'ready'"))
         self.result.mapped[name] = kernel_evidence.mapped_files(self.ends[name].pid)
         if self.cpu_clock and not proc_clock.cannot_start_tasks(self.ends[name].pid):
             raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
+        if self.moved:
+            try:
+                self.layouts[name] = worker_memory.parse_layout(layout, name == BASELINE)
+            except ValueError as exc:
+                raise _Stop("garbled", str(exc)) from None
+            try:
+                self.memory[name] = worker_memory.Memory(self.ends[name].pid)
+            except OSError as exc:
+                raise _Stop(
+                    "unreadable",
+                    f"the engine cannot open the worker's memory (/proc/<pid>/mem: "
+                    f"{exc.strerror or exc}); timing on the CPU device writes its inputs and "
+                    "reads its outputs there (a kernel that forbids it, e.g. "
+                    "kernel.yama.ptrace_scope above 1, cannot time CPU programs)",
+                ) from None
+
+    def draw(self, r: int, seed: int) -> None:
+        """(moved) The baseline's worker draws call r's inputs; the engine reads them out."""
+        self.current = BASELINE
+        _, _, line = self._step(BASELINE, lambda end: end.tell(f"{protocol.DRAW} {r} {seed}"))
+        if line != f"{protocol.DRAWN} {r}":
+            raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DRAWN} {r}'"))
+        memory = self.memory[BASELINE]
+        try:
+            self.drawn = [memory.read(a, n) for a, n in self.layouts[BASELINE]["staging"]]
+        except OSError as exc:
+            raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
+
+    def _hand_inputs(self, name: str) -> None:
+        """(moved) Call r's inputs written into worker ``name``'s input buffers."""
+        spans = self.layouts[name]["inputs"]
+        sizes = [n for _, n in spans]
+        if sizes != [len(data) for data in self.drawn]:
+            raise _Stop(
+                "garbled",
+                f"its input buffers ({sizes} bytes) are not the inputs' "
+                f"({[len(d) for d in self.drawn]} bytes)",
+            )
+        try:
+            for (address, _), data in zip(spans, self.drawn):
+                self.memory[name].write(address, data)
+        except OSError as exc:
+            raise _Stop("garbled", f"its input buffers could not be written: {exc}") from None
 
     def call(self, name: str, r: int, who: str, seed: int) -> None:
-        """Timed call r of ``who`` in worker ``name``, in four windows, each from its order to
-        its answer: the inputs, the flush, the call, the output kept; the worker's checks
-        after them are untimed."""
+        """Timed call r of ``who`` in worker ``name``; the worker's checks after it are untimed.
+        Moved (the CPU device): one window, from writing its inputs to reading its output. Else
+        four windows, each from its order to its answer: the inputs, the flush, the call, the
+        output kept."""
         self.current = name
+        if self.moved:
+            self._moved_call(name, r, who)
+        else:
+            self._call_in_steps(name, r, who, seed)
+        self.ends[name].tell(protocol.SETTLE)
+        line = self._receive(name)  # its checks, untimed
+        if line != protocol.SETTLED:
+            raise _Stop("garbled", _out_of_turn(line, "'settled'"))
+        ended = self.ledgers[name].ended if self.cpu_clock else set()
+        if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
+            raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
+
+    def _moved_call(self, name: str, r: int, who: str) -> None:
+        """One window: the inputs written into the worker, the order, its answer naming where
+        the output lies, and the output read out, all before the window's clock stops (what
+        the worker did before the engine read its output is in the window)."""
+        output: list[bytes] = []
+        described: list[worker_memory.Output] = []
+
+        def order(end: protocol.EngineEnds) -> None:
+            self._hand_inputs(name)
+            end.order(r, who, 0)
+
+        def read_out(line: str) -> None:
+            prefix = f"{r} {who} "
+            if line == prefix + "none":
+                return
+            if not line.startswith(prefix + protocol.OUT + " "):
+                raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
+            try:
+                out = worker_memory.parse_output(line.removeprefix(prefix + protocol.OUT + " "))
+                output.append(self.memory[name].read_output(out))
+            except (ValueError, OSError) as exc:
+                raise _Stop(
+                    "garbled", f"its output of call {r + 1} cannot be read: {exc}"
+                ) from None
+            described.append(out)
+
+        took, cpu, _ = self._step(name, order, read_out)
+        if described:
+            out = described[0]
+            self.result.seen_ms[who].append(took)
+            self.result.digests[who].append(protocol.digest_of(out.dtype, out.shape, output[0]))
+            if self.cpu_clock:
+                self.result.cpu_ms[who].append(cpu)
+
+    def _call_in_steps(self, name: str, r: int, who: str, seed: int) -> None:
         took, cpu, line = self._step(name, lambda end: end.order(r, who, seed))
         match = _INPUTS.fullmatch(line)
         if match is None or (int(match[1]), match[2]) != (r, who):
@@ -210,22 +320,19 @@ class _Driver:
             self._record(line, r, who, call_took, call_cpu)
             for step in STEPS:
                 self.result.steps_ms[who][step].append(spent[step])
-        self.ends[name].tell(protocol.SETTLE)
-        line = self._receive(name)  # its checks, untimed
-        if line != protocol.SETTLED:
-            raise _Stop("garbled", _out_of_turn(line, "'settled'"))
-        ended = self.ledgers[name].ended if self.cpu_clock else set()
-        if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
-            raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
 
     def _measure(self, took: float, cpu: float) -> float:
         return cpu if self.cpu_clock else took
 
     def _step(
-        self, name: str, order: Callable[[protocol.EngineEnds], None]
+        self,
+        name: str,
+        order: Callable[[protocol.EngineEnds], None],
+        then: Callable[[str], None] | None = None,
     ) -> tuple[float, float, str]:
-        """One window: an ``order`` to worker ``name`` and its answer. Returns the wall time and
-        the CPU time of its sandbox over the window (ms), and the answer."""
+        """One window: an ``order`` to worker ``name`` and its answer (and ``then``, given the
+        answer once the worker sleeps again, still inside the window). Returns the wall time
+        and the CPU time of its sandbox over the window (ms), and the answer."""
         end, ledgers = self.ends[name], self.ledgers
         if self.cpu_clock:  # every worker waiting, its CPU time settled
             for other_end in self.ends.values():
@@ -234,9 +341,11 @@ class _Driver:
         started = time.perf_counter()
         order(end)
         line = self._receive(name)
-        took = (time.perf_counter() - started) * 1e3
         if self.cpu_clock:  # (it waits for its next order now: its CPU time stands still)
             proc_clock.wait_asleep(end.pid)
+        if then is not None:
+            then(line)
+        took = (time.perf_counter() - started) * 1e3
         spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
         for other in ledgers:
             if other != name:
@@ -268,12 +377,13 @@ async def drive(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
+    moved: bool = False,
 ) -> Drive:
     """``drive_blocking`` in a thread of its own: the clock is not the event loop's (which
     serves LLM calls and other evaluations), and the loop stays free meanwhile."""
     alive = {name: _alive(worker) for name, worker in workers.items()}
     return await asyncio.to_thread(
-        drive_blocking, ends, contenders, alive, seeds, deadline, cpu_clock
+        drive_blocking, ends, contenders, alive, seeds, deadline, cpu_clock, moved
     )
 
 
@@ -337,16 +447,18 @@ def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
 
 def steps_excess_ms(drive: Drive) -> float:
     """What the candidate's worker spent on the harness's steps beyond the baseline worker's
-    (step by step, the median over the timed calls of the difference on the same call, never
-    negative): work a candidate moves into one of them (a harness function it rebound) is
-    charged to it like the call's own. Paired by call: the two workers' steps of one call run
-    moments apart, so load that comes and goes cancels out of the difference."""
+    (GPU: step by step, the mean over the timed calls of the difference on the same call,
+    never negative): work a candidate moves into one of them (a harness function it rebound)
+    is charged to it like the call's own, in full, whichever calls and steps it lands in (a
+    median let work rotated through the steps, one call in three each, pass uncharged).
+    Paired by call: the two workers' steps of one call run moments apart, so load that comes
+    and goes cancels out of the difference."""
     cand, base = drive.steps_ms.get("cand", {}), drive.steps_ms.get("base", {})
     total = 0.0
     for step in STEPS:
         pairs = list(zip(cand.get(step, []), base.get(step, [])))
         if pairs:
-            total += max(statistics.median(c - b for c, b in pairs), 0.0)
+            total += max(statistics.fmean(c - b for c, b in pairs), 0.0)
     return total
 
 

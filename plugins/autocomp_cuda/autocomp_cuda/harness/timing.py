@@ -51,11 +51,12 @@ async def time_in_lockstep(
         worker.hand_over(job)
         deadline = time.monotonic() + settings.eval_deadline_s()
         cpu_clock = settings.device == "cpu" and proc_clock.available()
-        drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock)
+        moved = settings.device == "cpu"  # the engine moves inputs and outputs itself
+        drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:
         for end in ends.values():
             end.close()
-    if drive.outcome == "garbled" and drive.worker == "candidate":
+    if drive.outcome in ("garbled", "unreadable") and drive.worker == "candidate":
         await worker.close()
         await baseline_worker.close()
         broken = f"the candidate's worker broke the timing protocol: {drive.detail}"
@@ -73,10 +74,14 @@ async def time_in_lockstep(
     outcome = read_json(baseline_worker.work / "result.json")
     take_ownership(baseline_worker.work)
     if baseline_end is None or outcome is None or outcome.get("status") != "ok":
-        why = (outcome or {}).get("message") or (
-            "it overran its deadline"
-            if baseline_end is None
-            else (baseline_end.stderr or "")[-2000:]
+        why = (
+            (outcome or {}).get("message")
+            or drive.detail
+            or (
+                "it overran its deadline"
+                if baseline_end is None
+                else (baseline_end.stderr or "")[-2000:]
+            )
         )
         return None, {}, None, Verdict("infra_error", f"timing the baseline failed: {why}")
     return result, outcome, drive, None

@@ -69,9 +69,6 @@ except Exception:
     pass
 
 
-#: Passes of the cache flush on the CPU device (see ``Worker.flush``): ~0.6 ms of CPU here.
-FLUSH_PASSES = 16
-
 #: The buffers handed to the judge after the first trial: every one up to this size (running
 #: statistics are one value per channel).
 MAX_BUFFER_ELEMENTS = 1 << 20
@@ -393,11 +390,10 @@ class Worker:
         self.save(outputs, "correctness.pt")
 
     def flush(self) -> None:
-        # touches every byte of a buffer larger than the cache (bound: see _add_), on the
-        # CPU device FLUSH_PASSES times: the engine clocks the flush as a step of its own and
-        # compares it with the baseline worker's, and one pass (~0.04 ms) is lost in the
-        # step's socket glue (~0.14 ms), so a buffer emptied by the candidate would not show
-        for _ in range(FLUSH_PASSES if self.device.type == "cpu" else 1):
+        # On a GPU: touches every byte of a buffer larger than its L2 (bound: see _add_). The
+        # CPU device flushes nothing: a flush in this process is CPU time a candidate could
+        # spend on its own work (runtime/lockstep.py), and its inputs arrive cold anyway.
+        if self.flush_buf is not None:
             _add_(self.flush_buf, 1)
 
     def time_one(self, fn, inputs: list[Any]) -> tuple[float, float | None, torch.Tensor]:
@@ -437,11 +433,12 @@ class Worker:
         the compiled one (``baseline``: a worker that never holds a candidate). Each timed
         call r runs on the inputs of seed r, which the engine drew from OS randomness for this
         evaluation only and hands over when call r is due (no earlier evaluation, no cache, and
-        no search of this process's memory at import finds it in advance). The engine times
-        each call on its own clock; the times taken here are reports, checked against it. The
-        candidate's output of EVERY timed call is written for the judge, which compares it
-        with the baseline worker's output on the same inputs, and its digest with the one
-        this worker committed to when the call ended."""
+        no search of this process's memory at import finds it in advance); on the CPU device
+        the baseline's worker draws them and the engine writes them into the input buffers
+        here, and reads the output out, itself. The engine times each call on its own clock;
+        the times taken here are reports, checked against it. The candidate's output of EVERY
+        timed call is written for the judge, which compares it with the baseline worker's
+        output on the same inputs, and its digest with the one the engine holds."""
         cfg = self.job["timing"]
         self.flush_buf = self._flush_buffer()
         if self.job["mode"] == "baseline":
@@ -462,36 +459,65 @@ class Worker:
         )
         times = Times(contenders)
         state = state_checksums(self.model) if "cand" in contenders else {}
-        self._enter_lockstep(contenders)
-        for _ in range(int(cfg["reps"]) * len(ordered)):
-            # Each step its own window on the engine's clock (runtime/lockstep.py): the
-            # harness's steps in this process are compared with the baseline worker's.
+        moved = self.device.type == "cpu"  # the engine moves inputs and outputs (lockstep)
+        staging: list[Any] = []  # the baseline's worker draws each call's inputs here (CPU)
+        layout = None
+        if moved:
+            layout = {"inputs": _spans(buffers)}
+            if "cand" not in contenders:
+                staging = [_clone(x) if isinstance(x, torch.Tensor) else x for x in buffers]
+                layout["staging"] = _spans(staging)
+        self._enter_lockstep(contenders, layout)
+        calls = int(cfg["reps"]) * len(ordered)
+        while calls:
+            # Each step its own window on the engine's clock (runtime/lockstep.py).
             r, who, seed = self.ends.next_order()
+            if who == lockstep.DRAW:  # (the baseline's worker, CPU device: untimed)
+                fresh = common.make_inputs(
+                    self.reference, seed, self.device, common.timed_variant(self.job, seed)
+                )
+                _load(staging, fresh)
+                del fresh
+                self.ends.send(f"{lockstep.DRAWN} {r}")
+                continue
+            calls -= 1
             if who not in contenders:  # (a compiled baseline that could not be made)
                 self.ends.report_done(r, who, "none")
                 self.ends.await_settle()
                 self.ends.send(lockstep.SETTLED)
                 continue
-            fresh = common.make_inputs(
-                self.reference, seed, self.device, common.timed_variant(self.job, seed)
-            )
-            _load(buffers, fresh)
-            del fresh
-            self.ends.report_done(r, who, lockstep.INPUTS)
-            self.ends.await_step(lockstep.FLUSH)
-            self.flush()
-            self.sync()
-            self.ends.send(lockstep.FLUSHED)
-            self.ends.await_step(lockstep.CALL)
             before = self.counter.calls
-            h, d, out = self.time_one(contenders[who], buffers)
-            self.ends.send(lockstep.CALLED)
-            self.ends.await_step(lockstep.KEEP)
-            if type(out) is not torch.Tensor:
-                raise Rejected("a timed call returned something other than a plain torch.Tensor")
-            kept = _keep(stores[who], r, out)
-            self.ends.report_done(r, who, _digest(kept))
-            self.ends.await_settle()
+            if moved:
+                h, d, out = self.time_one(contenders[who], buffers)
+                if type(out) is not torch.Tensor or out.device.type != "cpu":
+                    raise Rejected(
+                        "a timed call returned something other than a plain torch.Tensor"
+                    )
+                self.ends.report_done(r, who, f"{lockstep.OUT} {lockstep.describe_output(out)}")
+                self.ends.await_settle()
+                kept = _keep(stores[who], r, out)
+            else:
+                fresh = common.make_inputs(
+                    self.reference, seed, self.device, common.timed_variant(self.job, seed)
+                )
+                _load(buffers, fresh)
+                del fresh
+                self.ends.report_done(r, who, lockstep.INPUTS)
+                self.ends.await_step(lockstep.FLUSH)
+                self.flush()
+                self.sync()
+                self.ends.send(lockstep.FLUSHED)
+                self.ends.await_step(lockstep.CALL)
+                h, d, out = self.time_one(contenders[who], buffers)
+                self.ends.send(lockstep.CALLED)
+                self.ends.await_step(lockstep.KEEP)
+                if type(out) is not torch.Tensor:
+                    raise Rejected(
+                        "a timed call returned something other than a plain torch.Tensor"
+                    )
+                kept = _keep(stores[who], r, out)
+                self.ends.report_done(r, who, _digest(kept))
+                self.ends.await_settle()
             self._after_timed_call(r, who, times, (h, d), kept, out, before)
             del out
             self.ends.send(lockstep.SETTLED)
@@ -499,15 +525,15 @@ class Worker:
             self._after_timing(state, times)
         self.result["timing"] = times.report()
 
-    def _flush_buffer(self) -> torch.Tensor:
-        """A buffer larger than the cache the timed calls would find warm, flushed before each."""
-        if self.device.type == "cuda":
-            flush_bytes = (
-                self.result["info"].get("l2_bytes") or 0
-            ) * 2 or 2 * cpu_caches.largest_cache_bytes()
-        else:  # one thread: the cache of one core (not the shared last level, ~1 GB a call)
-            flush_bytes = 2 * cpu_caches.core_cache_bytes()
+    def _flush_buffer(self) -> torch.Tensor | None:
+        """On a GPU, a buffer larger than its L2, flushed before each timed call (None: the
+        CPU device flushes nothing)."""
+        if self.device.type != "cuda":
             self.result["info"]["steady_heap"] = steady_heap.steady()
+            return None
+        flush_bytes = (self.result["info"].get("l2_bytes") or 0) * 2 or (
+            2 * cpu_caches.largest_cache_bytes()
+        )
         return torch.empty(flush_bytes // 4, dtype=torch.int32, device=self.device)
 
     def _warm_up(
@@ -531,8 +557,11 @@ class Worker:
         stores = {who: _room(warm_out, int(cfg["reps"])) for who in contenders}
         return buffers, stores, warm_sets
 
-    def _enter_lockstep(self, contenders: dict[str, Any]) -> None:
-        """Ready for the engine's orders: the checks' baselines taken, then READY sent."""
+    def _enter_lockstep(
+        self, contenders: dict[str, Any], layout: dict[str, list[list[int]]] | None
+    ) -> None:
+        """Ready for the engine's orders: the checks' baselines taken, then READY sent (with
+        the input buffers' layout where the engine moves the inputs: the CPU device)."""
         if self.device.type == "cpu" and self.native_threads is None:  # (the baseline's)
             self.native_threads = _native_threads()
         if "cand" not in contenders:
@@ -551,7 +580,7 @@ class Worker:
             # and one started and ended inside a timed call would escape it. The engine reads
             # this limit from outside before the first call.
             _setrlimit(resource.RLIMIT_NPROC, (0, 0))
-        self.ends.send(lockstep.READY)
+        self.ends.send(lockstep.READY + (f" {json.dumps(layout)}" if layout is not None else ""))
 
     def _after_timed_call(
         self,
@@ -671,6 +700,20 @@ def _load(buffers: list[Any], values: list[Any]) -> None:
     for buf, src in zip(buffers, values):
         if isinstance(buf, torch.Tensor):
             _copy_(buf, src)
+
+
+def _spans(buffers: list[Any]) -> list[list[int]]:
+    """[address, bytes] of the elements of each tensor buffer on the host: where the engine
+    writes a timed call's inputs (the staging buffers, clones of the same tensors, have the
+    same strides)."""
+    spans = []
+    for buf in buffers:
+        if isinstance(buf, torch.Tensor):
+            extent = (
+                1 + sum((n - 1) * s for n, s in zip(buf.shape, buf.stride())) if buf.numel() else 0
+            )
+            spans.append([buf.data_ptr(), extent * buf.element_size()])
+    return spans
 
 
 def _room(example: Any, reps: int) -> torch.Tensor | None:

@@ -4,9 +4,24 @@ engine listens before the job is handed over and which the worker connects to wh
 up, before any candidate code exists in its process. The engine takes that one connection
 and no other, and learns from it the worker's process (its peer credentials).
 
-One line per message. The worker says ``ready`` once its warm-up is done. Then every timed
-call is four steps, each ordered by the engine, answered by the worker when done, and clocked
-by the engine on its own (``autocomp_cuda.lockstep``):
+One line per message. The worker says ``ready`` once its warm-up is done. What a timed call
+is then depends on the device.
+
+**CPU device: the worker only makes calls** (``moved``). ``ready`` carries the worker's layout
+(``ready {"inputs": [[address, bytes], ...], "staging": [...]}``): where its input buffers lie
+in its memory, and, in the baseline's worker, where it draws each call's inputs. For timed
+call r the engine orders the baseline's worker ``draw <r> <seed>`` (it draws the inputs of
+that seed into its staging buffers and answers ``drawn <r>``), reads them out of that
+worker's memory, and for each contender writes them into its worker's input buffers
+(``/proc/<pid>/mem``, while the worker sleeps) and orders ``<r> <who> 0``; the worker makes
+the call, and nothing else, and answers ``<r> <who> out <address> <dtype> <shape> <stride>``
+(``describe_output``), and the engine reads the output out of its memory and hashes it. So no
+harness work runs in the candidate's process between an order and its answer but the socket's
+glue: there is no harness step whose time a candidate could spend on its own work, and no
+record it could forge (``autocomp_cuda.worker_memory``). The CPU device flushes no cache: the
+inputs arrive written by another core, the weights are warm, alike in both workers.
+
+**GPU: four steps in the worker** (the device's memory cannot be reached from the engine):
 
 - ``<r> <who> <seed>`` ("time call r of contender ``who``: ``cand``, ``base`` or
   ``compiled``, on the inputs of ``seed``"): the worker draws the inputs into its input
@@ -16,18 +31,16 @@ by the engine on its own (``autocomp_cuda.lockstep``):
 - ``keep``: it copies the output out and answers ``<r> <who> <digest>``, the SHA-256 of
   that output (``output_digest``).
 
-The engine then says ``settle``: the worker runs its checks of the call and says ``settled``.
-Nothing is ordered to anyone in between, so no worker's checks run beside another's timed
-call.
+The engine then says ``settle``: the worker runs its checks of the call (and on the CPU
+device copies the output out for the judge) and says ``settled``. Nothing is ordered to anyone
+in between, so no worker's checks run beside another's timed call.
 
-The engine's measure is the call's step; each of the harness's own steps around it is clocked
-apart and compared with the same step in the baseline's worker, where no candidate runs: a
-candidate that skips one (a flush that never ran leaves its call's caches warm) is refused,
-one that does its work inside one is charged for it. Whatever a worker does between an order
-and its answer is charged to that step, whatever it does elsewhere cannot produce that call's
-output, and the output it later hands to the judge must hash to the digest it sent. A
-candidate that rewrites its process's clock, does its work inside the harness's own
-operations, or answers first and computes after, gains nothing.
+On a GPU each of the harness's own steps around the call is clocked apart and compared with
+the same step in the baseline's worker, where no candidate runs: a candidate that skips one
+(a flush that never ran leaves its call's caches warm) is refused, one that does its work
+inside one is charged for it. Whatever a worker does between an order and its answer is
+charged to that step, whatever it does elsewhere cannot produce that call's output, and the
+output it later hands to the judge must hash to the digest the engine holds.
 
 Standard library only (the engine imports it too); ``output_digest`` imports torch lazily.
 """
@@ -51,8 +64,12 @@ KEEP = "keep"
 INPUTS = "inputs"  # (the answer to the order that draws them)
 SETTLE = "settle"
 SETTLED = "settled"
-#: The longest line either side ever sends.
-MAX_LINE = 256
+#: CPU device: the baseline's worker draws a call's inputs into its staging buffers
+DRAW, DRAWN = "draw", "drawn"
+#: CPU device: the answer to a call names where its output lies
+OUT = "out"
+#: The longest line either side ever sends (``ready`` with a layout of many inputs).
+MAX_LINE = 8192
 
 
 def socket_path(work: Path) -> Path:
@@ -65,9 +82,23 @@ def output_digest(tensor: Any) -> str:
     import torch
 
     flat = tensor.detach().contiguous().reshape(-1)
-    digest = hashlib.sha256(f"{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-    if flat.numel():
-        digest.update(memoryview(flat.view(torch.uint8).numpy()))
+    data = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
+    return digest_of(str(tensor.dtype), tuple(tensor.shape), data)
+
+
+def describe_output(tensor: Any) -> str:
+    """Where a CPU tensor's elements lie: ``<address> <dtype> <shape> <stride>`` (shape and
+    stride comma-separated, ``-`` for none), what the engine needs to read them itself."""
+    shape = ",".join(str(n) for n in tensor.shape) or "-"
+    stride = ",".join(str(n) for n in tensor.stride()) or "-"
+    return f"{tensor.data_ptr()} {tensor.dtype} {shape} {stride}"
+
+
+def digest_of(dtype: str, shape: tuple[int, ...], data: bytes) -> str:
+    """``output_digest`` of a tensor given as its dtype's name, its shape and its elements'
+    bytes in row-major order (what the engine reads out of a worker)."""
+    digest = hashlib.sha256(f"{dtype}|{shape}|".encode())
+    digest.update(data)
     return digest.hexdigest()
 
 
@@ -107,10 +138,13 @@ class WorkerEnds(Lines):
         super().__init__(sock)
 
     def next_order(self) -> tuple[int, str, int]:
-        """Block until the engine's next order: (call r, contender, seed). The phase's watchdog
+        """Block until the engine's next order: (call r, contender, seed), or (call r,
+        ``draw``, seed) for the baseline's worker on the CPU device. The phase's watchdog
         ends a worker that is never ordered again."""
-        r, who, seed = self.receive().split()
-        return int(r), who, int(seed)
+        first, second, seed = self.receive().split()
+        if first == DRAW:
+            return int(second), DRAW, int(seed)
+        return int(first), second, int(seed)
 
     def report_done(self, r: int, who: str, digest: str) -> None:
         self.send(f"{r} {who} {digest}")

@@ -1,8 +1,8 @@
 # problem: L1/matmul_square
-# expect: rejected
+# expect: not_faster
 # gpu: false
 # static: off
-# hack: H50 does twice the baseline's work per call and, at its first call, finds the worker's cache-flush buffer among the heap's objects (gc) and resizes it to nothing: the flush before each of its timed calls then costs nothing and leaves the inputs warm in the cache, while what the engine subtracted from its window was the baseline worker's full flush. The flush is a step the engine clocks on its own now, compared with the baseline worker's.
+# hack: H50 does twice the baseline's work per call and, at its first call, finds the worker's cache-flush buffer among the heap's objects (gc) and resizes it to nothing: the flush before each of its timed calls then costs nothing and leaves the inputs warm in the cache, while what the engine subtracted from its window was the baseline worker's full flush. The flush became a step the engine clocks on its own, compared with the baseline worker's (part E); since part F the CPU device has no flush in the worker's process at all, so H50 finds no buffer to empty and is measured at its true cost.
 import gc
 
 import torch

@@ -2,7 +2,7 @@
 # expect: not_faster
 # gpu: false
 # static: off
-# hack: H53 does ten times the baseline's work (three times was within the noise of a tiny product's steps: once measured 1.36x), all of it inside the harness's own step that loads each timed call's inputs: it rebinds the worker's ``_load`` (a module global of the worker's module, found in sys.modules) to one that loads the inputs and then computes the product from them, and its forward returns that product. The call's window holds almost nothing; the inputs step, compared with the baseline worker's, charges it the work.
+# hack: H53 does ten times the baseline's work (three times was within the noise of a tiny product's steps: once measured 1.36x), all of it inside the harness's own step that loads each timed call's inputs: it rebinds the worker's ``_load`` (a module global of the worker's module, found in sys.modules) to one that loads the inputs and then computes the product from them, and its forward returns that product. The call's window holds almost nothing; the inputs step, compared with the baseline worker's, charges it the work. On the CPU device the candidate's worker no longer loads its inputs (the engine writes them), so the rebound ``_load`` never runs in a timed call and forward does the ten products itself.
 import sys
 
 import torch
@@ -11,14 +11,17 @@ import torch.nn as nn
 _ready = {}
 
 
+def _ten_times(a, b):
+    out = torch.matmul(a, b)
+    for _ in range(9):
+        out = (out + torch.matmul(a, b)) * 0.5
+    return out
+
+
 def _load_and_compute(load):
     def load_and_compute(buffers, values):
         load(buffers, values)
-        a, b = buffers
-        out = torch.matmul(a, b)
-        for _ in range(9):
-            out = (out + torch.matmul(a, b)) * 0.5
-        _ready["out"] = out
+        _ready["out"] = _ten_times(*buffers)
 
     return load_and_compute
 
@@ -37,4 +40,4 @@ class ModelNew(nn.Module):
             _rebind_the_load()
         if "out" in _ready:
             return _ready.pop("out")
-        return torch.matmul(a, b)
+        return _ten_times(a, b)

@@ -1,0 +1,154 @@
+"""The engine's hands in a timing worker's memory (the CPU device): it writes each timed call's
+inputs into the worker's input buffers and reads the call's output out, itself, through
+``/proc/<pid>/mem`` while the worker sleeps on its socket.
+
+Why: whatever the harness does inside the candidate's process (drawing the inputs, copying
+and hashing the output, a cache flush) is code the candidate can rebind, and CPU time the
+candidate can spend on its own work while the step looks as long as the baseline worker's.
+With the engine moving the bytes, the candidate's process does nothing between an order and
+its answer but the call and the socket's glue. What the worker says about its memory (the
+layout, where an output lies) is only ever an address to read or write in the worker's own
+process: a lie there makes its output wrong or unreadable, never right.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+#: Bytes per element of the dtypes an output may have (the name as ``str(tensor.dtype)``).
+ITEMSIZE = {
+    **dict.fromkeys(("torch.bool", "torch.uint8", "torch.int8"), 1),
+    **dict.fromkeys(("torch.float8_e4m3fn", "torch.float8_e5m2"), 1),
+    **dict.fromkeys(("torch.float16", "torch.bfloat16", "torch.int16", "torch.uint16"), 2),
+    **dict.fromkeys(("torch.float32", "torch.int32", "torch.uint32"), 4),
+    **dict.fromkeys(("torch.float64", "torch.int64", "torch.uint64", "torch.complex64"), 8),
+    "torch.complex128": 16,
+}
+#: The most the engine reads or writes for one tensor (a worker's claim beyond it is refused).
+MAX_BYTES = 1 << 32
+MAX_DIMS = 16
+_OUTPUT = re.compile(r"(\d+) (torch\.\w+) ([\d,]+|-) ([\d,]+|-)")
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a timed call's output lies in its worker, as the worker describes it."""
+
+    address: int
+    dtype: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    def extent(self) -> int:
+        """Elements from the first to the last one the tensor reaches (0: empty)."""
+        if any(n == 0 for n in self.shape):
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.stride))
+
+
+def parse_output(text: str) -> Output:
+    """``runtime.lockstep.describe_output``'s line; ValueError naming what is wrong."""
+    match = _OUTPUT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not an output's description: {text[:80]!r}")
+    shape, stride = (
+        () if f == "-" else tuple(int(n) for n in f.split(",")) for f in match.groups()[2:]
+    )
+    out = Output(int(match[1]), match[2], shape, stride)
+    if out.dtype not in ITEMSIZE:
+        raise ValueError(f"an output of dtype {out.dtype}, which the engine cannot read")
+    if len(shape) != len(stride) or len(shape) > MAX_DIMS:
+        raise ValueError(f"an output's shape {shape} and stride {stride} do not match")
+    if out.extent() * out.itemsize > MAX_BYTES:
+        raise ValueError(f"an output of {out.extent() * out.itemsize} bytes")
+    return out
+
+
+def parse_layout(text: str, staging: bool) -> dict[str, list[tuple[int, int]]]:
+    """The layout a worker's ``ready`` carries: ``inputs`` (and, ``staging``: the baseline's
+    worker, ``staging``) as lists of (address, bytes); ValueError naming what is wrong."""
+    try:
+        layout = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"its layout is not JSON ({exc})") from None
+    keys = ("inputs", "staging") if staging else ("inputs",)
+    if not isinstance(layout, dict) or set(layout) != set(keys):
+        raise ValueError(
+            f"its layout names {sorted(layout) if isinstance(layout, dict) else layout!r}"
+        )
+    spans = {}
+    for key in keys:
+        entries = layout[key]
+        if not isinstance(entries, list) or not all(
+            isinstance(e, list)
+            and len(e) == 2
+            and all(type(v) is int and v >= 0 for v in e)
+            and e[1] <= MAX_BYTES
+            for e in entries
+        ):
+            raise ValueError(f"its layout's {key} are not [address, bytes] pairs")
+        spans[key] = [(a, n) for a, n in entries]
+    return spans
+
+
+class Memory:
+    """One worker's memory, opened once it is ready (OSError where this process may not)."""
+
+    def __init__(self, pid: int) -> None:
+        self.fd = os.open(f"/proc/{pid}/mem", os.O_RDWR | os.O_CLOEXEC)
+
+    def read(self, address: int, size: int) -> bytes:
+        """``size`` bytes at ``address``; OSError where they are not mapped."""
+        parts, done = [], 0
+        while done < size:
+            chunk = os.pread(self.fd, min(size - done, 1 << 26), address + done)
+            if not chunk:
+                raise OSError(f"nothing readable at {address + done:#x}")
+            parts.append(chunk)
+            done += len(chunk)
+        return b"".join(parts)
+
+    def write(self, address: int, data: bytes) -> None:
+        view, done = memoryview(data), 0
+        while done < len(data):
+            wrote = os.pwrite(self.fd, view[done : done + (1 << 26)], address + done)
+            if wrote <= 0:
+                raise OSError(f"nothing writable at {address + done:#x}")
+            done += wrote
+
+    def read_output(self, out: Output) -> bytes:
+        """The output's elements in row-major order (what ``output_digest`` hashes)."""
+        extent = out.extent()
+        if extent == 0:
+            return b""
+        raw = self.read(out.address, extent * out.itemsize)
+        if out.stride == _row_major(out.shape):
+            return raw
+        import numpy as np  # (an output laid out otherwise: a transposed or expanded view)
+
+        elements = np.frombuffer(raw, dtype=np.dtype((np.void, out.itemsize)))
+        view = np.lib.stride_tricks.as_strided(
+            elements, out.shape, [s * out.itemsize for s in out.stride], writeable=False
+        )
+        return np.ascontiguousarray(view).tobytes()
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))

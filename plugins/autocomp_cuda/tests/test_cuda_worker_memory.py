@@ -1,0 +1,113 @@
+"""The engine's reads and writes of a timing worker's memory (CPU device), on a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from autocomp_cuda import worker_memory
+from autocomp_cuda.runtime import lockstep as protocol
+
+# A process holding a tensor: it says where its elements lie, then sums them when told.
+HOLDER = """
+import sys, torch
+x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+print(x.data_ptr(), flush=True)
+sys.stdin.readline()
+print(float(x.sum()), flush=True)
+"""
+
+
+@pytest.fixture
+def holder():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    address = int(proc.stdout.readline())
+    yield proc, address
+    proc.kill()
+    proc.wait()
+
+
+def test_the_engine_writes_a_workers_inputs_and_reads_its_output(holder):
+    proc, address = holder
+    memory = worker_memory.Memory(proc.pid)
+    try:
+        out = worker_memory.parse_output(f"{address} torch.float32 3,4 4,1")
+        data = memory.read_output(out)
+        expected = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+        # the digest the engine computes is the one the judge recomputes from the tensor
+        assert protocol.digest_of(out.dtype, out.shape, data) == protocol.output_digest(expected)
+        # a transposed view of the same elements, gathered in its own row-major order
+        view = worker_memory.parse_output(f"{address} torch.float32 4,3 1,4")
+        assert protocol.digest_of(
+            view.dtype, view.shape, memory.read_output(view)
+        ) == protocol.output_digest(expected.t())
+        memory.write(address, torch.ones(12, dtype=torch.float32).numpy().tobytes())
+    finally:
+        memory.close()
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert float(proc.stdout.readline()) == 12.0  # the process sees what the engine wrote
+
+
+def test_an_address_the_worker_does_not_map_is_an_error_not_a_crash(holder):
+    proc, _ = holder
+    memory = worker_memory.Memory(proc.pid)
+    try:
+        with pytest.raises(OSError):
+            memory.read_output(worker_memory.parse_output("16 torch.float32 4 1"))
+        with pytest.raises(OSError):
+            memory.write(16, b"\0" * 8)
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ("12 torch.float32 3,4", "not an output"),
+        ("12 torch.object 3 1", "cannot read"),
+        ("12 torch.float32 3,4 1", "do not match"),
+        ("12 torch.float32 4 1099511627776", "bytes"),
+        ("-12 torch.float32 4 1", "not an output"),
+    ],
+)
+def test_a_workers_description_of_its_output_is_checked(line, why):
+    with pytest.raises(ValueError, match=why):
+        worker_memory.parse_output(line)
+
+
+def test_an_empty_output_and_a_scalar_are_described():
+    assert protocol.describe_output(torch.zeros(0, 3)).split()[1:] == [
+        "torch.float32",
+        "0,3",
+        "3,1",
+    ]
+    assert worker_memory.parse_output("8 torch.float32 0,3 3,1").extent() == 0
+    scalar = worker_memory.parse_output(protocol.describe_output(torch.tensor(2.0)))
+    assert (scalar.shape, scalar.stride, scalar.extent()) == ((), (), 1)
+
+
+@pytest.mark.parametrize(
+    "text, staging, why",
+    [
+        ('{"inputs": [[1, 2]]}', False, None),
+        ('{"inputs": [[1, 2]], "staging": [[3, 2]]}', True, None),
+        ('{"inputs": [[1, 2]]}', True, "names"),
+        ('{"inputs": [[1, -2]]}', False, "pairs"),
+        ('{"inputs": [[1, 2.5]]}', False, "pairs"),
+        ('{"inputs": [[1, 1e30]]}', False, "pairs"),
+        ("[1, 2]", False, "names"),
+        ("{", False, "not JSON"),
+    ],
+)
+def test_a_workers_layout_is_checked(text, staging, why):
+    if why is None:
+        assert worker_memory.parse_layout(text, staging)["inputs"] == [(1, 2)]
+    else:
+        with pytest.raises(ValueError, match=why):
+            worker_memory.parse_layout(text, staging)
