@@ -6,9 +6,10 @@ adversarial suite's honest ``algebraic_shortcut``), at sizes where that saves ab
 of the time on one core (BATCH=2048, IN_F=32, OUT_F=256: the two elementwise passes over the
 output that the fold removes; 1.46-1.51x timed alone on one thread with the workers' heap
 policy). The goal is a speed-up of at least 1.3x in 9 runs of 10 on a small, shared machine:
-timing runs on one intra-op thread, the flush between timed calls covers one core's cache,
-the eager baseline is timed in a worker of its own, and every timing worker holds the same
-heap policy (``runtime/steady_heap``).
+timing runs on one intra-op thread, the engine writes each call's inputs into the workers and
+reads the outputs out (no cache flush on the CPU device), the eager baseline is timed in a
+worker of its own, and every timing worker holds the same heap policy
+(``runtime/steady_heap``).
 
     python benchmarks/cuda_timing_stability.py [--runs 10] [--reps N] [--cache DIR] [--eager]
 
@@ -34,7 +35,7 @@ import torch
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.harness import Harness, Settings
 from autocomp_cuda.problemset import suite
-from autocomp_cuda.runtime import cpu_caches, steady_heap
+from autocomp_cuda.runtime import steady_heap
 
 PROBLEM = "L2/linear_scale_residual"
 SIZES = {"BATCH": 2048, "IN_F": 32, "OUT_F": 256}
@@ -45,8 +46,8 @@ CONTROL = (0.8, 1.25)
 
 def direct_ratio(spec, code: str, calls: int = 200) -> float:
     """The baseline's and the candidate's calls timed alone, alternating, on one thread of
-    this process (CPU time, the same flush between calls, the workers' heap policy): the
-    ratio the harness should find, measured beside it."""
+    this process (CPU time, fresh inputs for each call, the workers' heap policy): the ratio
+    the harness should find, measured beside it."""
     torch.set_num_threads(1)
     steady_heap.steady()
     modules = {}
@@ -61,13 +62,11 @@ def direct_ratio(spec, code: str, calls: int = 200) -> float:
     cand_cls = getattr(modules["candidate"], "ModelNew", None) or modules["candidate"].Model
     cand = cand_cls(*ref.get_init_inputs())
     cand.load_state_dict(base.state_dict())
-    flush = torch.empty(2 * cpu_caches.core_cache_bytes() // 4, dtype=torch.int32)
     spent: dict[str, list[float]] = {"baseline": [], "candidate": []}
     with torch.no_grad():
         for _ in range(calls):
             for name, model in (("baseline", base), ("candidate", cand)):
                 inputs = ref.get_inputs()
-                flush.add_(1)
                 started = time.thread_time_ns()
                 model(*inputs)
                 spent[name].append((time.thread_time_ns() - started) / 1e6)

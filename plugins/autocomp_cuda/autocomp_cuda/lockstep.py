@@ -12,13 +12,18 @@ The clock runs in a thread of the engine, from writing an order to reading its a
 the CPU device the CPU time the kernel charged the worker's whole sandbox over that window
 (``proc_clock``: every thread and child process counted, no wait for a busy core), on a GPU
 the wall clock. The worker's own timer, which a candidate in that process can rewrite,
-measures nothing the verdict uses. Each timed call is four windows (``runtime/lockstep.py``):
-drawing the inputs, the cache flush, the call, copying and hashing the output. The call's
-window holds the call and the socket's glue, the same in both workers, measured in the
-baseline's, where no candidate runs (``candidate_ms``); each of the harness's steps is
-compared with the baseline worker's same step (``skipped_steps``, ``steps_excess_ms``): what
-the harness does inside the candidate's process, the candidate can change, so none of it is
-ever subtracted from the candidate's time on the candidate's worker's word.
+measures nothing the verdict uses.
+
+On the CPU device a timed call is one window (``runtime/lockstep.py``): the engine writes the
+inputs the baseline's worker drew into the worker's input buffers, orders the call, and reads
+the output out of the worker's memory (``worker_memory``) before the clock stops, so the
+worker's process runs nothing but the call and the socket's glue. On a GPU it is four windows:
+drawing the inputs, the cache flush, the call, copying and hashing the output, each of the
+harness's steps compared with the baseline worker's same step (``skipped_steps``,
+``steps_excess_ms``). Either way the call's window holds the call and the socket's glue, the
+same in both workers, measured in the baseline's, where no candidate runs (``candidate_ms``):
+what the harness does inside the candidate's process, the candidate can change, so none of it
+is ever subtracted from the candidate's time on the candidate's worker's word.
 
 A worker that ends (a crash, its own watchdog), answers out of turn, or overruns the deadline
 stops the drive; what the engine does with each worker then is the caller's decision.
@@ -418,9 +423,10 @@ def candidate_ms(
 
 #: A harness step in the candidate's worker that took less than this share of the same step in
 #: the baseline's worker (medians over the timed calls) did not run as the harness wrote it:
-#: the same code on the same sizes, in two processes of the same image. Honest runs on a
-#: loaded 2-core machine stayed within 0.75-1.3 (benchmarks/cuda_harness_steps.py); a flush
-#: whose buffer a candidate emptied takes about the socket's glue alone, under 0.3.
+#: the same code on the same sizes, in two processes of the same image (GPU: the CPU device
+#: runs no harness step in the worker). When the CPU device still did, honest runs on a
+#: loaded 2-core machine stayed within 0.75-1.3, and a flush whose buffer a candidate emptied
+#: took about the socket's glue alone, under 0.3 (docs/evaluation-validity.md, part E).
 SKIPPED_SHARE = 0.6
 
 
