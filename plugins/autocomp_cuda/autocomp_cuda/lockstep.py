@@ -37,6 +37,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from . import kernel_evidence, proc_clock, worker_memory
@@ -185,10 +186,19 @@ class _Driver:
         self.memory: dict[str, worker_memory.Memory] = {}
         self.layouts: dict[str, dict[str, list[tuple[int, int]]]] = {}
         self.drawn: list[bytes] = []
+        self.watchdog = worker_memory.Watchdog(deadline) if moved else None
 
     def close(self) -> None:
         for memory in self.memory.values():
             memory.close()
+        if self.watchdog is not None:
+            self.watchdog.stop()
+
+    def _in_memory(self, name: str) -> AbstractContextManager[None]:
+        """Around the engine's reads and writes of worker ``name``'s memory: past the
+        deadline the worker is ended (``worker_memory.Watchdog``)."""
+        assert self.watchdog is not None
+        return self.watchdog.watching(self.ends[name].pid)
 
     def _receive(self, name: str) -> str:
         return _receive(self.ends[name], self.alive[name], self.deadline)
@@ -232,7 +242,8 @@ class _Driver:
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DRAWN} {r}'"))
         memory = self.memory[BASELINE]
         try:
-            self.drawn = [memory.read(a, n) for a, n in self.layouts[BASELINE]["staging"]]
+            with self._in_memory(BASELINE):
+                self.drawn = [memory.read(a, n) for a, n in self.layouts[BASELINE]["staging"]]
         except OSError as exc:
             raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
 
@@ -247,9 +258,12 @@ class _Driver:
                 f"({[len(d) for d in self.drawn]} bytes)",
             )
         try:
-            for (address, _), data in zip(spans, self.drawn):
-                self.memory[name].write(address, data)
+            with self._in_memory(name):
+                for (address, _), data in zip(spans, self.drawn):
+                    self.memory[name].write(address, data)
         except OSError as exc:
+            if self.watchdog is not None and self.watchdog.killed:
+                raise _Stop("overran") from None
             raise _Stop("garbled", f"its input buffers could not be written: {exc}") from None
 
     def call(self, name: str, r: int, who: str, seed: int) -> None:
@@ -289,8 +303,11 @@ class _Driver:
                 raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
             try:
                 out = worker_memory.parse_output(line.removeprefix(prefix + protocol.OUT + " "))
-                output.append(self.memory[name].read_output(out))
+                with self._in_memory(name):
+                    output.append(self.memory[name].read_output(out))
             except (ValueError, OSError) as exc:
+                if self.watchdog is not None and self.watchdog.killed:
+                    raise _Stop("overran") from None
                 raise _Stop(
                     "garbled", f"its output of call {r + 1} cannot be read: {exc}"
                 ) from None

@@ -16,6 +16,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 #: Bytes per element of the dtypes an output may have (the name as ``str(tensor.dtype)``).
@@ -152,3 +157,42 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+class Watchdog:
+    """Ends a worker whose memory the engine has been reading or writing past the deadline (on
+    ``time.monotonic``): a page the kernel cannot bring in (a region a candidate registered
+    with userfaultfd, a file on a mount that never answers) would hold the engine's read for
+    ever; the worker's end releases it, and the read fails."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.pid = 0
+        self.killed = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch, name="worker-memory-watchdog", daemon=True
+        )
+        self._thread.start()
+
+    @contextmanager
+    def watching(self, pid: int) -> Iterator[None]:
+        self.pid = pid
+        try:
+            yield
+        finally:
+            self.pid = 0
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            pid = self.pid
+            if pid and time.monotonic() > self.deadline:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                self.killed = True
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()

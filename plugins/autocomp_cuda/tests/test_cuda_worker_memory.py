@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -111,3 +113,27 @@ def test_a_workers_layout_is_checked(text, staging, why):
     else:
         with pytest.raises(ValueError, match=why):
             worker_memory.parse_layout(text, staging)
+
+
+def test_a_worker_whose_memory_holds_the_engine_past_the_deadline_is_ended():
+    # (a read the kernel cannot finish, e.g. on a region registered with userfaultfd, is
+    # stood in for by a wait: what matters is that the worker ends and the engine goes on)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    watchdog = worker_memory.Watchdog(time.monotonic() + 0.2)
+    try:
+        with watchdog.watching(proc.pid):
+            assert proc.wait(timeout=10) == -signal.SIGKILL
+        assert watchdog.killed
+    finally:
+        watchdog.stop()
+        proc.kill()
+    # a worker the engine is not in the middle of reading is left alone, however late
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    watchdog = worker_memory.Watchdog(time.monotonic() - 1)
+    try:
+        time.sleep(0.2)
+        assert other.poll() is None and not watchdog.killed
+    finally:
+        watchdog.stop()
+        other.kill()
+        other.wait()
