@@ -39,6 +39,8 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from . import kernel_evidence, proc_clock, worker_memory
 from .runtime import lockstep as protocol
@@ -84,6 +86,9 @@ class Drive:
     #: per worker, the files mapped into its process once it was ready (its extensions are
     #: loaded by then), read from outside; None where they could not be read
     mapped: dict[str, set[str] | None] = field(default_factory=dict)
+    #: (moved) per contender, each timed call's output as the engine read it, written to a
+    #: file of the engine's: {"path", "dtype", "shape", "stride"} (``worker_memory.Output``)
+    outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 class _Stop(Exception):
@@ -126,14 +131,15 @@ def drive_blocking(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
-    moved: bool = False,
+    moved: Path | None = None,
 ) -> Drive:
     """The drive itself, in the calling thread: ``ends`` per worker name, ``contenders`` each
     worker times (``{"baseline": ["base", "compiled"], "candidate": ["cand"]}``), ``alive``
     per worker (its process still runs), ``deadline`` on ``time.monotonic``; ``cpu_clock``:
     read each worker's sandbox CPU time around every call too (``proc_clock``); ``moved``:
-    the engine moves each call's inputs and output itself (the CPU device: the baseline's
-    worker, named ``baseline``, draws the inputs; ``runtime/lockstep.py``)."""
+    the engine moves each call's inputs and output itself, and writes the outputs into this
+    folder of its own (the CPU device: the baseline's worker, named ``baseline``, draws the
+    inputs; ``runtime/lockstep.py``)."""
     steps = [(name, who) for name, whos in contenders.items() for who in whos]
     result = Drive(
         "complete",
@@ -141,6 +147,7 @@ def drive_blocking(
         cpu_ms={who: [] for _, who in steps},
         digests={who: [] for _, who in steps},
         steps_ms={who: {step: [] for step in STEPS} for _, who in steps},
+        outputs={who: [] for _, who in steps},
     )
     driver = _Driver(ends, alive, deadline, cpu_clock, result, moved)
     rng = random.SystemRandom()
@@ -149,13 +156,19 @@ def drive_blocking(
             driver.connect(name)
         for name in ends:  # every worker done with its warm-up before the first timed call
             driver.await_ready(name)
-        for r, seed in enumerate(seeds):
-            if moved:
+        if moved is not None:  # every call's inputs drawn first: between its calls no worker runs
+            for r, seed in enumerate(seeds):
                 driver.draw(r, seed)
+        for r, seed in enumerate(seeds):
+            if moved is not None:
+                driver.drawn = driver.inputs_of(r)
             rng.shuffle(steps)
             for name, who in steps:
                 driver.call(name, r, who, seed)
             result.calls_done = r + 1
+        if moved is not None:  # every output read: the workers may go on to their checks
+            for name in ends:
+                ends[name].tell(protocol.SETTLE)
     except _Stop as stop:
         result.outcome, result.worker, result.detail = stop.outcome, driver.current, stop.detail
     except OSError as exc:  # the worker's end went away mid-message
@@ -176,17 +189,19 @@ class _Driver:
         deadline: float,
         cpu_clock: bool,
         result: Drive,
-        moved: bool = False,
+        moved: Path | None = None,
     ) -> None:
         self.ends, self.alive, self.deadline = ends, alive, deadline
-        self.cpu_clock, self.result, self.moved = cpu_clock, result, moved
+        self.cpu_clock, self.result = cpu_clock, result
+        self.moved, self.keep = moved is not None, moved
         self.ledgers: dict[str, proc_clock.Ledger] = {}
+        self.processes: dict[str, int] = {}  # per worker: its sandbox's processes at ready
         self.current = ""
         # (moved) each worker's memory, where its input buffers lie, the call's inputs drawn
         self.memory: dict[str, worker_memory.Memory] = {}
         self.layouts: dict[str, dict[str, list[tuple[int, int]]]] = {}
         self.drawn: list[bytes] = []
-        self.watchdog = worker_memory.Watchdog(deadline) if moved else None
+        self.watchdog = worker_memory.Watchdog(deadline) if moved is not None else None
 
     def close(self) -> None:
         for memory in self.memory.values():
@@ -218,6 +233,8 @@ class _Driver:
         self.result.mapped[name] = kernel_evidence.mapped_files(self.ends[name].pid)
         if self.cpu_clock and not proc_clock.cannot_start_tasks(self.ends[name].pid):
             raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
+        if self.cpu_clock:
+            self._count_processes(name)
         if self.moved:
             try:
                 self.layouts[name] = worker_memory.parse_layout(layout, name == BASELINE)
@@ -234,18 +251,44 @@ class _Driver:
                     "kernel.yama.ptrace_scope above 1, cannot time CPU programs)",
                 ) from None
 
+    def _count_processes(self, name: str) -> None:
+        """No more processes in a worker's sandbox than in the baseline's when timing begins
+        (the same harness in both): one the candidate started before its process limit
+        dropped would run beside the others' timed calls (slowing them), never ordered."""
+        self.processes[name] = len(proc_clock.tree_cpu(self.ledgers[name].root))
+        extra = self.processes[name] - self.processes.get(BASELINE, self.processes[name])
+        if extra > 0:
+            raise _Stop(
+                "garbled",
+                f"{extra} more process(es) in its sandbox than in the baseline's when timing "
+                "began (one it started before it could start no more)",
+            )
+
     def draw(self, r: int, seed: int) -> None:
-        """(moved) The baseline's worker draws call r's inputs; the engine reads them out."""
+        """(moved) The baseline's worker draws call r's inputs; the engine reads them out and
+        keeps them in files of its own until call r (``inputs_of``)."""
         self.current = BASELINE
         _, _, line = self._step(BASELINE, lambda end: end.tell(f"{protocol.DRAW} {r} {seed}"))
         if line != f"{protocol.DRAWN} {r}":
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DRAWN} {r}'"))
         memory = self.memory[BASELINE]
+        assert self.keep is not None
         try:
             with self._in_memory(BASELINE):
-                self.drawn = [memory.read(a, n) for a, n in self.layouts[BASELINE]["staging"]]
+                for i, (address, size) in enumerate(self.layouts[BASELINE]["staging"]):
+                    (self.keep / f"inputs_{r}_{i}.bin").write_bytes(memory.read(address, size))
         except OSError as exc:
             raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
+
+    def inputs_of(self, r: int) -> list[bytes]:
+        """(moved) Call r's inputs as drawn (and the files they were kept in, removed)."""
+        assert self.keep is not None
+        drawn = []
+        for i in range(len(self.layouts[BASELINE]["staging"])):
+            path = self.keep / f"inputs_{r}_{i}.bin"
+            drawn.append(path.read_bytes())
+            path.unlink()
+        return drawn
 
     def _hand_inputs(self, name: str) -> None:
         """(moved) Call r's inputs written into worker ``name``'s input buffers."""
@@ -272,14 +315,14 @@ class _Driver:
         four windows, each from its order to its answer: the inputs, the flush, the call, the
         output kept."""
         self.current = name
-        if self.moved:
+        if self.moved:  # (and nothing between its calls: it checks itself after the last)
             self._moved_call(name, r, who)
         else:
             self._call_in_steps(name, r, who, seed)
-        self.ends[name].tell(protocol.SETTLE)
-        line = self._receive(name)  # its checks, untimed
-        if line != protocol.SETTLED:
-            raise _Stop("garbled", _out_of_turn(line, "'settled'"))
+            self.ends[name].tell(protocol.SETTLE)
+            line = self._receive(name)  # its checks, untimed
+            if line != protocol.SETTLED:
+                raise _Stop("garbled", _out_of_turn(line, "'settled'"))
         ended = self.ledgers[name].ended if self.cpu_clock else set()
         if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
             raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
@@ -320,6 +363,12 @@ class _Driver:
             self.result.digests[who].append(protocol.digest_of(out.dtype, out.shape, output[0]))
             if self.cpu_clock:
                 self.result.cpu_ms[who].append(cpu)
+            assert self.keep is not None
+            path = self.keep / f"{who}_{r}.bin"
+            path.write_bytes(output[0])
+            self.result.outputs[who].append(
+                {"path": str(path), "dtype": out.dtype, "shape": out.shape, "stride": out.stride}
+            )
 
     def _call_in_steps(self, name: str, r: int, who: str, seed: int) -> None:
         took, cpu, line = self._step(name, lambda end: end.order(r, who, seed))
@@ -399,7 +448,7 @@ async def drive(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
-    moved: bool = False,
+    moved: Path | None = None,
 ) -> Drive:
     """``drive_blocking`` in a thread of its own: the clock is not the event loop's (which
     serves LLM calls and other evaluations), and the loop stays free meanwhile."""

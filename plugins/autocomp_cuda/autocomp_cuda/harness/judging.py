@@ -132,9 +132,18 @@ def _request(c: Case) -> dict[str, Any]:
         "atol": c.spec.atol,
         "rtol": c.spec.rtol,
         "correctness": str(c.work / "correctness.pt"),
-        "samples": str(c.work / "timed_samples.pt") if c.timing else None,
-        "samples_ref_dir": str(c.timed_refs) if c.timed_refs else None,
-        "samples_digests": c.drive.digests.get("cand") if c.drive else None,
+        **(
+            {  # (the CPU device: every timed output as the engine read it, both workers')
+                "samples_read": c.drive.outputs["cand"],
+                "samples_ref_read": c.drive.outputs["base"],
+            }
+            if c.timing and c.drive is not None and c.drive.outputs.get("cand")
+            else {
+                "samples": str(c.work / "timed_samples.pt") if c.timing else None,
+                "samples_ref_dir": str(c.timed_refs) if c.timed_refs else None,
+                "samples_digests": c.drive.digests.get("cand") if c.drive else None,
+            }
+        ),
         # the running statistics (or any buffer) the reference's forward updates
         "buffers": str(c.work / "buffers.pt") if c.ref_meta.get("mutated_buffers") else None,
         "samples_tolerance_factor": TIMED_TOLERANCE_FACTOR,

@@ -51,7 +51,10 @@ async def time_in_lockstep(
         worker.hand_over(job)
         deadline = time.monotonic() + settings.eval_deadline_s()
         cpu_clock = settings.device == "cpu" and proc_clock.available()
-        moved = settings.device == "cpu"  # the engine moves inputs and outputs itself
+        moved = None
+        if settings.device == "cpu":  # the engine moves inputs and outputs itself
+            moved = baseline_worker.work / "read_by_the_engine"  # (no candidate sees it)
+            moved.mkdir()
         drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:
         for end in ends.values():

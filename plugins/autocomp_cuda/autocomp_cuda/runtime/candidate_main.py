@@ -469,10 +469,32 @@ class Worker:
                 layout["staging"] = _spans(staging)
         self._enter_lockstep(contenders, layout)
         calls = int(cfg["reps"]) * len(ordered)
+        if moved:
+            self._serve_moved(calls, contenders, buffers, staging, times)
+        else:
+            self._serve_in_steps(calls, contenders, buffers, stores, times)
+        if "cand" in contenders:
+            self._after_timing(state, times, saved=not moved)
+        self.result["timing"] = times.report()
+
+    def _serve_moved(
+        self,
+        calls: int,
+        contenders: dict[str, Any],
+        buffers: list[Any],
+        staging: list[Any],
+        times: Times,
+    ) -> None:
+        """The CPU device: the engine writes each call's inputs into ``buffers`` and reads its
+        output out of this process itself (runtime/lockstep.py); between its calls this
+        process does nothing (no copy, no check: it sleeps until the next order, and checks
+        once after the last). The baseline's worker also draws each call's inputs into
+        ``staging`` when told."""
+        held = None  # the last call's output, alive until the engine has read it
         while calls:
-            # Each step its own window on the engine's clock (runtime/lockstep.py).
             r, who, seed = self.ends.next_order()
-            if who == lockstep.DRAW:  # (the baseline's worker, CPU device: untimed)
+            held = None  # (read by now: the engine reads an output before its next order)
+            if who == lockstep.DRAW:  # (the baseline's worker: untimed)
                 fresh = common.make_inputs(
                     self.reference, seed, self.device, common.timed_variant(self.job, seed)
                 )
@@ -483,47 +505,63 @@ class Worker:
             calls -= 1
             if who not in contenders:  # (a compiled baseline that could not be made)
                 self.ends.report_done(r, who, "none")
+                continue
+            before = self.counter.calls
+            h, d, out = self.time_one(contenders[who], buffers)
+            if type(out) is not torch.Tensor or out.device.type != "cpu":
+                raise Rejected("a timed call returned something other than a plain torch.Tensor")
+            self.ends.report_done(r, who, f"{lockstep.OUT} {lockstep.describe_output(out)}")
+            held = out
+            times.add(who, h, d, self.last_cpu_ms)
+            if who == "cand":
+                times.calls_per.append(self.counter.calls - before)
+            del out
+        self.ends.await_settle()  # (the engine has read the last output)
+        del held
+        self.check_threads("after the timed calls")
+        self.check_guards("after the timed calls")
+
+    def _serve_in_steps(
+        self,
+        calls: int,
+        contenders: dict[str, Any],
+        buffers: list[Any],
+        stores: dict[str, torch.Tensor | None],
+        times: Times,
+    ) -> None:
+        """On a GPU: each timed call in four steps the engine orders and clocks apart (the
+        inputs, the flush, the call, the output kept and its digest sent), then its checks."""
+        while calls:
+            r, who, seed = self.ends.next_order()
+            calls -= 1
+            if who not in contenders:  # (a compiled baseline that could not be made)
+                self.ends.report_done(r, who, "none")
                 self.ends.await_settle()
                 self.ends.send(lockstep.SETTLED)
                 continue
             before = self.counter.calls
-            if moved:
-                h, d, out = self.time_one(contenders[who], buffers)
-                if type(out) is not torch.Tensor or out.device.type != "cpu":
-                    raise Rejected(
-                        "a timed call returned something other than a plain torch.Tensor"
-                    )
-                self.ends.report_done(r, who, f"{lockstep.OUT} {lockstep.describe_output(out)}")
-                self.ends.await_settle()
-                kept = _keep(stores[who], r, out)
-            else:
-                fresh = common.make_inputs(
-                    self.reference, seed, self.device, common.timed_variant(self.job, seed)
-                )
-                _load(buffers, fresh)
-                del fresh
-                self.ends.report_done(r, who, lockstep.INPUTS)
-                self.ends.await_step(lockstep.FLUSH)
-                self.flush()
-                self.sync()
-                self.ends.send(lockstep.FLUSHED)
-                self.ends.await_step(lockstep.CALL)
-                h, d, out = self.time_one(contenders[who], buffers)
-                self.ends.send(lockstep.CALLED)
-                self.ends.await_step(lockstep.KEEP)
-                if type(out) is not torch.Tensor:
-                    raise Rejected(
-                        "a timed call returned something other than a plain torch.Tensor"
-                    )
-                kept = _keep(stores[who], r, out)
-                self.ends.report_done(r, who, _digest(kept))
-                self.ends.await_settle()
+            fresh = common.make_inputs(
+                self.reference, seed, self.device, common.timed_variant(self.job, seed)
+            )
+            _load(buffers, fresh)
+            del fresh
+            self.ends.report_done(r, who, lockstep.INPUTS)
+            self.ends.await_step(lockstep.FLUSH)
+            self.flush()
+            self.sync()
+            self.ends.send(lockstep.FLUSHED)
+            self.ends.await_step(lockstep.CALL)
+            h, d, out = self.time_one(contenders[who], buffers)
+            self.ends.send(lockstep.CALLED)
+            self.ends.await_step(lockstep.KEEP)
+            if type(out) is not torch.Tensor:
+                raise Rejected("a timed call returned something other than a plain torch.Tensor")
+            kept = _keep(stores[who], r, out)
+            self.ends.report_done(r, who, _digest(kept))
+            self.ends.await_settle()
             self._after_timed_call(r, who, times, (h, d), kept, out, before)
             del out
             self.ends.send(lockstep.SETTLED)
-        if "cand" in contenders:
-            self._after_timing(state, times)
-        self.result["timing"] = times.report()
 
     def _flush_buffer(self) -> torch.Tensor | None:
         """On a GPU, a buffer larger than its L2, flushed before each timed call (None: the
@@ -554,7 +592,9 @@ class Worker:
         # Every timed output is copied into room made before the first timed call, in both
         # workers (with a fresh copy allocated after each call, the later calls of the same
         # program ran ~2x slower in the candidate's worker than in the baseline's).
-        stores = {who: _room(warm_out, int(cfg["reps"])) for who in contenders}
+        # (not on the CPU device: the engine reads each output out of this process itself)
+        cpu = self.device.type == "cpu"
+        stores = {who: None if cpu else _room(warm_out, int(cfg["reps"])) for who in contenders}
         return buffers, stores, warm_sets
 
     def _enter_lockstep(
@@ -604,15 +644,17 @@ class Worker:
         elif who == "base":  # the reference for this call's inputs
             torch.save({"expected": _clone(kept)}, self.timed_refs / f"trial_{r}.pt")
 
-    def _after_timing(self, state: dict[str, list[float]], times: Times) -> None:
+    def _after_timing(self, state: dict[str, list[float]], times: Times, saved: bool) -> None:
         """The candidate's state as before timing (unless its forward may update buffers), the
-        guards intact; its timed outputs written for the judge."""
+        guards intact; its timed outputs written for the judge (``saved``: on the CPU device
+        the engine wrote them, as it read them)."""
         after = state_checksums(self.model)
         changed = [k for k, v in state.items() if after.get(k) != v]
         if changed and not self.job.get("buffers_mutate"):
             raise Rejected(f"model state changed during timing: {', '.join(changed[:5])}")
         self.check_guards("after timing")
-        self.save(times.outputs, "timed_samples.pt")
+        if saved:
+            self.save(times.outputs, "timed_samples.pt")
 
     def run(self) -> int:
         try:

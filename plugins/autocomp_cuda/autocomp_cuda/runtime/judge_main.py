@@ -15,7 +15,10 @@ worker's output files (each output comes with the strides it had when forward re
 
 (the timed calls' outputs are judged against the baseline worker's outputs on the same
 inputs, in ``samples_ref_dir``, with the tolerances times ``samples_tolerance_factor``; each
-must hash to the digest its worker committed to when the call ended, ``runtime/lockstep.py``)
+must hash to the digest its worker committed to when the call ended, ``runtime/lockstep.py``.
+On the CPU device the engine read every timed output out of the workers itself: then
+``samples_read`` and ``samples_ref_read`` list them instead, one per timed call, each as
+``{"path", "dtype", "shape", "stride"}``, the elements in row-major order in that file)
 
 and the answer holds, for each list, the first failing output (or none) and the worst error::
 
@@ -96,6 +99,21 @@ def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
     return items
 
 
+def _read_outputs(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The timed outputs the engine read out of a worker (``samples_read``), as tensors."""
+    items = []
+    for r, entry in enumerate(listed):
+        try:
+            dtype = getattr(torch, entry["dtype"].removeprefix("torch."))
+            data = bytearray(Path(entry["path"]).read_bytes())
+            flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
+            out = flat.reshape(entry["shape"])
+        except (OSError, AttributeError, RuntimeError, ValueError) as exc:
+            raise Unreadable(f"timed output {r + 1} as the engine read it: {exc}") from exc
+        items.append({"set": r, "rep": r, "out": out, "stride": list(entry["stride"])})
+    return items
+
+
 def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str, Any]:
     """The buffers the reference's forward updates (training-mode BatchNorm's running
     statistics), as the candidate's first trial left them, against the reference's after its
@@ -135,17 +153,19 @@ def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str,
 def judge(request: dict[str, Any], refs: References, device: torch.device) -> dict[str, Any]:
     started = time.perf_counter()
     dtype = getattr(torch, request["dtype"])
+    read = request.get("samples_read")
     lists = {
         "correctness": _outputs(request.get("correctness"), "trial"),
-        "samples": _outputs(request.get("samples"), "set"),
+        "samples": _read_outputs(read) if read else _outputs(request.get("samples"), "set"),
     }
+    refs_read = _read_outputs(request.get("samples_ref_read") or [])
     loaded = time.perf_counter()
     answer: dict[str, Any] = {}
     for name, items in lists.items():
         worst, failure = 0.0, None
         ref_dir, atol, rtol = request["ref_dir"], request.get("atol"), request.get("rtol")
-        if name == "samples" and request.get("samples_ref_dir"):
-            ref_dir = request["samples_ref_dir"]
+        if name == "samples" and (read or request.get("samples_ref_dir")):
+            ref_dir = request.get("samples_ref_dir") or ref_dir
             factor = float(request.get("samples_tolerance_factor") or 1.0)
             atol, rtol = (factor * t for t in tolerance_for(dtype, atol, rtol))
         digests = request.get("samples_digests") if name == "samples" else None
@@ -161,7 +181,12 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
             ):
                 # changed after the call ended: what the engine's clock timed is not this
                 raise Unreadable(f"timed output {index + 1} is not the one its call ended with")
-            expected = refs.trial(ref_dir, k).to(device)
+            if name == "samples" and read:  # (the baseline's output of the same call)
+                if k >= len(refs_read):
+                    raise Unreadable(f"no baseline output for timed call {k + 1}")
+                expected = refs_read[k]["out"].to(device)
+            else:
+                expected = refs.trial(ref_dir, k).to(device)
             check = check_output(
                 out.to(device) if type(out) is torch.Tensor else out,
                 expected,
