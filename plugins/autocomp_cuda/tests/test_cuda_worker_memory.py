@@ -137,3 +137,42 @@ def test_a_worker_whose_memory_holds_the_engine_past_the_deadline_is_ended():
         watchdog.stop()
         other.kill()
         other.wait()
+
+
+def _read(tmp_path, name: str, tensor: torch.Tensor) -> dict:
+    path = tmp_path / f"{name}.bin"
+    path.write_bytes(tensor.contiguous().numpy().tobytes())
+    return {
+        "path": str(path),
+        "dtype": str(tensor.dtype),
+        "shape": list(tensor.shape),
+        "stride": list(tensor.stride()),
+    }
+
+
+def test_the_judge_compares_the_outputs_the_engine_read_with_the_baselines(tmp_path):
+    from autocomp_cuda.runtime import judge_main
+
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    base = [torch.randn(4, 3) for _ in range(3)]
+    cand = [b.clone() for b in base]
+    cand[2][1, 1] += 1.0  # the third timed call wrong
+    request = {
+        "ref_dir": str(ref_dir),
+        "dtype": "float32",
+        "stride": [3, 1],
+        "samples_read": [_read(tmp_path, f"cand_{r}", t) for r, t in enumerate(cand)],
+        "samples_ref_read": [_read(tmp_path, f"base_{r}", t) for r, t in enumerate(base)],
+        "samples_tolerance_factor": 2.0,
+    }
+    answer = judge_main.judge(request, judge_main.References(), torch.device("cpu"))
+    assert answer["samples"]["checked"] == 3
+    assert answer["samples"]["failure"]["index"] == 2
+    request["samples_read"][2] = _read(tmp_path, "cand_2", base[2])
+    answer = judge_main.judge(request, judge_main.References(), torch.device("cpu"))
+    assert answer["samples"]["failure"] is None
+    # a file that is gone (or not what the engine wrote) is unreadable, never a pass
+    (tmp_path / "cand_1.bin").unlink()
+    with pytest.raises(judge_main.Unreadable, match="timed output 2"):
+        judge_main.judge(request, judge_main.References(), torch.device("cpu"))
