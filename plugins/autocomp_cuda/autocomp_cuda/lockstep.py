@@ -195,7 +195,8 @@ class _Driver:
         self.cpu_clock, self.result = cpu_clock, result
         self.moved, self.keep = moved is not None, moved
         self.ledgers: dict[str, proc_clock.Ledger] = {}
-        self.processes: dict[str, int] = {}  # per worker: its sandbox's processes at ready
+        # per worker: its sandbox's processes and threads at ready
+        self.processes: dict[str, tuple[int, int]] = {}
         self.current = ""
         # (moved) each worker's memory, where its input buffers lie, the call's inputs drawn
         self.memory: dict[str, worker_memory.Memory] = {}
@@ -252,16 +253,22 @@ class _Driver:
                 ) from None
 
     def _count_processes(self, name: str) -> None:
-        """No more processes in a worker's sandbox than in the baseline's when timing begins
-        (the same harness in both): one the candidate started before its process limit
-        dropped would run beside the others' timed calls (slowing them), never ordered."""
-        self.processes[name] = len(proc_clock.tree_cpu(self.ledgers[name].root))
-        extra = self.processes[name] - self.processes.get(BASELINE, self.processes[name])
-        if extra > 0:
+        """No more processes, and no more threads, in a worker's sandbox than in the
+        baseline's when timing begins (the same harness in both; none can start after): one
+        the candidate started before its process limit dropped would run beside the others'
+        timed calls (slowing them) or beside its own (where the kernel charges a thread that
+        runs on another core only at its next tick or switch, which may fall outside the
+        window: only the worker's own thread, asleep when read, is settled)."""
+        pids = proc_clock.tree_cpu(self.ledgers[name].root)
+        self.processes[name] = (len(pids), sum(proc_clock.task_count(pid) for pid in pids))
+        base = self.processes.get(BASELINE, self.processes[name])
+        extra = [n - b for n, b in zip(self.processes[name], base)]
+        if extra[0] > 0 or extra[1] > 0:
             raise _Stop(
                 "garbled",
-                f"{extra} more process(es) in its sandbox than in the baseline's when timing "
-                "began (one it started before it could start no more)",
+                f"{extra[0]} more process(es) and {extra[1]} more thread(s) in its sandbox "
+                "than in the baseline's when timing began (started before it could start no "
+                "more)",
             )
 
     def draw(self, r: int, seed: int) -> None:

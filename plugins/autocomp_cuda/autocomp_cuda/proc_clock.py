@@ -131,6 +131,14 @@ def tree_cpu(root: int) -> dict[int, int]:
     return found
 
 
+def task_count(pid: int) -> int:
+    """How many threads process ``pid`` has (0: it has ended)."""
+    try:
+        return len(os.listdir(PROC / str(pid) / "task"))
+    except OSError:
+        return 0
+
+
 def cannot_start_tasks(pid: int) -> bool:
     """``pid``'s hard limit on processes is 0: it can start no process or thread."""
     try:
