@@ -395,9 +395,17 @@ class Harness:
             checks.append(
                 f"timing: {s.reps} calls, each on fresh inputs drawn from OS randomness for this "
                 "evaluation; the eager baseline timed on the same inputs in a worker without the "
-                "candidate; EVERY timed output checked against the baseline's; after every call "
-                "no torch/time/threading attribute replaced, no thread left running, the same "
-                "thread count; the candidate's own kernels ran in every timed call"
+                "candidate; EVERY timed output checked against the baseline's; "
+                + (
+                    "the engine writes each call's inputs into the worker and reads its output "
+                    "out itself, and times the call by the CPU its sandbox used; no more processes "
+                    "or threads in its sandbox than in the baseline's; after the last call no "
+                    "torch/time/threading attribute replaced, no thread left running"
+                    if s.device == "cpu"
+                    else "after every call no torch/time/threading attribute replaced, no thread "
+                    "left running, the same thread count"
+                )
+                + "; the candidate's own kernels ran in every timed call"
             )
         for sizes in spec.family(s.size):
             checks.append(
