@@ -91,6 +91,17 @@ class Drive:
     outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Moved:
+    """(The CPU device) The engine moves each call's inputs and output itself: the folder of
+    its own where it keeps what it read, and the output every call must have (the problem's
+    shape and dtype, ``str(torch.dtype)``): anything else is wrong, and is not read."""
+
+    keep: Path
+    shape: tuple[int, ...]
+    dtype: str
+
+
 class _Stop(Exception):
     def __init__(self, outcome: str, detail: str = "") -> None:
         self.outcome, self.detail = outcome, detail
@@ -131,15 +142,14 @@ def drive_blocking(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
-    moved: Path | None = None,
+    moved: Moved | None = None,
 ) -> Drive:
     """The drive itself, in the calling thread: ``ends`` per worker name, ``contenders`` each
     worker times (``{"baseline": ["base", "compiled"], "candidate": ["cand"]}``), ``alive``
     per worker (its process still runs), ``deadline`` on ``time.monotonic``; ``cpu_clock``:
     read each worker's sandbox CPU time around every call too (``proc_clock``); ``moved``:
-    the engine moves each call's inputs and output itself, and writes the outputs into this
-    folder of its own (the CPU device: the baseline's worker, named ``baseline``, draws the
-    inputs; ``runtime/lockstep.py``)."""
+    the engine moves each call's inputs and output itself (the CPU device: the baseline's
+    worker, named ``baseline``, draws the inputs; ``runtime/lockstep.py``)."""
     steps = [(name, who) for name, whos in contenders.items() for who in whos]
     result = Drive(
         "complete",
@@ -189,11 +199,12 @@ class _Driver:
         deadline: float,
         cpu_clock: bool,
         result: Drive,
-        moved: Path | None = None,
+        moved: Moved | None = None,
     ) -> None:
         self.ends, self.alive, self.deadline = ends, alive, deadline
         self.cpu_clock, self.result = cpu_clock, result
-        self.moved, self.keep = moved is not None, moved
+        self.moved, self.expected = moved is not None, moved
+        self.keep = moved.keep if moved is not None else None
         self.ledgers: dict[str, proc_clock.Ledger] = {}
         # per worker: its sandbox's processes and threads at ready
         self.processes: dict[str, tuple[int, int]] = {}
@@ -353,6 +364,12 @@ class _Driver:
                 raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
             try:
                 out = worker_memory.parse_output(line.removeprefix(prefix + protocol.OUT + " "))
+                assert self.expected is not None
+                if (out.shape, out.dtype) != (self.expected.shape, self.expected.dtype):
+                    raise ValueError(
+                        f"it is {out.dtype} of shape {out.shape}, where the problem's output is "
+                        f"{self.expected.dtype} of shape {self.expected.shape}"
+                    )
                 with self._in_memory(name):
                     output.append(self.memory[name].read_output(out))
             except (ValueError, OSError) as exc:
@@ -455,7 +472,7 @@ async def drive(
     seeds: list[int],
     deadline: float,
     cpu_clock: bool = False,
-    moved: Path | None = None,
+    moved: Moved | None = None,
 ) -> Drive:
     """``drive_blocking`` in a thread of its own: the clock is not the event loop's (which
     serves LLM calls and other evaluations), and the loop stays free meanwhile."""

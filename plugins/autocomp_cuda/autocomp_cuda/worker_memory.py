@@ -14,6 +14,7 @@ process: a lie there makes its output wrong or unreadable, never right.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -32,7 +33,8 @@ ITEMSIZE = {
     **dict.fromkeys(("torch.float64", "torch.int64", "torch.uint64", "torch.complex64"), 8),
     "torch.complex128": 16,
 }
-#: The most the engine reads or writes for one tensor (a worker's claim beyond it is refused).
+#: The most the engine reads, gathers or writes for one tensor (a claim beyond it is refused;
+#: the engine also refuses any output that is not the problem's shape and dtype).
 MAX_BYTES = 1 << 32
 MAX_DIMS = 16
 _OUTPUT = re.compile(r"(\d+) (torch\.\w+) ([\d,]+|-) ([\d,]+|-)")
@@ -71,8 +73,9 @@ def parse_output(text: str) -> Output:
         raise ValueError(f"an output of dtype {out.dtype}, which the engine cannot read")
     if len(shape) != len(stride) or len(shape) > MAX_DIMS:
         raise ValueError(f"an output's shape {shape} and stride {stride} do not match")
-    if out.extent() * out.itemsize > MAX_BYTES:
-        raise ValueError(f"an output of {out.extent() * out.itemsize} bytes")
+    elements = math.prod(shape)
+    if max(out.extent(), elements) * out.itemsize > MAX_BYTES:
+        raise ValueError(f"an output of {elements * out.itemsize} bytes")
     return out
 
 

@@ -75,6 +75,7 @@ def test_an_address_the_worker_does_not_map_is_an_error_not_a_crash(holder):
         ("12 torch.object 3 1", "cannot read"),
         ("12 torch.float32 3,4 1", "do not match"),
         ("12 torch.float32 4 1099511627776", "bytes"),
+        ("12 torch.float32 1048576,1048576 0,0", "bytes"),  # one float, expanded to 4 TiB
         ("-12 torch.float32 4 1", "not an output"),
     ],
 )

@@ -314,7 +314,7 @@ class Harness:
         drive: lockstep.Drive | None = None
         if baseline is not None:
             result, baseline_run, drive, failure = await time_in_lockstep(
-                self.settings, worker, job, *baseline, seeds
+                self.settings, worker, job, *baseline, seeds, ref_meta["output"]
             )
             if failure is not None:
                 return failure, True

@@ -34,12 +34,14 @@ async def time_in_lockstep(
     baseline_worker: Worker,
     baseline_job: dict[str, Any],
     seeds: list[int],
+    output: dict[str, Any],
 ) -> Timed:
     """Hand both jobs over and drive the timed calls in lock-step. Returns the candidate
     worker's end (None: killed at the deadline), the baseline worker's result, the drive
     (the engine's own clock of every timed call, and the digests of their outputs), and a
     verdict where the evaluation ends here (a protocol broken by the candidate, or a
-    baseline that could not be timed: not the candidate's fault)."""
+    baseline that could not be timed: not the candidate's fault). ``output``: the problem's
+    output (its ``shape`` and ``dtype``), which every timed call must return."""
     workers = {"baseline": baseline_worker, "candidate": worker}
     ends = {name: clock_socket(w.work) for name, w in workers.items()}
     contenders = {
@@ -53,8 +55,9 @@ async def time_in_lockstep(
         cpu_clock = settings.device == "cpu" and proc_clock.available()
         moved = None
         if settings.device == "cpu":  # the engine moves inputs and outputs itself
-            moved = baseline_worker.work / "read_by_the_engine"  # (no candidate sees it)
-            moved.mkdir()
+            keep = baseline_worker.work / "read_by_the_engine"  # (no candidate sees it)
+            keep.mkdir()
+            moved = lockstep.Moved(keep, tuple(output["shape"]), f"torch.{output['dtype']}")
         drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:
         for end in ends.values():
