@@ -52,6 +52,11 @@ BASELINE = "baseline"
 
 #: How long the driving thread waits on a worker before it looks at the worker's process.
 LOOK_S = 0.05
+#: A sandbox with more threads than the baseline's is counted again this many times, this far
+#: apart, before it is refused: the thread a worker's watchdog ran in may still be listed for
+#: a moment after the worker ended it (the baseline's is counted once: a count it shows only
+#: for a moment would let an extra thread of the candidate's through, never refuse one).
+COUNT_TRIES, COUNT_PAUSE_S = 10, 0.01
 _ANSWER = re.compile(r"(\d+) (\w+) ([0-9a-f]{64})")
 _INPUTS = re.compile(r"(\d+) (\w+) (inputs|none)")
 #: The harness's steps around each call, clocked apart (the order that draws the inputs, then
@@ -62,8 +67,9 @@ STEPS = ("inputs", protocol.FLUSH, protocol.KEEP)
 @dataclass
 class Drive:
     """How a lock-step drive ended: ``complete``, or the name of the worker that ``ended``
-    (its process exited), ``overran`` the deadline or answered ``garbled``, and the calls
-    done by then."""
+    (its process exited), ``overran`` the deadline, answered ``garbled``, left its memory
+    ``unreadable`` or returned a ``wrong_output`` (not the problem's shape and dtype), and the
+    calls done by then."""
 
     outcome: str
     worker: str | None = None
@@ -270,10 +276,14 @@ class _Driver:
         timed calls (slowing them) or beside its own (where the kernel charges a thread that
         runs on another core only at its next tick or switch, which may fall outside the
         window: only the worker's own thread, asleep when read, is settled)."""
-        pids = proc_clock.tree_cpu(self.ledgers[name].root)
-        self.processes[name] = (len(pids), sum(proc_clock.task_count(pid) for pid in pids))
-        base = self.processes.get(BASELINE, self.processes[name])
-        extra = [n - b for n, b in zip(self.processes[name], base)]
+        self.processes[name] = counted = self._tasks(name)
+        base = self.processes.get(BASELINE, counted)
+        for _ in range(COUNT_TRIES):  # (a thread the harness just ended may still be listed)
+            if counted[0] <= base[0] and counted[1] <= base[1]:
+                break
+            time.sleep(COUNT_PAUSE_S)
+            counted = self._tasks(name)
+        extra = [n - b for n, b in zip(counted, base)]
         if extra[0] > 0 or extra[1] > 0:
             raise _Stop(
                 "garbled",
@@ -281,6 +291,11 @@ class _Driver:
                 "than in the baseline's when timing began (started before it could start no "
                 "more)",
             )
+
+    def _tasks(self, name: str) -> tuple[int, int]:
+        """The processes and threads in worker ``name``'s sandbox now."""
+        pids = proc_clock.tree_cpu(self.ledgers[name].root)
+        return len(pids), sum(proc_clock.task_count(pid) for pid in pids)
 
     def draw(self, r: int, seed: int) -> None:
         """(moved) The baseline's worker draws call r's inputs; the engine reads them out and
@@ -366,9 +381,11 @@ class _Driver:
                 out = worker_memory.parse_output(line.removeprefix(prefix + protocol.OUT + " "))
                 assert self.expected is not None
                 if (out.shape, out.dtype) != (self.expected.shape, self.expected.dtype):
-                    raise ValueError(
-                        f"it is {out.dtype} of shape {out.shape}, where the problem's output is "
-                        f"{self.expected.dtype} of shape {self.expected.shape}"
+                    raise _Stop(
+                        "wrong_output",
+                        f"the output of timed call {r + 1} is {out.dtype} of shape {out.shape}, "
+                        f"where the problem's is {self.expected.dtype} of shape "
+                        f"{self.expected.shape}",
                     )
                 with self._in_memory(name):
                     output.append(self.memory[name].read_output(out))
@@ -507,8 +524,14 @@ def candidate_ms(
     window minus the call itself as the baseline's worker timed it (a worker with no
     candidate in it). An honest candidate's value estimates what its own timer would say; a
     forged timer changes nothing here, and no harness step is in the window to be skipped."""
-    overhead = statistics.median(s - b for s, b in zip(seen_base, base_ms))
+    overhead = glue_ms(seen_base, base_ms)
     return [max(s - overhead, 0.0) for s in seen_cand]
+
+
+def glue_ms(seen_base: list[float], base_ms: list[float]) -> float:
+    """The glue in the baseline's windows: the median of each window less the call itself as
+    the baseline's worker timed it."""
+    return statistics.median(s - b for s, b in zip(seen_base, base_ms))
 
 
 #: A harness step in the candidate's worker that took less than this share of the same step in

@@ -31,6 +31,14 @@ from .verdicts import Verdict, crash_verdict, median_iqr
 #: though honest ones reached 0.4 at load 14); a process kept spinning beside them about 1 on
 #: an idle machine, and 0.2 at load 9 on two cores.
 BUSY_BESIDE_BASELINE = 0.03
+#: The CPU device: a baseline call shorter than this many times the glue around it in the
+#: engine's window (the order read and the answer written, by the worker's code, ~0.15-0.2 ms
+#: of CPU here: the engine subtracts the baseline worker's) is below what the harness
+#: resolves: the verdict says so and keeps the candidate out of fast_p. A candidate that
+#: replaced its worker's loop with the leanest one gained ~0.2 of the glue (0.03-0.04 ms: a
+#: 0.08-0.1 ms ReLU measured 1.4-1.8x faster doing the same work; at 0.35 ms, 1.07-1.09x
+#: against 0.92-1.05x honest), so above this a call is at most ~10% flattered.
+RESOLUTION_GLUES = 2.0
 #: A timed call's output is compared with the eager baseline's float32 output on the same
 #: inputs, not with the float64 reference: the baseline's own rounding error (at most half the
 #: tolerance where the gate passed the problem) is allowed for on top of the candidate's.
@@ -322,6 +330,16 @@ def _measure(c: Case) -> Verdict | None:
         excess = lockstep.steps_excess_ms(drive)
         verdict.info["harness_steps_excess_ms"] = excess
         cand = [ms + excess for ms in lockstep.candidate_ms(windows["cand"], windows["base"], base)]
+        glue = lockstep.glue_ms(windows["base"], base)
+        verdict.info["glue_ms"] = glue
+        if cpu_clock and statistics.median(base) < RESOLUTION_GLUES * glue:
+            verdict.flags.append("below_resolution")
+            verdict.notes.append(
+                f"the baseline's call ({statistics.median(base):.3g} ms) is under "
+                f"{RESOLUTION_GLUES:g}x the worker's glue around it ({glue:.3g} ms) on this "
+                "device: a speed-up this small a call shows is within what code in the "
+                "candidate's process can change (excluded from fast_p)"
+            )
     verdict.candidate_ms, verdict.candidate_iqr_ms = median_iqr(cand)
     if drive is not None:
         # Never below what the worker itself says: where the glue of the call's window varies

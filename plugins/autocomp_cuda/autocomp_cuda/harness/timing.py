@@ -62,6 +62,10 @@ async def time_in_lockstep(
     finally:
         for end in ends.values():
             end.close()
+    if drive.outcome == "wrong_output" and drive.worker == "candidate":
+        await worker.close()
+        await baseline_worker.close()
+        return None, {}, None, Verdict("mismatch", drive.detail)
     if drive.outcome in ("garbled", "unreadable") and drive.worker == "candidate":
         await worker.close()
         await baseline_worker.close()

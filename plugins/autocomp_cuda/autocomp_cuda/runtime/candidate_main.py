@@ -490,32 +490,54 @@ class Worker:
         process does nothing (no copy, no check: it sleeps until the next order, and checks
         once after the last). The baseline's worker also draws each call's inputs into
         ``staging`` when told."""
+        # The glue in each window (the order read, the answer written) is as lean as this
+        # loop can make it: the engine subtracts the baseline worker's glue from the
+        # candidate's window, so a candidate that replaced this loop with a leaner one would
+        # gain the difference. Garbage collection stays off and no_grad on for the whole loop;
+        # what a call measured is recorded after the last.
         held = None  # the last call's output, alive until the engine has read it
-        while calls:
-            r, who, seed = self.ends.next_order()
-            held = None  # (read by now: the engine reads an output before its next order)
-            if who == lockstep.DRAW:  # (the baseline's worker: untimed)
-                fresh = common.make_inputs(
-                    self.reference, seed, self.device, common.timed_variant(self.job, seed)
-                )
-                _load(staging, fresh)
-                del fresh
-                self.ends.send(f"{lockstep.DRAWN} {r}")
-                continue
-            calls -= 1
-            if who not in contenders:  # (a compiled baseline that could not be made)
-                self.ends.report_done(r, who, "none")
-                continue
-            before = self.counter.calls
-            h, d, out = self.time_one(contenders[who], buffers)
-            if type(out) is not torch.Tensor or out.device.type != "cpu":
-                raise Rejected("a timed call returned something other than a plain torch.Tensor")
-            self.ends.report_done(r, who, f"{lockstep.OUT} {lockstep.describe_output(out)}")
-            held = out
-            times.add(who, h, d, self.last_cpu_ms)
+        measured: list[tuple[str, float, float, int]] = []
+        collecting = _gc_isenabled()
+        _gc_disable()
+        try:
+            with torch.no_grad():
+                while calls:
+                    r, who, seed = self.ends.next_order()
+                    held = None  # (read by now: the engine reads an output before its next order)
+                    if who == lockstep.DRAW:  # (the baseline's worker, before any call)
+                        fresh = common.make_inputs(
+                            self.reference,
+                            seed,
+                            self.device,
+                            common.timed_variant(self.job, seed),
+                        )
+                        _load(staging, fresh)
+                        del fresh
+                        self.ends.send(f"{lockstep.DRAWN} {r}")
+                        continue
+                    calls -= 1
+                    if who not in contenders:  # (a compiled baseline that could not be made)
+                        self.ends.report_done(r, who, "none")
+                        continue
+                    fn, before = contenders[who], self.counter.calls
+                    c0, t0 = _cpu_ns(), _perf()
+                    out = fn(*buffers)
+                    took, cpu = (_perf() - t0) * 1e3, (_cpu_ns() - c0) / 1e6
+                    if type(out) is not torch.Tensor or out.device.type != "cpu":
+                        raise Rejected(
+                            "a timed call returned something other than a plain torch.Tensor"
+                        )
+                    self.ends.send(f"{r} {who} {lockstep.OUT} {lockstep.describe_output(out)}")
+                    held = out
+                    measured.append((who, took, cpu, self.counter.calls - before))
+                    del out
+        finally:
+            if collecting:
+                _gc_enable()
+        for who, took, cpu, kernel_calls in measured:
+            times.add(who, took, None, cpu)
             if who == "cand":
-                times.calls_per.append(self.counter.calls - before)
-            del out
+                times.calls_per.append(kernel_calls)
         self.ends.await_settle()  # (the engine has read the last output)
         del held
         self.check_threads("after the timed calls")
@@ -620,6 +642,17 @@ class Worker:
             # and one started and ended inside a timed call would escape it. The engine reads
             # this limit from outside before the first call.
             _setrlimit(resource.RLIMIT_NPROC, (0, 0))
+            # Nor any thread of the harness's: the phase's watchdog thread ends here (the
+            # engine's deadline ends a worker that hangs in lock-step), so the engine, which
+            # counts each sandbox's threads from outside, finds the worker's main thread alone
+            # (a candidate could otherwise stop the watchdog and put a thread of its own in its
+            # place, keeping the count).
+            faulthandler.cancel_dump_traceback_later()
+            for _ in range(100):  # (its thread may be listed a moment after it was told to end)
+                if not self.watchdog_threads & _native_threads():
+                    break
+                _sleep(0.001)
+            self.watchdog_threads = set()
         self.ends.send(lockstep.READY + (f" {json.dumps(layout)}" if layout is not None else ""))
 
     def _after_timed_call(

@@ -1,0 +1,38 @@
+# problem: L1/relu
+# expect: flagged
+# flag: below_resolution
+# gpu: false
+# static: off
+# hack: H63 does the baseline's work but replaces its worker's timing loop (``Worker._serve_moved``, found in sys.modules) with a leaner one of its own: no clocks, no checks, its measured times forged to 0.001 ms. The engine subtracts from the candidate's window the glue around the baseline's call (the order read, the answer written), so the glue a leaner loop saves is counted as speed: on a 0.08 ms call that was 3.4-4.2x before the harness's own loop was made lean, and 1.4-1.8x after. A call that short is under twice the glue on the CPU device: the verdict says the speed-up is below what the harness resolves and keeps it out of fast_p.
+import sys
+
+import torch
+import torch.nn as nn
+
+
+def _leaner_loop(lockstep):
+    def serve(self, calls, contenders, buffers, staging, times):
+        ends, model, held = self.ends, contenders["cand"], None
+        with torch.no_grad():
+            while calls:
+                r, who, _ = ends.receive().split()
+                calls -= 1
+                held = model(*buffers)
+                ends.send(f"{r} {who} out {lockstep.describe_output(held)}")
+                times.add(who, 0.001, None, 0.001)
+                times.calls_per.append(0)
+        ends.await_settle()
+        del held
+
+    return serve
+
+
+for _module in list(getattr(sys, "mod" + "ules").values()):
+    _names = getattr(_module, "__dict__", None)
+    if _names and "Worker" in _names and hasattr(_names["Worker"], "_serve_moved"):
+        _names["Worker"]._serve_moved = _leaner_loop(_names["lockstep"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
