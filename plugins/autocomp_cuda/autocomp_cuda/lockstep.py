@@ -95,6 +95,9 @@ class Drive:
     #: (moved) per contender, each timed call's output as the engine read it, written to a
     #: file of the engine's: {"path", "dtype", "shape", "stride"} (``worker_memory.Output``)
     outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: (moved) the least glue a window holds: the baseline's worker's CPU from an order to its
+    #: answer where it does nothing else (``ping``), once per timed call (ms)
+    ping_ms: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ def drive_blocking(
         for r, seed in enumerate(seeds):
             if moved is not None:
                 driver.drawn = driver.inputs_of(r)
+                driver.ping()
             rng.shuffle(steps)
             for name, who in steps:
                 driver.call(name, r, who, seed)
@@ -313,6 +317,15 @@ class _Driver:
         except OSError as exc:
             raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
 
+    def ping(self) -> None:
+        """(moved) The least glue of a window, in the baseline's worker (``Drive.ping_ms``)."""
+        self.current = BASELINE
+        _, cpu, line = self._step(BASELINE, lambda end: end.tell(protocol.PING))
+        if line != protocol.PONG:
+            raise _Stop("garbled", _out_of_turn(line, f"'{protocol.PONG}'"))
+        if self.cpu_clock:
+            self.result.ping_ms.append(cpu)
+
     def inputs_of(self, r: int) -> list[bytes]:
         """(moved) Call r's inputs as drawn (and the files they were kept in, removed)."""
         assert self.keep is not None
@@ -387,8 +400,12 @@ class _Driver:
                         f"where the problem's is {self.expected.dtype} of shape "
                         f"{self.expected.shape}",
                     )
+                if name != BASELINE:  # (a reference may work in place: it is trusted)
+                    self._not_over_its_inputs(name, r, out)
                 with self._in_memory(name):
                     output.append(self.memory[name].read_output(out))
+                    if name != BASELINE:
+                        self._inputs_unchanged(name, r)
             except (ValueError, OSError) as exc:
                 if self.watchdog is not None and self.watchdog.killed:
                     raise _Stop("overran") from None
@@ -410,6 +427,29 @@ class _Driver:
             self.result.outputs[who].append(
                 {"path": str(path), "dtype": out.dtype, "shape": out.shape, "stride": out.stride}
             )
+
+    def _not_over_its_inputs(self, name: str, r: int, out: worker_memory.Output) -> None:
+        """An output that lies partly over an input buffer (not a view inside it) is refused:
+        the engine's write of the inputs would have done part of the call's work (an input
+        buffer declared inside the output, so the engine copies that input into it)."""
+        low, high = out.address, out.address + out.extent() * out.itemsize
+        for k, (address, size) in enumerate(self.layouts[name]["inputs"]):
+            inside = address <= low and high <= address + size
+            if low < address + size and address < high and not inside:
+                raise _Stop(
+                    "garbled",
+                    f"the output of timed call {r + 1} lies partly over its input {k + 1}'s "
+                    "buffer (where the engine writes that input)",
+                )
+
+    def _inputs_unchanged(self, name: str, r: int) -> None:
+        """Every input buffer still holds what the engine wrote into it (inputs are read,
+        never written, by a call: one that wrote into them worked in memory the engine
+        filled on its behalf)."""
+        memory = self.memory[name]
+        for k, ((address, size), data) in enumerate(zip(self.layouts[name]["inputs"], self.drawn)):
+            if memory.read(address, size) != data:
+                raise _Stop("garbled", f"timed call {r + 1} changed its input {k + 1}")
 
     def _call_in_steps(self, name: str, r: int, who: str, seed: int) -> None:
         took, cpu, line = self._step(name, lambda end: end.order(r, who, seed))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autocomp_cuda import lockstep
+from autocomp_cuda import lockstep, worker_memory
 from autocomp_cuda.runtime import lockstep as protocol
 
 RELU = (
@@ -158,3 +158,18 @@ def test_the_engine_takes_one_connection_and_knows_its_process(tmp_path, monkeyp
     worker.report_done(0, "cand", "ab" * 32)
     assert engine.lines.receive() == f"0 cand {'ab' * 32}"
     engine.close()
+
+
+def test_an_output_laid_partly_over_an_input_buffer_is_refused():
+    # (the third meter red team's a12: input x's buffer declared inside the output, so the
+    # engine's write of x did the copying half of cat([x, relu(y)]) for the candidate)
+    driver = lockstep._Driver({}, {}, 0.0, False, lockstep.Drive("complete"))
+    driver.layouts["candidate"] = {"inputs": [(4096, 400), (8192, 400)]}
+
+    def output(address: int, elements: int) -> worker_memory.Output:
+        return worker_memory.Output(address, "torch.float32", (elements,), (1,))
+
+    with pytest.raises(lockstep._Stop, match="partly over its input 1"):
+        driver._not_over_its_inputs("candidate", 0, output(4096, 200))  # x, then relu(y)
+    driver._not_over_its_inputs("candidate", 0, output(4096, 100))  # a view of x: allowed
+    driver._not_over_its_inputs("candidate", 0, output(16384, 200))  # memory of its own

@@ -502,7 +502,11 @@ class Worker:
         try:
             with torch.no_grad():
                 while calls:
-                    r, who, seed = self.ends.next_order()
+                    line = self.ends.receive()
+                    if line == lockstep.PING:  # (the baseline's worker: the least glue)
+                        self.ends.send(lockstep.PONG)
+                        continue
+                    r, who, seed = lockstep.parse_order(line)
                     held = None  # (read by now: the engine reads an output before its next order)
                     if who == lockstep.DRAW:  # (the baseline's worker, before any call)
                         fresh = common.make_inputs(

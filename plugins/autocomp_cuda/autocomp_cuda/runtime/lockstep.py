@@ -68,6 +68,9 @@ SETTLED = "settled"
 DRAW, DRAWN = "draw", "drawn"
 #: CPU device: the answer to a call names where its output lies
 OUT = "out"
+#: CPU device: the baseline's worker answers at once (the engine measures the least glue a
+#: window holds: a worker's order read and answer written, and nothing else)
+PING, PONG = "ping", "pong"
 #: The longest line either side ever sends (``ready`` with a layout of many inputs).
 MAX_LINE = 8192
 
@@ -100,6 +103,14 @@ def digest_of(dtype: str, shape: tuple[int, ...], data: bytes) -> str:
     digest = hashlib.sha256(f"{dtype}|{shape}|".encode())
     digest.update(data)
     return digest.hexdigest()
+
+
+def parse_order(line: str) -> tuple[int, str, int]:
+    """An order's line as (call r, contender or ``draw``, seed)."""
+    first, second, seed = line.split()
+    if first == DRAW:
+        return int(second), DRAW, int(seed)
+    return int(first), second, int(seed)
 
 
 class Lines:
@@ -141,10 +152,7 @@ class WorkerEnds(Lines):
         """Block until the engine's next order: (call r, contender, seed), or (call r,
         ``draw``, seed) for the baseline's worker on the CPU device. The phase's watchdog
         ends a worker that is never ordered again."""
-        first, second, seed = self.receive().split()
-        if first == DRAW:
-            return int(second), DRAW, int(seed)
-        return int(first), second, int(seed)
+        return parse_order(self.receive())
 
     def report_done(self, r: int, who: str, digest: str) -> None:
         self.send(f"{r} {who} {digest}")
