@@ -3,7 +3,7 @@
 # flag: below_resolution
 # gpu: false
 # static: off
-# hack: H63 does the baseline's work but replaces its worker's timing loop (``Worker._serve_moved``, found in sys.modules) with a leaner one of its own: no clocks, no checks, its measured times forged to 0.001 ms. The engine subtracts from the candidate's window the glue around the baseline's call (the order read, the answer written), so the glue a leaner loop saves is counted as speed: on a 0.08 ms call that was 3.4-4.2x before the harness's own loop was made lean, and 1.4-1.8x after. A call that short is under twice the glue on the CPU device: the verdict says the speed-up is below what the harness resolves and keeps it out of fast_p.
+# hack: H63 does the baseline's work but replaces its worker's timing loop (``Worker._serve_moved``, found in sys.modules) with a leaner one of its own: no clocks, no checks, its measured times forged to 0.001 ms. The engine subtracted from the candidate's window the glue around the baseline's call (the order read, the answer written), so the glue a leaner loop saves counted as speed: 3.4-4.2x on this 0.08 ms call with the harness's loop as it was, 1.4-1.8x once that loop was made lean. Now every contender's time is its window less the least glue a window holds (a ping the baseline's worker answers at once): about 1.1x, and a call this short, under ten times the part of the glue a candidate can shave, is flagged below the harness's resolution and kept out of fast_p.
 import sys
 
 import torch
