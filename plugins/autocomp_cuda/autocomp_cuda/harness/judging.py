@@ -31,14 +31,14 @@ from .verdicts import Verdict, crash_verdict, median_iqr
 #: though honest ones reached 0.4 at load 14); a process kept spinning beside them about 1 on
 #: an idle machine, and 0.2 at load 9 on two cores.
 BUSY_BESIDE_BASELINE = 0.03
-#: The CPU device: a baseline call shorter than this many times the part of the glue a
-#: candidate can shave is below what the harness resolves: the verdict says so and keeps the
-#: candidate out of fast_p. Each window holds the call and the worker's loop around it, code
-#: in the candidate's process; the engine subtracts the least glue a window holds (a ping), so
-#: what a leaner loop can save is the rest of the baseline's glue (its window less its call
-#: less the ping: ~0.07-0.09 ms here). The third red team's lean loop (with its output kept
-#: between calls) measured a 0.4 ms ReLU at 1.9-2.0x doing the same work; at ten times that
-#: part, a call is flattered by at most ~10%.
+#: The CPU device: a candidate measured faster than its baseline but under this many times
+#: the part of the glue a candidate can shave is below what the harness resolves: the verdict
+#: says so and keeps it out of fast_p. Each window holds the call and the worker's loop around
+#: it, code in the candidate's process; the engine subtracts the least glue a window holds (a
+#: ping), so what a leaner loop can still save is the rest of the baseline's glue (its window
+#: less its call less the ping: ~0.07-0.09 ms here), and a candidate measured at ten times that
+#: is flattered by at most ~10%. (The third red team's lean loop, its output kept between
+#: calls, measured a 0.4 ms ReLU at 1.9-2.0x doing the same work.)
 RESOLUTION_SHAVABLE = 10.0
 #: A timed call's output is compared with the eager baseline's float32 output on the same
 #: inputs, not with the float64 reference: the baseline's own rounding error (at most half the
@@ -331,7 +331,6 @@ def _measure(c: Case) -> Verdict | None:
         excess = lockstep.steps_excess_ms(drive)
         verdict.info["harness_steps_excess_ms"] = excess
         glue = lockstep.glue_ms(windows["base"], base)
-        call_ms = statistics.median(base)  # (the baseline's call, as its worker timed it)
         if drive.ping_ms:
             # (the CPU device) Every contender's time is its window less the least glue a
             # window holds, measured in the baseline's worker: the worker's own loop is code
@@ -347,13 +346,18 @@ def _measure(c: Case) -> Verdict | None:
             cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
         cand = [ms + excess for ms in cand]
         verdict.info["glue_ms"] = glue
-        shavable = glue - verdict.info.get("least_glue_ms", 0.0)
-        if cpu_clock and call_ms < RESOLUTION_SHAVABLE * shavable:
+        verdict.info["shavable_glue_ms"] = shavable = glue - verdict.info.get("least_glue_ms", 0)
+        cand_ms = statistics.median(cand)
+        if (
+            cpu_clock
+            and cand_ms < statistics.median(base)
+            and cand_ms < RESOLUTION_SHAVABLE * shavable
+        ):
             verdict.flags.append("below_resolution")
             verdict.notes.append(
-                f"the baseline's call ({call_ms:.3g} ms) is under {RESOLUTION_SHAVABLE:g}x the "
-                f"part of the worker's glue around it that code in the candidate's process "
-                f"can shave ({shavable:.3g} ms) on this device: a speed-up there may be the "
+                f"a candidate measured at {cand_ms:.3g} ms is under {RESOLUTION_SHAVABLE:g}x the "
+                "part of the worker's glue around a call that code in the candidate's process "
+                f"can shave ({shavable:.3g} ms) on this device: part of its speed-up may be the "
                 "glue's (excluded from fast_p)"
             )
     verdict.candidate_ms, verdict.candidate_iqr_ms = median_iqr(cand)
