@@ -9,17 +9,20 @@ is then depends on the device.
 
 **CPU device: the worker only makes calls** (``moved``). ``ready`` carries the worker's layout
 (``ready {"inputs": [[address, bytes], ...], "staging": [...]}``): where its input buffers lie
-in its memory, and, in the baseline's worker, where it draws each call's inputs. For timed
-call r the engine orders the baseline's worker ``draw <r> <seed>`` (it draws the inputs of
-that seed into its staging buffers and answers ``drawn <r>``), reads them out of that
-worker's memory, and for each contender writes them into its worker's input buffers
-(``/proc/<pid>/mem``, while the worker sleeps) and orders ``<r> <who> 0``; the worker makes
-the call, and nothing else, and answers ``<r> <who> out <address> <dtype> <shape> <stride>``
-(``describe_output``), and the engine reads the output out of its memory and hashes it. So no
-harness work runs in the candidate's process between an order and its answer but the socket's
-glue: there is no harness step whose time a candidate could spend on its own work, and no
-record it could forge (``autocomp_cuda.worker_memory``). The CPU device flushes no cache: the
-inputs arrive written by another core, the weights are warm, alike in both workers.
+in its memory, and, in the baseline's worker, where it draws each call's inputs. Before the
+first call the engine orders the baseline's worker ``draw <r> <seed>`` for every call (it
+draws the inputs of that seed into its staging buffers and answers ``drawn <r>``) and reads
+each set out of that worker's memory. For timed call r it has the baseline's worker answer a
+``ping`` with ``pong`` (the least glue a window holds), then for each contender writes the
+inputs into its worker's input buffers (``/proc/<pid>/mem``, while the worker sleeps) and
+orders ``<r> <who> 0``; the worker makes the call, and nothing else, and answers
+``<r> <who> out <address> <dtype> <shape> <stride>`` (``describe_output``), and the engine
+reads the output out of its memory, hashes it and keeps it for the judge. Between its calls a
+worker does nothing; after the last the engine says ``settle`` and the worker checks itself.
+So no harness work runs in the candidate's process between an order and its answer but the
+socket's glue: there is no harness step whose time a candidate could spend on its own work,
+and no record it could forge (``autocomp_cuda.worker_memory``). The CPU device flushes no
+cache: the inputs arrive written by the engine, the weights are warm, alike in both workers.
 
 **GPU: four steps in the worker** (the device's memory cannot be reached from the engine):
 
@@ -31,9 +34,9 @@ inputs arrive written by another core, the weights are warm, alike in both worke
 - ``keep``: it copies the output out and answers ``<r> <who> <digest>``, the SHA-256 of
   that output (``output_digest``).
 
-The engine then says ``settle``: the worker runs its checks of the call (and on the CPU
-device copies the output out for the judge) and says ``settled``. Nothing is ordered to anyone
-in between, so no worker's checks run beside another's timed call.
+On a GPU the engine then says ``settle``: the worker runs its checks of the call and says
+``settled``. Nothing is ordered to anyone in between, so no worker's checks run beside
+another's timed call.
 
 On a GPU each of the harness's own steps around the call is clocked apart and compared with
 the same step in the baseline's worker, where no candidate runs: a candidate that skips one
