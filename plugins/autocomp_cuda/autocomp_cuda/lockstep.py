@@ -81,6 +81,7 @@ class Drive:
     #: where the kernel's accounting cannot be read
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
     #: per contender, the digest of each timed call's output, as the worker committed to it
+    #: (GPU; on the CPU device the engine keeps the outputs themselves, ``outputs``)
     digests: dict[str, list[str]] = field(default_factory=dict)
     #: per contender and harness step (``STEPS``), the engine's measure of each timed call's
     #: step (ms): its sandbox's CPU time where the kernel's accounting is read, else the wall
@@ -213,8 +214,7 @@ class _Driver:
     ) -> None:
         self.ends, self.alive, self.deadline = ends, alive, deadline
         self.cpu_clock, self.result = cpu_clock, result
-        self.moved, self.expected = moved is not None, moved
-        self.keep = moved.keep if moved is not None else None
+        self.moved = moved
         self.ledgers: dict[str, proc_clock.Ledger] = {}
         # per worker: its sandbox's processes and threads at ready
         self.processes: dict[str, tuple[int, int]] = {}
@@ -250,14 +250,14 @@ class _Driver:
         self.current = name
         line = self._receive(name)
         said, _, layout = line.partition(" ")
-        if said != protocol.READY or bool(layout) != self.moved:
+        if said != protocol.READY or bool(layout) != (self.moved is not None):
             raise _Stop("garbled", _out_of_turn(line, "'ready'"))
         self.result.mapped[name] = kernel_evidence.mapped_files(self.ends[name].pid)
         if self.cpu_clock and not proc_clock.cannot_start_tasks(self.ends[name].pid):
             raise _Stop("garbled", "it may still start processes (its process limit is not 0)")
         if self.cpu_clock:
             self._count_processes(name)
-        if self.moved:
+        if self.moved is not None:
             try:
                 self.layouts[name] = worker_memory.parse_layout(layout, name == BASELINE)
             except ValueError as exc:
@@ -309,11 +309,12 @@ class _Driver:
         if line != f"{protocol.DRAWN} {r}":
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DRAWN} {r}'"))
         memory = self.memory[BASELINE]
-        assert self.keep is not None
+        assert self.moved is not None
         try:
             with self._in_memory(BASELINE):
                 for i, (address, size) in enumerate(self.layouts[BASELINE]["staging"]):
-                    (self.keep / f"inputs_{r}_{i}.bin").write_bytes(memory.read(address, size))
+                    data = memory.read(address, size)
+                    (self.moved.keep / f"inputs_{r}_{i}.bin").write_bytes(data)
         except OSError as exc:
             raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
 
@@ -328,10 +329,10 @@ class _Driver:
 
     def inputs_of(self, r: int) -> list[bytes]:
         """(moved) Call r's inputs as drawn (and the files they were kept in, removed)."""
-        assert self.keep is not None
+        assert self.moved is not None
         drawn = []
         for i in range(len(self.layouts[BASELINE]["staging"])):
-            path = self.keep / f"inputs_{r}_{i}.bin"
+            path = self.moved.keep / f"inputs_{r}_{i}.bin"
             drawn.append(path.read_bytes())
             path.unlink()
         return drawn
@@ -361,7 +362,7 @@ class _Driver:
         four windows, each from its order to its answer: the inputs, the flush, the call, the
         output kept."""
         self.current = name
-        if self.moved:  # (and nothing between its calls: it checks itself after the last)
+        if self.moved is not None:  # (nothing between its calls: it checks itself after the last)
             self._moved_call(name, r, who)
         else:
             self._call_in_steps(name, r, who, seed)
@@ -392,13 +393,12 @@ class _Driver:
                 raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
             try:
                 out = worker_memory.parse_output(line.removeprefix(prefix + protocol.OUT + " "))
-                assert self.expected is not None
-                if (out.shape, out.dtype) != (self.expected.shape, self.expected.dtype):
+                assert self.moved is not None
+                if (out.shape, out.dtype) != (self.moved.shape, self.moved.dtype):
                     raise _Stop(
                         "wrong_output",
                         f"the output of timed call {r + 1} is {out.dtype} of shape {out.shape}, "
-                        f"where the problem's is {self.expected.dtype} of shape "
-                        f"{self.expected.shape}",
+                        f"where the problem's is {self.moved.dtype} of shape {self.moved.shape}",
                     )
                 if name != BASELINE:  # (a reference may work in place: it is trusted)
                     self._not_over_its_inputs(name, r, out)
@@ -415,14 +415,13 @@ class _Driver:
             described.append(out)
 
         took, cpu, _ = self._step(name, order, read_out)
-        if described:
+        if described:  # (what the engine read is the output the judge sees: no digest needed)
             out = described[0]
             self.result.seen_ms[who].append(took)
-            self.result.digests[who].append(protocol.digest_of(out.dtype, out.shape, output[0]))
             if self.cpu_clock:
                 self.result.cpu_ms[who].append(cpu)
-            assert self.keep is not None
-            path = self.keep / f"{who}_{r}.bin"
+            assert self.moved is not None
+            path = self.moved.keep / f"{who}_{r}.bin"
             path.write_bytes(output[0])
             self.result.outputs[who].append(
                 {"path": str(path), "dtype": out.dtype, "shape": out.shape, "stride": out.stride}

@@ -53,8 +53,10 @@ async def test_hack_is_rejected_or_excluded(make_backend, path):
     if meta["expect"] == "flagged":
         assert result.extra.get("excluded_from_fast_p") == 1.0, result.feedback
         assert result.verification.get("flags"), "the engine would label it clean"
-        if meta.get("flag"):  # (the flag that names this attack, where it has one)
-            assert meta["flag"] in result.verification["flags"], result.feedback
+        if meta.get("flag"):  # (the flag that names this attack, wherever it measures faster)
+            assert meta["flag"] in result.verification["flags"] or result.extra["speedup"] < 1.0, (
+                result.feedback
+            )
     elif meta["expect"] == "not_faster":
         # (it does three times the baseline's work: honest measuring puts it near 0.33x)
         assert not result.correct or result.extra["speedup"] < 1.0, result.feedback

@@ -39,15 +39,12 @@ def test_the_engine_writes_a_workers_inputs_and_reads_its_output(holder):
     memory = worker_memory.Memory(proc.pid)
     try:
         out = worker_memory.parse_output(f"{address} torch.float32 3,4 4,1")
-        data = memory.read_output(out)
         expected = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-        # the digest the engine computes is the one the judge recomputes from the tensor
-        assert protocol.digest_of(out.dtype, out.shape, data) == protocol.output_digest(expected)
+        # the elements in row-major order, as the judge rebuilds the tensor from them
+        assert memory.read_output(out) == expected.numpy().tobytes()
         # a transposed view of the same elements, gathered in its own row-major order
         view = worker_memory.parse_output(f"{address} torch.float32 4,3 1,4")
-        assert protocol.digest_of(
-            view.dtype, view.shape, memory.read_output(view)
-        ) == protocol.output_digest(expected.t())
+        assert memory.read_output(view) == expected.t().contiguous().numpy().tobytes()
         memory.write(address, torch.ones(12, dtype=torch.float32).numpy().tobytes())
     finally:
         memory.close()

@@ -17,7 +17,7 @@ each set out of that worker's memory. For timed call r it has the baseline's wor
 inputs into its worker's input buffers (``/proc/<pid>/mem``, while the worker sleeps) and
 orders ``<r> <who> 0``; the worker makes the call, and nothing else, and answers
 ``<r> <who> out <address> <dtype> <shape> <stride>`` (``describe_output``), and the engine
-reads the output out of its memory, hashes it and keeps it for the judge. Between its calls a
+reads the output out of its memory and keeps it for the judge. Between its calls a
 worker does nothing; after the last the engine says ``settle`` and the worker checks itself.
 So no harness work runs in the candidate's process between an order and its answer but the
 socket's glue: there is no harness step whose time a candidate could spend on its own work,
@@ -88,8 +88,10 @@ def output_digest(tensor: Any) -> str:
     import torch
 
     flat = tensor.detach().contiguous().reshape(-1)
-    data = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
-    return digest_of(str(tensor.dtype), tuple(tensor.shape), data)
+    digest = hashlib.sha256(f"{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+    if flat.numel():
+        digest.update(memoryview(flat.view(torch.uint8).numpy()))
+    return digest.hexdigest()
 
 
 def describe_output(tensor: Any) -> str:
@@ -98,14 +100,6 @@ def describe_output(tensor: Any) -> str:
     shape = ",".join(str(n) for n in tensor.shape) or "-"
     stride = ",".join(str(n) for n in tensor.stride()) or "-"
     return f"{tensor.data_ptr()} {tensor.dtype} {shape} {stride}"
-
-
-def digest_of(dtype: str, shape: tuple[int, ...], data: bytes) -> str:
-    """``output_digest`` of a tensor given as its dtype's name, its shape and its elements'
-    bytes in row-major order (what the engine reads out of a worker)."""
-    digest = hashlib.sha256(f"{dtype}|{shape}|".encode())
-    digest.update(data)
-    return digest.hexdigest()
 
 
 def parse_order(line: str) -> tuple[int, str, int]:
