@@ -428,17 +428,34 @@ class _Driver:
             )
 
     def _not_over_its_inputs(self, name: str, r: int, out: worker_memory.Output) -> None:
-        """An output that lies partly over an input buffer (not a view inside it) is refused:
-        the engine's write of the inputs would have done part of the call's work (an input
-        buffer declared inside the output, so the engine copies that input into it)."""
+        """An output that lies partly over an input buffer (not a view inside it), or an input
+        or output in shared memory, is refused: the engine's write of the inputs would have
+        done part of the call's work (an input buffer declared inside the output, so the
+        engine copies that input into it; or the same pages mapped at both, through a memfd:
+        the third red team's a12, the fourth's a04/a07/a10)."""
         low, high = out.address, out.address + out.extent() * out.itemsize
-        for k, (address, size) in enumerate(self.layouts[name]["inputs"]):
+        spans = self.layouts[name]["inputs"]
+        for k, (address, size) in enumerate(spans):
             inside = address <= low and high <= address + size
             if low < address + size and address < high and not inside:
                 raise _Stop(
                     "garbled",
                     f"the output of timed call {r + 1} lies partly over its input {k + 1}'s "
                     "buffer (where the engine writes that input)",
+                )
+        try:
+            shared = worker_memory.shared_ranges(self.ends[name].pid)
+        except OSError as exc:
+            raise _Stop("unreadable", f"its memory map cannot be read: {exc}") from None
+        for what, (a, n) in [("output", (low, high - low))] + [
+            (f"input {k + 1}", span) for k, span in enumerate(spans)
+        ]:
+            if n and any(a < s_high and s_low < a + n for s_low, s_high in shared):
+                raise _Stop(
+                    "garbled",
+                    f"after timed call {r + 1} its {what} lies in shared memory (a mapping "
+                    "other addresses of its process can reach: inputs and outputs must be "
+                    "its own private memory)",
                 )
 
     def _inputs_unchanged(self, name: str, r: int) -> None:

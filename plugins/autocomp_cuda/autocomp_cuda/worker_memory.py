@@ -106,6 +106,21 @@ def parse_layout(text: str, staging: bool) -> dict[str, list[tuple[int, int]]]:
     return spans
 
 
+def shared_ranges(pid: int) -> list[tuple[int, int]]:
+    """The address ranges of process ``pid`` mapped shared (``/proc/<pid>/maps``: a memfd, a
+    file or shared memory mapped ``MAP_SHARED``): the only memory two addresses of one process
+    can both reach, so an input buffer aliased into an output must lie in one. OSError where
+    the maps cannot be read."""
+    ranges = []
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            span, perms = line.split(maxsplit=2)[:2]
+            if perms[3:4] == "s":
+                low, high = span.split("-")
+                ranges.append((int(low, 16), int(high, 16)))
+    return ranges
+
+
 class Memory:
     """One worker's memory, opened once it is ready (OSError where this process may not)."""
 

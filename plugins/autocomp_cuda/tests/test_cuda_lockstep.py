@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -163,7 +164,8 @@ def test_the_engine_takes_one_connection_and_knows_its_process(tmp_path, monkeyp
 def test_an_output_laid_partly_over_an_input_buffer_is_refused():
     # (the third meter red team's a12: input x's buffer declared inside the output, so the
     # engine's write of x did the copying half of cat([x, relu(y)]) for the candidate)
-    driver = lockstep._Driver({}, {}, 0.0, False, lockstep.Drive("complete"))
+    ends = {"candidate": types.SimpleNamespace(pid=os.getpid())}  # (its maps: this process's)
+    driver = lockstep._Driver(ends, {}, 0.0, False, lockstep.Drive("complete"))
     driver.layouts["candidate"] = {"inputs": [(4096, 400), (8192, 400)]}
 
     def output(address: int, elements: int) -> worker_memory.Output:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -51,6 +52,37 @@ def test_the_engine_writes_a_workers_inputs_and_reads_its_output(holder):
     proc.stdin.write("\n")
     proc.stdin.flush()
     assert float(proc.stdout.readline()) == 12.0  # the process sees what the engine wrote
+
+
+# A process with one memfd mapped twice: the same pages at two addresses.
+ALIASED = """
+import mmap, os
+fd = os.memfd_create("alias")
+os.ftruncate(fd, 8192)
+first = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+second = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+import ctypes
+print(ctypes.addressof(ctypes.c_char.from_buffer(first)), flush=True)
+input()
+"""
+
+
+def test_shared_memory_in_a_worker_is_found_from_outside():
+    # (an input buffer mapped a second time inside the output lets the engine's write of the
+    # input do the copying part of the call: only a shared mapping can alias two addresses)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ALIASED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        address = int(proc.stdout.readline())
+        shared = worker_memory.shared_ranges(proc.pid)
+        assert any(low <= address < high for low, high in shared)
+        assert not any(
+            low <= id(shared) < high for low, high in worker_memory.shared_ranges(os.getpid())
+        )
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_an_address_the_worker_does_not_map_is_an_error_not_a_crash(holder):
