@@ -79,6 +79,21 @@ def test_nvcc_errors_point_at_the_candidate_line(tmp_path):
     )
 
 
+def test_only_sources_inside_the_build_are_quoted(tmp_path):
+    # (the fifth meter red team's a13: a header linked to a file outside the build, or a path
+    # in the log, had the engine quote lines of any file it may read into the feedback)
+    secret = tmp_path / "secret.h"
+    secret.write_text("SECRET line one\nSECRET line two\n")
+    build = tmp_path / "ext"
+    build.mkdir()
+    (build / "leak.h").symlink_to(secret)
+    (build / "main.cpp").write_text("int f() {\n    return g();\n}\n")
+    log = f"leak.h:1: error: x\n{secret}:2: error: y\nmain.cpp:2: error: 'g' was not declared\n"
+    located = compiler_feedback.locate_errors(log, "", build)
+    assert not any("SECRET" in line for line in located), located
+    assert located[-1] == "main.cpp:2: error: 'g' was not declared\n    return g();"
+
+
 @pytest.mark.asyncio
 async def test_the_cpu_device_refuses_cuda_sources_in_one_clear_message(make_backend):
     backend = make_backend("cpu")

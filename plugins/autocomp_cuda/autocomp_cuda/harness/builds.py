@@ -9,7 +9,7 @@ import asyncio
 import hashlib
 import json
 import os
-import shutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,17 @@ from autocomp_core import SandboxResult, private_workdir
 
 from .. import cache, compiler_feedback
 from ..problemset import ProblemSpec
+from ..runtime import worker_files
 from .children import Children
-from .files import read_json, shared_lock, take_ownership, torch_tag
+from .files import read_json, read_text, shared_lock, take_ownership, torch_tag
 from .jobs import candidate_job, give_problem
 from .settings import INDUCTOR_ENV, Settings
 from .verdicts import Verdict, crash_verdict, tail_errors
 
 USES_EXTENSION = ("load_inline", "cpp_extension")
+#: What an extension a build reports may be called, and hold.
+LIBRARY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+LIBRARY_MAX_BYTES = 2**30
 
 
 class Builds:
@@ -56,7 +60,7 @@ class Builds:
         async with lock, shared_lock(self.cache, f"build-{key}"):
             if (target / "built.json").exists():
                 cache.touch(target)
-                log = (target / "build.log").read_text() if (target / "build.log").exists() else ""
+                log = read_text(target / "build.log")
                 return target, None, True, log
             async with self._slots:
                 with private_workdir("autocomp-cuda-build-") as work:
@@ -69,7 +73,9 @@ class Builds:
                     failure = self._failure(code, work, result, outcome, log)
                     if failure is not None:
                         return None, failure, False, log
-                    self._keep(work, outcome or {}, log, target)
+                    failure = self._keep(work, outcome or {}, log, target)
+                    if failure is not None:
+                        return None, failure, False, log
             return target, None, False, log
 
     def _failure(
@@ -102,15 +108,40 @@ class Builds:
             message = "compilation failed:\n" + ("\n".join(errors) or tail_errors(log))
         return Verdict(status, message, detail=outcome.get("detail", ""))
 
-    def _keep(self, work: Path, outcome: dict[str, Any], log: str, target: Path) -> None:
-        """The built libraries and their log, into the cache under ``target``."""
+    def _keep(self, work: Path, outcome: dict[str, Any], log: str, target: Path) -> Verdict | None:
+        """The built libraries and their log, into the cache under ``target``. The build's
+        report of what it built is the worker's word: each library is taken only under a
+        plain name, from a regular file inside the build's dir reached through no link (the
+        fifth meter red team's a12 named files anywhere, and names with ``..``, and the engine
+        copied one into the candidate's reach and wrote another outside its cache); anything
+        else is the candidate's failure."""
         take_ownership(work)
+        built = outcome.get("built", {})
+        if not isinstance(built, dict):
+            return Verdict("hack_suspected", "the build's report of what it built is not a map")
+        libraries: dict[str, bytes] = {}
+        root = os.path.realpath(work)
+        for name, so in built.items():
+            path = os.path.abspath(so) if isinstance(so, str) else ""
+            inside = bool(path) and os.path.commonpath([root, os.path.realpath(path)]) == root
+            try:
+                if not (isinstance(name, str) and LIBRARY_NAME.fullmatch(name) and inside):
+                    raise worker_files.Unfit("not a library of this build")
+                if os.path.realpath(path) != path:
+                    raise worker_files.Unfit("reached through a link")
+                libraries[name] = worker_files.read_bytes(path, LIBRARY_MAX_BYTES)
+            except OSError as exc:
+                return Verdict(
+                    "hack_suspected",
+                    f"the build's report names {str(name)[:80]!r} at {str(so)[:200]!r}, which "
+                    f"is not a library it built ({exc})",
+                )
         kept = work / "kept"
         kept.mkdir()
-        for name, so in outcome.get("built", {}).items():
-            shutil.copy2(so, kept / f"{name}.so")
+        for name, data in libraries.items():
+            (kept / f"{name}.so").write_bytes(data)
         (kept / "build.log").write_text(log[-200_000:])
-        (kept / "built.json").write_text(json.dumps(sorted(outcome.get("built", {}))))
+        (kept / "built.json").write_text(json.dumps(sorted(libraries)))
         cache.publish(kept, target)
         cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
 

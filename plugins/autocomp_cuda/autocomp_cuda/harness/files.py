@@ -12,6 +12,7 @@ from typing import Any
 from filelock import AsyncFileLock
 
 from .. import cache, lockstep
+from ..runtime import worker_files
 
 #: A Triton cache larger than this is not kept (a normal one holds a few MB).
 KEEP_TREE_MAX_BYTES = 256 * 2**20
@@ -49,7 +50,10 @@ def keep_tree(source: Path, target: Path) -> None:
     """Copy a directory into the cache under its final name at once (never half of it)."""
     if target.exists() or not source.is_dir():
         return
-    files = [p for p in source.rglob("*") if p.is_file() and not p.is_symlink()]
+    entries = list(source.rglob("*"))
+    if any(not (p.is_symlink() or p.is_dir() or p.is_file()) for p in entries):
+        return  # (a FIFO, a device or a socket: not a cache a worker made honestly)
+    files = [p for p in entries if p.is_file() and not p.is_symlink()]
     if not files or sum(p.stat().st_size for p in files) > KEEP_TREE_MAX_BYTES:
         return
     tmp = target.with_name(f"{target.name}.{os.getpid()}.copy.tmp")
@@ -59,16 +63,23 @@ def keep_tree(source: Path, target: Path) -> None:
     cache.publish(tmp, target)
 
 
+#: The most the harness reads of a worker's result or log (a larger one is not read).
+WORKER_TEXT_MAX_BYTES = 64 * 2**20
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON file a worker wrote; None where it is missing, not JSON, or not a regular file
+    of bounded size (``worker_files``: never a link followed, never a wait)."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(worker_files.read_bytes(path, WORKER_TEXT_MAX_BYTES))
     except (OSError, ValueError):
         return None
 
 
 def read_text(path: Path) -> str:
+    """A text file a worker wrote; "" where it cannot be (as ``read_json``)."""
     try:
-        return path.read_text(errors="replace")
+        return worker_files.read_text(path, WORKER_TEXT_MAX_BYTES)
     except OSError:
         return ""
 

@@ -337,7 +337,15 @@ class Harness:
             drive=drive,
             code=program.code,
         )
-        verdict = await judge(case)
+        try:
+            verdict = await judge(case)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            # (the worker's result is the candidate's channel: a field of the wrong type or
+            # shape broke a check, and is its doing: the fifth meter red team's a14)
+            verdict = Verdict(
+                "hack_suspected",
+                f"the worker's result is malformed ({type(exc).__name__}: {str(exc)[:200]})",
+            )
         _add_worker_phases(breakdown, worker.work, handed_over)
         breakdown["judge"] = loop.time() - t_worker
         if timed:
@@ -463,12 +471,14 @@ class Harness:
 def _add_worker_phases(breakdown: dict[str, float], work: Path, handed_over: float) -> None:
     """The worker's own account of its phases, and its startup (job handed over until begun)."""
     outcome = read_json(work / "result.json") or {}
-    if outcome.get("job_received"):
-        breakdown["startup"] = max(0.0, outcome["job_received"] - handed_over)
-    breakdown.update(
-        {
-            k: float(v) + breakdown.get(k, 0.0)
-            for k, v in (outcome.get("phase_s") or {}).items()
-            if v >= 0.0005
-        }
-    )
+    received, phases = outcome.get("job_received"), outcome.get("phase_s")
+    if isinstance(received, (int, float)) and received:
+        breakdown["startup"] = max(0.0, received - handed_over)
+    if isinstance(phases, dict):  # (a report only: what is not a number is left out)
+        breakdown.update(
+            {
+                k: float(v) + breakdown.get(k, 0.0)
+                for k, v in phases.items()
+                if isinstance(v, (int, float)) and v >= 0.0005
+            }
+        )

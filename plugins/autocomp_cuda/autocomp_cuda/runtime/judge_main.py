@@ -35,6 +35,7 @@ harness starts a new one when it needs one.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -46,7 +47,7 @@ from typing import Any
 
 import torch
 
-from . import common, lockstep
+from . import common, lockstep, worker_files
 from .compare import check_output, error_ratio, tolerance_for
 
 #: Reference dirs whose outputs stay loaded (each holds one output per trial): a problem's,
@@ -64,7 +65,21 @@ class References:
     def __init__(self) -> None:
         self._dirs: OrderedDict[str, list[torch.Tensor]] = OrderedDict()
 
+    def largest_bytes(self, ref_dir: str) -> int:
+        """The size of the largest expected output of ``ref_dir`` (bytes)."""
+        sizes = [
+            t.numel() * t.element_size() for t in self.trials_of(ref_dir) if type(t) is torch.Tensor
+        ]
+        return max(sizes, default=0)
+
     def trial(self, ref_dir: str, k: int) -> torch.Tensor:
+        trials = self.trials_of(ref_dir)
+        if not 0 <= k < len(trials):
+            raise Unreadable(f"an output for trial {k}, which does not exist")
+        return trials[k]
+
+    def trials_of(self, ref_dir: str) -> list[torch.Tensor]:
+        """The expected output of every trial of ``ref_dir`` (loaded once, most recent kept)."""
         trials = self._dirs.get(ref_dir)
         if trials is None:
             trials = []
@@ -78,16 +93,28 @@ class References:
             while len(self._dirs) > KEEP_REFERENCES:
                 self._dirs.popitem(last=False)
         self._dirs.move_to_end(ref_dir)
-        if not 0 <= k < len(trials):
-            raise Unreadable(f"an output for trial {k}, which does not exist")
-        return trials[k]
+        return trials
 
 
-def _outputs(path: str | None, key: str) -> list[dict[str, Any]]:
-    if not path or not os.path.exists(path):
+#: A worker's file of outputs may hold this much beyond four times the outputs' own bytes (an
+#: output of a wider dtype, the file format's own); a larger one is not read.
+OUTPUTS_FILE_SLACK_BYTES = 64 * 2**20
+
+
+def _load_worker_file(path: str, limit: int = worker_files.MAX_BYTES) -> Any:
+    """A tensor file the candidate's worker wrote (only a regular file: ``worker_files``)."""
+    return torch.load(
+        io.BytesIO(worker_files.read_bytes(path, limit)), weights_only=True, map_location="cpu"
+    )
+
+
+def _outputs(path: str | None, key: str, limit: int) -> list[dict[str, Any]]:
+    """The outputs a worker saved (``limit``: the most its file may hold, so a file grown
+    huge, even sparse, is refused before it is read: the fifth meter red team's a09)."""
+    if not path or not os.path.lexists(path):
         return []
     try:
-        items = torch.load(path, weights_only=True, map_location="cpu")
+        items = _load_worker_file(path, limit)
     except Exception as exc:
         raise Unreadable(f"{os.path.basename(path)}: {type(exc).__name__}: {exc}") from exc
     if not isinstance(items, list) or not all(
@@ -122,9 +149,7 @@ def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str,
     a candidate that keeps no buffer of that shape fails (it has no such state at all)."""
     expected = torch.load(ref_path, weights_only=True) if ref_path.exists() else {}
     try:
-        own = (
-            torch.load(path, weights_only=True, map_location="cpu") if os.path.exists(path) else {}
-        )
+        own = _load_worker_file(path) if os.path.lexists(path) else {}
     except Exception as exc:
         raise Unreadable(f"buffers.pt: {type(exc).__name__}: {exc}") from exc
     if not isinstance(own, dict) or not all(type(v) is torch.Tensor for v in own.values()):
@@ -154,9 +179,19 @@ def judge(request: dict[str, Any], refs: References, device: torch.device) -> di
     started = time.perf_counter()
     dtype = getattr(torch, request["dtype"])
     read = request.get("samples_read")
+    each = refs.largest_bytes(request["ref_dir"])
+
+    def limit(outputs: int) -> int:
+        return OUTPUTS_FILE_SLACK_BYTES + 4 * outputs * each
+
+    timed = len(request.get("samples_digests") or [])
     lists = {
-        "correctness": _outputs(request.get("correctness"), "trial"),
-        "samples": _read_outputs(read) if read else _outputs(request.get("samples"), "set"),
+        "correctness": _outputs(
+            request.get("correctness"), "trial", limit(len(refs.trials_of(request["ref_dir"])))
+        ),
+        "samples": _read_outputs(read)
+        if read
+        else _outputs(request.get("samples"), "set", limit(timed)),
     }
     refs_read = _read_outputs(request.get("samples_ref_read") or [])
     loaded = time.perf_counter()

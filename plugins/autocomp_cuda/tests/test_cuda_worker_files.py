@@ -1,0 +1,48 @@
+"""Files a worker wrote are read only where they are regular files of bounded size: a FIFO, a
+link or a huge file left under a name the harness reads must neither block nor mislead it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from autocomp_cuda.harness.files import read_json, read_text
+from autocomp_cuda.runtime import worker_files
+
+
+def test_a_regular_file_is_read(tmp_path):
+    (tmp_path / "result.json").write_text('{"status": "ok"}')
+    assert worker_files.read_bytes(tmp_path / "result.json") == b'{"status": "ok"}'
+    assert read_json(tmp_path / "result.json") == {"status": "ok"}
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
+    # (no one ever writes it: a blocking open would wait for ever)
+    os.mkfifo(tmp_path / "result.json")
+    with pytest.raises(worker_files.Unfit, match="not a regular file"):
+        worker_files.read_bytes(tmp_path / "result.json")
+    assert read_json(tmp_path / "result.json") is None
+    assert read_text(tmp_path / "result.json") == ""
+
+
+def test_a_link_is_not_followed(tmp_path):
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text('{"status": "ok"}')
+    (tmp_path / "result.json").symlink_to(secret)
+    with pytest.raises(worker_files.Unfit, match="symbolic link"):
+        worker_files.read_bytes(tmp_path / "result.json")
+    assert read_json(tmp_path / "result.json") is None
+
+
+def test_a_file_past_the_limit_is_not_read(tmp_path):
+    (tmp_path / "correctness.pt").write_bytes(b"x" * 100)
+    with pytest.raises(worker_files.Unfit, match="100 bytes"):
+        worker_files.read_bytes(tmp_path / "correctness.pt", limit=99)
+    assert len(worker_files.read_bytes(tmp_path / "correctness.pt", limit=100)) == 100
+
+
+def test_a_missing_file_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        worker_files.read_bytes(tmp_path / "result.json")
+    assert read_json(tmp_path / "result.json") is None
