@@ -59,9 +59,13 @@ LOOK_S = 0.05
 COUNT_TRIES, COUNT_PAUSE_S = 10, 0.01
 _ANSWER = re.compile(r"(\d+) (\w+) ([0-9a-f]{64})")
 _INPUTS = re.compile(r"(\d+) (\w+) (inputs|none)")
-#: The harness's steps around each call, clocked apart (the order that draws the inputs, then
-#: the ones named here).
+#: The harness's steps around each call, clocked apart (GPU: the order that draws the inputs,
+#: then the ones named here).
 STEPS = ("inputs", protocol.FLUSH, protocol.KEEP)
+#: (moved, the CPU device) The harness's steps around the call's window: the order read and
+#: the last output let go (``arm``); a ``ping`` answered where the worker then waits for
+#: ``go``; the output checked and described (``describe``).
+MOVED_STEPS = ("arm", "ping", "describe")
 
 
 @dataclass
@@ -105,11 +109,13 @@ class Drive:
 class Moved:
     """(The CPU device) The engine moves each call's inputs and output itself: the folder of
     its own where it keeps what it read, and the output every call must have (the problem's
-    shape and dtype, ``str(torch.dtype)``): anything else is wrong, and is not read."""
+    shape and dtype, ``str(torch.dtype)``): anything else is wrong, and is not read.
+    ``in_place``: the problem's own program updates its input (a call may change its inputs)."""
 
     keep: Path
     shape: tuple[int, ...]
     dtype: str
+    in_place: bool = False
 
 
 class _Stop(Exception):
@@ -166,7 +172,7 @@ def drive_blocking(
         seen_ms={who: [] for _, who in steps},
         cpu_ms={who: [] for _, who in steps},
         digests={who: [] for _, who in steps},
-        steps_ms={who: {step: [] for step in STEPS} for _, who in steps},
+        steps_ms={who: {step: [] for step in STEPS + MOVED_STEPS} for _, who in steps},
         outputs={who: [] for _, who in steps},
     )
     driver = _Driver(ends, alive, deadline, cpu_clock, result, moved)
@@ -179,10 +185,10 @@ def drive_blocking(
         if moved is not None:  # every call's inputs drawn first: between its calls no worker runs
             for r, seed in enumerate(seeds):
                 driver.draw(r, seed)
+        driver.timing = True
         for r, seed in enumerate(seeds):
             if moved is not None:
                 driver.drawn = driver.inputs_of(r)
-                driver.ping()
             rng.shuffle(steps)
             for name, who in steps:
                 driver.call(name, r, who, seed)
@@ -223,6 +229,10 @@ class _Driver:
         self.memory: dict[str, worker_memory.Memory] = {}
         self.layouts: dict[str, dict[str, list[tuple[int, int]]]] = {}
         self.drawn: list[bytes] = []
+        # per worker, its sandbox's CPU clock where its last window stopped, once its timed
+        # calls have begun (``timing``): its next window starts there
+        self.since: dict[str, int] = {}
+        self.timing = False
         self.watchdog = worker_memory.Watchdog(deadline) if moved is not None else None
 
     def close(self) -> None:
@@ -318,15 +328,6 @@ class _Driver:
         except OSError as exc:
             raise _Stop("unreadable", f"reading the drawn inputs failed: {exc}") from None
 
-    def ping(self) -> None:
-        """(moved) The least glue of a window, in the baseline's worker (``Drive.ping_ms``)."""
-        self.current = BASELINE
-        _, cpu, line = self._step(BASELINE, lambda end: end.tell(protocol.PING))
-        if line != protocol.PONG:
-            raise _Stop("garbled", _out_of_turn(line, f"'{protocol.PONG}'"))
-        if self.cpu_clock:
-            self.result.ping_ms.append(cpu)
-
     def inputs_of(self, r: int) -> list[bytes]:
         """(moved) Call r's inputs as drawn (and the files they were kept in, removed)."""
         assert self.moved is not None
@@ -375,20 +376,38 @@ class _Driver:
             raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
 
     def _moved_call(self, name: str, r: int, who: str) -> None:
-        """One window: the inputs written into the worker, the order, its answer naming where
-        the output lies, and the output read out, all before the window's clock stops (what
-        the worker did before the engine read its output is in the window)."""
+        """Four windows, each starting where the worker's last one stopped (``_step``): ``arm``
+        (the order; the worker lets its last output go and answers ``armed``), ``ping``
+        (answered where the worker waits for ``go``: in the baseline's worker, the least glue a
+        window holds, ``Drive.ping_ms``), the call's window (the inputs written into the
+        worker, ``go``, the call, ``done``) and ``describe`` (the worker checks and describes
+        its output, the engine reads it out). The call's window is the measure; what the
+        worker spends on the others beyond the baseline's worker's same steps is charged to it
+        as well (``steps_excess_ms``), and what it spends below them credits nothing: the glue
+        a leaner serving loop could shave is out of the window."""
         output: list[bytes] = []
         described: list[worker_memory.Output] = []
+        prefix = f"{r} {who} "
+        arm_took, arm_cpu, line = self._step(name, lambda end: end.order(r, who, 0))
+        if line == prefix + "none":  # (a contender the worker could not make: no time)
+            return
+        if line != prefix + protocol.ARMED:
+            raise _Stop("garbled", _out_of_turn(line, f"'{prefix}{protocol.ARMED}'"))
+        ping_took, ping_cpu, line = self._step(name, lambda end: end.tell(protocol.PING))
+        if line != protocol.PONG:
+            raise _Stop("garbled", _out_of_turn(line, f"'{protocol.PONG}'"))
+        if self.cpu_clock and name == BASELINE:
+            self.result.ping_ms.append(ping_cpu)
 
-        def order(end: protocol.EngineEnds) -> None:
+        def go(end: protocol.EngineEnds) -> None:
             self._hand_inputs(name)
-            end.order(r, who, 0)
+            end.tell(protocol.GO)
+
+        took, cpu, line = self._step(name, go)
+        if line != protocol.DONE:
+            raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DONE}'"))
 
         def read_out(line: str) -> None:
-            prefix = f"{r} {who} "
-            if line == prefix + "none":
-                return
             if not line.startswith(prefix + protocol.OUT + " "):
                 raise _Stop("garbled", _out_of_turn(line, f"the answer to '{r} {who}'"))
             try:
@@ -404,7 +423,7 @@ class _Driver:
                     self._not_over_its_inputs(name, r, out)
                 with self._in_memory(name):
                     output.append(self.memory[name].read_output(out))
-                    if name != BASELINE:
+                    if name != BASELINE and not self.moved.in_place:
                         self._inputs_unchanged(name, r)
             except (ValueError, OSError) as exc:
                 if self.watchdog is not None and self.watchdog.killed:
@@ -414,7 +433,11 @@ class _Driver:
                 ) from None
             described.append(out)
 
-        took, cpu, _ = self._step(name, order, read_out)
+        told = self._step(name, lambda end: end.tell(protocol.DESCRIBE), read_out)
+        steps = self.result.steps_ms[who]
+        steps["arm"].append(self._measure(arm_took, arm_cpu))
+        steps["ping"].append(self._measure(ping_took, ping_cpu))
+        steps["describe"].append(self._measure(told[0], told[1]))
         if described:  # (what the engine read is the output the judge sees: no digest needed)
             out = described[0]
             self.result.seen_ms[who].append(took)
@@ -428,11 +451,15 @@ class _Driver:
             )
 
     def _not_over_its_inputs(self, name: str, r: int, out: worker_memory.Output) -> None:
-        """An output that lies partly over an input buffer (not a view inside it), or an input
-        or output in shared memory, is refused: the engine's write of the inputs would have
-        done part of the call's work (an input buffer declared inside the output, so the
-        engine copies that input into it; or the same pages mapped at both, through a memfd:
-        the third red team's a12, the fourth's a04/a07/a10)."""
+        """An output that lies partly over an input buffer (not a view inside it), an output in
+        shared memory, or an input buffer anywhere but private anonymous memory, is refused:
+        the engine's write of the inputs would have done part of the call's work (an input
+        buffer declared inside the output, so the engine copies that input into it: the third
+        red team's a12; the same pages mapped at both, through a memfd: the fourth's
+        a04/a07/a10; a memfd mapped shared at both only while the engine writes, and privately
+        again by the time it looks: the fifth's a03). Pages behind an input buffer that is
+        private and anonymous after the call hold what the engine wrote there and nothing
+        else can reach them: no call makes that so again without copying."""
         low, high = out.address, out.address + out.extent() * out.itemsize
         spans = self.layouts[name]["inputs"]
         for k, (address, size) in enumerate(spans):
@@ -444,18 +471,22 @@ class _Driver:
                     "buffer (where the engine writes that input)",
                 )
         try:
-            shared = worker_memory.shared_ranges(self.ends[name].pid)
+            mapped = worker_memory.mappings(self.ends[name].pid)
         except OSError as exc:
             raise _Stop("unreadable", f"its memory map cannot be read: {exc}") from None
-        for what, (a, n) in [("output", (low, high - low))] + [
-            (f"input {k + 1}", span) for k, span in enumerate(spans)
-        ]:
-            if n and any(a < s_high and s_low < a + n for s_low, s_high in shared):
+        if any(m.shared and m.overlaps(low, high - low) for m in mapped) and high > low:
+            raise _Stop(
+                "garbled",
+                f"after timed call {r + 1} its output lies in shared memory (a mapping other "
+                "addresses of its process can reach: outputs must be its own private memory)",
+            )
+        for k, (address, size) in enumerate(spans):
+            if any(not m.anonymous or m.shared for m in mapped if m.overlaps(address, size)):
                 raise _Stop(
                     "garbled",
-                    f"after timed call {r + 1} its {what} lies in shared memory (a mapping "
-                    "other addresses of its process can reach: inputs and outputs must be "
-                    "its own private memory)",
+                    f"after timed call {r + 1} its input {k + 1}'s buffer is not in private "
+                    "anonymous memory, where the worker made it (a file or memfd mapped there "
+                    "can carry what the engine writes to other addresses)",
                 )
 
     def _inputs_unchanged(self, name: str, r: int) -> None:
@@ -500,12 +531,17 @@ class _Driver:
     ) -> tuple[float, float, str]:
         """One window: an ``order`` to worker ``name`` and its answer (and ``then``, given the
         answer once the worker sleeps again, still inside the window). Returns the wall time
-        and the CPU time of its sandbox over the window (ms), and the answer."""
+        and the CPU time of its sandbox over the window (ms), and the answer. Once a worker's
+        timed calls have begun, its windows are clocked end to end (``since``): each starts
+        where its last stopped, so what its sandbox spends between them (while the engine
+        works, or another worker's call is timed) is in its next."""
         end, ledgers = self.ends[name], self.ledgers
         if self.cpu_clock:  # every worker waiting, its CPU time settled
             for other_end in self.ends.values():
                 proc_clock.wait_asleep(other_end.pid)
         before = {n: ledger.read_ns() for n, ledger in ledgers.items()}
+        if name in self.since:
+            before[name] = self.since[name]
         started = time.perf_counter()
         order(end)
         line = self._receive(name)
@@ -514,7 +550,10 @@ class _Driver:
         if then is not None:
             then(line)
         took = (time.perf_counter() - started) * 1e3
-        spent = {n: (ledger.read_ns() - before[n]) / 1e6 for n, ledger in ledgers.items()}
+        after = {n: ledger.read_ns() for n, ledger in ledgers.items()}
+        if self.timing and name in after:
+            self.since[name] = after[name]
+        spent = {n: (after[n] - before[n]) / 1e6 for n in ledgers}
         for other in ledgers:
             if other != name:
                 self.result.idle_cpu_ms[other] = (
@@ -606,7 +645,11 @@ def _medians(drive: Drive, who: str) -> dict[str, float]:
 def steps_medians(drive: Drive) -> dict[str, list[float]]:
     """Per harness step: [the candidate's worker's median ms, the baseline's] (a report)."""
     cand, base = _medians(drive, "cand"), _medians(drive, "base")
-    return {step: [cand[step], base[step]] for step in STEPS if step in cand and step in base}
+    return {
+        step: [cand[step], base[step]]
+        for step in STEPS + MOVED_STEPS
+        if step in cand and step in base
+    }
 
 
 def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
@@ -622,7 +665,8 @@ def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
 
 def steps_excess_ms(drive: Drive) -> float:
     """What the candidate's worker spent on the harness's steps beyond the baseline worker's
-    (GPU: step by step, the mean over the timed calls of the difference on the same call,
+    (the GPU's four steps, or the CPU device's ``arm`` and ``describe`` around the call's
+    window: step by step, the mean over the timed calls of the difference on the same call,
     never negative): work a candidate moves into one of them (a harness function it rebound)
     is charged to it like the call's own, in full, whichever calls and steps it lands in (a
     median let work rotated through the steps, one call in three each, pass uncharged).
@@ -630,7 +674,7 @@ def steps_excess_ms(drive: Drive) -> float:
     and goes cancels out of the difference."""
     cand, base = drive.steps_ms.get("cand", {}), drive.steps_ms.get("base", {})
     total = 0.0
-    for step in STEPS:
+    for step in STEPS + MOVED_STEPS:
         pairs = list(zip(cand.get(step, []), base.get(step, [])))
         if pairs:
             total += max(statistics.fmean(c - b for c, b in pairs), 0.0)

@@ -106,19 +106,34 @@ def parse_layout(text: str, staging: bool) -> dict[str, list[tuple[int, int]]]:
     return spans
 
 
-def shared_ranges(pid: int) -> list[tuple[int, int]]:
-    """The address ranges of process ``pid`` mapped shared (``/proc/<pid>/maps``: a memfd, a
-    file or shared memory mapped ``MAP_SHARED``): the only memory two addresses of one process
-    can both reach, so an input buffer aliased into an output must lie in one. OSError where
-    the maps cannot be read."""
-    ranges = []
+@dataclass(frozen=True)
+class Mapping:
+    """One line of ``/proc/<pid>/maps``: its address range, whether it is mapped shared (a
+    memfd, a file or shared memory mapped ``MAP_SHARED``: the only memory two addresses of one
+    process can both reach) and whether it is anonymous (no file behind it: the heap, a
+    private ``mmap`` of no file, a stack)."""
+
+    low: int
+    high: int
+    shared: bool
+    anonymous: bool
+
+    def overlaps(self, address: int, size: int) -> bool:
+        return address < self.high and self.low < address + size
+
+
+def mappings(pid: int) -> list[Mapping]:
+    """Process ``pid``'s memory map, read from outside; OSError where it cannot be read."""
+    found = []
     with open(f"/proc/{pid}/maps") as maps:
         for line in maps:
-            span, perms = line.split(maxsplit=2)[:2]
-            if perms[3:4] == "s":
-                low, high = span.split("-")
-                ranges.append((int(low, 16), int(high, 16)))
-    return ranges
+            fields = line.split(maxsplit=5)
+            span, perms, inode = fields[0], fields[1], fields[4]
+            path = fields[5].strip() if len(fields) > 5 else ""
+            low, high = span.split("-")
+            anonymous = inode == "0" and (not path or path.startswith("["))
+            found.append(Mapping(int(low, 16), int(high, 16), perms[3:4] == "s", anonymous))
+    return found
 
 
 class Memory:

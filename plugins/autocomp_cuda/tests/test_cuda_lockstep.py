@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
 import os
 import types
 from pathlib import Path
@@ -79,9 +81,18 @@ async def test_each_seed_reaches_each_worker_only_when_its_call_is_due(make_back
     assert all(work == workers["baseline"] for work, line in told if line in draws)
     # the metric is the engine's clock; the worker's own report is kept beside it
     assert verdict.candidate_ms > 0 and verdict.info["candidate_reported_ms"] > 0
-    # no harness step runs around the calls in the workers' processes on the CPU device
+    # no harness step of the GPU's runs around the calls on the CPU device: each call is the
+    # order, a ping, "go" (the inputs written by then) and "describe", clocked end to end
     assert not any(line in (protocol.FLUSH, protocol.KEEP) for _, line in told)
-    assert verdict.info["harness_steps_ms"] == {}
+    for mode, who in (("baseline", "base"), ("eval", "cand")):
+        around = [line for w, line in told if w == workers[mode] and line not in draws]
+        calls = [
+            line
+            for r in range(len(seeds))
+            for line in (f"{r} {who} 0", protocol.PING, protocol.GO, protocol.DESCRIBE)
+        ]
+        assert around == calls + [protocol.SETTLE]
+    assert set(verdict.info["harness_steps_ms"]) == set(lockstep.MOVED_STEPS)
     assert verdict.info["steady_heap"] is True  # one heap policy in every timing worker
 
 
@@ -175,3 +186,71 @@ def test_an_output_laid_partly_over_an_input_buffer_is_refused():
         driver._not_over_its_inputs("candidate", 0, output(4096, 200))  # x, then relu(y)
     driver._not_over_its_inputs("candidate", 0, output(4096, 100))  # a view of x: allowed
     driver._not_over_its_inputs("candidate", 0, output(16384, 200))  # memory of its own
+
+
+def test_an_input_buffer_outside_private_anonymous_memory_is_refused():
+    # (the fifth meter red team's a03: the input's pages and the output's mapped shared from
+    # one memfd only while the engine wrote the inputs, privately by the time it looked)
+    ends = {"candidate": types.SimpleNamespace(pid=os.getpid())}  # (its maps: this process's)
+    driver = lockstep._Driver(ends, {}, 0.0, False, lockstep.Drive("complete"))
+    fd = os.memfd_create("inputs")
+    os.ftruncate(fd, 8192)
+    behind_a_file = mmap.mmap(fd, 8192, mmap.MAP_PRIVATE)
+    heap = bytearray(8192)
+    try:
+        in_file = ctypes.addressof(ctypes.c_char.from_buffer(behind_a_file))
+        in_heap = ctypes.addressof(ctypes.c_char.from_buffer(heap))
+        elsewhere = worker_memory.Output(in_heap, "torch.float32", (4,), (1,))
+        driver.layouts["candidate"] = {"inputs": [(in_heap, 4096), (in_file, 4096)]}
+        with pytest.raises(lockstep._Stop, match="input 2's buffer is not in private anonymous"):
+            driver._not_over_its_inputs("candidate", 0, elsewhere)
+        driver.layouts["candidate"] = {"inputs": [(in_heap, 4096)]}
+        driver._not_over_its_inputs("candidate", 0, elsewhere)
+    finally:
+        behind_a_file.close()
+        os.close(fd)
+
+
+IN_PLACE_PROBLEM = '''"""In-place ReLU: the program updates its input and returns it."""
+import torch
+import torch.nn as nn
+
+ROWS = 64
+COLS = 128
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu_(x)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []
+
+
+AUTOCOMP = {"tiny": {"ROWS": 64, "COLS": 128}, "flops": "ROWS*COLS", "in_place": True}
+'''
+IN_PLACE_RELU = RELU.replace("torch.relu(x)", "torch.relu_(x)")
+
+
+@pytest.mark.asyncio
+async def test_a_call_may_change_its_inputs_only_where_the_problem_works_in_place(
+    make_backend, tmp_path
+):
+    # (the fifth meter red team's h04: the in-place problem's own program was refused because
+    # each timed call changed its input)
+    problem = tmp_path / "relu_in_place.py"
+    problem.write_text(IN_PLACE_PROBLEM)
+    backend = make_backend("cpu")
+    harness = backend.harness
+    try:
+        in_place = await harness.evaluate(backend.spec(str(problem)), IN_PLACE_RELU)
+        elsewhere = await harness.evaluate(backend.spec("L1/relu"), IN_PLACE_RELU)
+    finally:
+        await harness.aclose()
+    assert in_place.status == "ok", in_place.message
+    assert elsewhere.status == "hack_suspected", elsewhere.message

@@ -75,11 +75,12 @@ def test_shared_memory_in_a_worker_is_found_from_outside():
     )
     try:
         address = int(proc.stdout.readline())
-        shared = worker_memory.shared_ranges(proc.pid)
-        assert any(low <= address < high for low, high in shared)
-        assert not any(
-            low <= id(shared) < high for low, high in worker_memory.shared_ranges(os.getpid())
-        )
+        mapped = worker_memory.mappings(proc.pid)
+        (there,) = [m for m in mapped if m.overlaps(address, 1)]
+        assert there.shared and not there.anonymous
+        # this process's Python objects: private anonymous memory (the heap or an arena)
+        (ours,) = [m for m in worker_memory.mappings(os.getpid()) if m.overlaps(id(mapped), 1)]
+        assert not ours.shared and ours.anonymous
     finally:
         proc.kill()
         proc.wait()

@@ -33,13 +33,14 @@ from .verdicts import Verdict, crash_verdict, median_iqr
 BUSY_BESIDE_BASELINE = 0.03
 #: The CPU device: a candidate measured faster than its baseline but under this many times
 #: the part of the glue a candidate can shave is below what the harness resolves: the verdict
-#: says so and keeps it out of fast_p. Each window holds the call and the worker's loop around
-#: it, code in the candidate's process; the engine subtracts the least glue a window holds (a
-#: ping), so what a leaner loop can still save is the rest of the baseline's glue (its window
-#: less its call less the ping: ~0.07-0.09 ms here), and a candidate measured at ten times that
-#: is flattered by at most ~10%. (The third red team's lean loop, its output kept between
-#: calls, measured a 0.4 ms ReLU at 1.9-2.0x doing the same work.)
-RESOLUTION_SHAVABLE = 10.0
+#: says so and keeps it out of fast_p. The call's window holds the call and the worker's
+#: loop between "go" and "done", code in the candidate's process; the engine subtracts the
+#: least glue a window holds (a ping answered at the same place in that loop), so what a
+#: leaner loop can still save is the rest of the baseline's glue (its window less its call
+#: less the ping: ~0.01 ms here, ~0.07-0.09 ms when the whole loop was in the window), and a
+#: candidate measured at twenty times that is flattered by at most ~5%. (h63, a lean loop of
+#: that protocol, saved 0.006-0.011 ms a call against pings of 0.018-0.03 ms.)
+RESOLUTION_SHAVABLE = 20.0
 #: A timed call's output is compared with the eager baseline's float32 output on the same
 #: inputs, not with the float64 reference: the baseline's own rounding error (at most half the
 #: tolerance where the gate passed the problem) is allowed for on top of the candidate's.
@@ -86,6 +87,10 @@ async def judge(case: Case) -> Verdict:
     if failure is not None:
         return failure
     case.verdict = Verdict("ok", info=case.info)
+    if case.drive is not None and not isinstance(case.outcome.get("timing"), dict):
+        # (the engine drove its timed calls: a result without their report was rewritten,
+        # and would skip every check of the timed outputs: the fifth red team's a04)
+        return _hack(case, "the worker's result says nothing of the timed calls the engine drove")
     case.timing = _with_baseline(case.outcome.get("timing"), case.baseline)
     try:
         case.answer = await case.judge.ask(_request(case), case.settings.correctness_timeout_s)
@@ -166,7 +171,7 @@ def _worker_wrote_its_result(c: Case) -> Verdict | None:
         c.outcome, c.info = outcome, outcome.get("info", {})
         return None
     phase_file = c.work / "phase.txt"
-    phase = phase_file.read_text().strip() if phase_file.exists() else "startup"
+    phase = read_text(phase_file).strip() or "startup"
     # Not from stderr: the candidate writes there, and what the sandbox keeps of a
     # flood is its head (the watchdog's line would be lost).
     watchdog = read_text(c.work / "watchdog.txt")
@@ -346,7 +351,10 @@ def _measure(c: Case) -> Verdict | None:
             cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
         cand = [ms + excess for ms in cand]
         verdict.info["glue_ms"] = glue
-        verdict.info["shavable_glue_ms"] = shavable = glue - verdict.info.get("least_glue_ms", 0)
+        least = verdict.info.get("least_glue_ms", 0.0)
+        # (a difference of two small medians, the call on the worker's wall clock: never
+        # taken below half the least glue, which no leaner loop measured here beat)
+        verdict.info["shavable_glue_ms"] = shavable = max(glue - least, least / 2)
         cand_ms = statistics.median(cand)
         if (
             cpu_clock
@@ -361,11 +369,15 @@ def _measure(c: Case) -> Verdict | None:
                 "glue's (excluded from fast_p)"
             )
     verdict.candidate_ms, verdict.candidate_iqr_ms = median_iqr(cand)
-    if drive is not None:
-        # Never below what the worker itself says: where the glue of the call's window varies
-        # by more than a call takes (tiny problems), the engine's estimate of an honest call
-        # can come out near 0. Safe because the estimate cannot be pushed down (no harness
-        # step is subtracted from it): a forged report is only ever lower, and loses here.
+    if drive is not None and not drive.ping_ms:
+        # (GPU) Never below what the worker itself says: where the glue of the call's window
+        # varies by more than a call takes (tiny problems), the engine's estimate of an honest
+        # call can come out near 0. Safe because the estimate cannot be pushed down (no harness
+        # step is subtracted from it): a forged report is only ever lower, and loses here. Not
+        # on the CPU device: there the worker times its call on the wall clock (its CPU clock
+        # is a system call, glue in the window), which a loaded machine stretches, while the
+        # baseline's time is the engine's CPU measure alone (the fifth red team's h03: 0.81x
+        # for a true 1.36x under load); the window less a ping holds little glue to vary.
         verdict.candidate_ms = max(verdict.candidate_ms, reported)
     verdict.baseline_ms, _ = median_iqr(base)
     if compiled:

@@ -57,7 +57,12 @@ async def time_in_lockstep(
         if settings.device == "cpu":  # the engine moves inputs and outputs itself
             keep = baseline_worker.work / "read_by_the_engine"  # (no candidate sees it)
             keep.mkdir()
-            moved = lockstep.Moved(keep, tuple(output["shape"]), f"torch.{output['dtype']}")
+            moved = lockstep.Moved(
+                keep,
+                tuple(output["shape"]),
+                f"torch.{output['dtype']}",
+                in_place=bool(baseline_job.get("in_place")),
+            )
         drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:
         for end in ends.values():

@@ -62,6 +62,10 @@ from .kernels import KernelCounter, inductor_binaries  # noqa: E402
 from .persisting_l2 import PersistingL2  # noqa: E402
 
 _digest = lockstep.output_digest
+# the CPU device's messages around a timed call, as bytes (runtime/lockstep.py)
+_LINE = 64
+_PING, _PONG = f"{lockstep.PING}\n".encode(), f"{lockstep.PONG}\n".encode()
+_GO, _DONE = f"{lockstep.GO}\n".encode(), f"{lockstep.DONE}\n".encode()
 
 try:  # at import, so a preload server (sandbox.preload) pays it once for every worker
     import triton  # noqa: F401
@@ -490,12 +494,12 @@ class Worker:
         process does nothing (no copy, no check: it sleeps until the next order, and checks
         once after the last). The baseline's worker also draws each call's inputs into
         ``staging`` when told."""
-        # The glue in each window (the order read, the answer written) is as lean as this
-        # loop can make it: the engine subtracts the baseline worker's glue from the
-        # candidate's window, so a candidate that replaced this loop with a leaner one would
-        # gain the difference. Garbage collection stays off and no_grad on for the whole loop;
+        # A call is four windows the engine clocks end to end (runtime/lockstep.py): the
+        # order (the last output let go), a ping, the call alone between "go" and "done",
+        # and its output described. Garbage collection stays off and no_grad on for the whole loop;
         # what a call measured is recorded after the last.
         held = None  # the last call's output, alive until the engine has read it
+        recv, send = self.ends.sock.recv, self.ends.sock.sendall
         measured: list[tuple[str, float, float, int]] = []
         collecting = _gc_isenabled()
         _gc_disable()
@@ -503,9 +507,6 @@ class Worker:
             with torch.no_grad():
                 while calls:
                     line = self.ends.receive()
-                    if line == lockstep.PING:  # (the baseline's worker: the least glue)
-                        self.ends.send(lockstep.PONG)
-                        continue
                     r, who, seed = lockstep.parse_order(line)
                     held = None  # (read by now: the engine reads an output before its next order)
                     if who == lockstep.DRAW:  # (the baseline's worker, before any call)
@@ -524,16 +525,28 @@ class Worker:
                         self.ends.report_done(r, who, "none")
                         continue
                     fn, before = contenders[who], self.counter.calls
-                    c0, t0 = _cpu_ns(), _perf()
-                    out = fn(*buffers)
-                    took, cpu = (_perf() - t0) * 1e3, (_cpu_ns() - c0) / 1e6
+                    self.ends.send(f"{r} {who} {lockstep.ARMED}")
+                    # (from here to "done", a message read and one written around the call,
+                    # as lean as a ping's: the engine's one-line messages arrive whole)
+                    got = recv(_LINE)
+                    while got == _PING:
+                        send(_PONG)
+                        got = recv(_LINE)
+                    if got != _GO:
+                        raise ValueError(f"{got!r} from the engine where 'go' was due")
+                    t0 = _perf()  # (the worker's own clock, a report: the thread's CPU
+                    out = fn(*buffers)  # clock is a system call, more glue than a ping's)
+                    t1 = _perf()
+                    send(_DONE)
+                    self.ends.await_step(lockstep.DESCRIBE)
                     if type(out) is not torch.Tensor or out.device.type != "cpu":
                         raise Rejected(
                             "a timed call returned something other than a plain torch.Tensor"
                         )
                     self.ends.send(f"{r} {who} {lockstep.OUT} {lockstep.describe_output(out)}")
                     held = out
-                    measured.append((who, took, cpu, self.counter.calls - before))
+                    took = (t1 - t0) * 1e3
+                    measured.append((who, took, took, self.counter.calls - before))
                     del out
         finally:
             if collecting:
@@ -765,8 +778,8 @@ class Times:
             "baseline_event_ms": self.dev.get("base", []),
             "compiled_host_ms": self.host.get("compiled", []),
             "compiled_event_ms": self.dev.get("compiled", []),
-            # CPU device: the process's CPU time over each call (the engine's measure, less
-            # what the baseline's worker spends around its calls, is the candidate's)
+            # CPU device: the worker's own clock of each call (its wall clock, a report: the
+            # engine's CPU measure of the call's window, less a ping, is the candidate's time)
             "candidate_cpu_ms": self.cpu.get("cand", []),
             "baseline_cpu_ms": self.cpu.get("base", []),
             "compiled_cpu_ms": self.cpu.get("compiled", []),

@@ -12,16 +12,19 @@ is then depends on the device.
 in its memory, and, in the baseline's worker, where it draws each call's inputs. Before the
 first call the engine orders the baseline's worker ``draw <r> <seed>`` for every call (it
 draws the inputs of that seed into its staging buffers and answers ``drawn <r>``) and reads
-each set out of that worker's memory. For timed call r it has the baseline's worker answer a
-``ping`` with ``pong`` (the least glue a window holds), then for each contender writes the
-inputs into its worker's input buffers (``/proc/<pid>/mem``, while the worker sleeps) and
-orders ``<r> <who> 0``; the worker makes the call, and nothing else, and answers
-``<r> <who> out <address> <dtype> <shape> <stride>`` (``describe_output``), and the engine
-reads the output out of its memory and keeps it for the judge. Between its calls a
-worker does nothing; after the last the engine says ``settle`` and the worker checks itself.
-So no harness work runs in the candidate's process between an order and its answer but the
-socket's glue: there is no harness step whose time a candidate could spend on its own work,
-and no record it could forge (``autocomp_cuda.worker_memory``). The CPU device flushes no
+each set out of that worker's memory. For timed call r, for each contender, in four windows
+clocked end to end: it orders ``<r> <who> 0`` (the worker lets its last output go and answers
+``<r> <who> armed``); it says ``ping``, answered ``pong`` where the worker waits for ``go``
+(in the baseline's worker, the least glue a window holds); it writes the inputs into the
+worker's input buffers (``/proc/<pid>/mem``, while the worker sleeps) and says ``go`` (the
+worker makes the call, and nothing else, and answers ``done``); it says ``describe`` (the
+worker checks what the call returned and answers ``<r> <who> out <address> <dtype> <shape>
+<stride>``, ``describe_output``), and the engine reads the output out of its memory and keeps
+it for the judge. Between its calls a worker does nothing; after the last the engine says
+``settle`` and the worker checks itself. So the call's window holds the call and the socket's
+glue alone, the same glue as the ping's (a leaner serving loop has nothing there to shave),
+the harness's work around it is charged at no less than the baseline's worker's, and there is
+no record a candidate could forge (``autocomp_cuda.worker_memory``). The CPU device flushes no
 cache: the inputs arrive written by the engine, the weights are warm, alike in both workers.
 
 **GPU: four steps in the worker** (the device's memory cannot be reached from the engine):
@@ -69,10 +72,13 @@ SETTLE = "settle"
 SETTLED = "settled"
 #: CPU device: the baseline's worker draws a call's inputs into its staging buffers
 DRAW, DRAWN = "draw", "drawn"
-#: CPU device: the answer to a call names where its output lies
+#: CPU device: a call in three windows: the order answered ``<r> <who> armed``; ``go`` (the
+#: inputs written by then) answered ``done`` once the call returned; ``describe`` answered
+#: with where its output lies (``<r> <who> out ...``)
+ARMED, GO, DONE, DESCRIBE = "armed", "go", "done", "describe"
 OUT = "out"
-#: CPU device: the baseline's worker answers at once (the engine measures the least glue a
-#: window holds: a worker's order read and answer written, and nothing else)
+#: CPU device: a worker waiting for ``go`` answers at once (in the baseline's, the engine
+#: measures the least glue a window holds: a message read and one written, and nothing else)
 PING, PONG = "ping", "pong"
 #: The longest line either side ever sends (``ready`` with a layout of many inputs).
 MAX_LINE = 8192
