@@ -88,6 +88,13 @@ class _Sandboxed(abc.ABC):
         # (an event loop that ends right after starting a standby worker).
         self.task.add_done_callback(self._ended)
 
+    def failure(self) -> str:
+        """Why its sandbox failed to run it ("" where it ran, or still runs): an isolation
+        level that cannot be had here, say, in the sandbox's own one-line words."""
+        if self.task.done() and not self.task.cancelled() and self.task.exception() is not None:
+            return str(self.task.exception())
+        return ""
+
     @abc.abstractmethod
     def _prepare(self) -> None:
         """This kind's state, set before the process starts."""
@@ -252,7 +259,9 @@ class ReferenceServer(_Sandboxed):
             stderr = (self.work / f"stderr-{n}").read_text(errors="replace")
         except OSError:
             stderr = ""
-        if how == "crashed" and not self.task.cancelled() and self.task.exception() is None:
+        if how == "crashed" and (failed := self.failure()):
+            how = f"crashed: {failed}"  # (it could not start: a sandbox that cannot be made)
+        elif how == "crashed" and not self.task.cancelled():
             ended = self.task.result()
             how = f"crashed: {f'signal {ended.signal}' if ended.signal else f'exit code {ended.returncode}'}"
             stderr += ended.stderr  # what it said outside any job

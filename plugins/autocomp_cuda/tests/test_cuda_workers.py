@@ -280,3 +280,17 @@ async def test_the_gate_keeps_its_reference_worker_yet_each_problem_runs_as_in_a
     assert "died" in reports["crashes"].reasons[0], verdicts
     assert reports["hangs"].category == "reference_too_slow", verdicts
     assert reports["after_crash"].passed and reports["after_hang"].passed, verdicts
+
+
+@pytest.mark.asyncio
+async def test_a_sandbox_that_cannot_be_made_says_why(make_backend, monkeypatch, tmp_path):
+    # (an isolation level this machine cannot give: the sandbox's own one-line reason, where
+    # the verdict said only that the reference worker "crashed" or the baseline "overran")
+    monkeypatch.setenv("AUTOCOMP_SANDBOX_ISOLATION", "no-such-level")
+    backend = make_backend("cpu", cache_dir=str(tmp_path))
+    harness = backend.harness
+    try:
+        with pytest.raises(RuntimeError, match="AUTOCOMP_SANDBOX_ISOLATION='no-such-level'"):
+            await harness.evaluate(backend.spec("L1/relu"), MARKER)
+    finally:
+        await harness.aclose()

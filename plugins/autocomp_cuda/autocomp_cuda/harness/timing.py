@@ -91,6 +91,7 @@ async def time_in_lockstep(
     if baseline_end is None or outcome is None or outcome.get("status") != "ok":
         why = (
             (outcome or {}).get("message")
+            or baseline_worker.failure()
             or drive.detail
             or (
                 "it overran its deadline"
