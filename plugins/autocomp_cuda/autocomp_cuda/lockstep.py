@@ -20,7 +20,7 @@ the output out of the worker's memory (``worker_memory``) before the clock stops
 worker's process runs nothing but the call and the socket's glue. On a GPU it is four windows:
 drawing the inputs, the cache flush, the call, copying and hashing the output, each of the
 harness's steps compared with the baseline worker's same step (``skipped_steps``,
-``steps_excess_ms``). Either way the call's window holds the call and the socket's glue, the
+``charged_ms``). Either way the call's window holds the call and the socket's glue, the
 same in both workers, measured in the baseline's, where no candidate runs (``candidate_ms``):
 what the harness does inside the candidate's process, the candidate can change, so none of it
 is ever subtracted from the candidate's time on the candidate's worker's word.
@@ -32,6 +32,7 @@ stops the drive; what the engine does with each worker then is the caller's deci
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import statistics
@@ -62,6 +63,11 @@ _INPUTS = re.compile(r"(\d+) (\w+) (inputs|none)")
 #: The harness's steps around each call, clocked apart (GPU: the order that draws the inputs,
 #: then the ones named here).
 STEPS = ("inputs", protocol.FLUSH, protocol.KEEP)
+#: (moved) An output may lie spread over this many times its elements' room (a slice of a
+#: wider buffer, a transposed view), and a MiB more; beyond, it is not read (the engine would
+#: read and keep it all, outside the candidate's sandbox: the sixth red team's a05 made it read
+#: 1 GiB for a 256 KiB output).
+SPREAD_ELEMENTS = 4
 #: (moved, the CPU device) The harness's steps around the call's window: the order read and
 #: the last output let go (``arm``); a ``ping`` answered where the worker then waits for
 #: ``go``; the output checked and described (``describe``).
@@ -383,7 +389,7 @@ class _Driver:
         worker, ``go``, the call, ``done``) and ``describe`` (the worker checks and describes
         its output, the engine reads it out). The call's window is the measure; what the
         worker spends on the others beyond the baseline's worker's same steps is charged to it
-        as well (``steps_excess_ms``), and what it spends below them credits nothing: the glue
+        as well (``charged_ms``), and what it spends below them credits nothing: the glue
         a leaner serving loop could shave is out of the window."""
         output: list[bytes] = []
         described: list[worker_memory.Output] = []
@@ -418,6 +424,14 @@ class _Driver:
                         "wrong_output",
                         f"the output of timed call {r + 1} is {out.dtype} of shape {out.shape}, "
                         f"where the problem's is {self.moved.dtype} of shape {self.moved.shape}",
+                    )
+                elements = math.prod(out.shape)
+                if out.extent() > SPREAD_ELEMENTS * elements + 2**20 // out.itemsize:
+                    raise _Stop(
+                        "wrong_output",
+                        f"the output of timed call {r + 1} is spread over {out.extent()} "
+                        f"elements' room for its {elements} elements (its strides "
+                        f"{out.stride}): return it contiguous",
                     )
                 if name != BASELINE:  # (a reference may work in place: it is trusted)
                     self._not_over_its_inputs(name, r, out)
@@ -663,22 +677,27 @@ def skipped_steps(drive: Drive) -> list[tuple[str, float, float]]:
     ]
 
 
-def steps_excess_ms(drive: Drive) -> float:
-    """What the candidate's worker spent on the harness's steps beyond the baseline worker's
-    (the GPU's four steps, or the CPU device's ``arm`` and ``describe`` around the call's
-    window: step by step, the mean over the timed calls of the difference on the same call,
-    never negative): work a candidate moves into one of them (a harness function it rebound)
-    is charged to it like the call's own, in full, whichever calls and steps it lands in (a
-    median let work rotated through the steps, one call in three each, pass uncharged).
-    Paired by call: the two workers' steps of one call run moments apart, so load that comes
-    and goes cancels out of the difference."""
+def charged_ms(drive: Drive, calls_ms: list[float]) -> list[float]:
+    """Each candidate call's time: ``calls_ms`` (its call's window, less the glue) plus, step
+    by step, what its worker spent on that call's harness steps beyond the baseline's worker on
+    the same call (the GPU's ``STEPS``, or the CPU device's ``MOVED_STEPS``). Summed call by
+    call before any median is taken: work a candidate moves into a step on some calls is in
+    those calls' times (a median of the windows and a mean of the steps let work moved into
+    ``describe`` on 21 calls of 40 pass with 21/40 of it charged: the sixth red team's a02, a03,
+    a07, a09). A step the candidate's worker runs leaner than the baseline's credits nothing:
+    each step's differences are lifted by its median where that is below 0. Paired by call:
+    the two workers' steps of one call run moments apart, so load that comes and goes cancels
+    out of the difference."""
     cand, base = drive.steps_ms.get("cand", {}), drive.steps_ms.get("base", {})
-    total = 0.0
+    totals = list(calls_ms)
     for step in STEPS + MOVED_STEPS:
-        pairs = list(zip(cand.get(step, []), base.get(step, [])))
-        if pairs:
-            total += max(statistics.fmean(c - b for c, b in pairs), 0.0)
-    return total
+        diffs = [c - b for c, b in zip(cand.get(step, []), base.get(step, []))]
+        if not diffs:
+            continue
+        lean = min(statistics.median(diffs), 0.0)
+        for r, diff in enumerate(diffs[: len(totals)]):
+            totals[r] += diff - lean
+    return [max(ms, 0.0) for ms in totals]
 
 
 def overstated_calls(reported_ms: list[float], seen_ms: list[float]) -> list[int]:

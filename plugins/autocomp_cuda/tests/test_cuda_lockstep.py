@@ -6,6 +6,7 @@ import ctypes
 import json
 import mmap
 import os
+import statistics
 import types
 from pathlib import Path
 
@@ -133,8 +134,9 @@ def test_work_moved_into_a_harness_step_is_charged_and_no_step_is_credited():
     base = {"inputs": [0.40, 0.35, 0.38], "flush": [0.90, 0.85, 0.88], "keep": [0.25] * 3}
     # 0.5 ms of work in the inputs step; a flush a little cheaper gives nothing back
     cand = {**base, "inputs": [0.90, 0.85, 0.88], "flush": [0.70, 0.70, 0.70]}
-    assert lockstep.steps_excess_ms(_steps(cand, base)) == pytest.approx(0.5)
-    assert lockstep.steps_excess_ms(_steps(base, base)) == 0.0
+    charged = lockstep.charged_ms(_steps(cand, base), [1.0, 1.0, 1.0])
+    assert statistics.median(charged) == pytest.approx(1.5)
+    assert lockstep.charged_ms(_steps(base, base), [1.0, 2.0]) == [1.0, 2.0]
 
 
 def test_work_rotated_through_the_harness_steps_is_charged_in_full():
@@ -146,7 +148,21 @@ def test_work_rotated_through_the_harness_steps_is_charged_in_full():
         "flush": [0.90, 1.50, 0.90],
         "keep": [0.25, 0.25, 0.85],
     }
-    assert lockstep.steps_excess_ms(_steps(cand, base)) == pytest.approx(0.6)
+    assert lockstep.charged_ms(_steps(cand, base), [1.0] * 3) == pytest.approx([1.6] * 3)
+
+
+def test_work_moved_out_of_the_window_on_some_calls_is_charged_call_by_call():
+    # (the sixth meter red team's a02: the call done in forward on 19 calls of 40, and in the
+    # describe step on the other 21: the windows' median is glue, a mean of the steps' excess
+    # charged 21/40 of the work)
+    windows = [1.0] * 19 + [0.0] * 21
+    base = {"arm": [0.07] * 40, "ping": [0.02] * 40, "describe": [0.08] * 40}
+    cand = {**base, "describe": [0.08] * 19 + [1.08] * 21}
+    charged = lockstep.charged_ms(_steps(cand, base), windows)
+    assert statistics.median(charged) == pytest.approx(1.0)
+    # a leaner describe step than the baseline's credits nothing
+    lean = {**base, "describe": [0.03] * 40}
+    assert lockstep.charged_ms(_steps(lean, base), windows) == pytest.approx(windows)
 
 
 def test_a_call_reported_longer_than_the_engine_saw_is_overstated():

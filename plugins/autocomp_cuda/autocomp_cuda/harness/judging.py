@@ -333,8 +333,6 @@ def _measure(c: Case) -> Verdict | None:
                 f"{ours:.3g} ms in the candidate's worker against {theirs:.3g} ms in the "
                 "baseline's: it did not run as written (its buffers were changed?)",
             )
-        excess = lockstep.steps_excess_ms(drive)
-        verdict.info["harness_steps_excess_ms"] = excess
         glue = lockstep.glue_ms(windows["base"], base)
         if drive.ping_ms:
             # (the CPU device) Every contender's time is its window less the least glue a
@@ -349,7 +347,9 @@ def _measure(c: Case) -> Verdict | None:
                 compiled = [max(ms - least, 0.0) for ms in windows["compiled"]]
         else:
             cand = lockstep.candidate_ms(windows["cand"], windows["base"], base)
-        cand = [ms + excess for ms in cand]
+        windowed = statistics.median(cand)
+        cand = lockstep.charged_ms(drive, cand)  # (+ its harness steps' excess, call by call)
+        verdict.info["harness_steps_excess_ms"] = statistics.median(cand) - windowed
         verdict.info["glue_ms"] = glue
         least = verdict.info.get("least_glue_ms", 0.0)
         # (a difference of two small medians, the call on the worker's wall clock: never
