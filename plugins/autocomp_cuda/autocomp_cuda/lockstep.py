@@ -14,16 +14,18 @@ the CPU device the CPU time the kernel charged the worker's whole sandbox over t
 the wall clock. The worker's own timer, which a candidate in that process can rewrite,
 measures nothing the verdict uses.
 
-On the CPU device a timed call is one window (``runtime/lockstep.py``): the engine writes the
-inputs the baseline's worker drew into the worker's input buffers, orders the call, and reads
-the output out of the worker's memory (``worker_memory``) before the clock stops, so the
-worker's process runs nothing but the call and the socket's glue. On a GPU it is four windows:
-drawing the inputs, the cache flush, the call, copying and hashing the output, each of the
-harness's steps compared with the baseline worker's same step (``skipped_steps``,
-``charged_ms``). Either way the call's window holds the call and the socket's glue, the
-same in both workers, measured in the baseline's, where no candidate runs (``candidate_ms``):
-what the harness does inside the candidate's process, the candidate can change, so none of it
-is ever subtracted from the candidate's time on the candidate's worker's word.
+On the CPU device a timed call is four windows (``runtime/lockstep.py``, ``_moved_call``): the
+order, a ping, the call (the engine writes the inputs the baseline's worker drew into the
+worker's input buffers and says ``go``; the worker calls and says ``done``), and the output
+described and read out of the worker's memory (``worker_memory``); each window of a worker
+starts where its last one stopped. On a GPU it is four windows too: drawing the inputs, the
+cache flush, the call, copying and hashing the output. Either way each of the harness's steps
+around the call is compared with the baseline worker's same step and its excess added to that
+call's time (``skipped_steps``, ``charged_ms``), and the call's window holds the call and the
+socket's glue, the same in both workers, measured in the baseline's, where no candidate runs
+(the least glue, or ``candidate_ms``): what the harness does inside the candidate's process,
+the candidate can change, so none of it is ever subtracted from the candidate's time on the
+candidate's worker's word.
 
 A worker that ends (a crash, its own watchdog), answers out of turn, or overruns the deadline
 stops the drive; what the engine does with each worker then is the caller's decision.
