@@ -490,7 +490,7 @@ class _Driver:
             mapped = worker_memory.mappings(self.ends[name].pid)
         except OSError as exc:
             raise _Stop("unreadable", f"its memory map cannot be read: {exc}") from None
-        if any(m.shared and m.overlaps(low, high - low) for m in mapped) and high > low:
+        if high > low and any(m.shared and m.overlaps(low, high - low) for m in mapped):
             raise _Stop(
                 "garbled",
                 f"after timed call {r + 1} its output lies in shared memory (a mapping other "

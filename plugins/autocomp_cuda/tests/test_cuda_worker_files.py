@@ -10,10 +10,12 @@ import pytest
 from autocomp_cuda.harness.files import read_json, read_text
 from autocomp_cuda.runtime import worker_files
 
+LIMIT = 2**20
+
 
 def test_a_regular_file_is_read(tmp_path):
     (tmp_path / "result.json").write_text('{"status": "ok"}')
-    assert worker_files.read_bytes(tmp_path / "result.json") == b'{"status": "ok"}'
+    assert worker_files.read_bytes(tmp_path / "result.json", LIMIT) == b'{"status": "ok"}'
     assert read_json(tmp_path / "result.json") == {"status": "ok"}
 
 
@@ -21,7 +23,7 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
     # (no one ever writes it: a blocking open would wait for ever)
     os.mkfifo(tmp_path / "result.json")
     with pytest.raises(worker_files.Unfit, match="not a regular file"):
-        worker_files.read_bytes(tmp_path / "result.json")
+        worker_files.read_bytes(tmp_path / "result.json", LIMIT)
     assert read_json(tmp_path / "result.json") is None
     assert read_text(tmp_path / "result.json") == ""
 
@@ -31,7 +33,7 @@ def test_a_link_is_not_followed(tmp_path):
     secret.write_text('{"status": "ok"}')
     (tmp_path / "result.json").symlink_to(secret)
     with pytest.raises(worker_files.Unfit, match="symbolic link"):
-        worker_files.read_bytes(tmp_path / "result.json")
+        worker_files.read_bytes(tmp_path / "result.json", LIMIT)
     assert read_json(tmp_path / "result.json") is None
 
 
@@ -44,5 +46,5 @@ def test_a_file_past_the_limit_is_not_read(tmp_path):
 
 def test_a_missing_file_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError):
-        worker_files.read_bytes(tmp_path / "result.json")
+        worker_files.read_bytes(tmp_path / "result.json", LIMIT)
     assert read_json(tmp_path / "result.json") is None

@@ -333,7 +333,7 @@ def _measure(c: Case) -> Verdict | None:
                 f"{ours:.3g} ms in the candidate's worker against {theirs:.3g} ms in the "
                 "baseline's: it did not run as written (its buffers were changed?)",
             )
-        glue = lockstep.glue_ms(windows["base"], base)
+        glue, least = lockstep.glue_ms(windows["base"], base), 0.0
         if drive.ping_ms:
             # (the CPU device) Every contender's time is its window less the least glue a
             # window holds, measured in the baseline's worker: the worker's own loop is code
@@ -351,7 +351,6 @@ def _measure(c: Case) -> Verdict | None:
         cand = lockstep.charged_ms(drive, cand)  # (+ its harness steps' excess, call by call)
         verdict.info["harness_steps_excess_ms"] = statistics.median(cand) - windowed
         verdict.info["glue_ms"] = glue
-        least = verdict.info.get("least_glue_ms", 0.0)
         # (a difference of two small medians, the call on the worker's wall clock: never
         # taken below half the least glue, which no leaner loop measured here beat)
         verdict.info["shavable_glue_ms"] = shavable = max(glue - least, least / 2)

@@ -101,8 +101,9 @@ class References:
 OUTPUTS_FILE_SLACK_BYTES = 64 * 2**20
 
 
-def _load_worker_file(path: str, limit: int = worker_files.MAX_BYTES) -> Any:
-    """A tensor file the candidate's worker wrote (only a regular file: ``worker_files``)."""
+def _load_worker_file(path: str, limit: int) -> Any:
+    """A tensor file the candidate's worker wrote (only a regular file of at most ``limit``
+    bytes: ``worker_files``)."""
     return torch.load(
         io.BytesIO(worker_files.read_bytes(path, limit)), weights_only=True, map_location="cpu"
     )
@@ -149,7 +150,10 @@ def _judge_buffers(path: str, ref_path: Path, device: torch.device) -> dict[str,
     a candidate that keeps no buffer of that shape fails (it has no such state at all)."""
     expected = torch.load(ref_path, weights_only=True) if ref_path.exists() else {}
     try:
-        own = _load_worker_file(path) if os.path.lexists(path) else {}
+        # (at most about four times the buffers the reference keeps: h69's grown file, here)
+        expected_bytes = sum(v.numel() * v.element_size() for v in expected.values())
+        limit = OUTPUTS_FILE_SLACK_BYTES + 4 * expected_bytes
+        own = _load_worker_file(path, limit) if os.path.lexists(path) else {}
     except Exception as exc:
         raise Unreadable(f"buffers.pt: {type(exc).__name__}: {exc}") from exc
     if not isinstance(own, dict) or not all(type(v) is torch.Tensor for v in own.values()):

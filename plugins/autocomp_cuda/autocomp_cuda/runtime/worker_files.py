@@ -13,15 +13,12 @@ import os
 import stat
 from pathlib import Path
 
-#: The most a worker-written file the harness reads may hold (outputs of every trial included).
-MAX_BYTES = 8 * 2**30
-
 
 class Unfit(OSError):
     """A worker-written file that is not a regular file of bounded size."""
 
 
-def read_bytes(path: str | Path, limit: int = MAX_BYTES) -> bytes:
+def read_bytes(path: str | Path, limit: int) -> bytes:
     """The bytes of the regular file at ``path``. FileNotFoundError where there is none;
     ``Unfit`` where it is a link, a FIFO, a device or a socket, or larger than ``limit``."""
     try:
@@ -50,6 +47,6 @@ def read_bytes(path: str | Path, limit: int = MAX_BYTES) -> bytes:
         os.close(fd)
 
 
-def read_text(path: str | Path, limit: int = MAX_BYTES) -> str:
+def read_text(path: str | Path, limit: int) -> str:
     """``read_bytes`` decoded (undecodable bytes replaced)."""
     return read_bytes(path, limit).decode(errors="replace")
