@@ -5,21 +5,26 @@ kernels.py``), but that record lives in the candidate's process, where the candi
 it and forge it (a pure-PyTorch program recorded as running its own kernel). The engine
 believes "custom code" only with evidence of its own:
 
-- a compiled extension: one of the shared objects the build step made for this candidate
-  (the worker's ``prebuilt/`` or ``ext/`` folder) is mapped into the worker's process, read
-  from ``/proc/<pid>/maps`` while the worker waits in lock-step;
-- a Triton kernel, on a GPU only: the program (as the engine holds it) defines a
-  ``@triton.jit`` function (on the CPU device no Triton kernel can run, so a definition proves
-  nothing there).
+- (the CPU device) its own code ran: the kernel's samples of the worker's threads in its
+  timed calls fell in a mapping of a shared object of its builds (the worker's ``prebuilt/``
+  or ``ext/`` folder; ``code_samples``); where the calls are too short for the samples to
+  tell, or no worker can be sampled on this machine, the mapped build alone is the evidence
+  (a note says so);
+- (a GPU) a compiled extension: a shared object of its builds is mapped into the worker's
+  process, read from ``/proc/<pid>/maps`` while the worker waits in lock-step; or a Triton
+  kernel: the program (as the engine holds it) defines a ``@triton.jit`` function (on the CPU
+  device no Triton kernel can run, so a definition proves nothing there).
 
-What stays the candidate's word: that a loaded extension or a defined Triton kernel actually
-ran in every timed call (the per-call count, ``kernel_calls_per_timed_call``).
+What stays the candidate's word: that its own code ran in every timed call (the per-call
+count, ``kernel_calls_per_timed_call``), and what that code is (a build may be any library).
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from . import code_samples
 
 #: the worker's folders that hold this candidate's builds (see harness/jobs.py, pipeline.py)
 BUILD_FOLDERS = ("prebuilt", "ext")
@@ -39,10 +44,41 @@ def mapped_files(pid: int) -> set[str] | None:
     return found
 
 
+def build_roots(work: Path) -> tuple[str, ...]:
+    """The worker's folders that hold this candidate's builds, as prefixes of mapped paths."""
+    return tuple(str(work / folder) + "/" for folder in BUILD_FOLDERS)
+
+
 def extension_loaded(mapped: set[str], work: Path) -> bool:
     """One of the candidate's own built shared objects is among ``mapped``."""
-    roots = [str(work / folder) + "/" for folder in BUILD_FOLDERS]
-    return any(path.endswith(".so") and path.startswith(tuple(roots)) for path in mapped)
+    roots = build_roots(work)
+    return any(path.endswith(".so") and path.startswith(roots) for path in mapped)
+
+
+def own_code_ran(samples: dict[str, code_samples.Samples], work: Path) -> tuple[bool | None, str]:
+    """(The CPU device) Whether the kernel's samples of the candidate's worker in its timed
+    calls (``samples["candidate"]``) fell in code of its own builds: True; False and why;
+    None and why where they cannot tell (then a build mapped into its process is the only
+    evidence)."""
+    mine, base = samples.get("candidate"), samples.get("baseline")
+    if mine is None:
+        return None, ""
+    if mine.error:
+        if base is not None and not base.error:  # (the baseline's worker could be watched)
+            return False, f"its worker could not be sampled from outside ({mine.error})"
+        return None, f"no worker can be sampled from outside on this machine ({mine.error})"
+    if mine.within(build_roots(work)):
+        return True, ""
+    if mine.taken >= code_samples.CONCLUSIVE:
+        return False, (
+            f"none of the {mine.taken} samples the kernel took of its worker in its timed "
+            "calls fell in code of its own builds (its own code's share of their CPU time is "
+            f"likely under {300 / mine.taken:.1f}%)"
+        )
+    return None, (
+        f"its timed calls were too short for the kernel's samples to show its own code "
+        f"({mine.taken} samples)"
+    )
 
 
 def defines_triton_kernel(code: str) -> bool:

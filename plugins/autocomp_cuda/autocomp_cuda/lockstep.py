@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import kernel_evidence, proc_clock, worker_memory
+from . import code_samples, kernel_evidence, proc_clock, worker_memory
 from .runtime import lockstep as protocol
 from .workers import Worker
 
@@ -74,6 +74,9 @@ SPREAD_ELEMENTS = 4
 #: the last output let go (``arm``); a ``ping`` answered where the worker then waits for
 #: ``go``; the output checked and described (``describe``).
 MOVED_STEPS = ("arm", "ping", "describe")
+#: (moved) At most this many untimed calls of the candidate's after its timed ones, for the
+#: kernel's samples of its threads (``_Driver.sample_enough``).
+EVIDENCE_CALLS = 2000
 
 
 @dataclass
@@ -111,6 +114,9 @@ class Drive:
     #: (moved) the least glue a window holds: the baseline's worker's CPU from an order to its
     #: answer where it does nothing else (``ping``), once per timed call (ms)
     ping_ms: list[float] = field(default_factory=list)
+    #: (moved) per worker, where its threads ran in its timed calls' windows, sampled by the
+    #: kernel (``code_samples``; ``Samples.error`` where it could not be sampled)
+    samples: dict[str, code_samples.Samples] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,12 +124,14 @@ class Moved:
     """(The CPU device) The engine moves each call's inputs and output itself: the folder of
     its own where it keeps what it read, and the output every call must have (the problem's
     shape and dtype, ``str(torch.dtype)``): anything else is wrong, and is not read.
-    ``in_place``: the problem's own program updates its input (a call may change its inputs)."""
+    ``in_place``: the problem's own program updates its input (a call may change its inputs).
+    ``builds``: where the candidate's worker holds its builds (``kernel_evidence.build_roots``)."""
 
     keep: Path
     shape: tuple[int, ...]
     dtype: str
     in_place: bool = False
+    builds: tuple[str, ...] = ()
 
 
 class _Stop(Exception):
@@ -202,6 +210,8 @@ def drive_blocking(
                 driver.call(name, r, who, seed)
             result.calls_done = r + 1
         if moved is not None:  # every output read: the workers may go on to their checks
+            driver.sample_enough(len(seeds))
+            driver.finish_sampling()
             for name in ends:
                 ends[name].tell(protocol.SETTLE)
     except _Stop as stop:
@@ -242,10 +252,14 @@ class _Driver:
         self.since: dict[str, int] = {}
         self.timing = False
         self.watchdog = worker_memory.Watchdog(deadline) if moved is not None else None
+        # (moved) per worker, the kernel's sampling of its threads in its calls' windows
+        self.samplers: dict[str, code_samples.Sampler] = {}
 
     def close(self) -> None:
         for memory in self.memory.values():
             memory.close()
+        for sampler in self.samplers.values():
+            sampler.close()
         if self.watchdog is not None:
             self.watchdog.stop()
 
@@ -280,6 +294,7 @@ class _Driver:
                 self.layouts[name] = worker_memory.parse_layout(layout, name == BASELINE)
             except ValueError as exc:
                 raise _Stop("garbled", str(exc)) from None
+            self._sample(name)
             try:
                 self.memory[name] = worker_memory.Memory(self.ends[name].pid)
             except OSError as exc:
@@ -290,6 +305,36 @@ class _Driver:
                     "reads its outputs there (a kernel that forbids it, e.g. "
                     "kernel.yama.ptrace_scope above 1, cannot time CPU programs)",
                 ) from None
+
+    def _sample(self, name: str) -> None:
+        """(moved) Worker ``name``'s threads sampled in its calls' windows from now on; where
+        the kernel refuses, why (``Drive.samples``)."""
+        try:
+            self.samplers[name] = code_samples.Sampler(self.ends[name].pid)
+        except OSError as exc:
+            self.result.samples[name] = code_samples.Samples(error=str(exc))
+
+    def sample_enough(self, r: int) -> None:
+        """(moved) Where the candidate's timed calls were too short for the kernel's samples
+        to show whether its own code runs (under ``code_samples.CONCLUSIVE``), and a build of
+        its own was mapped into its process when timing began, more of its calls, ordered and
+        checked as the timed ones, untimed, until they can (or ``EVIDENCE_CALLS`` more)."""
+        name = next((n for n in self.ends if n != BASELINE), None)
+        sampler = self.samplers.get(name or "")
+        if name is None or sampler is None or not self.drawn or self.moved is None:
+            return
+        builds = self.moved.builds
+        if not any(m.path.startswith(builds) for m in sampler.samples.mappings):
+            return  # (no code of its own to look for)
+        for extra in range(EVIDENCE_CALLS):
+            if sampler.samples.taken >= code_samples.CONCLUSIVE:
+                break
+            self.current = name
+            self._moved_call(name, r + extra, "cand", timed=False)
+
+    def finish_sampling(self) -> None:
+        for name, sampler in self.samplers.items():
+            self.result.samples[name] = sampler.finish()
 
     def _count_processes(self, name: str) -> None:
         """No more processes, and no more threads, in a worker's sandbox than in the
@@ -383,7 +428,7 @@ class _Driver:
         if ended:  # (its CPU up to its end cannot be known: nothing is reaped honestly)
             raise _Stop("garbled", f"{len(ended)} of its processes ended during timing")
 
-    def _moved_call(self, name: str, r: int, who: str) -> None:
+    def _moved_call(self, name: str, r: int, who: str, timed: bool = True) -> None:
         """Four windows, each starting where the worker's last one stopped (``_step``): ``arm``
         (the order; the worker lets its last output go and answers ``armed``), ``ping``
         (answered where the worker waits for ``go``: in the baseline's worker, the least glue a
@@ -392,7 +437,8 @@ class _Driver:
         its output, the engine reads it out). The call's window is the measure; what the
         worker spends on the others beyond the baseline's worker's same steps is charged to it
         as well (``charged_ms``), and what it spends below them credits nothing: the glue
-        a leaner serving loop could shave is out of the window."""
+        a leaner serving loop could shave is out of the window. Not ``timed`` (a call for the
+        kernel's samples only): checked the same, its times and output not kept."""
         output: list[bytes] = []
         described: list[worker_memory.Output] = []
         prefix = f"{r} {who} "
@@ -404,14 +450,20 @@ class _Driver:
         ping_took, ping_cpu, line = self._step(name, lambda end: end.tell(protocol.PING))
         if line != protocol.PONG:
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.PONG}'"))
-        if self.cpu_clock and name == BASELINE:
+        if self.cpu_clock and name == BASELINE and timed:
             self.result.ping_ms.append(ping_cpu)
+
+        sampler = self.samplers.get(name)
 
         def go(end: protocol.EngineEnds) -> None:
             self._hand_inputs(name)
+            if sampler is not None:  # (the worker sleeps: nothing is sampled until "go")
+                sampler.start()
             end.tell(protocol.GO)
 
         took, cpu, line = self._step(name, go)
+        if sampler is not None:
+            sampler.stop()
         if line != protocol.DONE:
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DONE}'"))
 
@@ -450,6 +502,8 @@ class _Driver:
             described.append(out)
 
         told = self._step(name, lambda end: end.tell(protocol.DESCRIBE), read_out)
+        if not timed:
+            return
         steps = self.result.steps_ms[who]
         steps["arm"].append(self._measure(arm_took, arm_cpu))
         steps["ping"].append(self._measure(ping_took, ping_cpu))

@@ -404,17 +404,35 @@ def _nothing_outside_the_timed_stream(c: Case) -> Verdict | None:
     return None
 
 
-def _custom_code_seen(c: Case) -> bool | None:
-    """The engine's own evidence of the candidate's kernels (``kernel_evidence``): True, False,
-    or None where its worker's mapped files could not be read."""
+def _custom_code_seen(c: Case) -> tuple[bool | None, str]:
+    """The engine's own evidence of the candidate's kernels: True, False (and why), or None
+    (and why) where it has none."""
     # a Triton kernel runs only on a GPU: on the CPU device its definition proves nothing
     # (a pure-PyTorch program defining one it never launched passed as custom code)
     if c.settings.device == "cuda" and kernel_evidence.defines_triton_kernel(c.code):
-        return True
-    mapped = c.drive.mapped.get("candidate") if c.drive is not None else None
+        return True, ""
+    drive = c.drive
+    if drive is None:
+        return None, "its worker was not driven"
+    mine = drive.samples.get("candidate")
+    if mine is not None and not mine.error:
+        c.verdict.info["own_code_samples"] = {
+            "own": mine.within(kernel_evidence.build_roots(c.work)),
+            "taken": mine.taken,
+            "lost": mine.lost,
+        }
+    sampled, why = kernel_evidence.own_code_ran(drive.samples, c.work)
+    if sampled is not None:
+        return sampled, why
+    mapped = drive.mapped.get("candidate")
     if mapped is None:
-        return None
-    return kernel_evidence.extension_loaded(mapped, c.work)
+        return None, why or "its mapped files are unreadable here"
+    if kernel_evidence.extension_loaded(mapped, c.work):
+        return (None, why) if why else (True, "")
+    return False, (
+        "none of its builds is loaded in its process and it defines no Triton kernel that "
+        "can run here"
+    )
 
 
 def _own_kernels_ran(c: Case) -> Verdict | None:
@@ -427,21 +445,25 @@ def _own_kernels_ran(c: Case) -> Verdict | None:
                 "the candidate's own kernels did not run in "
                 f"{sum(1 for n in calls if n == 0)} of {len(calls)} timed calls (a branch skips them)",
             )
-        seen = _custom_code_seen(c) if c.drive is not None else None
+        if c.drive is None:
+            return None
+        seen, why = _custom_code_seen(c)
         if seen is False:  # the worker's record says so; nothing outside it does
             message = (
-                "no custom kernel found: the candidate's worker records its own kernels, "
-                "but none of its builds is loaded in its process and it defines no Triton "
-                "kernel that can run here"
+                f"no custom kernel found: the candidate's worker records its own kernels, but {why}"
             )
             if c.settings.require_custom_kernel:
                 return _hack(c, message)
             c.verdict.flags.append("no_custom_kernel")
             c.verdict.notes.append(message + " (excluded from fast_p)")
-        elif seen is None and c.drive is not None:
+        elif seen is None:
             c.verdict.notes.append(
-                "the candidate's kernels could not be checked from outside its worker "
-                "(its mapped files are unreadable here): its own record was taken"
+                f"the candidate's kernels could not be checked from outside its worker ({why}): "
+                + (
+                    "a build of its own mapped into its process was taken as the evidence"
+                    if why and c.drive.mapped.get("candidate") is not None
+                    else "its own record was taken"
+                )
             )
         return None
     message = "no custom kernel ran: ModelNew uses only PyTorch operators"

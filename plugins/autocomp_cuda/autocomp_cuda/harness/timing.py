@@ -9,7 +9,7 @@ from typing import Any
 
 from autocomp_core import SandboxResult
 
-from .. import lockstep, proc_clock
+from .. import kernel_evidence, lockstep, proc_clock
 from ..workers import Worker
 from .files import clock_socket, read_json, take_ownership
 from .settings import Settings
@@ -62,6 +62,7 @@ async def time_in_lockstep(
                 tuple(output["shape"]),
                 f"torch.{output['dtype']}",
                 in_place=bool(baseline_job.get("in_place")),
+                builds=kernel_evidence.build_roots(worker.work),
             )
         drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:

@@ -505,8 +505,10 @@ class Worker:
         _gc_disable()
         try:
             with torch.no_grad():
-                while calls:
+                while True:  # (after the timed calls, more until "settle": see below)
                     line = self.ends.receive()
+                    if line == lockstep.SETTLE:
+                        break
                     r, who, seed = lockstep.parse_order(line)
                     held = None  # (read by now: the engine reads an output before its next order)
                     if who == lockstep.DRAW:  # (the baseline's worker, before any call)
@@ -520,7 +522,11 @@ class Worker:
                         del fresh
                         self.ends.send(f"{lockstep.DRAWN} {r}")
                         continue
-                    calls -= 1
+                    # Past the timed calls, the engine may order more of the candidate's
+                    # calls, the same way, untimed: calls in which the kernel samples where
+                    # its threads run (the engine's evidence of its own kernels,
+                    # code_samples.py), where the timed calls were too short to show it.
+                    timed, calls = calls > 0, calls - 1
                     if who not in contenders:  # (a compiled baseline that could not be made)
                         self.ends.report_done(r, who, "none")
                         continue
@@ -546,7 +552,8 @@ class Worker:
                     self.ends.send(f"{r} {who} {lockstep.OUT} {lockstep.describe_output(out)}")
                     held = out
                     took = (t1 - t0) * 1e3
-                    measured.append((who, took, took, self.counter.calls - before))
+                    if timed:
+                        measured.append((who, took, took, self.counter.calls - before))
                     del out
         finally:
             if collecting:
@@ -555,8 +562,7 @@ class Worker:
             times.add(who, took, None, cpu)
             if who == "cand":
                 times.calls_per.append(kernel_calls)
-        self.ends.await_settle()  # (the engine has read the last output)
-        del held
+        del held  # (the engine has read the last output: it said "settle")
         self.check_threads("after the timed calls")
         self.check_guards("after the timed calls")
 

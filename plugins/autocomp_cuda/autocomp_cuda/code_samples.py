@@ -1,0 +1,204 @@
+"""Where a timing worker's threads run while its calls are timed, sampled by the kernel from
+outside the worker (a perf event on each thread's task clock, the engine's, read from a ring
+buffer the worker cannot reach): the engine's own evidence that the candidate's compiled code
+ran in its timed calls (the CPU device).
+
+The worker's record of its kernels lives in the candidate's process, and so does the list of
+what its process has mapped: a pure-PyTorch program once mapped a copied shared object where
+its builds lie and forged the record, and passed as a custom kernel (the sixth meter red
+team's a08). A sample says only where a thread's instruction pointer was, every
+``PERIOD_NS`` of the CPU time it used inside a call's window; the engine sorts the samples by
+the executable mappings of the worker's files as it read them when timing began, and counts
+a mapping only where it maps the same file at the same place when timing ended.
+
+What the samples show: code of the candidate's own builds ran for some share of the timed
+calls' CPU time. What that code is stays the candidate's (a build may be any library), and
+so does that it ran in every call (the per-call count is the worker's word, believed where it
+incriminates). Sampling costs each sampled thread ~5% of its time here; both workers are
+sampled alike, so the ratio of their times holds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import fcntl
+import mmap
+import os
+import platform
+import struct
+from dataclasses import dataclass, field
+
+#: One sample per this much CPU time of a sampled thread (ns): 40 samples in 4 ms of calls.
+PERIOD_NS = 100_000
+#: Fewer samples than this in a worker's timed calls cannot show that its own code never ran
+#: (calls under ~0.1 ms at the default 40 calls: under the CPU device's resolution anyway).
+CONCLUSIVE = 100
+#: The ring buffer's data pages per thread (64 KiB: ~4,000 samples, drained after each call).
+DATA_PAGES = 16
+_SYSCALL = {"x86_64": 298, "aarch64": 241}
+_PERF_TYPE_SOFTWARE, _TASK_CLOCK, _SAMPLE_IP = 1, 1, 1
+_DISABLED, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
+_FD_CLOEXEC = 8
+_ENABLE, _DISABLE = 0x2400, 0x2401
+_RECORD_LOST, _RECORD_SAMPLE = 2, 9
+_HEAD, _TAIL = 1024, 1032  # data_head, data_tail in perf_event_mmap_page
+
+
+@dataclass(frozen=True)
+class CodeMapping:
+    """An executable mapping of a file, as ``/proc/<pid>/maps`` shows it."""
+
+    low: int
+    high: int
+    inode: int
+    path: str
+
+
+@dataclass
+class Samples:
+    """One worker's samples: per executable file mapping at the start (``mappings``), how many
+    fell there (``hits``); ``elsewhere`` (anonymous memory, a mapping made later), ``lost``
+    (the ring buffer was full); ``unchanged``: per mapping, whether it mapped the same file at
+    the same place when timing ended (None: not read yet). ``error``: why the worker could not
+    be sampled (then nothing else is set)."""
+
+    mappings: list[CodeMapping] = field(default_factory=list)
+    hits: list[int] = field(default_factory=list)
+    elsewhere: int = 0
+    lost: int = 0
+    unchanged: list[bool] | None = None
+    error: str = ""
+
+    @property
+    def taken(self) -> int:
+        return sum(self.hits) + self.elsewhere
+
+    def within(self, roots: tuple[str, ...]) -> int:
+        """The samples that fell in a mapping of a ``.so`` under one of ``roots`` (folders
+        ending in ``/``) that was unchanged to the end."""
+        unchanged = self.unchanged or [False] * len(self.mappings)
+        return sum(
+            hits
+            for m, hits, same in zip(self.mappings, self.hits, unchanged)
+            if same and m.path.endswith(".so") and m.path.startswith(roots)
+        )
+
+
+def code_mappings(pid: int) -> list[CodeMapping]:
+    """Process ``pid``'s executable mappings of files, by address; OSError where its maps
+    cannot be read."""
+    found = []
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) < 6 or "x" not in fields[1] or not fields[5].startswith("/"):
+                continue
+            low, high = (int(v, 16) for v in fields[0].split("-"))
+            path = fields[5].rstrip("\n").removesuffix(" (deleted)")
+            found.append(CodeMapping(low, high, int(fields[4]), path))
+    return sorted(found, key=lambda m: m.low)
+
+
+class Sampler:
+    """Task-clock samples of every thread of process ``pid`` (its threads when made: a timing
+    worker can start none after), taken only while ``start``ed; OSError where the kernel
+    refuses (no perf events here, or this process may not watch that one)."""
+
+    def __init__(self, pid: int) -> None:
+        number = _SYSCALL.get(platform.machine())
+        if number is None:
+            raise OSError(f"perf events are not wired for {platform.machine()}")
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._number = number
+        self.pid = pid
+        self._rings: list[tuple[int, mmap.mmap]] = []
+        self.samples = Samples(code_mappings(pid))
+        self.samples.hits = [0] * len(self.samples.mappings)
+        self._lows = [m.low for m in self.samples.mappings]
+        try:
+            for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+                try:
+                    self._rings.append(self._open(tid))
+                except ProcessLookupError:
+                    if tid == pid:
+                        raise
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, tid: int) -> tuple[int, mmap.mmap]:
+        attr = bytearray(64)  # PERF_ATTR_SIZE_VER0
+        flags = _DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV
+        struct.pack_into(
+            "IIQQQQQ",
+            attr,
+            0,
+            _PERF_TYPE_SOFTWARE,
+            64,
+            _TASK_CLOCK,
+            PERIOD_NS,
+            _SAMPLE_IP,
+            0,
+            flags,
+        )
+        fd = self._libc.syscall(self._number, bytes(attr), tid, -1, -1, _FD_CLOEXEC)
+        if fd < 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"perf_event_open: {os.strerror(errno)}")
+        try:
+            ring = mmap.mmap(fd, mmap.PAGESIZE * (1 + DATA_PAGES))
+        except OSError:
+            os.close(fd)
+            raise
+        return fd, ring
+
+    def start(self) -> None:
+        for fd, _ in self._rings:
+            fcntl.ioctl(fd, _ENABLE)
+
+    def stop(self) -> None:
+        """Sampling off, and what was sampled sorted into ``samples``."""
+        for fd, _ in self._rings:
+            fcntl.ioctl(fd, _DISABLE)
+        for _, ring in self._rings:
+            self._drain(ring)
+
+    def _drain(self, ring: mmap.mmap) -> None:
+        size = mmap.PAGESIZE * DATA_PAGES
+        (head,) = struct.unpack_from("Q", ring, _HEAD)
+        (tail,) = struct.unpack_from("Q", ring, _TAIL)
+        data = ring[mmap.PAGESIZE :]
+        data = data + data  # (a record may wrap around the end)
+        samples = self.samples
+        while tail < head:
+            at = tail % size
+            kind, _, length = struct.unpack_from("IHH", data, at)
+            if length < 8:
+                break
+            if kind == _RECORD_SAMPLE:
+                (ip,) = struct.unpack_from("Q", data, at + 8)
+                i = bisect.bisect_right(self._lows, ip) - 1
+                if i >= 0 and ip < samples.mappings[i].high:
+                    samples.hits[i] += 1
+                else:
+                    samples.elsewhere += 1
+            elif kind == _RECORD_LOST:
+                samples.lost += struct.unpack_from("Q", data, at + 16)[0]
+            tail += length
+        struct.pack_into("Q", ring, _TAIL, head)
+
+    def finish(self) -> Samples:
+        """The samples, each mapping checked against the worker's maps now."""
+        try:
+            now = set(code_mappings(self.pid))
+        except OSError:
+            now = set()
+        self.samples.unchanged = [m in now for m in self.samples.mappings]
+        return self.samples
+
+    def close(self) -> None:
+        for fd, ring in self._rings:
+            ring.close()
+            os.close(fd)
+        self._rings = []

@@ -1,0 +1,194 @@
+"""The kernel's samples of another process's threads, sorted by the code they ran in: the
+engine's evidence that a candidate's own build ran in its timed calls (the CPU device)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autocomp_cuda import code_samples, kernel_evidence
+
+# A child that loads a library of "its own build" and, told "lib N" or "python N", spins for
+# N ms of its CPU time in the library's code or in the interpreter; "unmap" unmaps it.
+CHILD = r"""
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+lib.spin.argtypes = [ctypes.c_double]
+print("ready", flush=True)
+for line in sys.stdin:
+    what, _, ms = line.strip().partition(" ")
+    if what == "lib":
+        lib.spin(float(ms))
+    elif what == "python":
+        start = time.thread_time()
+        while (time.thread_time() - start) * 1e3 < float(ms):
+            sum(i * i for i in range(1000))
+    elif what == "unmap":  # (every page of the library gone from this process)
+        libc = ctypes.CDLL(None)
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        for entry in open("/proc/self/maps").read().splitlines():
+            if entry.endswith(sys.argv[1]):
+                low, high = (int(v, 16) for v in entry.split()[0].split("-"))
+                libc.munmap(low, high - low)
+    print("done", flush=True)
+"""
+
+SPIN = r"""
+#include <time.h>
+static double cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+double spin(double ms) {
+    volatile double x = 0;
+    double start = cpu_ms();
+    while (cpu_ms() - start < ms)
+        for (int i = 0; i < 100000; i++) x += i * 0.5;
+    return x;
+}
+"""
+
+
+@pytest.fixture
+def child(tmp_path):
+    (tmp_path / "prebuilt").mkdir()
+    library = tmp_path / "prebuilt" / "spin.so"
+    (tmp_path / "spin.c").write_text(SPIN)
+    subprocess.run(
+        ["cc", "-O1", "-shared", "-fPIC", "-o", library, tmp_path / "spin.c"], check=True
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(library)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline() == "ready\n"
+
+    def tell(line: str) -> None:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "done\n"
+
+    yield proc, tell
+    proc.kill()
+    proc.wait()
+
+
+def _sampler(pid: int) -> code_samples.Sampler:
+    try:
+        return code_samples.Sampler(pid)
+    except OSError as exc:  # (a machine without perf events: the engine falls back, below)
+        pytest.fail(f"this machine cannot sample another process ({exc})")
+
+
+def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
+    proc, tell = child
+    sampler = _sampler(proc.pid)
+    try:
+        for _ in range(5):  # (only what runs between start and stop is sampled)
+            tell("python 5")
+            sampler.start()
+            tell("lib 10")
+            sampler.stop()
+        samples = sampler.finish()
+    finally:
+        sampler.close()
+    roots = kernel_evidence.build_roots(tmp_path)
+    assert samples.taken >= 200 and samples.lost == 0
+    assert samples.within(roots) > 0.8 * samples.taken
+    assert kernel_evidence.own_code_ran({"candidate": samples}, tmp_path) == (True, "")
+
+
+def test_no_sample_falls_in_a_build_that_was_loaded_but_did_not_run(child, tmp_path):
+    proc, tell = child
+    sampler = _sampler(proc.pid)
+    try:
+        for _ in range(4):
+            sampler.start()
+            tell("python 40")
+            sampler.stop()
+        samples = sampler.finish()
+    finally:
+        sampler.close()
+    assert samples.taken >= code_samples.CONCLUSIVE
+    assert samples.within(kernel_evidence.build_roots(tmp_path)) == 0
+    seen, why = kernel_evidence.own_code_ran({"candidate": samples}, tmp_path)
+    assert seen is False and f"none of the {samples.taken} samples" in why
+    # too few samples to tell: no verdict from them
+    short = code_samples.Samples(hits=[0], mappings=samples.mappings[:1], elsewhere=10)
+    assert kernel_evidence.own_code_ran({"candidate": short}, tmp_path)[0] is None
+
+
+def test_a_build_unmapped_before_timing_ended_counts_for_nothing(child, tmp_path):
+    proc, tell = child
+    sampler = _sampler(proc.pid)
+    try:
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        tell("unmap")  # (its place may hold anything by the time the samples are judged)
+        samples = sampler.finish()
+    finally:
+        sampler.close()
+    assert samples.taken > 0
+    assert samples.within(kernel_evidence.build_roots(tmp_path)) == 0
+
+
+def test_a_candidate_that_cannot_be_sampled_where_the_baseline_can_has_no_evidence(tmp_path):
+    sampled = code_samples.Samples(elsewhere=500)
+    refused = code_samples.Samples(error="perf_event_open: Permission denied")
+    seen, why = kernel_evidence.own_code_ran({"candidate": refused, "baseline": sampled}, tmp_path)
+    assert seen is False and "could not be sampled" in why
+    # no worker can be sampled on this machine: the samples say nothing either way
+    seen, why = kernel_evidence.own_code_ran({"candidate": refused, "baseline": refused}, tmp_path)
+    assert seen is None and "on this machine" in why
+
+
+def test_a_process_that_is_gone_cannot_be_sampled():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    with pytest.raises(OSError):
+        code_samples.Sampler(proc.pid)
+
+
+def test_only_executable_file_mappings_are_listed():
+    mine = code_samples.code_mappings(int(Path("/proc/self").resolve().name))
+    assert mine and all(m.path.startswith("/") and m.high > m.low for m in mine)
+    assert [m.low for m in mine] == sorted(m.low for m in mine)
+
+
+@pytest.mark.asyncio
+async def test_calls_too_short_to_show_a_build_running_are_sampled_until_they_can(
+    make_backend, monkeypatch
+):
+    from autocomp_cuda.adversarial import HONEST
+    from autocomp_cuda.runtime import lockstep as protocol
+
+    backend = make_backend("cpu")  # (8 timed calls of a tiny C++ ReLU: a handful of samples)
+    harness, spec = backend.harness, backend.spec("L1/relu")
+    program = next(p for p in HONEST if p.stem == "guarded_compile_relu_cpp").read_text()
+    ordered: list[tuple[int, str]] = []
+    order = protocol.EngineEnds.order
+
+    def record_order(self, r: int, who: str, seed: int) -> None:
+        ordered.append((r, who))
+        order(self, r, who, seed)
+
+    monkeypatch.setattr(protocol.EngineEnds, "order", record_order)
+    try:
+        verdict = await harness.evaluate(spec, program)
+    finally:
+        await harness.aclose()
+    assert verdict.status == "ok", verdict.message
+    reps = len(verdict.info["timed_seeds"])
+    extra = [r for r, who in ordered if r >= reps]
+    assert extra and all(who == "cand" for r, who in ordered if r >= reps)
+    assert extra == list(range(reps, reps + len(extra)))  # (after every timed call)
+    samples = verdict.info["own_code_samples"]
+    assert samples["taken"] >= code_samples.CONCLUSIVE and samples["own"] > 0
+    assert "no_custom_kernel" not in verdict.flags
