@@ -80,3 +80,5 @@ async def test_honest_kernel_is_accepted(make_backend, path):
     _, result = await _evaluate(make_backend, path, _device(path))
     assert result.correct, f"{path.name} was refused: {result.feedback}\n{result.stderr[-2000:]}"
     assert result.metric > 0
+    if "load_inline" in path.read_text():  # (its build's code seen running, from outside)
+        assert "no_custom_kernel" not in result.verification.get("flags", []), result.feedback
