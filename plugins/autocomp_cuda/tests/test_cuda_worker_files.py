@@ -8,6 +8,7 @@ import os
 import pytest
 
 from autocomp_cuda.harness.files import read_json, read_text
+from autocomp_cuda.harness.verdicts import result_malformed
 from autocomp_cuda.runtime import worker_files
 
 LIMIT = 2**20
@@ -48,3 +49,29 @@ def test_a_missing_file_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError):
         worker_files.read_bytes(tmp_path / "result.json", LIMIT)
     assert read_json(tmp_path / "result.json") is None
+
+
+def test_a_result_the_worker_could_not_have_written_is_named_malformed():
+    honest = {
+        "status": "ok",
+        "info": {"threads": 1},
+        "custom_code": False,
+        "input_checksums": [[1.5]],
+        "timing": {"candidate_host_ms": [0.5, 0.6], "candidate_event_ms": [None, None]},
+    }
+    assert result_malformed(honest) == ""
+    assert result_malformed(["ok"]) == "a list, not a map"
+    assert result_malformed({"message": "ok"}) == "no status"
+    # the engine's own failing is never a worker's to report (a free retry, held against no one)
+    assert "'status' is 'infra_error'" in result_malformed({"status": "infra_error"})
+    assert "'status'" in result_malformed({"status": "fine"})
+    for field, value in (
+        ("timing", {"candidate_host_ms": ["0.001"]}),
+        ("timing", {"candidate_host_ms": [True]}),
+        ("timing", [0.5]),
+        ("custom_code", 1),
+        ("weights_unmatched", [3]),
+        ("info", "x"),
+        ("message", None),
+    ):
+        assert f"{field!r}" in result_malformed({**honest, field: value}), (field, value)

@@ -22,7 +22,7 @@ from .children import Children
 from .files import read_json, read_text, shared_lock, take_ownership, torch_tag
 from .jobs import candidate_job, give_problem
 from .settings import INDUCTOR_ENV, Settings
-from .verdicts import Verdict, crash_verdict, tail_errors
+from .verdicts import Verdict, crash_verdict, result_malformed, tail_errors
 
 USES_EXTENSION = ("load_inline", "cpp_extension")
 #: What an extension a build reports may be called, and hold.
@@ -95,6 +95,9 @@ class Builds:
             )
         if outcome is None:
             return crash_verdict(result, "compile")
+        wrong = result_malformed(outcome)
+        if wrong:  # (the candidate's channel: its doing, never the engine's error)
+            return Verdict("hack_suspected", f"the build's result is malformed: {wrong}")
         if outcome["status"] == "ok":
             return None
         errors = compiler_feedback.locate_errors(log, code, work / "ext")

@@ -24,7 +24,7 @@ from ..judge import Judge, JudgeError
 from ..problemset import ProblemSpec
 from .files import read_json, read_text
 from .settings import Settings
-from .verdicts import Verdict, crash_verdict, median_iqr
+from .verdicts import Verdict, crash_verdict, median_iqr, result_malformed
 
 #: The share of the baseline's timed windows during which the candidate's sandbox used a CPU
 #: above which the verdict says so: a waiting worker uses next to none (about 0.001 here,
@@ -168,6 +168,9 @@ def _request(c: Case) -> dict[str, Any]:
 def _worker_wrote_its_result(c: Case) -> Verdict | None:
     outcome = read_json(c.work / "result.json")
     if outcome is not None:
+        wrong = result_malformed(outcome)
+        if wrong:  # (the candidate's channel: its doing, never the engine's error)
+            return Verdict("hack_suspected", f"the worker's result is malformed: {wrong}")
         c.outcome, c.info = outcome, outcome.get("info", {})
         return None
     phase_file = c.work / "phase.txt"

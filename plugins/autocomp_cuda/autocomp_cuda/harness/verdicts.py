@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from autocomp_core import SandboxResult
 
 from ..problemset import ProblemSpec
-from ..statuses import CUDA_FAULT_MARKERS, OOM_MARKERS
+from ..statuses import CUDA_FAULT_MARKERS, INFRA_ERROR, OOM_MARKERS, STATUSES
 
 
 @dataclass
@@ -122,3 +123,40 @@ def median_iqr(values: list[float]) -> tuple[float, float]:
         return statistics.median(values), 0.0
     q = statistics.quantiles(values, n=4)
     return statistics.median(values), q[2] - q[0]
+
+
+#: The worker's result (``result.json``): each field the checks read, and what it must hold.
+_NUMBER = (int, float)
+_RESULT_FIELDS: dict[str, Callable[[Any], bool]] = {
+    # (never infra_error: the engine's own failing, which is retried and held against no one)
+    "status": lambda v: v in STATUSES and v != INFRA_ERROR,
+    "message": lambda v: isinstance(v, str),
+    "detail": lambda v: isinstance(v, str),
+    "info": lambda v: isinstance(v, dict),
+    "custom_code": lambda v: isinstance(v, bool),
+    "weights_unmatched": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+    "input_checksums": lambda v: isinstance(v, list),
+    "timing": lambda v: (
+        isinstance(v, dict)
+        and all(
+            isinstance(series, list)
+            and all(
+                x is None or (isinstance(x, _NUMBER) and not isinstance(x, bool)) for x in series
+            )
+            for series in v.values()
+        )
+    ),
+}
+
+
+def result_malformed(outcome: Any) -> str:
+    """What is wrong with a worker's result ("" where nothing is): a field of another type
+    than the worker writes (a candidate rewrote it: the fifth meter red team's a14)."""
+    if not isinstance(outcome, dict):
+        return f"a {type(outcome).__name__}, not a map"
+    if "status" not in outcome:
+        return "no status"
+    for key, fits in _RESULT_FIELDS.items():
+        if key in outcome and not fits(outcome[key]):
+            return f"its {key!r} is {str(outcome[key])[:80]!r}"
+    return ""
