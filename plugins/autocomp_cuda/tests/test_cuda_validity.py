@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
@@ -20,7 +21,8 @@ from autocomp_core.sandbox import isolation_level
 
 from autocomp_cuda.adversarial import ROOT as ADV
 from autocomp_cuda.backend import CudaBackend
-from autocomp_cuda.harness import trial_seeds
+from autocomp_cuda.harness import judging, trial_seeds
+from autocomp_cuda.harness.verdicts import Verdict
 
 RELU = (ADV / "honest" / "triton_relu.py").read_text()
 
@@ -147,3 +149,12 @@ async def test_no_candidate_reads_another_cache_of_the_user(make_backend, monkey
             assert "trial 1/" in second.feedback, second.feedback
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("level", ["none", "user namespaces", "namespaces+uid", "bubblewrap"])
+def test_a_candidate_that_ran_without_isolation_is_no_evidence(level):
+    # (at level none the candidate ran as the engine's user beside the engine's files)
+    case = SimpleNamespace(result=SimpleNamespace(isolation=level), verdict=Verdict("ok"))
+    assert judging._isolated(case) is None  # (a flag, not a refusal)
+    assert ("unisolated" in case.verdict.flags) == (level == "none")
+    assert case.verdict.scored == (level != "none")

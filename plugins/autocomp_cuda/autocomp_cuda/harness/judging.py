@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp_core import SandboxResult
+from autocomp_core.sandbox import NONE
 
 from .. import kernel_evidence, lockstep
 from ..judge import Judge, JudgeError
@@ -438,6 +439,22 @@ def _custom_code_seen(c: Case) -> tuple[bool | None, str]:
     )
 
 
+def _isolated(c: Case) -> Verdict | None:
+    """A candidate that ran at isolation level ``none`` (a non-root engine where neither user
+    namespaces nor bubblewrap work) ran as the engine's user beside the engine's files: the
+    reference's outputs, the timed calls' inputs kept for the engine. Its verdict is no
+    evidence against a hostile program: flagged, out of fast_p."""
+    if c.result is not None and c.result.isolation == NONE:
+        c.verdict.flags.append("unisolated")
+        c.verdict.notes.append(
+            "the candidate ran at isolation level 'none', as the engine's user with nothing "
+            "hidden from it (the reference's outputs, the timed calls' inputs): a hostile "
+            "program could have read them (excluded from fast_p; `autocomp-core doctor` says "
+            "why this machine has no stronger level)"
+        )
+    return None
+
+
 def _own_kernels_ran(c: Case) -> Verdict | None:
     calls = (c.timing or {}).get("kernel_calls_per_timed_call", [])
     if c.outcome.get("custom_code"):
@@ -512,6 +529,7 @@ ANSWER_CHECKS: tuple[Check, ...] = (
     _judge_compared,
     _every_trial_correct,
     _buffers_updated_as_the_reference,
+    _isolated,
 )
 #: Only where the run was timed.
 TIMING_CHECKS: tuple[Check, ...] = (
