@@ -223,6 +223,40 @@ async def test_cpu_limit_stops_a_spinning_program_before_the_wall() -> None:
 
 @pytest.mark.hostile
 @pytest.mark.asyncio
+async def test_a_program_that_fills_its_work_dir_is_killed() -> None:
+    # (one file is bounded by RLIMIT_FSIZE; many are bounded by what the work dir may hold)
+    fill = """
+        import os, time
+        chunk = os.urandom(1 << 20)
+        for i in range(10_000):
+            with open(f"part{i}", "wb") as f:
+                f.write(chunk)
+            time.sleep(0.002)
+    """
+    limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=4)
+    with private_workdir("autocomp-test-fill-") as work:
+        result = await run_sandboxed(python(fill), limits=limits, cwd=work)
+        held = sum(f.stat().st_size for f in work.iterdir()) >> 20
+    assert not result.timed_out and result.signal == signal.SIGKILL
+    assert "more than its 16 MB" in result.disk_exceeded
+    assert held < 16 + 400, held  # (stopped within a look or two, not at the wall)
+    assert_group_gone(result.pid)
+    # as many empty files: the entries are bounded too
+    touch = """
+        import os
+        for i in range(1_000_000):
+            open(f"f{i}", "w").close()
+    """
+    limits = SandboxLimits(wall_s=60.0, disk_entries=500)
+    result = await run_sandboxed(python(touch), limits=limits)
+    assert "more than 500 entries" in result.disk_exceeded and not result.timed_out
+    # an honest program's files are its own business
+    result = await run_sandboxed(python("open('out', 'w').write('x' * 100)"), limits=limits)
+    assert result.ok and result.disk_exceeded == ""
+
+
+@pytest.mark.hostile
+@pytest.mark.asyncio
 async def test_sigterm_ignoring_child_and_grandchildren_all_die() -> None:
     marker = f"sandbox-escapee-{os.getpid()}-timeout"
     code = f"""

@@ -107,6 +107,8 @@ SUPERVISOR = Path(supervisor.__file__)
 KILL_GRACE_S = 2.0
 #: Seconds to keep draining pipes after the supervisor reported (descendants may lag).
 DRAIN_GRACE_S = 1.0
+#: Seconds between looks at how much a run's work dir holds (``SandboxLimits.disk_mb``).
+DISK_LOOK_S = 0.5
 #: Per-run uids are drawn from [UID_BASE, UID_BASE + UID_SPAN): far from real accounts
 #: and from the usual subordinate-uid ranges of rootless containers.
 UID_BASE, UID_SPAN = 1_500_000_000, 1 << 24
@@ -127,6 +129,10 @@ class SandboxLimits:
     file_size_mb: int = 256  # RLIMIT_FSIZE
     max_processes: int | None = 64  # RLIMIT_NPROC (per user: see the module doc)
     max_output_bytes: int = 1_000_000  # per stream; more is drained and discarded
+    # the most the work dir may hold, and the most entries (files, dirs, links) in it: looked
+    # at every DISK_LOOK_S, the program killed beyond (RLIMIT_FSIZE bounds one file only)
+    disk_mb: int = 4096
+    disk_entries: int = 100_000
     network: bool = False  # False: a fresh network namespace where the OS allows
     drop_privileges: bool = True  # when root: run as a fresh unprivileged uid
 
@@ -148,6 +154,7 @@ class SandboxResult:
     uid: int | None = None  # the uid it ran as
     stdout_bytes: int = 0  # bytes the program wrote, kept or not
     stderr_bytes: int = 0
+    disk_exceeded: str = ""  # why it was killed for what its work dir held ("" if not)
 
     @property
     def ok(self) -> bool:
@@ -585,10 +592,14 @@ async def _run(
     out = _CappedReader(loop, out_r, limits.max_output_bytes)
     err = _CappedReader(loop, err_r, limits.max_output_bytes)
     status = _StatusReader(loop, status_r)
+    disk = _DiskWatch(workdir, limits)
     try:
-        timed_out, wall, supervisor_code = await _await_end(
-            proc, status, out, err, started, limits.wall_s
-        )
+        async with anyio.create_task_group() as watching:
+            watching.start_soon(disk.watch, status, proc)
+            timed_out, wall, supervisor_code = await _await_end(
+                proc, status, out, err, started, limits.wall_s
+            )
+            watching.cancel_scope.cancel()
     finally:
         for reader in (out, err, status):
             reader.close()
@@ -613,7 +624,50 @@ async def _run(
         uid=plan["uid"] if plan["uid"] is not None else os.geteuid(),
         stdout_bytes=out.total,
         stderr_bytes=err.total,
+        disk_exceeded=disk.exceeded,
     )
+
+
+class _DiskWatch:
+    """Kills a run whose work dir holds more than ``disk_mb`` or more than ``disk_entries``
+    entries (a program that fills the disk harms every run on the machine and the engine's
+    own store: that must be its failure). ``exceeded`` says which, once it has."""
+
+    def __init__(self, workdir: Path, limits: SandboxLimits) -> None:
+        self.workdir, self.limits = workdir, limits
+        self.exceeded = ""
+
+    async def watch(self, status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
+        while not status.closed.is_set():
+            await anyio.sleep(DISK_LOOK_S)
+            self.exceeded = await anyio.to_thread.run_sync(self.over)
+            if self.exceeded:
+                await _kill_candidate(status, proc)
+                return
+
+    def over(self) -> str:
+        """What the work dir holds beyond its limits ("" where nothing)."""
+        limits, used, entries = self.limits, 0, 0
+        folders = [str(self.workdir)]
+        while folders:
+            try:
+                listing = os.scandir(folders.pop())
+            except OSError:
+                continue
+            with listing:
+                for entry in listing:
+                    entries += 1
+                    if entries > limits.disk_entries:
+                        return f"its work dir holds more than {limits.disk_entries} entries"
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            folders.append(entry.path)
+                        used += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue
+        if used > limits.disk_mb << 20:
+            return f"its work dir holds {used >> 20} MB, more than its {limits.disk_mb} MB"
+        return ""
 
 
 @contextlib.contextmanager

@@ -131,6 +131,15 @@ def tree_cpu(root: int) -> dict[int, int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Process ``pid`` is there and not a zombie (its end not yet reaped)."""
+    try:
+        with open(PROC / str(pid) / "stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def task_count(pid: int) -> int:
     """How many threads process ``pid`` has (0: it has ended)."""
     try:

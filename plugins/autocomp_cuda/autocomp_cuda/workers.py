@@ -95,6 +95,12 @@ class _Sandboxed(abc.ABC):
             return str(self.task.exception())
         return ""
 
+    def disk_exceeded(self) -> str:
+        """Why its sandbox killed it for what its work dir held ("" where it did not)."""
+        if self.task.done() and not self.task.cancelled() and self.task.exception() is None:
+            return self.task.result().disk_exceeded
+        return ""
+
     @abc.abstractmethod
     def _prepare(self) -> None:
         """This kind's state, set before the process starts."""
@@ -264,6 +270,8 @@ class ReferenceServer(_Sandboxed):
         elif how == "crashed" and not self.task.cancelled():
             ended = self.task.result()
             how = f"crashed: {f'signal {ended.signal}' if ended.signal else f'exit code {ended.returncode}'}"
+            if ended.disk_exceeded:
+                how = f"crashed: killed, {ended.disk_exceeded}"
             stderr += ended.stderr  # what it said outside any job
         self.last_used = time.monotonic()
         return how, stderr[-2000:]

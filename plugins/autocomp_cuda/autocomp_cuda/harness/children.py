@@ -66,6 +66,7 @@ class Children:
             wall_s=wall_s,
             memory_mb=self.settings.memory_mb if self.settings.device == "cpu" else None,
             file_size_mb=4096,
+            disk_mb=self.settings.disk_mb,
             max_processes=512,
             max_output_bytes=2_000_000,
         )

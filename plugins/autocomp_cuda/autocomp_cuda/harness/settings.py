@@ -28,6 +28,9 @@ class Settings:
     correctness_timeout_s: float = 120.0
     timing_timeout_s: float = 300.0
     memory_mb: int | None = 8192
+    # The most a worker's work dir may hold (its outputs for the judge, its builds, a
+    # baseline's kept inputs): beyond, its sandbox kills it, the candidate's failure.
+    disk_mb: int = 16384
     static_checks: bool = True
     require_custom_kernel: bool = (
         False  # True: a pure-PyTorch ModelNew is refused, not just flagged

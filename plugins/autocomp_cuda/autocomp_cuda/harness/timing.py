@@ -3,6 +3,7 @@ call r of each on the same inputs, whose seeds are drawn now."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from typing import Any
@@ -14,6 +15,10 @@ from ..workers import Worker
 from .files import clock_socket, read_json, take_ownership
 from .settings import Settings
 from .verdicts import Verdict
+
+#: How long a candidate's worker that stopped the drive may take to end on its own (its
+#: sandbox killed it, and is reporting why) before it is closed.
+KILLED_GRACE_S = 2.0
 
 #: What ``time_in_lockstep`` returns: the candidate worker's end (None: killed at the
 #: deadline), the baseline worker's result, the drive, and a verdict where evaluation ends.
@@ -68,6 +73,15 @@ async def time_in_lockstep(
     finally:
         for end in ends.values():
             end.close()
+    if drive.worker == "candidate" and drive.outcome in ("garbled", "unreadable", "ended"):
+        # (its sandbox may have killed it: then that is why it stopped, once its run has ended)
+        if not proc_clock.running(ends["candidate"].pid):
+            await asyncio.wait({worker.task}, timeout=KILLED_GRACE_S)
+        await worker.close()
+        killed = worker.disk_exceeded()
+        if killed:
+            await baseline_worker.close()
+            return None, {}, None, Verdict("runtime_error", f"the worker was killed: {killed}")
     if drive.outcome == "wrong_output" and drive.worker == "candidate":
         await worker.close()
         await baseline_worker.close()

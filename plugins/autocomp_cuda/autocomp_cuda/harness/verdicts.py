@@ -94,6 +94,12 @@ def describe_sizes(spec: ProblemSpec, sizes: dict[str, Any]) -> str:
 
 def crash_verdict(result: SandboxResult, phase: str) -> Verdict:
     """A worker that died without writing its result: classify from how it ended."""
+    if result.disk_exceeded:  # (killed by its sandbox for what it wrote: its doing)
+        return Verdict(
+            "runtime_error",
+            f"the worker was killed during {phase}: {result.disk_exceeded}",
+            detail=result.stderr[-3000:],
+        )
     text = (result.stderr or "").lower()
     if any(m in text for m in OOM_MARKERS) or (result.signal == 9 and not result.timed_out):
         status = "oom"
