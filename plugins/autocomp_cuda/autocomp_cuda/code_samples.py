@@ -23,10 +23,12 @@ from __future__ import annotations
 import bisect
 import ctypes
 import fcntl
+import functools
 import mmap
 import os
 import platform
 import struct
+import threading
 from dataclasses import dataclass, field
 
 #: One sample per this much CPU time of a sampled thread (ns): 40 samples in 4 ms of calls.
@@ -34,8 +36,10 @@ PERIOD_NS = 100_000
 #: Fewer samples than this in a worker's timed calls cannot show that its own code never ran
 #: (calls under ~0.1 ms at the default 40 calls: under the CPU device's resolution anyway).
 CONCLUSIVE = 100
-#: The ring buffer's data pages per thread (64 KiB: ~4,000 samples, drained after each call).
-DATA_PAGES = 16
+#: The ring buffer's data pages for the worker's main thread, which makes its calls (64 KiB:
+#: ~4,000 samples, drained after each call), and for each of its other threads. Rings are
+#: locked memory, charged to the engine's user where it is not root (``perf_event_mlock_kb``).
+DATA_PAGES, OTHER_DATA_PAGES = 16, 1
 _SYSCALL = {"x86_64": 298, "aarch64": 241}
 _PERF_TYPE_SOFTWARE, _TASK_CLOCK, _SAMPLE_IP = 1, 1, 1
 _DISABLED, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
@@ -85,6 +89,18 @@ class Samples:
         )
 
 
+@functools.cache
+def available() -> str:
+    """Why this machine cannot sample a process's threads ("" where it can): probed once, on
+    a thread of the engine's own, before any candidate could take the locked memory a ring
+    needs (a worker that cannot be sampled where the machine can has no evidence)."""
+    try:
+        Sampler(os.getpid(), threads=[threading.get_native_id()]).close()
+    except OSError as exc:
+        return f"{exc}: perf events need root, or kernel.perf_event_paranoid at most 2"
+    return ""
+
+
 def code_mappings(pid: int) -> list[CodeMapping]:
     """Process ``pid``'s executable mappings of files, by address; OSError where its maps
     cannot be read."""
@@ -105,21 +121,24 @@ class Sampler:
     worker can start none after), taken only while ``start``ed; OSError where the kernel
     refuses (no perf events here, or this process may not watch that one)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, threads: list[int] | None = None) -> None:
         number = _SYSCALL.get(platform.machine())
         if number is None:
             raise OSError(f"perf events are not wired for {platform.machine()}")
         self._libc = ctypes.CDLL(None, use_errno=True)
         self._number = number
         self.pid = pid
-        self._rings: list[tuple[int, mmap.mmap]] = []
+        self._rings: list[tuple[int, mmap.mmap]] = []  # (fd, ring), the main thread's first
         self.samples = Samples(code_mappings(pid))
         self.samples.hits = [0] * len(self.samples.mappings)
         self._lows = [m.low for m in self.samples.mappings]
         try:
-            for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+            tids = threads or sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+            for tid in tids:
                 try:
-                    self._rings.append(self._open(tid))
+                    self._rings.append(
+                        self._open(tid, DATA_PAGES if tid == pid else OTHER_DATA_PAGES)
+                    )
                 except ProcessLookupError:
                     if tid == pid:
                         raise
@@ -127,7 +146,7 @@ class Sampler:
             self.close()
             raise
 
-    def _open(self, tid: int) -> tuple[int, mmap.mmap]:
+    def _open(self, tid: int, pages: int) -> tuple[int, mmap.mmap]:
         attr = bytearray(64)  # PERF_ATTR_SIZE_VER0
         flags = _DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV
         struct.pack_into(
@@ -147,7 +166,7 @@ class Sampler:
             errno = ctypes.get_errno()
             raise OSError(errno, f"perf_event_open: {os.strerror(errno)}")
         try:
-            ring = mmap.mmap(fd, mmap.PAGESIZE * (1 + DATA_PAGES))
+            ring = mmap.mmap(fd, mmap.PAGESIZE * (1 + pages))
         except OSError:
             os.close(fd)
             raise
@@ -165,7 +184,7 @@ class Sampler:
             self._drain(ring)
 
     def _drain(self, ring: mmap.mmap) -> None:
-        size = mmap.PAGESIZE * DATA_PAGES
+        size = len(ring) - mmap.PAGESIZE
         (head,) = struct.unpack_from("Q", ring, _HEAD)
         (tail,) = struct.unpack_from("Q", ring, _TAIL)
         data = ring[mmap.PAGESIZE :]

@@ -60,13 +60,14 @@ def own_code_ran(samples: dict[str, code_samples.Samples], work: Path) -> tuple[
     calls (``samples["candidate"]``) fell in code of its own builds: True; False and why;
     None and why where they cannot tell (then a build mapped into its process is the only
     evidence)."""
-    mine, base = samples.get("candidate"), samples.get("baseline")
+    mine = samples.get("candidate")
     if mine is None:
         return None, ""
     if mine.error:
-        if base is not None and not base.error:  # (the baseline's worker could be watched)
+        machine = code_samples.available()
+        if not machine:  # (this machine can: the candidate's worker could not be watched)
             return False, f"its worker could not be sampled from outside ({mine.error})"
-        return None, f"no worker can be sampled from outside on this machine ({mine.error})"
+        return None, f"no process can be sampled from outside on this machine ({machine})"
     if mine.within(build_roots(work)):
         return True, ""
     if mine.taken >= code_samples.CONCLUSIVE:

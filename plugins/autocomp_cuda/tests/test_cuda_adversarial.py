@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from autocomp_core.contract.backend import EvalContext
 
+from autocomp_cuda import code_samples
 from autocomp_cuda.adversarial import HACKS, HONEST, header, settings_of
 
 
@@ -60,6 +61,9 @@ async def test_hack_is_rejected_or_excluded(make_backend, path):
     elif meta["expect"] == "not_faster":
         # (it does three times the baseline's work: honest measuring puts it near 0.33x)
         assert not result.correct or result.extra["speedup"] < 1.0, result.feedback
+    elif meta.get("needs") == "perf_events" and code_samples.available():
+        # (a machine that cannot sample a worker: the engine says it took the worker's word)
+        assert "no process can be sampled from outside on this machine" in result.feedback
     else:
         assert not result.correct, f"{path.name} was accepted: {result.feedback}"
         # problem_refused: no program is judged on a problem the quality gate refuses

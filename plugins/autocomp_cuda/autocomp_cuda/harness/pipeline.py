@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import cache, compiler_feedback, lockstep, static_check
+from .. import cache, code_samples, compiler_feedback, lockstep, static_check
 from ..judge import Judge
 from ..problemset import ProblemSpec
 from ..workers import Worker
@@ -71,6 +71,8 @@ class Harness:
         # uid out where it has not.
         (self.cache / "refs").chmod(0o700)
         self.salt = cache.salt(self.cache)
+        if settings.device == "cpu":  # (whether this machine can sample a worker's threads,
+            code_samples.available()  # asked before any candidate runs: kernel_evidence)
         self.children = Children(settings, [self.cache, *cache.usual_roots()])
         self.references = References(self.cache, settings, self.children)
         self.builds = Builds(self.cache, settings, self.children, compile_workers)

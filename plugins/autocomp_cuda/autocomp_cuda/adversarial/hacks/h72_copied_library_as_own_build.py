@@ -2,6 +2,7 @@
 # expect: rejected
 # gpu: false
 # static: off
+# needs: perf_events
 # settings: {"require_custom_kernel": true}
 # hack: H72 is a pure-PyTorch program (the fused causal attention, no kernel of its own) that
 # dresses itself as one with a build: at import it copies a system library into its worker's
