@@ -250,6 +250,11 @@ async def test_a_program_that_fills_its_work_dir_is_killed() -> None:
     limits = SandboxLimits(wall_s=60.0, disk_entries=500)
     result = await run_sandboxed(python(touch), limits=limits)
     assert "more than 500 entries" in result.disk_exceeded and not result.timed_out
+    # a program that ends between two looks: one more look when it ended
+    quick = "open('big', 'wb').write(b'x' * (20 << 20))"
+    limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=64)
+    result = await run_sandboxed(python(quick), limits=limits)
+    assert result.returncode == 0 and not result.ok and "20 MB" in result.disk_exceeded
     # an honest program's files are its own business
     result = await run_sandboxed(python("open('out', 'w').write('x' * 100)"), limits=limits)
     assert result.ok and result.disk_exceeded == ""

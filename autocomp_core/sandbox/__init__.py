@@ -18,6 +18,7 @@ from .run import (
     SandboxError,
     SandboxLimits,
     SandboxResult,
+    disk_over,
     isolation_level,
     run_sandboxed,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
+    "disk_over",
     "isolation_level",
     "private_workdir",
     "remove_tree",

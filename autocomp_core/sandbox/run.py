@@ -91,6 +91,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxResult",
+    "disk_over",
     "isolation_level",
     "run_sandboxed",
 ]
@@ -158,7 +159,7 @@ class SandboxResult:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.disk_exceeded
 
 
 # ---------------------------------------------------------------- the run plan
@@ -600,6 +601,8 @@ async def _run(
                 proc, status, out, err, started, limits.wall_s
             )
             watching.cancel_scope.cancel()
+        if not disk.exceeded:  # (one look more: a run may end between two)
+            disk.exceeded = await anyio.to_thread.run_sync(disk_over, workdir, limits)
     finally:
         for reader in (out, err, status):
             reader.close()
@@ -629,9 +632,9 @@ async def _run(
 
 
 class _DiskWatch:
-    """Kills a run whose work dir holds more than ``disk_mb`` or more than ``disk_entries``
-    entries (a program that fills the disk harms every run on the machine and the engine's
-    own store: that must be its failure). ``exceeded`` says which, once it has."""
+    """Kills a run whose work dir holds more than its limits allow (``disk_over``): a program
+    that fills the disk harms every run on the machine and the engine's own store, and that
+    must be its failure. ``exceeded`` says which limit, once it has."""
 
     def __init__(self, workdir: Path, limits: SandboxLimits) -> None:
         self.workdir, self.limits = workdir, limits
@@ -640,34 +643,36 @@ class _DiskWatch:
     async def watch(self, status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
         while not status.closed.is_set():
             await anyio.sleep(DISK_LOOK_S)
-            self.exceeded = await anyio.to_thread.run_sync(self.over)
+            self.exceeded = await anyio.to_thread.run_sync(disk_over, self.workdir, self.limits)
             if self.exceeded:
                 await _kill_candidate(status, proc)
                 return
 
-    def over(self) -> str:
-        """What the work dir holds beyond its limits ("" where nothing)."""
-        limits, used, entries = self.limits, 0, 0
-        folders = [str(self.workdir)]
-        while folders:
-            try:
-                listing = os.scandir(folders.pop())
-            except OSError:
-                continue
-            with listing:
-                for entry in listing:
-                    entries += 1
-                    if entries > limits.disk_entries:
-                        return f"its work dir holds more than {limits.disk_entries} entries"
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            folders.append(entry.path)
-                        used += entry.stat(follow_symlinks=False).st_blocks * 512
-                    except OSError:
-                        continue
-        if used > limits.disk_mb << 20:
-            return f"its work dir holds {used >> 20} MB, more than its {limits.disk_mb} MB"
-        return ""
+
+def disk_over(workdir: Path, limits: SandboxLimits) -> str:
+    """What ``workdir`` holds beyond ``limits.disk_mb`` or ``limits.disk_entries`` ("" where
+    nothing): more than that many entries, or more bytes on disk."""
+    used, entries = 0, 0
+    folders = [str(workdir)]
+    while folders:
+        try:
+            listing = os.scandir(folders.pop())
+        except OSError:
+            continue
+        with listing:
+            for entry in listing:
+                entries += 1
+                if entries > limits.disk_entries:
+                    return f"its work dir holds more than {limits.disk_entries} entries"
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    used += entry.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:
+                    continue
+    if used > limits.disk_mb << 20:
+        return f"its work dir holds {used >> 20} MB, more than its {limits.disk_mb} MB"
+    return ""
 
 
 @contextlib.contextmanager

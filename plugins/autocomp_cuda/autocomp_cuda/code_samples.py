@@ -24,11 +24,13 @@ import bisect
 import ctypes
 import fcntl
 import functools
+import hashlib
 import mmap
 import os
 import platform
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 #: One sample per this much CPU time of a sampled thread (ns): 40 samples in 4 ms of calls.
@@ -47,6 +49,8 @@ _FD_CLOEXEC = 8
 _ENABLE, _DISABLE = 0x2400, 0x2401
 _RECORD_LOST, _RECORD_SAMPLE = 2, 9
 _HEAD, _TAIL = 1024, 1032  # data_head, data_tail in perf_event_mmap_page
+_PAGE_MASK = ~(mmap.PAGESIZE - 1)
+_RECORD_ROOM = 64  # more than a sample's or a lost record's bytes
 
 
 @dataclass(frozen=True)
@@ -55,20 +59,30 @@ class CodeMapping:
 
     low: int
     high: int
+    offset: int  # where in the file it starts
+    device: int  # the file's, as ``os.stat``'s ``st_dev``
     inode: int
     path: str
+
+    @property
+    def file(self) -> tuple[int, int]:
+        return self.device, self.inode
 
 
 @dataclass
 class Samples:
     """One worker's samples: per executable file mapping at the start (``mappings``), how many
-    fell there (``hits``); ``elsewhere`` (anonymous memory, a mapping made later), ``lost``
-    (the ring buffer was full); ``unchanged``: per mapping, whether it mapped the same file at
-    the same place when timing ended (None: not read yet). ``error``: why the worker could not
-    be sampled (then nothing else is set)."""
+    fell there (``hits``), and of those how many in the candidate's own code (``own``: a
+    mapping of a build the engine placed, on a page whose content is not a page of a library
+    the baseline's worker runs); ``elsewhere`` (anonymous memory, a mapping made later),
+    ``lost`` (a ring was full); ``unchanged``: per mapping, whether it mapped the same file
+    at the same place when timing ended (None: not read yet). ``error``: why the worker could
+    not be sampled (then nothing else is set)."""
 
     mappings: list[CodeMapping] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
+    own: list[int] = field(default_factory=list)
+    built: list[bool] = field(default_factory=list)  # a mapping of a build the engine placed
     elsewhere: int = 0
     lost: int = 0
     unchanged: list[bool] | None = None
@@ -78,15 +92,17 @@ class Samples:
     def taken(self) -> int:
         return sum(self.hits) + self.elsewhere
 
-    def within(self, roots: tuple[str, ...]) -> int:
-        """The samples that fell in a mapping of a ``.so`` under one of ``roots`` (folders
-        ending in ``/``) that was unchanged to the end."""
+    @property
+    def own_mapped(self) -> bool:
+        """A build the engine placed is mapped as code, unchanged to the end."""
         unchanged = self.unchanged or [False] * len(self.mappings)
-        return sum(
-            hits
-            for m, hits, same in zip(self.mappings, self.hits, unchanged)
-            if same and m.path.endswith(".so") and m.path.startswith(roots)
-        )
+        return any(b and same for b, same in zip(self.built, unchanged))
+
+    @property
+    def own_code(self) -> int:
+        """The samples in the candidate's own code, in mappings unchanged to the end."""
+        unchanged = self.unchanged or [False] * len(self.mappings)
+        return sum(n for n, same in zip(self.own, unchanged) if same)
 
 
 @functools.cache
@@ -111,8 +127,10 @@ def code_mappings(pid: int) -> list[CodeMapping]:
             if len(fields) < 6 or "x" not in fields[1] or not fields[5].startswith("/"):
                 continue
             low, high = (int(v, 16) for v in fields[0].split("-"))
+            major, minor = (int(v, 16) for v in fields[3].split(":"))
             path = fields[5].rstrip("\n").removesuffix(" (deleted)")
-            found.append(CodeMapping(low, high, int(fields[4]), path))
+            device = os.makedev(major, minor)
+            found.append(CodeMapping(low, high, int(fields[2], 16), device, int(fields[4]), path))
     return sorted(found, key=lambda m: m.low)
 
 
@@ -121,7 +139,12 @@ class Sampler:
     worker can start none after), taken only while ``start``ed; OSError where the kernel
     refuses (no perf events here, or this process may not watch that one)."""
 
-    def __init__(self, pid: int, threads: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        pid: int,
+        threads: list[int] | None = None,
+        builds: frozenset[tuple[int, int]] = frozenset(),
+    ) -> None:
         number = _SYSCALL.get(platform.machine())
         if number is None:
             raise OSError(f"perf events are not wired for {platform.machine()}")
@@ -131,7 +154,12 @@ class Sampler:
         self._rings: list[tuple[int, mmap.mmap]] = []  # (fd, ring), the main thread's first
         self.samples = Samples(code_mappings(pid))
         self.samples.hits = [0] * len(self.samples.mappings)
+        self.samples.own = [0] * len(self.samples.mappings)
         self._lows = [m.low for m in self.samples.mappings]
+        # the pages of the candidate's own code: its builds' mappings (``builds``: each one's
+        # (st_dev, st_ino), as the engine placed it), less ``exclude``d pages
+        self._own = self.samples.built = [m.file in builds for m in self.samples.mappings]
+        self._foreign: set[int] = set()
         try:
             tids = threads or sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
             for tid in tids:
@@ -180,6 +208,10 @@ class Sampler:
         """Sampling off, and what was sampled sorted into ``samples``."""
         for fd, _ in self._rings:
             fcntl.ioctl(fd, _DISABLE)
+        self.drain()
+
+    def drain(self) -> None:
+        """What the rings hold sorted into ``samples`` (also while sampling)."""
         for _, ring in self._rings:
             self._drain(ring)
 
@@ -187,6 +219,8 @@ class Sampler:
         size = len(ring) - mmap.PAGESIZE
         (head,) = struct.unpack_from("Q", ring, _HEAD)
         (tail,) = struct.unpack_from("Q", ring, _TAIL)
+        if head - tail > size - _RECORD_ROOM:  # (full: what came next was dropped, and the
+            self.samples.lost += 1  # record of that comes only with the next sample written)
         data = ring[mmap.PAGESIZE :]
         data = data + data  # (a record may wrap around the end)
         samples = self.samples
@@ -200,12 +234,22 @@ class Sampler:
                 i = bisect.bisect_right(self._lows, ip) - 1
                 if i >= 0 and ip < samples.mappings[i].high:
                     samples.hits[i] += 1
+                    if self._own[i] and ip & _PAGE_MASK not in self._foreign:
+                        samples.own[i] += 1
                 else:
                     samples.elsewhere += 1
             elif kind == _RECORD_LOST:
                 samples.lost += struct.unpack_from("Q", data, at + 16)[0]
             tail += length
         struct.pack_into("Q", ring, _TAIL, head)
+
+    def own_mappings(self) -> list[CodeMapping]:
+        """The mappings of the candidate's builds (its own code, but for excluded pages)."""
+        return [m for m, own in zip(self.samples.mappings, self._own) if own]
+
+    def exclude(self, pages: set[int]) -> None:
+        """Samples on these pages (their addresses) are not the candidate's own code."""
+        self._foreign |= pages
 
     def finish(self) -> Samples:
         """The samples, each mapping checked against the worker's maps now."""
@@ -221,3 +265,47 @@ class Sampler:
             ring.close()
             os.close(fd)
         self._rings = []
+
+
+def page_digests(data: bytes) -> list[bytes]:
+    """A digest of each page of ``data`` (whole pages)."""
+    size = mmap.PAGESIZE
+    return [
+        hashlib.blake2b(data[at : at + size], digest_size=16).digest()
+        for at in range(0, len(data) - size + 1, size)
+    ]
+
+
+def copied_pages(
+    read: Callable[[int, int], bytes], own: list[CodeMapping], theirs: list[CodeMapping]
+) -> set[int]:
+    """The addresses of the pages of ``own`` mappings (their content as ``read`` from the
+    worker's memory) that hold a page of a library of ``theirs`` (from its file)."""
+    known = library_pages(theirs)
+    return {
+        m.low + i * mmap.PAGESIZE
+        for m in own
+        for i, digest in enumerate(page_digests(read(m.low, m.high - m.low)))
+        if digest in known
+    }
+
+
+def library_pages(mappings: list[CodeMapping]) -> set[bytes]:
+    """The digests of the code pages of these mappings' files (read from disk, once per file
+    and place): what a copy of any of them would hold."""
+    found: set[bytes] = set()
+    for m in mappings:
+        found |= _file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_pages(path: str, device: int, inode: int, offset: int, size: int) -> frozenset[bytes]:
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno())[1:3] != (inode, device):
+                return frozenset()
+            f.seek(offset)
+            return frozenset(page_digests(f.read(size)))
+    except OSError:
+        return frozenset()

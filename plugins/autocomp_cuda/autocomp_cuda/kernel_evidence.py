@@ -22,6 +22,7 @@ count, ``kernel_calls_per_timed_call``), and what that code is (a build may be a
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from . import code_samples
@@ -55,7 +56,22 @@ def extension_loaded(mapped: set[str], work: Path) -> bool:
     return any(path.endswith(".so") and path.startswith(roots) for path in mapped)
 
 
-def own_code_ran(samples: dict[str, code_samples.Samples], work: Path) -> tuple[bool | None, str]:
+def placed_builds(work: Path) -> frozenset[tuple[int, int]]:
+    """(st_dev, st_ino) of each build the engine placed in the worker's ``prebuilt/`` folder
+    (regular files only), read before the candidate runs."""
+    found = set()
+    try:
+        with os.scandir(work / "prebuilt") as entries:
+            for entry in entries:
+                if entry.name.endswith(".so") and entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.add((info.st_dev, info.st_ino))
+    except OSError:
+        pass
+    return frozenset(found)
+
+
+def own_code_ran(samples: dict[str, code_samples.Samples]) -> tuple[bool | None, str]:
     """(The CPU device) Whether the kernel's samples of the candidate's worker in its timed
     calls (``samples["candidate"]``) fell in code of its own builds: True; False and why;
     None and why where they cannot tell (then a build mapped into its process is the only
@@ -68,8 +84,10 @@ def own_code_ran(samples: dict[str, code_samples.Samples], work: Path) -> tuple[
         if not machine:  # (this machine can: the candidate's worker could not be watched)
             return False, f"its worker could not be sampled from outside ({mine.error})"
         return None, f"no process can be sampled from outside on this machine ({machine})"
-    if mine.within(build_roots(work)):
+    if mine.own_code:
         return True, ""
+    if mine.lost:
+        return None, f"some of the kernel's samples of its timed calls were lost ({mine.lost}+)"
     if mine.taken >= code_samples.CONCLUSIVE:
         return False, (
             f"none of the {mine.taken} samples the kernel took of its worker in its timed "

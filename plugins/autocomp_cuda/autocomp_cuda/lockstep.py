@@ -125,13 +125,14 @@ class Moved:
     its own where it keeps what it read, and the output every call must have (the problem's
     shape and dtype, ``str(torch.dtype)``): anything else is wrong, and is not read.
     ``in_place``: the problem's own program updates its input (a call may change its inputs).
-    ``builds``: where the candidate's worker holds its builds (``kernel_evidence.build_roots``)."""
+    ``builds``: the builds the engine placed in the candidate's worker, as (st_dev, st_ino)
+    (``kernel_evidence.placed_builds``): its own code."""
 
     keep: Path
     shape: tuple[int, ...]
     dtype: str
     in_place: bool = False
-    builds: tuple[str, ...] = ()
+    builds: frozenset[tuple[int, int]] = frozenset()
 
 
 class _Stop(Exception):
@@ -139,7 +140,13 @@ class _Stop(Exception):
         self.outcome, self.detail = outcome, detail
 
 
-def _receive(ends: protocol.EngineEnds, alive: Callable[[], bool], deadline: float) -> str:
+def _receive(
+    ends: protocol.EngineEnds,
+    alive: Callable[[], bool],
+    deadline: float,
+    waiting: Callable[[], None] | None = None,
+) -> str:
+    """The worker's next line; ``waiting``: called every ``LOOK_S`` until it comes."""
     assert ends.lines is not None
     while True:
         if time.monotonic() > deadline:
@@ -150,6 +157,8 @@ def _receive(ends: protocol.EngineEnds, alive: Callable[[], bool], deadline: flo
         except TimeoutError:
             if not alive():
                 raise _Stop("ended") from None
+            if waiting is not None:
+                waiting()
         except EOFError:
             raise _Stop("ended") from None
         except ValueError as exc:
@@ -198,6 +207,8 @@ def drive_blocking(
             driver.connect(name)
         for name in ends:  # every worker done with its warm-up before the first timed call
             driver.await_ready(name)
+        if moved is not None:
+            driver.exclude_copies()
         if moved is not None:  # every call's inputs drawn first: between its calls no worker runs
             for r, seed in enumerate(seeds):
                 driver.draw(r, seed)
@@ -254,6 +265,7 @@ class _Driver:
         self.watchdog = worker_memory.Watchdog(deadline) if moved is not None else None
         # (moved) per worker, the kernel's sampling of its threads in its calls' windows
         self.samplers: dict[str, code_samples.Sampler] = {}
+        self.sampling = False  # (a call's window is open and sampled)
 
     def close(self) -> None:
         for memory in self.memory.values():
@@ -270,7 +282,11 @@ class _Driver:
         return self.watchdog.watching(self.ends[name].pid)
 
     def _receive(self, name: str) -> str:
-        return _receive(self.ends[name], self.alive[name], self.deadline)
+        # (while a call's window is sampled, its ring is read as it fills: a ring left full
+        # drops the call's last samples, the code that runs late in it: the seventh red team)
+        sampler = self.samplers.get(name) if self.sampling else None
+        waiting = sampler.drain if sampler is not None else None
+        return _receive(self.ends[name], self.alive[name], self.deadline, waiting)
 
     def connect(self, name: str) -> None:
         self.current = name
@@ -309,10 +325,34 @@ class _Driver:
     def _sample(self, name: str) -> None:
         """(moved) Worker ``name``'s threads sampled in its calls' windows from now on; where
         the kernel refuses, why (``Drive.samples``)."""
+        assert self.moved is not None
+        builds = self.moved.builds if name != BASELINE else frozenset()
         try:
-            self.samplers[name] = code_samples.Sampler(self.ends[name].pid)
+            self.samplers[name] = code_samples.Sampler(self.ends[name].pid, builds=builds)
         except OSError as exc:
             self.result.samples[name] = code_samples.Samples(error=str(exc))
+
+    def exclude_copies(self) -> None:
+        """(moved) The pages of the candidate's builds whose content is a page of a library
+        the baseline's worker runs are not its own code: a build can hold a copy of another
+        library, mapped over that library's code (the seventh red team's a03 ran torch's and
+        libc's code from copies under its build folders)."""
+        name = next((n for n in self.ends if n != BASELINE), "")
+        sampler, base = self.samplers.get(name), self.samplers.get(BASELINE)
+        own = sampler.own_mappings() if sampler is not None else []
+        if sampler is None or not own:
+            return
+        try:
+            theirs = (
+                base.samples.mappings
+                if base is not None
+                else code_samples.code_mappings(self.ends[BASELINE].pid)
+            )
+            with self._in_memory(name):
+                pages = code_samples.copied_pages(self.memory[name].read, own, theirs)
+        except OSError as exc:
+            raise _Stop("unreadable", f"its builds' code cannot be read: {exc}") from None
+        sampler.exclude(pages)
 
     def sample_enough(self, r: int) -> None:
         """(moved) Where the candidate's timed calls were too short for the kernel's samples
@@ -323,8 +363,7 @@ class _Driver:
         sampler = self.samplers.get(name or "")
         if name is None or sampler is None or not self.drawn or self.moved is None:
             return
-        builds = self.moved.builds
-        if not any(m.path.startswith(builds) for m in sampler.samples.mappings):
+        if not sampler.own_mappings():
             return  # (no code of its own to look for)
         for extra in range(EVIDENCE_CALLS):
             if sampler.samples.taken >= code_samples.CONCLUSIVE:
@@ -459,9 +498,13 @@ class _Driver:
             self._hand_inputs(name)
             if sampler is not None:  # (the worker sleeps: nothing is sampled until "go")
                 sampler.start()
+                self.sampling = True
             end.tell(protocol.GO)
 
-        took, cpu, line = self._step(name, go)
+        try:
+            took, cpu, line = self._step(name, go)
+        finally:
+            self.sampling = False
         if sampler is not None:
             sampler.stop()
         if line != protocol.DONE:

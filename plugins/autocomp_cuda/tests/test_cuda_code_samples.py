@@ -3,13 +3,18 @@ engine's evidence that a candidate's own build ran in its timed calls (the CPU d
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import os
+import select
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from autocomp_cuda import code_samples, kernel_evidence
+from autocomp_cuda import code_samples, kernel_evidence, worker_memory
 
 # A child that loads a library of "its own build" and, told "lib N" or "python N", spins for
 # N ms of its CPU time in the library's code or in the interpreter; "unmap" unmaps it.
@@ -26,6 +31,11 @@ for line in sys.stdin:
         start = time.thread_time()
         while (time.thread_time() - start) * 1e3 < float(ms):
             sum(i * i for i in range(1000))
+    elif what == "both":  # (N ms in the interpreter, then 20 in the library: one call)
+        start = time.thread_time()
+        while (time.thread_time() - start) * 1e3 < float(ms):
+            sum(i * i for i in range(1000))
+        lib.spin(20.0)
     elif what == "unmap":  # (every page of the library gone from this process)
         libc = ctypes.CDLL(None)
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -79,17 +89,18 @@ def child(tmp_path):
     proc.wait()
 
 
-def _sampler(pid: int) -> code_samples.Sampler:
+def _sampler(pid: int, work: Path) -> code_samples.Sampler:
+    """The child's threads sampled, the builds in ``work/prebuilt`` its own code."""
     if code_samples.available():  # (the engine falls back: see the tests at the end)
         with pytest.raises(OSError):
             code_samples.Sampler(pid)
         pytest.skip(f"this machine cannot sample a process: {code_samples.available()}")
-    return code_samples.Sampler(pid)
+    return code_samples.Sampler(pid, builds=kernel_evidence.placed_builds(work))
 
 
 def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
     proc, tell = child
-    sampler = _sampler(proc.pid)
+    sampler = _sampler(proc.pid, tmp_path)
     try:
         for _ in range(5):  # (only what runs between start and stop is sampled)
             tell("python 5")
@@ -99,15 +110,14 @@ def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
         samples = sampler.finish()
     finally:
         sampler.close()
-    roots = kernel_evidence.build_roots(tmp_path)
     assert samples.taken >= 200 and samples.lost == 0
-    assert samples.within(roots) > 0.8 * samples.taken
-    assert kernel_evidence.own_code_ran({"candidate": samples}, tmp_path) == (True, "")
+    assert samples.own_code > 0.8 * samples.taken
+    assert kernel_evidence.own_code_ran({"candidate": samples}) == (True, "")
 
 
 def test_no_sample_falls_in_a_build_that_was_loaded_but_did_not_run(child, tmp_path):
     proc, tell = child
-    sampler = _sampler(proc.pid)
+    sampler = _sampler(proc.pid, tmp_path)
     try:
         for _ in range(4):
             sampler.start()
@@ -117,17 +127,19 @@ def test_no_sample_falls_in_a_build_that_was_loaded_but_did_not_run(child, tmp_p
     finally:
         sampler.close()
     assert samples.taken >= code_samples.CONCLUSIVE
-    assert samples.within(kernel_evidence.build_roots(tmp_path)) == 0
-    seen, why = kernel_evidence.own_code_ran({"candidate": samples}, tmp_path)
+    assert samples.own_code == 0
+    seen, why = kernel_evidence.own_code_ran({"candidate": samples})
     assert seen is False and f"none of the {samples.taken} samples" in why
-    # too few samples to tell: no verdict from them
-    short = code_samples.Samples(hits=[0], mappings=samples.mappings[:1], elsewhere=10)
-    assert kernel_evidence.own_code_ran({"candidate": short}, tmp_path)[0] is None
+    # too few samples to tell, or too many lost: no verdict from them
+    short = code_samples.Samples(hits=[0], own=[0], mappings=samples.mappings[:1], elsewhere=10)
+    assert kernel_evidence.own_code_ran({"candidate": short})[0] is None
+    samples.lost = samples.taken
+    assert kernel_evidence.own_code_ran({"candidate": samples})[0] is None
 
 
 def test_a_build_unmapped_before_timing_ended_counts_for_nothing(child, tmp_path):
     proc, tell = child
-    sampler = _sampler(proc.pid)
+    sampler = _sampler(proc.pid, tmp_path)
     try:
         sampler.start()
         tell("lib 20")
@@ -136,8 +148,81 @@ def test_a_build_unmapped_before_timing_ended_counts_for_nothing(child, tmp_path
         samples = sampler.finish()
     finally:
         sampler.close()
-    assert samples.taken > 0
-    assert samples.within(kernel_evidence.build_roots(tmp_path)) == 0
+    assert samples.taken > 0 and sum(samples.own) > 0
+    assert samples.own_code == 0
+
+
+def test_a_long_call_keeps_its_last_samples_where_its_ring_is_read_as_it_fills(child, tmp_path):
+    # (a call longer than its ring holds, its own code last: the seventh red team's D1)
+    proc, tell = child
+    sampler = _sampler(proc.pid, tmp_path)
+    try:
+        sampler.start()
+        tell("both 800")  # (~8,000 samples in the interpreter first: twice the ring)
+        sampler.stop()
+        unread = copy.deepcopy(sampler.samples)
+        sampler.start()
+        proc.stdin.write("both 800\n")
+        proc.stdin.flush()
+        while not select.select([proc.stdout], [], [], 0.05)[0]:
+            sampler.drain()  # (as the engine does while it waits for "done")
+        assert proc.stdout.readline() == "done\n"
+        sampler.stop()
+        samples = sampler.finish()
+    finally:
+        sampler.close()
+    assert unread.lost > 0 and sum(unread.own) == 0  # the ring full: the library's samples lost
+    assert sum(samples.own) > 100  # (20 ms in the library: ~200 samples, none dropped)
+
+
+def test_a_file_in_the_build_folder_the_engine_did_not_place_is_not_its_build(child, tmp_path):
+    proc, tell = child
+    placed = tmp_path / "prebuilt" / "spin.so"
+    moved = tmp_path / "elsewhere.so"
+    placed.rename(moved)  # (the library the child runs, no longer in the build folder)
+    shutil.copy(moved, placed)  # a copy put in its place, as a candidate could
+    sampler = _sampler(proc.pid, tmp_path)
+    try:
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        samples = sampler.finish()
+    finally:
+        sampler.close()
+    assert samples.taken > 0 and samples.own_code == 0
+
+
+def test_pages_that_copy_a_library_the_baseline_runs_are_not_its_own(child, tmp_path):
+    proc, tell = child
+    sampler = _sampler(proc.pid, tmp_path)
+    own = sampler.own_mappings()
+    assert own
+    # the "baseline" runs the same library from another file: the build is a copy of it
+    original = tmp_path / "original.so"
+    shutil.copy(tmp_path / "prebuilt" / "spin.so", original)
+    info = original.stat()
+    theirs = [
+        dataclasses.replace(m, device=info.st_dev, inode=info.st_ino, path=str(original))
+        for m in own
+    ]
+    memory = worker_memory.Memory(proc.pid)
+    try:
+        pages = code_samples.copied_pages(memory.read, own, theirs)
+        assert pages and all(any(m.low <= p < m.high for m in own) for p in pages)
+        sampler.exclude(pages)
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        samples = sampler.finish()
+        # a library of other code shares no page with the build
+        assert (
+            code_samples.copied_pages(memory.read, own, code_samples.code_mappings(os.getpid()))
+            == set()
+        )
+    finally:
+        memory.close()
+        sampler.close()
+    assert samples.taken > 0 and sum(samples.hits) > 0 and samples.own_code == 0
 
 
 def test_a_candidate_that_cannot_be_sampled_where_the_machine_can_has_no_evidence(
@@ -145,11 +230,11 @@ def test_a_candidate_that_cannot_be_sampled_where_the_machine_can_has_no_evidenc
 ):
     refused = code_samples.Samples(error="perf_event_open: Permission denied")
     monkeypatch.setattr(code_samples, "available", lambda: "")  # (this machine can)
-    seen, why = kernel_evidence.own_code_ran({"candidate": refused}, tmp_path)
+    seen, why = kernel_evidence.own_code_ran({"candidate": refused})
     assert seen is False and "could not be sampled" in why
     # a machine that cannot sample any process: the samples say nothing either way
     monkeypatch.setattr(code_samples, "available", lambda: "perf_event_open: No such device")
-    seen, why = kernel_evidence.own_code_ran({"candidate": refused}, tmp_path)
+    seen, why = kernel_evidence.own_code_ran({"candidate": refused})
     assert seen is None and "on this machine" in why
 
 

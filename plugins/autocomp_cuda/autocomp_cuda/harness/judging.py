@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autocomp_core import SandboxResult
-from autocomp_core.sandbox import NONE
+from autocomp_core.sandbox import NONE, SandboxLimits, disk_over
 
 from .. import kernel_evidence, lockstep
 from ..judge import Judge, JudgeError
@@ -167,6 +167,11 @@ def _request(c: Case) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- the worker's outcome
 def _worker_wrote_its_result(c: Case) -> Verdict | None:
+    # (its sandbox looks at what its work dir holds twice a second; a worker may end its job
+    # between two looks: the judge looks once more before reading anything there)
+    over = disk_over(c.work, SandboxLimits(disk_mb=c.settings.disk_mb))
+    if over:
+        return Verdict("runtime_error", f"the worker wrote too much: {over}")
     outcome = read_json(c.work / "result.json")
     if outcome is not None:
         wrong = result_malformed(outcome)
@@ -421,13 +426,17 @@ def _custom_code_seen(c: Case) -> tuple[bool | None, str]:
     mine = drive.samples.get("candidate")
     if mine is not None and not mine.error:
         c.verdict.info["own_code_samples"] = {
-            "own": mine.within(kernel_evidence.build_roots(c.work)),
+            "own": mine.own_code,
             "taken": mine.taken,
             "lost": mine.lost,
         }
-    sampled, why = kernel_evidence.own_code_ran(drive.samples, c.work)
+    sampled, why = kernel_evidence.own_code_ran(drive.samples)
     if sampled is not None:
         return sampled, why
+    if mine is not None and not mine.error:  # (the samples could not tell: what they show)
+        if mine.own_mapped:
+            return None, why
+        return False, why + "; and no build the engine placed is mapped into its process"
     mapped = drive.mapped.get("candidate")
     if mapped is None:
         return None, why or "its mapped files are unreadable here"

@@ -53,6 +53,8 @@ async def time_in_lockstep(
         "baseline": ["base"] + ["compiled"] * bool(baseline_job["timing"]["compile_baseline"]),
         "candidate": ["cand"],
     }
+    # (recorded before the candidate runs: the builds it may later replace are not these)
+    builds = kernel_evidence.placed_builds(worker.work)
     try:
         baseline_worker.hand_over(baseline_job)
         worker.hand_over(job)
@@ -67,7 +69,7 @@ async def time_in_lockstep(
                 tuple(output["shape"]),
                 f"torch.{output['dtype']}",
                 in_place=bool(baseline_job.get("in_place")),
-                builds=kernel_evidence.build_roots(worker.work),
+                builds=builds,
             )
         drive = await lockstep.drive(workers, contenders, ends, seeds, deadline, cpu_clock, moved)
     finally:
