@@ -5,17 +5,22 @@ ran in its timed calls (the CPU device).
 
 The worker's record of its kernels lives in the candidate's process, and so does the list of
 what its process has mapped: a pure-PyTorch program once mapped a copied shared object where
-its builds lie and forged the record, and passed as a custom kernel (the sixth meter red
+its builds lie and forged the record, and passed as a custom kernel (the fifth meter red
 team's a08). A sample says only where a thread's instruction pointer was, every
 ``PERIOD_NS`` of the CPU time it used inside a call's window; the engine sorts the samples by
 the executable mappings of the worker's files as it read them when timing began, and counts
 a mapping only where it maps the same file at the same place when timing ended.
 
+The candidate's own code: the builds the engine placed in its worker (by device and inode,
+recorded before the candidate ran: a file it wrote itself is not one), less each page whose
+content is a page of a library the baseline's worker runs (a build may hold a copy of torch's
+code and map it over torch's own: the eighth red team's a03).
+
 What the samples show: code of the candidate's own builds ran for some share of the timed
-calls' CPU time. What that code is stays the candidate's (a build may be any library), and
-so does that it ran in every call (the per-call count is the worker's word, believed where it
-incriminates). Sampling costs each sampled thread ~5% of its time here; both workers are
-sampled alike, so the ratio of their times holds.
+calls' CPU time. What that code is stays the candidate's beyond that, and so does that it ran
+in every call (the per-call count is the worker's word, believed where it incriminates).
+Sampling costs each sampled thread ~5% of its time here; both workers are sampled alike, so
+the ratio of their times holds.
 """
 
 from __future__ import annotations

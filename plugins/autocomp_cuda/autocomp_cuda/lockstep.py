@@ -283,7 +283,7 @@ class _Driver:
 
     def _receive(self, name: str) -> str:
         # (while a call's window is sampled, its ring is read as it fills: a ring left full
-        # drops the call's last samples, the code that runs late in it: the seventh red team)
+        # drops the call's last samples, the code that runs late in it: the eighth red team)
         sampler = self.samplers.get(name) if self.sampling else None
         waiting = sampler.drain if sampler is not None else None
         return _receive(self.ends[name], self.alive[name], self.deadline, waiting)
@@ -335,7 +335,7 @@ class _Driver:
     def exclude_copies(self) -> None:
         """(moved) The pages of the candidate's builds whose content is a page of a library
         the baseline's worker runs are not its own code: a build can hold a copy of another
-        library, mapped over that library's code (the seventh red team's a03 ran torch's and
+        library, mapped over that library's code (the eighth red team's a03 ran torch's and
         libc's code from copies under its build folders)."""
         name = next((n for n in self.ends if n != BASELINE), "")
         sampler, base = self.samplers.get(name), self.samplers.get(BASELINE)

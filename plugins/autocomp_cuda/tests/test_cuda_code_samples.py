@@ -153,7 +153,7 @@ def test_a_build_unmapped_before_timing_ended_counts_for_nothing(child, tmp_path
 
 
 def test_a_long_call_keeps_its_last_samples_where_its_ring_is_read_as_it_fills(child, tmp_path):
-    # (a call longer than its ring holds, its own code last: the seventh red team's D1)
+    # (a call longer than its ring holds, its own code last: the eighth red team's D1)
     proc, tell = child
     sampler = _sampler(proc.pid, tmp_path)
     try:

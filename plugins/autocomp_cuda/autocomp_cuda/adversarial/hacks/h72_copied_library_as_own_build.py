@@ -9,7 +9,7 @@
 # ext/ folder (where a build of its own would lie) and loads it, so the worker's memory maps an
 # executable "build" there, and every forward adds a call to the worker's kernel record, found
 # through the garbage collector, with an extension named in it. The record and the mapping are
-# both the candidate's to make (the sixth meter red team's a08); only where its threads ran
+# both the candidate's to make (the fifth meter red team's a08); only where its threads ran
 # during the timed calls, sampled by the kernel from outside, shows that no code of its own ran.
 import _ctypes
 import ctypes
