@@ -209,6 +209,7 @@ def drive_blocking(
             driver.await_ready(name)
         if moved is not None:
             driver.exclude_copies()
+            driver.start_sampling()
         if moved is not None:  # every call's inputs drawn first: between its calls no worker runs
             for r, seed in enumerate(seeds):
                 driver.draw(r, seed)
@@ -265,7 +266,7 @@ class _Driver:
         self.watchdog = worker_memory.Watchdog(deadline) if moved is not None else None
         # (moved) per worker, the kernel's sampling of its threads in its calls' windows
         self.samplers: dict[str, code_samples.Sampler] = {}
-        self.sampling = False  # (a call's window is open and sampled)
+        self.sampling = False  # (the timed calls have begun: every worker is sampled)
 
     def close(self) -> None:
         for memory in self.memory.values():
@@ -282,8 +283,8 @@ class _Driver:
         return self.watchdog.watching(self.ends[name].pid)
 
     def _receive(self, name: str) -> str:
-        # (while a call's window is sampled, its ring is read as it fills: a ring left full
-        # drops the call's last samples, the code that runs late in it: the eighth red team)
+        # (while it is sampled, its rings are read as they fill: a ring left full until the
+        # call's end dropped its last samples, the code that ran late in it: the eighth red team)
         sampler = self.samplers.get(name) if self.sampling else None
         waiting = sampler.drain if sampler is not None else None
         return _receive(self.ends[name], self.alive[name], self.deadline, waiting)
@@ -371,8 +372,18 @@ class _Driver:
             self.current = name
             self._moved_call(name, r + extra, "cand", timed=False)
 
+    def start_sampling(self) -> None:
+        """(moved) Every worker's threads sampled from its first timed call to its last (all
+        four windows of each: sampling has a cost of its own when it starts, which the
+        windows of one worker would bear and the other's not)."""
+        for sampler in self.samplers.values():
+            sampler.start()
+        self.sampling = True
+
     def finish_sampling(self) -> None:
+        self.sampling = False
         for name, sampler in self.samplers.items():
+            sampler.stop()
             self.result.samples[name] = sampler.finish()
 
     def _count_processes(self, name: str) -> None:
@@ -492,21 +503,11 @@ class _Driver:
         if self.cpu_clock and name == BASELINE and timed:
             self.result.ping_ms.append(ping_cpu)
 
-        sampler = self.samplers.get(name)
-
         def go(end: protocol.EngineEnds) -> None:
             self._hand_inputs(name)
-            if sampler is not None:  # (the worker sleeps: nothing is sampled until "go")
-                sampler.start()
-                self.sampling = True
             end.tell(protocol.GO)
 
-        try:
-            took, cpu, line = self._step(name, go)
-        finally:
-            self.sampling = False
-        if sampler is not None:
-            sampler.stop()
+        took, cpu, line = self._step(name, go)
         if line != protocol.DONE:
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DONE}'"))
 
@@ -545,6 +546,8 @@ class _Driver:
             described.append(out)
 
         told = self._step(name, lambda end: end.tell(protocol.DESCRIBE), read_out)
+        if name in self.samplers:  # (its samples read after each call: it sleeps now)
+            self.samplers[name].drain()
         if not timed:
             return
         steps = self.result.steps_ms[who]
