@@ -7,7 +7,7 @@ The worker's record of its kernels lives in the candidate's process, and so does
 what its process has mapped: a pure-PyTorch program once mapped a copied shared object where
 its builds lie and forged the record, and passed as a custom kernel (the fifth meter red
 team's a08). A sample says only where a thread's instruction pointer was, every
-``PERIOD_NS`` of the CPU time it used inside a call's window; the engine sorts the samples by
+``PERIOD_NS`` of the CPU time it used while the timed calls ran; the engine sorts the samples by
 the executable mappings of the worker's files as it read them when timing began, and counts
 a mapping only where it maps the same file at the same place when timing ended.
 

@@ -114,7 +114,7 @@ class Drive:
     #: (moved) the least glue a window holds: the baseline's worker's CPU from an order to its
     #: answer where it does nothing else (``ping``), once per timed call (ms)
     ping_ms: list[float] = field(default_factory=list)
-    #: (moved) per worker, where its threads ran in its timed calls' windows, sampled by the
+    #: (moved) per worker, where its threads ran while its timed calls ran, sampled by the
     #: kernel (``code_samples``; ``Samples.error`` where it could not be sampled)
     samples: dict[str, code_samples.Samples] = field(default_factory=dict)
 
