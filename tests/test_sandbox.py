@@ -250,6 +250,20 @@ async def test_a_program_that_fills_its_work_dir_is_killed() -> None:
     limits = SandboxLimits(wall_s=60.0, disk_entries=500)
     result = await run_sandboxed(python(touch), limits=limits)
     assert "more than 500 entries" in result.disk_exceeded and not result.timed_out
+    # a file unlinked while open fills the disk as well, and no listing shows it
+    hidden = """
+        import os, time
+        f = open("hidden", "wb")
+        os.unlink("hidden")
+        chunk = os.urandom(1 << 20)
+        for _ in range(10_000):
+            f.write(chunk)
+            f.flush()
+            time.sleep(0.002)
+    """
+    limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=4096)
+    result = await run_sandboxed(python(hidden), limits=limits)
+    assert not result.timed_out and "more than its 16 MB" in result.disk_exceeded
     # a program that ends between two looks: one more look when it ended
     quick = "open('big', 'wb').write(b'x' * (20 << 20))"
     limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=64)

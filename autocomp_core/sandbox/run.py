@@ -631,6 +631,33 @@ async def _run(
     )
 
 
+def _unlinked_bytes(group: int) -> int:
+    """Bytes on disk of the regular files without a name that process group ``group`` holds
+    open (what ``/proc`` lets this process see of them)."""
+    used, seen = 0, set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                if int(f.read().rpartition(")")[2].split()[2]) != group:
+                    continue
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except (OSError, ValueError, IndexError):
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    info = os.stat(fd.path)
+                except OSError:
+                    continue
+                key = (info.st_dev, info.st_ino)
+                if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and key not in seen:
+                    seen.add(key)
+                    used += info.st_blocks * 512
+    return used
+
+
 class _DiskWatch:
     """Kills a run whose work dir holds more than its limits allow (``disk_over``): a program
     that fills the disk harms every run on the machine and the engine's own store, and that
@@ -643,16 +670,20 @@ class _DiskWatch:
     async def watch(self, status: _StatusReader, proc: subprocess.Popen | PreloadedRun) -> None:
         while not status.closed.is_set():
             await anyio.sleep(DISK_LOOK_S)
-            self.exceeded = await anyio.to_thread.run_sync(disk_over, self.workdir, self.limits)
+            self.exceeded = await anyio.to_thread.run_sync(
+                disk_over, self.workdir, self.limits, status.pid
+            )
             if self.exceeded:
                 await _kill_candidate(status, proc)
                 return
 
 
-def disk_over(workdir: Path, limits: SandboxLimits) -> str:
+def disk_over(workdir: Path, limits: SandboxLimits, group: int | None = None) -> str:
     """What ``workdir`` holds beyond ``limits.disk_mb`` or ``limits.disk_entries`` ("" where
-    nothing): more than that many entries, or more bytes on disk."""
-    used, entries = 0, 0
+    nothing): more than that many entries, or more bytes on disk, counting the files that
+    the processes of process group ``group`` hold open with no name left (a file unlinked
+    while open fills the disk as well, and no listing shows it)."""
+    used, entries = _unlinked_bytes(group) if group is not None else 0, 0
     folders = [str(workdir)]
     while folders:
         try:
