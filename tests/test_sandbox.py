@@ -264,6 +264,12 @@ async def test_a_program_that_fills_its_work_dir_is_killed() -> None:
     limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=4096)
     result = await run_sandboxed(python(hidden), limits=limits)
     assert not result.timed_out and "more than its 16 MB" in result.disk_exceeded
+    # the scratch dirs are memory: each is as large as scratch_mb, where there are namespaces
+    if isolation_level() not in NO_NAMESPACES:
+        scratch = "open('/dev/shm/big', 'wb').write(b'x' * (16 << 20))"
+        limits = SandboxLimits(wall_s=60.0, scratch_mb=8, file_size_mb=64)
+        result = await run_sandboxed(python(scratch), limits=limits)
+        assert result.returncode == 1 and "No space left on device" in result.stderr
     # a program that ends between two looks: one more look when it ended
     quick = "open('big', 'wb').write(b'x' * (20 << 20))"
     limits = SandboxLimits(wall_s=60.0, disk_mb=16, file_size_mb=64)

@@ -134,6 +134,9 @@ class SandboxLimits:
     # at every DISK_LOOK_S, the program killed beyond (RLIMIT_FSIZE bounds one file only)
     disk_mb: int = 4096
     disk_entries: int = 100_000
+    # the size of each fresh tmpfs over a scratch dir (/tmp, /dev/shm, ...): memory, which
+    # no other limit bounds (namespace levels)
+    scratch_mb: int = 256
     network: bool = False  # False: a fresh network namespace where the OS allows
     drop_privileges: bool = True  # when root: run as a fresh unprivileged uid
 
@@ -231,7 +234,7 @@ def _scratch_covers(workdir: Path, limits: SandboxLimits) -> list[tuple[str, lis
             continue
         real = os.path.realpath(scratch)
         keep = _outermost([p for p in visible if p.startswith(real + os.sep)])
-        covers.append((real, keep, f"mode=1777,size={limits.file_size_mb}m"))
+        covers.append((real, keep, f"mode=1777,size={limits.scratch_mb}m"))
     return covers
 
 
@@ -315,7 +318,7 @@ def _bwrap_argv(workdir: Path, limits: SandboxLimits, hidden: list[str]) -> list
         raise SandboxError("bubblewrap was found at start but bwrap is gone")
     args = supervisor.bwrap_namespaces(bwrap, limits.network)
     for folder, keep, _ in _scratch_covers(workdir, limits):
-        args += ["--size", str(limits.file_size_mb << 20), "--tmpfs", folder]
+        args += ["--size", str(limits.scratch_mb << 20), "--tmpfs", folder]
         for path in keep:
             args += ["--ro-bind", path, path]
     for folder in hidden:

@@ -75,3 +75,17 @@ def test_a_result_the_worker_could_not_have_written_is_named_malformed():
         ("message", None),
     ):
         assert f"{field!r}" in result_malformed({**honest, field: value}), (field, value)
+
+
+def test_a_copy_is_made_a_chunk_at_a_time_and_bounded_like_a_read(tmp_path):
+    source, dest = tmp_path / "lib.so", tmp_path / "kept.so"
+    source.write_bytes(b"\x7fELF" + bytes(100))
+    assert worker_files.copy_file(source, dest, 1 << 20) == 104
+    assert dest.read_bytes() == source.read_bytes()
+    with open(tmp_path / "sparse.so", "wb") as f:  # (no disk blocks, a GiB of zeros to copy)
+        f.truncate(1 << 30)
+    with pytest.raises(worker_files.Unfit, match="at most"):
+        worker_files.copy_file(tmp_path / "sparse.so", dest, 1 << 20)
+    os.mkfifo(tmp_path / "fifo.so")
+    with pytest.raises(worker_files.Unfit):
+        worker_files.copy_file(tmp_path / "fifo.so", dest, 1 << 20)

@@ -27,7 +27,10 @@ from .verdicts import Verdict, crash_verdict, result_malformed, tail_errors
 USES_EXTENSION = ("load_inline", "cpp_extension")
 #: What an extension a build reports may be called, and hold.
 LIBRARY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-LIBRARY_MAX_BYTES = 2**30
+#: The most libraries one build may keep, the most bytes each, and all of them (a report of
+#: many sparse gigabyte "libraries" made the engine read each into its memory and write real
+#: copies of them: the ninth red team's a06).
+LIBRARIES_MAX, LIBRARY_MAX_BYTES, LIBRARIES_MAX_BYTES = 16, 2**28, 2**29
 
 
 class Builds:
@@ -122,8 +125,15 @@ class Builds:
         built = outcome.get("built", {})
         if not isinstance(built, dict):
             return Verdict("hack_suspected", "the build's report of what it built is not a map")
-        libraries: dict[str, bytes] = {}
+        if len(built) > LIBRARIES_MAX:
+            return Verdict(
+                "hack_suspected",
+                f"the build's report names {len(built)} libraries (at most {LIBRARIES_MAX})",
+            )
+        kept = work / "kept"
+        kept.mkdir()
         root = os.path.realpath(work)
+        left = LIBRARIES_MAX_BYTES
         for name, so in built.items():
             path = os.path.abspath(so) if isinstance(so, str) else ""
             inside = bool(path) and os.path.commonpath([root, os.path.realpath(path)]) == root
@@ -132,19 +142,16 @@ class Builds:
                     raise worker_files.Unfit("not a library of this build")
                 if os.path.realpath(path) != path:
                     raise worker_files.Unfit("reached through a link")
-                libraries[name] = worker_files.read_bytes(path, LIBRARY_MAX_BYTES)
+                limit = min(LIBRARY_MAX_BYTES, left)
+                left -= worker_files.copy_file(path, kept / f"{name}.so", limit)
             except OSError as exc:
                 return Verdict(
                     "hack_suspected",
                     f"the build's report names {str(name)[:80]!r} at {str(so)[:200]!r}, which "
-                    f"is not a library it built ({exc})",
+                    f"is not a library it built, or too large a one ({exc})",
                 )
-        kept = work / "kept"
-        kept.mkdir()
-        for name, data in libraries.items():
-            (kept / f"{name}.so").write_bytes(data)
         (kept / "build.log").write_text(log[-200_000:])
-        (kept / "built.json").write_text(json.dumps(sorted(libraries)))
+        (kept / "built.json").write_text(json.dumps(sorted(built)))
         cache.publish(kept, target)
         cache.prune(self.cache / "builds", self.settings.cache_max_mb << 20)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -21,6 +22,19 @@ class Unfit(OSError):
 def read_bytes(path: str | Path, limit: int) -> bytes:
     """The bytes of the regular file at ``path``. FileNotFoundError where there is none;
     ``Unfit`` where it is a link, a FIFO, a device or a socket, or larger than ``limit``."""
+    parts: list[bytes] = []
+    _read(path, limit, parts.append)
+    return b"".join(parts)
+
+
+def copy_file(path: str | Path, dest: Path, limit: int) -> int:
+    """``read_bytes``'s file copied to ``dest`` a chunk at a time (never all of it in memory);
+    returns its size. The same errors, and ``dest`` is then left incomplete."""
+    with open(dest, "wb") as out:
+        return _read(path, limit, out.write)
+
+
+def _read(path: str | Path, limit: int, take: Callable[[bytes], object]) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -33,16 +47,16 @@ def read_bytes(path: str | Path, limit: int) -> bytes:
             raise Unfit(f"{os.path.basename(path)} is not a regular file")
         if info.st_size > limit:
             raise Unfit(f"{os.path.basename(path)} holds {info.st_size} bytes (at most {limit})")
-        parts, left = [], limit + 1
+        left = limit + 1
         while left > 0:  # (it may still be growing: never read past the limit)
             chunk = os.read(fd, min(left, 1 << 24))
             if not chunk:
                 break
-            parts.append(chunk)
+            take(chunk)
             left -= len(chunk)
         if left <= 0:
             raise Unfit(f"{os.path.basename(path)} grew past {limit} bytes while read")
-        return b"".join(parts)
+        return limit + 1 - left
     finally:
         os.close(fd)
 
