@@ -161,6 +161,11 @@ class SandboxResult:
     disk_exceeded: str = ""  # why it was killed for what its work dir held ("" if not)
 
     @property
+    def isolated(self) -> bool:
+        """It ran in some isolation from the engine's user and files (any level but none)."""
+        return self.isolation != NONE
+
+    @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out and not self.disk_exceeded
 

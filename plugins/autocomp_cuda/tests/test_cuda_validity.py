@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from autocomp_core import IMPOSSIBLE_RESULT, evaluation_seeds
+from autocomp_core import IMPOSSIBLE_RESULT, SandboxResult, evaluation_seeds
 from autocomp_core.contract.backend import EvalContext, FailureKind
 from autocomp_core.executors.guarded import evaluate_guarded
 from autocomp_core.sandbox import isolation_level
@@ -154,7 +154,8 @@ async def test_no_candidate_reads_another_cache_of_the_user(make_backend, monkey
 @pytest.mark.parametrize("level", ["none", "user namespaces", "namespaces+uid", "bubblewrap"])
 def test_a_candidate_that_ran_without_isolation_is_no_evidence(level):
     # (at level none the candidate ran as the engine's user beside the engine's files)
-    case = SimpleNamespace(result=SimpleNamespace(isolation=level), verdict=Verdict("ok"))
+    result = SandboxResult(0, "", "", False, None, False, False, 0.0, Path("."), isolation=level)
+    case = SimpleNamespace(result=result, verdict=Verdict("ok"))
     assert judging._isolated(case) is None  # (a flag, not a refusal)
     assert ("unisolated" in case.verdict.flags) == (level == "none")
     assert case.verdict.scored == (level != "none")

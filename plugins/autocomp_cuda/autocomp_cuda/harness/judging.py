@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autocomp_core import SandboxResult
-from autocomp_core.sandbox import NONE, SandboxLimits, disk_over
+from autocomp_core import SandboxLimits, SandboxResult, disk_over
 
 from .. import kernel_evidence, lockstep
 from ..judge import Judge, JudgeError
@@ -453,7 +452,7 @@ def _isolated(c: Case) -> Verdict | None:
     namespaces nor bubblewrap work) ran as the engine's user beside the engine's files: the
     reference's outputs, the timed calls' inputs kept for the engine. Its verdict is no
     evidence against a hostile program: flagged, out of fast_p."""
-    if c.result is not None and c.result.isolation == NONE:
+    if c.result is not None and not c.result.isolated:
         c.verdict.flags.append("unisolated")
         c.verdict.notes.append(
             "the candidate ran at isolation level 'none', as the engine's user with nothing "

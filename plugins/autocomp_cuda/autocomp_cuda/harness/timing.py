@@ -79,9 +79,9 @@ async def time_in_lockstep(
         # (its sandbox may have killed it: then that is why it stopped, once its run has ended)
         if not proc_clock.running(ends["candidate"].pid):
             await asyncio.wait({worker.task}, timeout=KILLED_GRACE_S)
-        await worker.close()
-        killed = worker.disk_exceeded()
+        killed = worker.disk_exceeded()  # ("" while it runs: its own failure, judged below)
         if killed:
+            await worker.close()
             await baseline_worker.close()
             return None, {}, None, Verdict("runtime_error", f"the worker was killed: {killed}")
     if drive.outcome == "wrong_output" and drive.worker == "candidate":
