@@ -68,6 +68,7 @@ class CodeMapping:
     device: int  # the file's, as ``os.stat``'s ``st_dev``
     inode: int
     path: str
+    writable: bool = False  # (``rwxp``: its pages can be changed in place)
 
     @property
     def file(self) -> tuple[int, int]:
@@ -135,7 +136,11 @@ def code_mappings(pid: int) -> list[CodeMapping]:
             major, minor = (int(v, 16) for v in fields[3].split(":"))
             path = fields[5].rstrip("\n").removesuffix(" (deleted)")
             device = os.makedev(major, minor)
-            found.append(CodeMapping(low, high, int(fields[2], 16), device, int(fields[4]), path))
+            found.append(
+                CodeMapping(
+                    low, high, int(fields[2], 16), device, int(fields[4]), path, "w" in fields[1]
+                )
+            )
     return sorted(found, key=lambda m: m.low)
 
 
@@ -163,7 +168,9 @@ class Sampler:
         self._lows = [m.low for m in self.samples.mappings]
         # the pages of the candidate's own code: its builds' mappings (``builds``: each one's
         # (st_dev, st_ino), as the engine placed it), less ``exclude``d pages
-        self._own = self.samples.built = [m.file in builds for m in self.samples.mappings]
+        self._own = self.samples.built = [
+            m.file in builds and not m.writable for m in self.samples.mappings
+        ]
         self._foreign: set[int] = set()
         try:
             tids = threads or sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
@@ -284,15 +291,17 @@ def page_digests(data: bytes) -> list[bytes]:
 def copied_pages(
     read: Callable[[int, int], bytes], own: list[CodeMapping], theirs: list[CodeMapping]
 ) -> set[int]:
-    """The addresses of the pages of ``own`` mappings (their content as ``read`` from the
-    worker's memory) that hold a page of a library of ``theirs`` (from its file)."""
+    """The addresses of the pages of ``own`` mappings that are not the build's own code: their
+    content as ``read`` from the worker's memory differs from the build's file there (changed
+    in memory), or is a page of a library of ``theirs`` (from its file)."""
     known = library_pages(theirs)
-    return {
-        m.low + i * mmap.PAGESIZE
-        for m in own
-        for i, digest in enumerate(page_digests(read(m.low, m.high - m.low)))
-        if digest in known
-    }
+    found = set()
+    for m in own:
+        placed = _file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low, ordered=True)
+        for i, digest in enumerate(page_digests(read(m.low, m.high - m.low))):
+            if digest in known or i >= len(placed) or placed[i] != digest:
+                found.add(m.low + i * mmap.PAGESIZE)
+    return found
 
 
 def library_pages(mappings: list[CodeMapping]) -> set[bytes]:
@@ -300,17 +309,22 @@ def library_pages(mappings: list[CodeMapping]) -> set[bytes]:
     and place): what a copy of any of them would hold."""
     found: set[bytes] = set()
     for m in mappings:
-        found |= _file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low)
+        found.update(_file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low))
     return found
 
 
 @functools.lru_cache(maxsize=4096)
-def _file_pages(path: str, device: int, inode: int, offset: int, size: int) -> frozenset[bytes]:
+def _file_pages(
+    path: str, device: int, inode: int, offset: int, size: int, ordered: bool = False
+) -> tuple[bytes, ...] | frozenset[bytes]:
+    """The digests of the pages of a file's ``size`` bytes from ``offset`` (empty where it is
+    not that file any more), in order, or as a set."""
     try:
         with open(path, "rb") as f:
             if os.fstat(f.fileno())[1:3] != (inode, device):
-                return frozenset()
+                return ()
             f.seek(offset)
-            return frozenset(page_digests(f.read(size)))
+            digests = page_digests(f.read(size))
     except OSError:
-        return frozenset()
+        return ()
+    return tuple(digests) if ordered else frozenset(digests)

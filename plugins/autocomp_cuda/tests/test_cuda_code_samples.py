@@ -36,6 +36,15 @@ for line in sys.stdin:
         while (time.thread_time() - start) * 1e3 < float(ms):
             sum(i * i for i in range(1000))
         lib.spin(20.0)
+    elif what == "poke":  # (a byte of spin's page, away from spin, changed in memory)
+        libc = ctypes.CDLL(None)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        start = ctypes.cast(lib.spin, ctypes.c_void_p).value
+        page = start & ~4095
+        target = page + 4095 if start - page < 3072 else page
+        libc.mprotect(page, 4096, 7)
+        ctypes.c_ubyte.from_address(target).value ^= 0xFF
+        libc.mprotect(page, 4096, 5)
     elif what == "unmap":  # (every page of the library gone from this process)
         libc = ctypes.CDLL(None)
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -223,6 +232,27 @@ def test_pages_that_copy_a_library_the_baseline_runs_are_not_its_own(child, tmp_
         memory.close()
         sampler.close()
     assert samples.taken > 0 and sum(samples.hits) > 0 and samples.own_code == 0
+
+
+def test_a_build_page_changed_in_memory_is_not_its_own(child, tmp_path):
+    # (a page of the build made to differ in memory: the tenth red team flipped a byte of a
+    # copy of torch's code to escape the digests of torch's pages)
+    proc, tell = child
+    tell("poke")
+    sampler = _sampler(proc.pid, tmp_path)
+    memory = worker_memory.Memory(proc.pid)
+    try:
+        own = sampler.own_mappings()
+        sampler.exclude(code_samples.copied_pages(memory.read, own, []))
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        samples = sampler.finish()
+    finally:
+        memory.close()
+        sampler.close()
+    hits_there = sum(samples.hits[i] for i, m in enumerate(samples.mappings) if m in own)
+    assert hits_there > 0 and samples.own_code == 0
 
 
 def test_a_candidate_that_cannot_be_sampled_where_the_machine_can_has_no_evidence(
