@@ -29,7 +29,6 @@ import bisect
 import ctypes
 import fcntl
 import functools
-import hashlib
 import mmap
 import os
 import platform
@@ -56,6 +55,7 @@ _RECORD_LOST, _RECORD_SAMPLE = 2, 9
 _HEAD, _TAIL = 1024, 1032  # data_head, data_tail in perf_event_mmap_page
 _PAGE_MASK = ~(mmap.PAGESIZE - 1)
 _RECORD_ROOM = 64  # more than a sample's or a lost record's bytes
+_KEY_BYTES = 32  # a code page is looked up among a library's by its first bytes
 
 
 @dataclass(frozen=True)
@@ -279,52 +279,67 @@ class Sampler:
         self._rings = []
 
 
-def page_digests(data: bytes) -> list[bytes]:
-    """A digest of each page of ``data`` (whole pages)."""
-    size = mmap.PAGESIZE
-    return [
-        hashlib.blake2b(data[at : at + size], digest_size=16).digest()
-        for at in range(0, len(data) - size + 1, size)
-    ]
-
-
 def copied_pages(
     read: Callable[[int, int], bytes], own: list[CodeMapping], theirs: list[CodeMapping]
 ) -> set[int]:
     """The addresses of the pages of ``own`` mappings that are not the build's own code: their
     content as ``read`` from the worker's memory differs from the build's file there (changed
     in memory), or is a page of a library of ``theirs`` (from its file)."""
-    known = library_pages(theirs)
     found = set()
+    size = mmap.PAGESIZE
     for m in own:
-        placed = _file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low, ordered=True)
-        for i, digest in enumerate(page_digests(read(m.low, m.high - m.low))):
-            if digest in known or i >= len(placed) or placed[i] != digest:
-                found.add(m.low + i * mmap.PAGESIZE)
+        placed = _file_bytes(m.path, m.device, m.inode, m.offset, m.high - m.low)
+        memory = read(m.low, m.high - m.low)
+        for at in range(0, len(memory) - size + 1, size):
+            page = memory[at : at + size]
+            if placed[at : at + size] != page or _in_libraries(page, theirs):
+                found.add(m.low + at)
     return found
 
 
-def library_pages(mappings: list[CodeMapping]) -> set[bytes]:
-    """The digests of the code pages of these mappings' files (read from disk, once per file
-    and place): what a copy of any of them would hold."""
-    found: set[bytes] = set()
-    for m in mappings:
-        found.update(_file_pages(m.path, m.device, m.inode, m.offset, m.high - m.low))
-    return found
+def _in_libraries(page: bytes, theirs: list[CodeMapping]) -> bool:
+    """``page`` is one of the code pages of these mappings' files."""
+    for m in theirs:
+        offsets = _page_index(m.path, m.device, m.inode, m.offset, m.high - m.low).get(
+            page[:_KEY_BYTES], ()
+        )
+        for offset in offsets:
+            if _file_bytes(m.path, m.device, m.inode, offset, len(page)) == page:
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
-def _file_pages(
-    path: str, device: int, inode: int, offset: int, size: int, ordered: bool = False
-) -> tuple[bytes, ...] | frozenset[bytes]:
-    """The digests of the pages of a file's ``size`` bytes from ``offset`` (empty where it is
-    not that file any more), in order, or as a set."""
+def _page_index(
+    path: str, device: int, inode: int, offset: int, size: int
+) -> dict[bytes, list[int]]:
+    """The file offsets of a file's pages from ``offset`` over ``size`` bytes, by their first
+    bytes (read once per file and place; empty where it is not that file any more)."""
+    index: dict[bytes, list[int]] = {}
     try:
         with open(path, "rb") as f:
             if os.fstat(f.fileno())[1:3] != (inode, device):
-                return ()
-            f.seek(offset)
-            digests = page_digests(f.read(size))
+                return index
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as code:
+                end = min(len(code), offset + size)
+                for at in range(offset, end - mmap.PAGESIZE + 1, mmap.PAGESIZE):
+                    index.setdefault(code[at : at + _KEY_BYTES], []).append(at)
+    except (OSError, ValueError):
+        return {}
+    return index
+
+
+def _file_bytes(path: str, device: int, inode: int, offset: int, size: int) -> bytes:
+    """``size`` bytes of a file from ``offset`` (b"" where it is not that file any more)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return ()
-    return tuple(digests) if ordered else frozenset(digests)
+        return b""
+    try:
+        if os.fstat(fd)[1:3] != (inode, device):
+            return b""
+        return os.pread(fd, size, offset)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
