@@ -216,16 +216,20 @@ class Sampler:
         for fd, _ in self._rings:
             fcntl.ioctl(fd, _ENABLE)
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = True) -> None:
         """Sampling off, and what was sampled sorted into ``samples``."""
         for fd, _ in self._rings:
             fcntl.ioctl(fd, _DISABLE)
-        self.drain()
+        self.drain(keep)
 
-    def drain(self) -> None:
-        """What the rings hold sorted into ``samples`` (also while sampling)."""
+    def drain(self, keep: bool = True) -> None:
+        """What the rings hold sorted into ``samples`` (also while sampling); not ``keep``:
+        dropped (samples of what the caller does not judge)."""
         for _, ring in self._rings:
-            self._drain(ring)
+            if keep:
+                self._drain(ring)
+            else:
+                struct.pack_into("Q", ring, _TAIL, struct.unpack_from("Q", ring, _HEAD)[0])
 
     def _drain(self, ring: mmap.mmap) -> None:
         size = len(ring) - mmap.PAGESIZE

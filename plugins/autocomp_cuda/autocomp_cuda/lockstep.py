@@ -267,6 +267,7 @@ class _Driver:
         # (moved) per worker, the kernel's sampling of its threads in its calls' windows
         self.samplers: dict[str, code_samples.Sampler] = {}
         self.sampling = False  # (the timed calls have begun: every worker is sampled)
+        self.calling = False  # (a call's window is open: its samples are the ones judged)
 
     def close(self) -> None:
         for memory in self.memory.values():
@@ -286,7 +287,9 @@ class _Driver:
         # (while it is sampled, its rings are read as they fill: a ring left full until the
         # call's end dropped its last samples, the code that ran late in it: the eighth red team)
         sampler = self.samplers.get(name) if self.sampling else None
-        waiting = sampler.drain if sampler is not None else None
+        waiting = None
+        if sampler is not None:
+            waiting = lambda: sampler.drain(keep=self.calling)  # noqa: E731
         return _receive(self.ends[name], self.alive[name], self.deadline, waiting)
 
     def connect(self, name: str) -> None:
@@ -375,7 +378,8 @@ class _Driver:
     def start_sampling(self) -> None:
         """(moved) Every worker's threads sampled from its first timed call to its last (all
         four windows of each: sampling has a cost of its own when it starts, which the
-        windows of one worker would bear and the other's not)."""
+        windows of one worker would bear and the other's not); the samples judged are those
+        of each call's window (the harness's own steps around it would dilute them)."""
         for sampler in self.samplers.values():
             sampler.start()
         self.sampling = True
@@ -383,7 +387,7 @@ class _Driver:
     def finish_sampling(self) -> None:
         self.sampling = False
         for name, sampler in self.samplers.items():
-            sampler.stop()
+            sampler.stop(keep=False)  # (it sleeps: nothing of a call is left)
             self.result.samples[name] = sampler.finish()
 
     def _count_processes(self, name: str) -> None:
@@ -503,11 +507,21 @@ class _Driver:
         if self.cpu_clock and name == BASELINE and timed:
             self.result.ping_ms.append(ping_cpu)
 
+        sampler = self.samplers.get(name)
+
         def go(end: protocol.EngineEnds) -> None:
             self._hand_inputs(name)
+            if sampler is not None:  # (the samples judged are the call's: its order's and
+                sampler.drain(keep=False)  # its ping's are dropped, as the describe step's)
+            self.calling = True
             end.tell(protocol.GO)
 
-        took, cpu, line = self._step(name, go)
+        try:
+            took, cpu, line = self._step(name, go)
+        finally:
+            self.calling = False
+        if sampler is not None:
+            sampler.drain()
         if line != protocol.DONE:
             raise _Stop("garbled", _out_of_turn(line, f"'{protocol.DONE}'"))
 
@@ -546,8 +560,8 @@ class _Driver:
             described.append(out)
 
         told = self._step(name, lambda end: end.tell(protocol.DESCRIBE), read_out)
-        if name in self.samplers:  # (its samples read after each call: it sleeps now)
-            self.samplers[name].drain()
+        if sampler is not None:  # (the describe step's samples dropped: it sleeps now)
+            sampler.drain(keep=False)
         if not timed:
             return
         steps = self.result.steps_ms[who]
