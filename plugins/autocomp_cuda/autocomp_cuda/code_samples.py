@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 
 #: One sample per this much CPU time of a sampled thread (ns): 40 samples in 4 ms of calls.
 PERIOD_NS = 100_000
-#: Fewer samples than this in a worker's timed calls cannot show that its own code never ran
-#: (calls under ~0.1 ms at the default 40 calls: under the CPU device's resolution anyway).
-CONCLUSIVE = 100
+#: Fewer samples than this in a worker's calls cannot show that its own code never ran: a
+#: tiny honest kernel's share of a 0.05 ms call (glue, dispatch, allocation around it) was
+#: 2-6%, which 100 samples missed one time in twenty; at 400, a 2% share is missed 3 in 10,000.
+CONCLUSIVE = 400
 #: The ring buffer's data pages for the worker's main thread, which makes its calls (64 KiB:
 #: ~4,000 samples, drained after each call), and for each of its other threads. Rings are
 #: locked memory, charged to the engine's user where it is not root (``perf_event_mlock_kb``).
