@@ -360,9 +360,10 @@ class _Driver:
 
     def sample_enough(self, r: int) -> None:
         """(moved) Where the candidate's timed calls were too short for the kernel's samples
-        to show whether its own code runs (under ``code_samples.CONCLUSIVE``), and a build of
-        its own was mapped into its process when timing began, more of its calls, ordered and
-        checked as the timed ones, untimed, until they can (or ``EVIDENCE_CALLS`` more)."""
+        to show whether its own code runs (under ``code_samples.CONCLUSIVE``, none of them its
+        own yet), and a build of its own was mapped into its process when timing began, more
+        of its calls, ordered and checked as the timed ones, untimed, until they can (or
+        ``EVIDENCE_CALLS`` more)."""
         name = next((n for n in self.ends if n != BASELINE), None)
         sampler = self.samplers.get(name or "")
         if name is None or sampler is None or not self.drawn or self.moved is None:
@@ -370,8 +371,9 @@ class _Driver:
         if not sampler.own_mappings():
             return  # (no code of its own to look for)
         for extra in range(EVIDENCE_CALLS):
-            if sampler.samples.taken >= code_samples.CONCLUSIVE:
-                break
+            samples = sampler.samples
+            if samples.taken >= code_samples.CONCLUSIVE or any(samples.own):
+                break  # (enough to tell, or its own code already seen)
             self.current = name
             self._moved_call(name, r + extra, "cand", timed=False)
 
