@@ -74,7 +74,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -639,46 +639,40 @@ async def _run(
     )
 
 
-def _run_processes(pid: int) -> Callable[[str], bool]:
-    """Whether a process (its ``/proc`` entry's name) is one of the run whose program is
-    ``pid``: in the program's PID namespace where the run has one of its own (a process
-    that left the program's group with ``setsid`` is still in it: the eleventh red team
-    held 512 MB in an unlinked file from such a child), else in its process group."""
-    try:
-        space = os.readlink(f"/proc/{pid}/ns/pid")
-        engine = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        space = engine = ""
-    if space and space != engine:
+def _run_processes(pid: int) -> list[str]:
+    """The processes (their ``/proc`` entries' names) of the run whose program is ``pid``:
+    its process group, and every process in a PID namespace of one of the group's where that
+    is not the engine's (a process that left the group with ``setsid`` is still there: the
+    eleventh red team held 512 MB in an unlinked file from such a child). Under bubblewrap
+    ``pid`` is ``bwrap`` itself, outside the namespace its child made."""
 
-        def in_namespace(name: str) -> bool:
-            try:
-                return os.readlink(f"/proc/{name}/ns/pid") == space
-            except OSError:
-                return False
-
-        return in_namespace
-
-    def in_group(name: str) -> bool:
+    def namespace(name: str) -> str:
         try:
-            with open(f"/proc/{name}/stat") as f:
-                return int(f.read().rpartition(")")[2].split()[2]) == pid
-        except (OSError, ValueError, IndexError):
-            return False
+            return os.readlink(f"/proc/{name}/ns/pid")
+        except OSError:
+            return ""
 
-    return in_group
+    processes = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    group = int(f.read().rpartition(")")[2].split()[2])
+            except (OSError, ValueError, IndexError):
+                continue
+            processes.append((entry.name, group, namespace(entry.name)))
+    engine = namespace("self")
+    spaces = {space for _, group, space in processes if group == pid} - {engine, ""}
+    return [name for name, group, space in processes if group == pid or space in spaces]
 
 
 def _unlinked_bytes(pid: int) -> int:
     """Bytes on disk of the regular files without a name that the processes of the run
     whose program is ``pid`` hold open (what ``/proc`` lets this process see of them)."""
     used, seen = 0, set()
-    belongs = _run_processes(pid)
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or not belongs(entry.name):
-            continue
+    for name in _run_processes(pid):
         try:
-            fds = os.scandir(f"/proc/{entry.name}/fd")
+            fds = os.scandir(f"/proc/{name}/fd")
         except OSError:
             continue
         with fds:
@@ -717,9 +711,9 @@ class _DiskWatch:
 def disk_over(workdir: Path, limits: SandboxLimits, pid: int | None = None) -> str:
     """What ``workdir`` holds beyond ``limits.disk_mb`` or ``limits.disk_entries`` ("" where
     nothing): more than that many entries, or more bytes on disk, counting the files that
-    the processes of the run whose program is ``pid`` (its PID namespace, or its process
-    group where it has none) hold open with no name left (a file unlinked while open fills
-    the disk as well, and no listing shows it)."""
+    the processes of the run whose program is ``pid`` (its process group and PID namespace)
+    hold open with no name left (a file unlinked while open fills the disk as well, and no
+    listing shows it)."""
     used, entries = _unlinked_bytes(pid) if pid is not None else 0, 0
     folders = [str(workdir)]
     while folders:
