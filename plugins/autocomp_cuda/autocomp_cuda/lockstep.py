@@ -208,7 +208,6 @@ def drive_blocking(
         for name in ends:  # every worker done with its warm-up before the first timed call
             driver.await_ready(name)
         if moved is not None:
-            driver.exclude_copies()
             driver.start_sampling()
         if moved is not None:  # every call's inputs drawn first: between its calls no worker runs
             for r, seed in enumerate(seeds):
@@ -336,11 +335,12 @@ class _Driver:
         except OSError as exc:
             self.result.samples[name] = code_samples.Samples(error=str(exc))
 
-    def exclude_copies(self) -> None:
-        """(moved) The pages of the candidate's builds whose content is a page of a library
-        the baseline's worker runs are not its own code: a build can hold a copy of another
-        library, mapped over that library's code (the eighth red team's a03 ran torch's and
-        libc's code from copies under its build folders)."""
+    def judge_own_pages(self) -> None:
+        """(moved) The pages of the candidate's builds its samples fell on, judged: those whose
+        content is a page of a library the baseline's worker runs, or not the placed file's,
+        are not its own code (a build can hold a copy of another library, mapped over that
+        library's code: the eighth red team's a03 ran torch's and libc's code from copies
+        under its build folders)."""
         name = next((n for n in self.ends if n != BASELINE), "")
         sampler, base = self.samplers.get(name), self.samplers.get(BASELINE)
         own = sampler.own_mappings() if sampler is not None else []
@@ -353,10 +353,13 @@ class _Driver:
                 else code_samples.code_mappings(self.ends[BASELINE].pid)
             )
             with self._in_memory(name):
-                pages = code_samples.copied_pages(self.memory[name].read, own, theirs)
+                sampler.judge(
+                    lambda pages: code_samples.copied_pages(
+                        self.memory[name].read, own, theirs, pages
+                    )
+                )
         except OSError as exc:
             raise _Stop("unreadable", f"its builds' code cannot be read: {exc}") from None
-        sampler.exclude(pages)
 
     def sample_enough(self, r: int) -> None:
         """(moved) Where the candidate's timed calls were too short for the kernel's samples
@@ -371,6 +374,7 @@ class _Driver:
         if not sampler.own_mappings():
             return  # (no code of its own to look for)
         for extra in range(EVIDENCE_CALLS):
+            self.judge_own_pages()
             samples = sampler.samples
             if samples.taken >= code_samples.CONCLUSIVE or any(samples.own):
                 break  # (enough to tell, or its own code already seen)
@@ -388,8 +392,10 @@ class _Driver:
 
     def finish_sampling(self) -> None:
         self.sampling = False
-        for name, sampler in self.samplers.items():
+        for sampler in self.samplers.values():
             sampler.stop(keep=False)  # (it sleeps: nothing of a call is left)
+        self.judge_own_pages()
+        for name, sampler in self.samplers.items():
             self.result.samples[name] = sampler.finish()
 
     def _count_processes(self, name: str) -> None:

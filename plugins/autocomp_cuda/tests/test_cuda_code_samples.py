@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import mmap
 import os
 import select
 import shutil
@@ -107,6 +108,24 @@ def _sampler(pid: int, work: Path) -> code_samples.Sampler:
     return code_samples.Sampler(pid, builds=kernel_evidence.placed_builds(work))
 
 
+def _judge(sampler: code_samples.Sampler, pid: int, theirs=()) -> None:
+    """The pages of its builds that ``sampler``'s samples fell on judged as the engine judges
+    them, ``theirs`` the baseline's libraries."""
+    memory = worker_memory.Memory(pid)
+    try:
+        own = sampler.own_mappings()
+        sampler.judge(
+            lambda pages: code_samples.copied_pages(memory.read, own, list(theirs), pages)
+        )
+    finally:
+        memory.close()
+
+
+def _judged(sampler: code_samples.Sampler, pid: int, theirs=()) -> code_samples.Samples:
+    _judge(sampler, pid, theirs)
+    return sampler.finish()
+
+
 def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
     proc, tell = child
     sampler = _sampler(proc.pid, tmp_path)
@@ -116,7 +135,7 @@ def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
             sampler.start()
             tell("lib 10")
             sampler.stop()
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
         sampler.close()
     assert samples.taken >= 200 and samples.lost == 0
@@ -132,7 +151,7 @@ def test_no_sample_falls_in_a_build_that_was_loaded_but_did_not_run(child, tmp_p
             sampler.start()
             tell("python 40")
             sampler.stop()
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
         sampler.close()
     assert samples.taken >= code_samples.CONCLUSIVE
@@ -153,11 +172,13 @@ def test_a_build_unmapped_before_timing_ended_counts_for_nothing(child, tmp_path
         sampler.start()
         tell("lib 20")
         sampler.stop()
+        _judge(sampler, proc.pid)
+        judged = copy.deepcopy(sampler.samples)
         tell("unmap")  # (its place may hold anything by the time the samples are judged)
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
         sampler.close()
-    assert samples.taken > 0 and sum(samples.own) > 0
+    assert samples.taken > 0 and sum(judged.own) > 0
     assert samples.own_code == 0
 
 
@@ -169,6 +190,7 @@ def test_a_long_call_keeps_its_last_samples_where_its_ring_is_read_as_it_fills(c
         sampler.start()
         tell("both 800")  # (~8,000 samples in the interpreter first: twice the ring)
         sampler.stop()
+        _judge(sampler, proc.pid)
         unread = copy.deepcopy(sampler.samples)
         sampler.start()
         proc.stdin.write("both 800\n")
@@ -177,7 +199,7 @@ def test_a_long_call_keeps_its_last_samples_where_its_ring_is_read_as_it_fills(c
             sampler.drain()  # (as the engine does while it waits for "done")
         assert proc.stdout.readline() == "done\n"
         sampler.stop()
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
         sampler.close()
     assert unread.lost > 0 and sum(unread.own) == 0  # the ring full: the library's samples lost
@@ -195,7 +217,7 @@ def test_a_file_in_the_build_folder_the_engine_did_not_place_is_not_its_build(ch
         sampler.start()
         tell("lib 20")
         sampler.stop()
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
         sampler.close()
     assert samples.taken > 0 and samples.own_code == 0
@@ -214,24 +236,55 @@ def test_pages_that_copy_a_library_the_baseline_runs_are_not_its_own(child, tmp_
         dataclasses.replace(m, device=info.st_dev, inode=info.st_ino, path=str(original))
         for m in own
     ]
+    every_page = [p for m in own for p in range(m.low, m.high, mmap.PAGESIZE)]
     memory = worker_memory.Memory(proc.pid)
     try:
-        pages = code_samples.copied_pages(memory.read, own, theirs)
-        assert pages and all(any(m.low <= p < m.high for m in own) for p in pages)
-        sampler.exclude(pages)
+        assert code_samples.copied_pages(memory.read, own, theirs, every_page) == set(every_page)
+        # a library of other code shares no page with the build
+        others = code_samples.code_mappings(os.getpid())
+        assert code_samples.copied_pages(memory.read, own, others, every_page) == set()
+    finally:
+        memory.close()
+    try:
         sampler.start()
         tell("lib 20")
         sampler.stop()
-        samples = sampler.finish()
-        # a library of other code shares no page with the build
-        assert (
-            code_samples.copied_pages(memory.read, own, code_samples.code_mappings(os.getpid()))
-            == set()
-        )
+        samples = _judged(sampler, proc.pid, theirs)
     finally:
-        memory.close()
         sampler.close()
     assert samples.taken > 0 and sum(samples.hits) > 0 and samples.own_code == 0
+
+
+def test_only_the_pages_samples_fell_on_are_judged_and_each_once(child, tmp_path):
+    # (a build padded with 200 MB of pages never run cost the engine 38 s when every page of
+    # it was compared: the eleventh red team's a03)
+    proc, tell = child
+    sampler = _sampler(proc.pid, tmp_path)
+    asked: list[list[int]] = []
+
+    def nothing_foreign(pages: list[int]) -> set[int]:
+        asked.append(list(pages))
+        return set()
+
+    try:
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        sampler.judge(nothing_foreign)
+        first = sum(sampler.samples.own)
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        sampler.judge(nothing_foreign)
+    finally:
+        sampler.close()
+    own = sampler.own_mappings()
+    pages = [p for batch in asked for p in batch]
+    assert 0 < first < sum(sampler.samples.own)
+    assert (
+        len(pages) == len(set(pages)) <= sum(sampler.samples.own)
+    )  # (each once, where samples fell)
+    assert all(any(m.low <= p < m.high for m in own) and p % mmap.PAGESIZE == 0 for p in pages)
 
 
 def test_a_build_page_changed_in_memory_is_not_its_own(child, tmp_path):
@@ -240,17 +293,14 @@ def test_a_build_page_changed_in_memory_is_not_its_own(child, tmp_path):
     proc, tell = child
     tell("poke")
     sampler = _sampler(proc.pid, tmp_path)
-    memory = worker_memory.Memory(proc.pid)
     try:
-        own = sampler.own_mappings()
-        sampler.exclude(code_samples.copied_pages(memory.read, own, []))
         sampler.start()
         tell("lib 20")
         sampler.stop()
-        samples = sampler.finish()
+        samples = _judged(sampler, proc.pid)
     finally:
-        memory.close()
         sampler.close()
+    own = sampler.own_mappings()
     hits_there = sum(samples.hits[i] for i, m in enumerate(samples.mappings) if m in own)
     assert hits_there > 0 and samples.own_code == 0
 
