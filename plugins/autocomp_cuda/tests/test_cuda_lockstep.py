@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autocomp_cuda import lockstep, worker_memory
+from autocomp_cuda.harness import judging
 from autocomp_cuda.runtime import lockstep as protocol
 
 RELU = (
@@ -163,6 +164,18 @@ def test_work_moved_out_of_the_window_on_some_calls_is_charged_call_by_call():
     # a leaner describe step than the baseline's credits nothing
     lean = {**base, "describe": [0.03] * 40}
     assert lockstep.charged_ms(_steps(lean, base), windows) == pytest.approx(windows)
+
+
+def test_a_short_call_is_flagged_only_where_the_shavable_glue_could_be_its_speed_up():
+    # the eleventh red team's honest fused C++ kernel: 1.66x at 0.10 ms, 0.0164 ms shavable
+    floor, note = judging.glue_resolution(0.0998, 0.1658, 0.0164)
+    assert floor == pytest.approx(1.43, abs=0.01) and "at least 1.43x" in note
+    # a lean serving loop around the baseline's own work (h63): faster by the glue alone
+    floor, note = judging.glue_resolution(0.040, 0.050, 0.0164)
+    assert floor <= 1.0 and "may be the glue's" in note
+    # a call long enough, or not faster: nothing to say
+    assert judging.glue_resolution(0.5, 1.0, 0.0164) == (float("inf"), "")
+    assert judging.glue_resolution(0.06, 0.05, 0.0164) == (float("inf"), "")
 
 
 def test_a_call_reported_longer_than_the_engine_saw_is_overstated():
