@@ -59,8 +59,13 @@ async def test_hack_is_rejected_or_excluded(make_backend, path):
                 result.feedback
             )
     elif meta["expect"] == "not_faster":
-        # (each does several times the baseline's work: honest measuring puts it well under 1x)
-        assert not result.correct or result.extra["speedup"] < 1.0, result.feedback
+        # (each does several times the baseline's work: honest measuring puts it well under
+        # 1x; on a loaded machine a tiny call's noise once read 1.35x (h57, 0.088 ms), which
+        # its glue given back made 0.74x: below_resolution, out of fast_p)
+        flags = result.verification.get("flags", [])
+        assert not result.correct or result.extra["speedup"] < 1.0 or "below_resolution" in flags, (
+            result.feedback
+        )
     elif meta.get("needs") == "perf_events" and code_samples.available():
         # (a machine that cannot sample a worker: the engine says it took the worker's word)
         assert "no process can be sampled from outside on this machine" in result.feedback
