@@ -266,20 +266,11 @@ async def test_a_program_that_fills_its_work_dir_is_killed() -> None:
     assert not result.timed_out and "more than its 16 MB" in result.disk_exceeded
     # ... held by a process that left the program's group: still in the run's PID namespace
     if isolation_level() not in NO_NAMESPACES:
-        escaped = """
-            import os, time
-            if os.fork() == 0:
-                os.setsid()
-                f = open("hidden", "wb")
-                os.unlink("hidden")
-                chunk = os.urandom(1 << 20)
-                for _ in range(10_000):
-                    f.write(chunk)
-                    f.flush()
-                    time.sleep(0.002)
-                os._exit(0)
-            os.wait()
-        """
+        escaped = (
+            "import os\nif os.fork() == 0:\n    os.setsid()\n"
+            + textwrap.indent(textwrap.dedent(hidden), "    ")
+            + "    os._exit(0)\nos.wait()\n"
+        )
         result = await run_sandboxed(python(escaped), limits=limits)
         assert not result.timed_out and "more than its 16 MB" in result.disk_exceeded
     # the scratch dirs are memory: each is as large as scratch_mb, where there are namespaces
