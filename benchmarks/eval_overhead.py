@@ -26,7 +26,10 @@ AFTER = Path(__file__).resolve().parent.parent
 CHILD = """
 import asyncio, json, sys, time
 from pathlib import Path
-from autocomp_core.contract.backend import EvalContext
+try:
+    from autocomp_core.contract.backend import EvalContext
+except ImportError:  # (a checkout from before the core's layout of today)
+    from autocomp_core.backend import EvalContext
 module, cls, problem_id, source, warm = sys.argv[1:6]
 backend = getattr(__import__(module, fromlist=[cls]), cls)()
 problem = backend.load_problem(problem_id)
@@ -95,13 +98,13 @@ def timed(tree: Path, backend: str, problem_id: str, source: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def problem_ids(backend: str) -> list[str]:
+def problem_ids(backend: str, tree: Path = AFTER) -> list[str]:
     if backend == "rvv":
-        root = AFTER / "plugins" / "autocomp_rvv" / "autocomp_rvv" / "data" / "problems"
+        root = tree / "plugins" / "autocomp_rvv" / "autocomp_rvv" / "data" / "problems"
         return sorted(p.name for p in root.iterdir() if (p / "problem.toml").is_file())
     import tomllib
 
-    root = AFTER / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "problems"
+    root = tree / "plugins" / "autocomp_gemmini" / "autocomp_gemmini" / "problems"
     return [
         entry["id"]
         for family in ("gemm", "conv", "admm")
@@ -128,8 +131,12 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     ratios = []
+    known_before = set(problem_ids(args.backend, trees["before"]))
     for problem_id in problem_ids(args.backend):
         if not problem_id.startswith(args.only):
+            continue
+        if problem_id not in known_before:
+            print(f"{problem_id:<28} (not a problem of the checkout before: left out)")
             continue
         for label in programs(args.backend, AFTER, problem_id):
             runs: dict[str, list[dict]] = {"before": [], "after": []}
