@@ -52,15 +52,13 @@ def test_suite_reports_each_problem_and_both_fast_p_columns(tmp_path, cuda_cache
     assert summary["statuses"] == {"ok": 1, "mismatch": 1, "missing": 1}
     per = summary["per_problem"]
     assert per["L1/gelu_erf"] is None and per["L1/relu"]["status"] == "mismatch"
-    # the fused kernel is right and faster; at the CPU tier's size its call is short enough
-    # that a candidate's own serving loop could shave part of it: our fast_p leaves it out
-    # where its speed-up with that glue given back is none (below_resolution), KernelBench's
-    # counts it
+    # the fused kernel is right and faster, but at the CPU tier's size its call is within what
+    # a candidate's own serving loop could shave (below_resolution): our fast_p leaves it out,
+    # KernelBench's counts it
     fused = per["L2/scale_bias_clamp_mul"]
     assert fused["status"] == "ok" and fused["speedup"] > 1
-    scored = "below_resolution" not in fused["flags"]
-    assert fused["scored"] is scored
-    assert summary["fast_p"]["0.0"] == pytest.approx(1 / 3 if scored else 0.0)
+    assert fused["scored"] is False and "below_resolution" in fused["flags"]
+    assert summary["fast_p"]["0.0"] == 0.0
     assert summary["fast_p_kernelbench_compatible"]["0.0"] == pytest.approx(1 / 3)
     assert "[3/3]" in done.stderr  # progress, one line per problem
 

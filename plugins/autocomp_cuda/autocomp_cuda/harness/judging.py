@@ -33,8 +33,7 @@ from .verdicts import Verdict, crash_verdict, median_iqr, result_malformed
 BUSY_BESIDE_BASELINE = 0.03
 #: The CPU device: a candidate measured faster than its baseline but under this many times
 #: the part of the glue a candidate can shave is below what the harness resolves: the verdict
-#: says how fast it is with that glue given back, and where that is not faster, keeps it out
-#: of fast_p. The call's window holds the call and the worker's
+#: says so and keeps it out of fast_p. The call's window holds the call and the worker's
 #: loop between "go" and "done", code in the candidate's process; the engine subtracts the
 #: least glue a window holds (a ping answered at the same place in that loop), so what a
 #: leaner loop can still save is the rest of the baseline's glue (its window less its call
@@ -364,12 +363,10 @@ def _measure(c: Case) -> Verdict | None:
         # taken below half the least glue, which no leaner loop measured here beat)
         verdict.info["shavable_glue_ms"] = shavable = max(glue - least, least / 2)
         if cpu_clock:
-            cand_ms, base_ms = statistics.median(cand), statistics.median(base)
-            floor, note = glue_resolution(cand_ms, base_ms, shavable)
+            floor, note = glue_resolution(cand, base, shavable)
             if note:
                 verdict.info["speedup_floor"] = floor
                 verdict.notes.append(note)
-            if floor <= 1.0:
                 verdict.flags.append("below_resolution")
     verdict.candidate_ms, verdict.candidate_iqr_ms = median_iqr(cand)
     if drive is not None and not drive.ping_ms:
@@ -388,28 +385,29 @@ def _measure(c: Case) -> Verdict | None:
     return None
 
 
-def glue_resolution(cand_ms: float, base_ms: float, shavable: float) -> tuple[float, str]:
-    """(The CPU device) A candidate measured faster than its baseline at under
-    ``RESOLUTION_SHAVABLE`` times the glue around a call that code in its process can shave:
-    its speed-up with that glue given back (a floor; ``inf`` where nothing is to say) and a
-    note. Where the floor is no speed-up, the measured one may be the glue's alone (flagged
-    ``below_resolution``); where it is one, it is the code's, overstated at most by that glue
-    (every honest kernel of the tiny sizes was flagged when any call this short was: the
-    eleventh red team's fused C++ kernel, 1.66x at 0.10 ms against 0.17 ms)."""
+def glue_resolution(cand: list[float], base: list[float], shavable: float) -> tuple[float, str]:
+    """(The CPU device) Where a candidate's calls (ms) measured faster than its baseline's at
+    under ``RESOLUTION_SHAVABLE`` times the glue around a call that code in its process can
+    shave, the speed-up is below what this meter resolves: a note saying so (flagged
+    ``below_resolution``, out of fast_p) with the speed-up it surely has, that glue given back
+    and each median at the unfavourable end of its 95% interval (median +- 1.57 IQR /
+    sqrt(n)); ``(inf, "")`` elsewhere. Counting the short calls whose floor was still a
+    speed-up (the eleventh red team's honest fused C++ kernel, 1.66x at 0.10 ms) counted them
+    one run in two: their calls' spread (IQR 0.06-0.17 ms on a 0.07 ms call) moves it across
+    1, and a lean loop's 1.0x read 1.51x on a loaded machine (h63)."""
+    (cand_ms, cand_iqr), (base_ms, base_iqr) = median_iqr(cand), median_iqr(base)
     if not cand_ms < base_ms or cand_ms >= RESOLUTION_SHAVABLE * shavable:
         return math.inf, ""
-    floor = base_ms / (cand_ms + shavable)
-    glue = (
+    slowest = cand_ms + 1.57 * cand_iqr / math.sqrt(len(cand))
+    fastest = base_ms - 1.57 * base_iqr / math.sqrt(len(base))
+    floor = max(fastest, 0.0) / (slowest + shavable)
+    return floor, (
         f"a candidate measured at {cand_ms:.3g} ms is under {RESOLUTION_SHAVABLE:g}x the part "
         "of the worker's glue around a call that code in the candidate's process can shave "
-        f"({shavable:.3g} ms) on this device"
+        f"({shavable:.3g} ms) on this device: part of its speed-up may be the glue's or the "
+        f"calls' noise (with that glue given back and their spread, {floor:.2f}x); excluded "
+        'from fast_p (size = "full" times calls long enough to count)'
     )
-    if floor <= 1.0:
-        return floor, (
-            f"{glue}: with that glue given back it is not faster ({floor:.2f}x), so its "
-            "speed-up may be the glue's (excluded from fast_p)"
-        )
-    return floor, f"{glue}: its speed-up is at least {floor:.2f}x with that glue given back"
 
 
 def _nothing_outside_the_timed_stream(c: Case) -> Verdict | None:
