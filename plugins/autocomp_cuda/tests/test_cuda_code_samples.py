@@ -126,6 +126,18 @@ def _judged(sampler: code_samples.Sampler, pid: int, theirs=()) -> code_samples.
     return sampler.finish()
 
 
+def _one_call_judged(child, sampler: code_samples.Sampler, theirs=()) -> code_samples.Samples:
+    """The samples of one call of 20 ms in the child's library, judged; the sampler closed."""
+    proc, tell = child
+    try:
+        sampler.start()
+        tell("lib 20")
+        sampler.stop()
+        return _judged(sampler, proc.pid, theirs)
+    finally:
+        sampler.close()
+
+
 def test_samples_fall_in_the_build_whose_code_ran(child, tmp_path):
     proc, tell = child
     sampler = _sampler(proc.pid, tmp_path)
@@ -207,24 +219,18 @@ def test_a_long_call_keeps_its_last_samples_where_its_ring_is_read_as_it_fills(c
 
 
 def test_a_file_in_the_build_folder_the_engine_did_not_place_is_not_its_build(child, tmp_path):
-    proc, tell = child
+    proc, _ = child
     placed = tmp_path / "prebuilt" / "spin.so"
     moved = tmp_path / "elsewhere.so"
     placed.rename(moved)  # (the library the child runs, no longer in the build folder)
     shutil.copy(moved, placed)  # a copy put in its place, as a candidate could
     sampler = _sampler(proc.pid, tmp_path)
-    try:
-        sampler.start()
-        tell("lib 20")
-        sampler.stop()
-        samples = _judged(sampler, proc.pid)
-    finally:
-        sampler.close()
+    samples = _one_call_judged(child, sampler)
     assert samples.taken > 0 and samples.own_code == 0
 
 
 def test_pages_that_copy_a_library_the_baseline_runs_are_not_its_own(child, tmp_path):
-    proc, tell = child
+    proc, _ = child
     sampler = _sampler(proc.pid, tmp_path)
     own = sampler.own_mappings()
     assert own
@@ -245,13 +251,7 @@ def test_pages_that_copy_a_library_the_baseline_runs_are_not_its_own(child, tmp_
         assert code_samples.copied_pages(memory.read, own, others, every_page) == set()
     finally:
         memory.close()
-    try:
-        sampler.start()
-        tell("lib 20")
-        sampler.stop()
-        samples = _judged(sampler, proc.pid, theirs)
-    finally:
-        sampler.close()
+    samples = _one_call_judged(child, sampler, theirs)
     assert samples.taken > 0 and sum(samples.hits) > 0 and samples.own_code == 0
 
 
@@ -293,13 +293,7 @@ def test_a_build_page_changed_in_memory_is_not_its_own(child, tmp_path):
     proc, tell = child
     tell("poke")
     sampler = _sampler(proc.pid, tmp_path)
-    try:
-        sampler.start()
-        tell("lib 20")
-        sampler.stop()
-        samples = _judged(sampler, proc.pid)
-    finally:
-        sampler.close()
+    samples = _one_call_judged(child, sampler)
     own = sampler.own_mappings()
     hits_there = sum(samples.hits[i] for i, m in enumerate(samples.mappings) if m in own)
     assert hits_there > 0 and samples.own_code == 0
